@@ -1,0 +1,43 @@
+# amk — see README.md. `make test` is what CI runs.
+GO        ?= go
+FUZZTIME  ?= 60s
+SMOKETIME ?= 5s
+
+.PHONY: all build test unit lint fuzz fuzz-smoke bench demo deps clean
+
+all: build
+
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## test: install what the tests need (redis-server, prometheus), then lint,
+## unit + integration tests, and a short smoke run of every fuzz target.
+test: deps lint unit fuzz-smoke
+
+unit:
+	$(GO) test -count=1 -timeout 18m ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+deps:
+	@scripts/ensure-deps.sh
+
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+fuzz-smoke:
+	@scripts/fuzz.sh $(SMOKETIME)
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -timeout 30m ./...
+
+## demo: the main job on the embedded default — an autoresearch campaign on
+## the toy model for the h200 target with the CPU evaluator (no Redis needed).
+demo:
+	$(GO) run ./cmd/amkctl autoresearch toy --gpu h200 --device cpu --iters 40 --workspace workspace
+
+clean:
+	rm -rf bin workspace

@@ -1,0 +1,3 @@
+module github.com/amk-dev/amk
+
+go 1.26

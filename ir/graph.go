@@ -1,0 +1,309 @@
+package ir
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Graph is the producer -> consumer dependency graph of a program, indexed by
+// task list position, in compressed sparse row form. For every wait of task t
+// on counter c there is an edge p -> t for every producer p of c; self-edges
+// are kept (a task waiting on its own counter is a cycle). Edges are
+// de-duplicated and each adjacency list is sorted.
+type Graph struct {
+	N       int
+	succOff []int32
+	succ    []int32
+	predOff []int32
+	pred    []int32
+}
+
+// Succ returns the direct successors of task i.
+func (g *Graph) Succ(i int) []int32 { return g.succ[g.succOff[i]:g.succOff[i+1]] }
+
+// Pred returns the direct predecessors of task i.
+func (g *Graph) Pred(i int) []int32 { return g.pred[g.predOff[i]:g.predOff[i+1]] }
+
+// NumEdges is the number of distinct edges (the "edges" stat).
+func (g *Graph) NumEdges() int { return len(g.succ) }
+
+// ProducersByCounter returns, per counter position, the task positions whose
+// out_counter it is. Out-of-range counter references are ignored.
+func ProducersByCounter(p *Program) [][]int32 {
+	prod := make([][]int32, len(p.Counters))
+	for i := range p.Tasks {
+		c := p.Tasks[i].OutCounter
+		if c >= 0 && c < len(prod) {
+			prod[c] = append(prod[c], int32(i))
+		}
+	}
+	return prod
+}
+
+// WritersByBuffer returns, per buffer position, the task positions listing it
+// among their outputs (once per task).
+func WritersByBuffer(p *Program) [][]int32 {
+	w := make([][]int32, len(p.Buffers))
+	for i := range p.Tasks {
+		for k, b := range p.Tasks[i].Outputs {
+			if b < 0 || b >= len(w) || containsInt(p.Tasks[i].Outputs[:k], b) {
+				continue
+			}
+			w[b] = append(w[b], int32(i))
+		}
+	}
+	return w
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// BuildGraph computes the dependency graph.
+func BuildGraph(p *Program) *Graph {
+	n := len(p.Tasks)
+	prod := ProducersByCounter(p)
+	g := &Graph{N: n, succOff: make([]int32, n+1), predOff: make([]int32, n+1)}
+	// Predecessor lists first (grouped by consumer), then transpose.
+	var seen []int
+	for t := 0; t < n; t++ {
+		seen = seen[:0]
+		start := len(g.pred)
+		for _, w := range p.Tasks[t].Waits {
+			c := w.Counter
+			if c < 0 || c >= len(prod) || containsInt(seen, c) {
+				continue
+			}
+			seen = append(seen, c)
+			g.pred = append(g.pred, prod[c]...)
+		}
+		lst := g.pred[start:]
+		if len(seen) > 1 {
+			sort.Slice(lst, func(a, b int) bool { return lst[a] < lst[b] })
+			// producers of distinct counters are distinct tasks, so no duplicates remain.
+		}
+		g.predOff[t+1] = int32(len(g.pred))
+	}
+	counts := make([]int32, n+1)
+	for _, p := range g.pred {
+		counts[p+1]++
+	}
+	for i := 0; i < n; i++ {
+		g.succOff[i+1] = g.succOff[i] + counts[i+1]
+	}
+	g.succ = make([]int32, len(g.pred))
+	fill := append([]int32(nil), g.succOff[:n]...)
+	for t := 0; t < n; t++ {
+		for _, p := range g.Pred(t) {
+			g.succ[fill[p]] = int32(t)
+			fill[p]++
+		}
+	}
+	return g
+}
+
+// TopologicalOrder is Kahn's algorithm: the initial ready set in position
+// order, then FIFO. It returns nil when the graph has a cycle.
+func (g *Graph) TopologicalOrder() []int32 {
+	indeg := make([]int32, g.N)
+	for t := 0; t < g.N; t++ {
+		indeg[t] = g.predOff[t+1] - g.predOff[t]
+	}
+	order := make([]int32, 0, g.N)
+	for t := 0; t < g.N; t++ {
+		if indeg[t] == 0 {
+			order = append(order, int32(t))
+		}
+	}
+	for head := 0; head < len(order); head++ {
+		for _, s := range g.Succ(int(order[head])) {
+			indeg[s]--
+			if indeg[s] == 0 {
+				order = append(order, s)
+			}
+		}
+	}
+	if len(order) != g.N {
+		return nil
+	}
+	return order
+}
+
+// FindCycle returns one cycle as task positions (first node not repeated), or
+// nil if the graph is acyclic. The DFS is iterative, so depth is unbounded.
+func (g *Graph) FindCycle() []int32 {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]uint8, g.N)
+	parent := make([]int32, g.N)
+	next := make([]int32, g.N) // next successor index to explore
+	stack := make([]int32, 0, 64)
+	for root := 0; root < g.N; root++ {
+		if color[root] != white {
+			continue
+		}
+		stack = append(stack[:0], int32(root))
+		color[root] = grey
+		parent[root] = -1
+		for len(stack) > 0 {
+			u := stack[len(stack)-1]
+			succ := g.Succ(int(u))
+			if int(next[u]) < len(succ) {
+				v := succ[next[u]]
+				next[u]++
+				switch color[v] {
+				case white:
+					color[v] = grey
+					parent[v] = u
+					stack = append(stack, v)
+				case grey:
+					cyc := []int32{v}
+					for x := u; x != v && x >= 0; x = parent[x] {
+						cyc = append(cyc, x)
+					}
+					// reverse to follow edge direction v -> ... -> u -> v
+					for i, j := 1, len(cyc)-1; i < j; i, j = i+1, j-1 {
+						cyc[i], cyc[j] = cyc[j], cyc[i]
+					}
+					return cyc
+				}
+				continue
+			}
+			color[u] = black
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return nil
+}
+
+// SimulateCounters is the static reachability cross-check: fire every ready
+// task (all waits satisfied) until none is, incrementing counters. It returns
+// the firing order and the tasks left stuck (non-empty iff some wait can never
+// be satisfied). It is ready-queue driven: O(tasks + waits).
+func SimulateCounters(p *Program) (order, stuck []int) {
+	return simulate(p, func(ready []int) int { return 0 })
+}
+
+// SimulateAdversarial fires ready tasks in adversarial interleavings (one per
+// seed, each picking ready[(seed*2654435761) mod len(ready)]) and reports
+// every read of a transient buffer that no fired task has written yet. It
+// stops at the first seed with violations, as the reference does.
+func SimulateAdversarial(p *Program, seeds int) []string {
+	writers := WritersByBuffer(p)
+	for seed := 0; seed < seeds; seed++ {
+		written := make([]bool, len(p.Buffers))
+		for b := range p.Buffers {
+			k := p.Buffers[b].Kind
+			if k.ReadOnly() || (k == KVCache && len(writers[b]) == 0) {
+				written[b] = true
+			}
+		}
+		var bad []string
+		mult := uint64(seed) * 2654435761
+		simulate(p, func(ready []int) int {
+			pick := int(mult % uint64(len(ready)))
+			t := &p.Tasks[ready[pick]]
+			for _, b := range t.Inputs {
+				if b >= 0 && b < len(written) && !written[b] {
+					bad = append(bad, fmt.Sprintf("[seed %d] task %d (%s) reads buffer #%d ('%s') before any producer wrote it",
+						seed, t.ID, t.Label, b, p.Buffers[b].Name))
+				}
+			}
+			for _, b := range t.Outputs {
+				if b >= 0 && b < len(written) {
+					written[b] = true
+				}
+			}
+			return pick
+		})
+		if len(bad) > 0 {
+			sort.Strings(bad)
+			return dedupe(bad)
+		}
+	}
+	return nil
+}
+
+func dedupe(xs []string) []string {
+	out := xs[:0]
+	for i, x := range xs {
+		if i == 0 || x != xs[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// simulate runs the counter-driven walk; choose picks which ready task (an
+// index into ready) fires next. Tasks become ready when all waits hold.
+func simulate(p *Program, choose func(ready []int) int) (order, stuck []int) {
+	n := len(p.Tasks)
+	nc := len(p.Counters)
+	value := make([]int, nc)
+	for c := range p.Counters {
+		value[c] = p.Counters[c].Init
+	}
+	// waiters[c] = tasks with a wait on c; unmet[t] = number of unmet waits.
+	waiters := make([][]int32, nc)
+	unmet := make([]int, n)
+	ready := []int{}
+	for t := 0; t < n; t++ {
+		for _, w := range p.Tasks[t].Waits {
+			if w.Counter < 0 || w.Counter >= nc {
+				unmet[t]++ // unknown counter: never satisfiable
+				continue
+			}
+			if value[w.Counter] < w.Threshold {
+				unmet[t]++
+				ws := waiters[w.Counter]
+				if len(ws) == 0 || ws[len(ws)-1] != int32(t) {
+					waiters[w.Counter] = append(ws, int32(t))
+				}
+			}
+		}
+		if unmet[t] == 0 {
+			ready = append(ready, t)
+		}
+	}
+	fired := make([]bool, n)
+	for len(ready) > 0 {
+		k := choose(ready)
+		t := ready[k]
+		if k == 0 {
+			ready = ready[1:]
+		} else {
+			ready = append(ready[:k], ready[k+1:]...)
+		}
+		fired[t] = true
+		order = append(order, t)
+		c := p.Tasks[t].OutCounter
+		if c < 0 || c >= nc {
+			continue
+		}
+		value[c]++
+		for _, w := range waiters[c] {
+			for _, wt := range p.Tasks[w].Waits {
+				if wt.Counter == c && value[c] == wt.Threshold {
+					unmet[w]--
+					if unmet[w] == 0 {
+						ready = append(ready, int(w))
+					}
+				}
+			}
+		}
+	}
+	for t := 0; t < n; t++ {
+		if !fired[t] {
+			stuck = append(stuck, t)
+		}
+	}
+	return order, stuck
+}
