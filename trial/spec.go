@@ -1,0 +1,65 @@
+package trial
+
+import "encoding/json"
+
+// Spec is everything a worker needs to evaluate one trial. It is the queue
+// payload in the distributed mode, so it is plain JSON: the schedule point
+// travels as the JSON object a user or agent would write (a ScheduleConfig
+// dict with an embedded "kernel_knobs" object); parsing it is part of the
+// evaluation, so a malformed point becomes a clean valid=false verdict.
+type Spec struct {
+	// CampaignID and TrialID identify the trial; TrialID is unique within
+	// the campaign and makes recording idempotent.
+	CampaignID string `json:"campaign_id,omitempty"`
+	TrialID    int    `json:"trial_id"`
+	// Model is a preset name or a path to a HuggingFace config.json.
+	Model string `json:"model"`
+	// Weights optionally names a .safetensors file with real weights.
+	Weights string `json:"weights,omitempty"`
+	// GPU is the target record name (h100, h200, ...).
+	GPU string `json:"gpu"`
+	// Device is "cpu" (cost-model latency, labelled predicted) or "cuda".
+	Device string `json:"device"`
+	// Point is the candidate schedule point.
+	Point json.RawMessage `json:"point"`
+	// Incumbent, when set, is timed interleaved with the candidate on the
+	// same device (side by side) so keep/revert never compares devices.
+	Incumbent json.RawMessage `json:"incumbent,omitempty"`
+	// Source says where the proposal came from (default, random, mutate,
+	// prior, warm_seed, restart, baseline, ext:...).
+	Source string `json:"source,omitempty"`
+	// Token and Pos select the decode step checked for correctness.
+	Token int `json:"token"`
+	Pos   int `json:"pos"`
+	// TimeoutSeconds bounds the trial's wall-clock time (0 = the worker's default).
+	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
+}
+
+// Failure classes for trials that produced no verdict.
+const (
+	FailCrash   = "crash"   // the evaluator died or the device trapped
+	FailTimeout = "timeout" // the watchdog or the wall clock expired
+	FailInfra   = "infra"   // worker lost, device unavailable: retryable
+)
+
+// Failure is why a trial produced no verdict; it travels as a small struct.
+type Failure struct {
+	Class   string `json:"class"`
+	Phase   string `json:"phase,omitempty"`
+	Message string `json:"message"`
+}
+
+// Outcome is what comes back for one trial: a verdict, or a failure.
+type Outcome struct {
+	CampaignID string   `json:"campaign_id,omitempty"`
+	TrialID    int      `json:"trial_id"`
+	Verdict    *Verdict `json:"verdict,omitempty"`
+	Failure    *Failure `json:"failure,omitempty"`
+	// Incumbent is the incumbent's latency re-measured side by side, when
+	// the spec asked for it; Ratio = candidate / incumbent.
+	IncumbentUS *float64 `json:"incumbent_us,omitempty"`
+	Ratio       *float64 `json:"ratio,omitempty"`
+	// Worker identifies who evaluated it (host/device fingerprint).
+	Worker   string  `json:"worker,omitempty"`
+	ElapsedS float64 `json:"elapsed_s,omitempty"`
+}
