@@ -1,22 +1,239 @@
 package trial
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/validate"
+)
+
+// DefaultToken is the token id whose decode step amk's own specs check (the
+// reference's choice, 7). A spec's Token is used as given: 0 is a real token.
+const DefaultToken = 7
 
 // Options configures Evaluate.
 type Options struct {
 	// Launcher supplies latencies; nil means the CPU cost model.
 	Launcher Launcher
+	// Models caches models, weights and oracle logits across trials; nil
+	// means a private cache per call (slow for big models).
+	Models *ModelCache
 }
 
-// Launcher times a correct program. The CPU implementation returns the
-// cost-model prediction labelled "predicted"; the CUDA one times real launches.
+// Timing is a launcher's answer for one correct program.
+type Timing struct {
+	LatencyUS float64
+	Kind      string // KindMeasuredGPU or KindPredicted
+	// IncumbentUS and Ratio are set when the incumbent was timed side by side.
+	IncumbentUS *float64
+	Ratio       *float64
+	// FloorUS, when set, is the launcher's own sustained-bandwidth floor.
+	Notes []string
+}
+
+// Launcher times a correct, validated program.
 type Launcher interface {
 	// Name is the device label reported in verdicts ("cpu", "cuda:0 NVIDIA H200").
 	Name() string
+	// Time returns the latency of prog lowered from point; incumbent, when
+	// non-nil, is the campaign incumbent's program to time side by side.
+	Time(ctx context.Context, req TimeRequest) (Timing, error)
 }
 
-// Evaluate runs the whole pipeline for one trial and never panics.
-func Evaluate(ctx context.Context, spec Spec, opts Options) Outcome {
-	return Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID,
-		Failure: &Failure{Class: FailCrash, Phase: "evaluate", Message: "pipeline not wired yet"}}
+// TimeRequest is what a Launcher gets.
+type TimeRequest struct {
+	Model     *LoadedModel
+	Target    *ir.GpuTarget
+	Point     schedule.Point
+	Program   *ir.Program
+	Incumbent *schedule.Point
+	// Expected are the reference-VM logits the launcher's own output must
+	// match before any timing counts.
+	Expected []float32
+	Token    int
+	Pos      int
+}
+
+// CPULauncher returns the cost model's prediction, labelled predicted.
+type CPULauncher struct{}
+
+// Name implements Launcher.
+func (CPULauncher) Name() string { return "cpu" }
+
+// Time implements Launcher with schedule.Predict.
+func (CPULauncher) Time(ctx context.Context, req TimeRequest) (Timing, error) {
+	c := schedule.Predict(req.Program, req.Target, req.Point)
+	t := Timing{LatencyUS: c.PredictedUS, Kind: KindPredicted}
+	if req.Incumbent != nil {
+		inc, err := schedule.Lower(req.Model.Config, req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos})
+		if err == nil {
+			ic := schedule.Predict(inc, req.Target, *req.Incumbent).PredictedUS
+			ratio := c.PredictedUS / ic
+			t.IncumbentUS, t.Ratio = &ic, &ratio
+		}
+	}
+	return t, nil
+}
+
+// Evaluate runs the whole pipeline for one trial and never panics: parse and
+// type-check the point, lower, validate, check launch feasibility, run the
+// reference VM against the eager oracle, and only for a correct program ask
+// the launcher for a latency.
+func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
+	out = Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID}
+	defer func() {
+		if r := recover(); r != nil {
+			out.Verdict = nil
+			out.Failure = &Failure{Class: FailCrash, Phase: "evaluate", Message: fmt.Sprint("internal error: ", r)}
+		}
+	}()
+	if opts.Launcher == nil {
+		opts.Launcher = CPULauncher{}
+	}
+	if opts.Models == nil {
+		opts.Models = NewModelCache(0)
+	}
+	v, timing, err := evaluate(ctx, spec, opts)
+	if err != nil {
+		out.Failure = err
+		return out
+	}
+	out.Verdict = v
+	if timing != nil {
+		out.IncumbentUS, out.Ratio = timing.IncumbentUS, timing.Ratio
+	}
+	return out
+}
+
+func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, *Failure) {
+	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}}
+	reject := func(format string, args ...any) (*Verdict, *Timing, *Failure) {
+		reason := fmt.Sprintf(format, args...)
+		v.Valid = false
+		v.RejectedReason = &reason
+		return v, nil, nil
+	}
+	target, err := ir.Target(spec.GPU)
+	if err != nil {
+		return reject("%v", err)
+	}
+	v.GPU = target.Name
+	point, err := schedule.ParsePoint(pointBytes(spec.Point))
+	if err != nil {
+		return reject("malformed ScheduleConfig: %v", err)
+	}
+	v.ScheduleID = point.ID()
+	lm, err := opts.Models.Get(spec.Model, spec.Weights)
+	if err != nil {
+		return reject("model: %v", err)
+	}
+	v.Model = lm.Config.Name
+	if spec.Pos < 0 || spec.Pos >= lm.Config.MaxSeq {
+		return reject("position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
+	}
+	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos})
+	if err != nil {
+		return reject("lowering failed: %v", err)
+	}
+	v.Tasks, v.NBuffers, v.NCounters = len(prog.Tasks), len(prog.Buffers), len(prog.Counters)
+	wb := prog.TotalWeightBytes()
+	v.WeightMB = ir.RoundTo(float64(wb)/1e6, 4)
+	bound := target.BandwidthBoundUS(wb)
+	if !math.IsNaN(bound) && bound > 0 {
+		b := ir.RoundTo(bound, 4)
+		v.BoundUS = &b
+	}
+	if rep := validate.Validate(prog); !rep.OK {
+		return reject("%s", rep.Reason(4))
+	}
+	if err := schedule.CheckLaunch(point, target); err != nil {
+		return reject("%v", err)
+	}
+	v.Valid = true
+	if err := ctx.Err(); err != nil {
+		return nil, nil, ctxFailure(err, "validate")
+	}
+
+	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, target, point)
+	if err != nil {
+		if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
+			return nil, nil, f
+		}
+		correct := false
+		v.Correct = &correct
+		v.Notes = append(v.Notes, "reference VM failed: "+err.Error())
+		return v, nil, nil
+	}
+	v.Correct = &check.cmp.Pass
+	v.MaxAbsErr = finiteOrNil(check.cmp.MaxAbsErr)
+	v.Top1Agreement = finiteOrNil(check.cmp.Top1Agreement)
+	v.Notes = append(v.Notes, check.notes...)
+	if !check.cmp.Pass {
+		v.Notes = append(v.Notes, "correctness FAIL: "+check.cmp.Reason+"; no latency without a PASS")
+		return v, nil, nil
+	}
+
+	timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: prog,
+		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos})
+	if err != nil {
+		if f := ctxFailure(ctx.Err(), "timing"); f != nil {
+			return nil, nil, f
+		}
+		return nil, nil, &Failure{Class: FailCrash, Phase: "timing", Message: err.Error()}
+	}
+	v.Notes = append(v.Notes, timing.Notes...)
+	if v.BoundUS == nil {
+		v.Notes = append(v.Notes, "no HBM floor for this target; latency withheld")
+		return v, &timing, nil
+	}
+	if timing.LatencyUS < bound || math.IsNaN(timing.LatencyUS) {
+		v.Notes = append(v.Notes, fmt.Sprintf("latency %.4fus is below the HBM floor %.4fus: a measurement artifact, withheld", timing.LatencyUS, bound))
+		return v, &timing, nil
+	}
+	lat := ir.RoundTo(timing.LatencyUS, 4)
+	kind := timing.Kind
+	pct := ir.RoundTo(timing.LatencyUS/bound*100, 3)
+	v.LatencyUS, v.LatencyKind, v.PctOfRoofline = &lat, &kind, &pct
+	return v, &timing, nil
+}
+
+func incumbentPoint(spec Spec, v *Verdict) *schedule.Point {
+	if len(spec.Incumbent) == 0 {
+		return nil
+	}
+	p, err := schedule.ParsePoint(spec.Incumbent)
+	if err != nil {
+		v.Notes = append(v.Notes, "incumbent point ignored: "+err.Error())
+		return nil
+	}
+	return &p
+}
+
+func pointBytes(raw []byte) []byte {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return []byte("{}")
+	}
+	return raw
+}
+
+func finiteOrNil(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func ctxFailure(err error, phase string) *Failure {
+	switch {
+	case err == nil:
+		return nil
+	case err == context.DeadlineExceeded:
+		return &Failure{Class: FailTimeout, Phase: phase, Message: "trial exceeded its wall-clock budget"}
+	default:
+		return &Failure{Class: FailInfra, Phase: phase, Message: "evaluation cancelled: " + err.Error()}
+	}
 }

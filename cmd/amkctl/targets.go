@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
+)
+
+func init() {
+	register(command{name: "targets", summary: "list the GPU target records and model presets", run: runTargets})
+}
+
+func runTargets(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("targets", "targets", stderr)
+	if _, err := parseArgs(fs, args); err != nil {
+		return flagExit(err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TARGET\tARCH\tSMS\tHBM GB/s\tMEASURED GB/s\tNOTE")
+	for _, name := range ir.TargetNames() {
+		t, _ := ir.Target(name)
+		arch := "-"
+		if t.IsCUDA() {
+			arch = fmt.Sprintf("sm_%d", t.SMArch)
+		}
+		meas := "-"
+		if t.MeasuredBWGBs > 0 {
+			meas = fmt.Sprint(t.MeasuredBWGBs)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%s\t%s\n", t.Name, arch, t.NumSMs, t.HBMBandwidthGBs, meas, t.Note)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tLAYERS\tHIDDEN\tHEADS/KV\tDTYPE\tWEIGHT MB")
+	for _, name := range model.PresetNames() {
+		c, err := model.Preset(name)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d/%d\t%s\t%.1f\n", name, c.NLayers, c.Hidden, c.NHeads, c.NKVHeads, c.DType, float64(c.WeightBytes())/1e6)
+	}
+	tw.Flush()
+	return 0
+}

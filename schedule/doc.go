@@ -1,0 +1,89 @@
+// Package schedule owns the Loop-2 edit surface and what turns it into a
+// program: search points, the one canonical default, the schedule id, the
+// search space as data, the lowering of a Llama-family decode step into an
+// ir.Program, the SM assignment, and the analytic cost model.
+//
+// # Points and ids
+//
+// A Point is a ScheduleConfig plus the kernel build knobs. Default() is the
+// canonical default (R12): the reference's default_config() with knobs
+// {cols_per_warp 1, cpasync 1, cpa_stages 4, cpa_cols 2}. ParsePoint is the
+// strict reader of an agent's config dict (§5.3 type sanity; every problem
+// reported, joined by "; "); CheckLaunch adds the target-dependent launch
+// limits (R24). Point.ID is "sch_" + 10 hex digits of the SHA-1 of the
+// normalised point written as Python's json.dumps(sort_keys=True); ConfigID
+// hashes a bare config dict and reproduces the reference's historical ids.
+//
+// # Search space (R15)
+//
+// Space lists every knob with its choices, its default and whether it is
+// effective. Effective: tiling.gemv.N_tile and tiling.attention.n_partitions
+// (lowering: tile widths and counts, split-KV shards — the latter only
+// once kv_len > 16), sm_assignment (the lowering sets Task.sm; the cost
+// model runs those queues), pipelining_depth and threads_per_block (cost
+// model; the kernels read both from the program's config). On "cuda" only:
+// smem_bytes_per_block and the kernel knobs (kernel build and launch; the
+// cost model does not model them, so a CPU campaign neither draws nor
+// features them). Reserved (recorded, normalised to their defaults, never
+// drawn, not features, not in Complexity): tiling.attention.kv_block,
+// fusion_grouping, page_allocation.
+//
+// # Lowering
+//
+// Lower follows reference-behaviour §3.4 exactly (buffer and counter order,
+// names, labels, counter notes, params, est_bytes/est_flops, meta), adds
+// the SM assignment (AssignSMs: round_robin over the topological order, or
+// LPT keyed (Σ est_bytes, Σ est_flops, count, sm) with pinned split-KV
+// shards keeping their SM and counting their load, R17) and rejects
+// positions outside [0, max_seq) (R28). Reposition re-targets a lowered
+// program to another position when the result equals a fresh lowering.
+//
+// # Cost model
+//
+// Predict simulates the persistent kernel, event by event. Rates: the
+// achievable HBM bandwidth BW = 0.8 x spec GB/s is ONE pool shared by all
+// SMs (R16); each SM computes at 0.7 x fp16 rate / num_sms. Every SM drains
+// its queue (its tasks in topological = list order) strictly serially, so
+// a head task that waits blocks the SM. Per task:
+//
+//	dispatch   0.25 µs                      dequeue, decode, block barrier
+//	  + tile   0.10 µs + x-cache + 0.04 µs x depth      (GEMV/GEMM tiles only)
+//	           x-cache = M x K x bytes(x) / (2.5 x spec BW / num_sms)
+//	wait       until every wait's counter reaches its threshold, then 0.6 µs
+//	           for the polling waiter to see it; while waiting, a tile with
+//	           depth > 0 prefetches up to min((1 - e) x bytes, L2 / num_sms)
+//	           of its weights, e = max(0.5, 1 / (1 + 0.6 x depth))
+//	data       a 0.6 µs HBM fill latency (hidden in proportion to the bytes
+//	           already prefetched, up to one window), then the remaining
+//	           bytes stream at a rate r <= cap; a task without bytes
+//	           computes flops / per-SM rate instead
+//	signal     0.5 µs (barrier + device fence + atomicAdd), then the
+//	           counter increments and the SM takes its next task
+//
+// cap is the SM's in-flight window over the HBM latency (Little's law):
+// cap = W_eff x 2048 B / 0.6 µs, with W_eff = tpb/32 warps, at most N_tile
+// for a tile (one warp per output column) or n_heads for attention, and
+// cap <= bytes x per-SM flop rate / flops. At every instant the streaming
+// SMs (data or prefetch) share BW max-min fairly: r_i = min(cap_i, λ) with
+// Σ r_i <= BW. Hence the makespan (the last signal) can never beat
+// Σ bytes / BW, and PredictedUS = max(makespan, weights / spec BW,
+// Σ bytes / BW) — the last two are floors, the first binds in practice.
+// RegionUS splits the critical chain (from the last task back through
+// whichever constraint started each task: its SM predecessor or the
+// producer whose signal released it) by region (§4's classifier).
+//
+// What the knobs do in this model: thinner tiles put more SMs' windows to
+// work on a projection, but every extra tile on an SM pays dispatch, fill,
+// x-cache and signal, and an SM holding two tiles of one phase delays the
+// all-join (so llama-8b on h100 is fastest at N_tile 32, not 16 or
+// 128); pipelining hides fill latency and part of each tile's bytes in the
+// waits but costs issue time (optimum depth 1-2); 128 threads halve each
+// SM's window; round_robin spreads the tiles that run at the same time
+// (q/k/v, gate/up) over distinct SMs, where LPT, balancing bytes over the
+// whole program, puts some of them on one SM (small on h200: 77 such
+// pairs), which then serialises them (the reference's measured ablation
+// also found round_robin faster). The constants are
+// first-principles estimates, not fits to measurements; the model ranks
+// schedules and stays above the physical floor, it does not claim to
+// reproduce measured latencies.
+package schedule

@@ -1,0 +1,50 @@
+package schedule
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/amk-dev/amk/ir"
+)
+
+// CheckLaunch checks the launch configuration against the target before
+// anything is lowered or launched (R24), returning one clear reason: the
+// block size must be one the persistent VM supports (128 or 256: larger
+// blocks deadlock the cooperative grid sync), the SMEM opt-in must be
+// within [0, the target's per-block opt-in cap], and explicit SM pins must
+// name SMs of the target.
+func CheckLaunch(p Point, t *ir.GpuTarget) error {
+	if t == nil {
+		return fmt.Errorf("no GPU target to check the launch configuration against")
+	}
+	c := &p.Config
+	tpb := c.ThreadsPerBlock
+	switch {
+	case tpb < 32 || tpb > 1024:
+		return fmt.Errorf("threads_per_block=%d out of range [32,1024]", tpb)
+	case tpb%32 != 0:
+		return fmt.Errorf("threads_per_block=%d is not a multiple of the warp size (32)", tpb)
+	case !slices.Contains(tpbChoices, tpb):
+		return fmt.Errorf("threads_per_block=%d is not supported by the persistent VM, which runs 128 or 256 "+
+			"threads per block (larger blocks deadlock the cooperative grid sync)", tpb)
+	}
+	smem := c.SmemBytesPerBlock
+	if smem < 0 {
+		return fmt.Errorf("smem_bytes_per_block=%d must be a non-negative int", smem)
+	}
+	if smem > t.SmemBytesPerBlockOptin {
+		return fmt.Errorf("smem_bytes_per_block=%d exceeds target '%s' opt-in cap %d", smem, t.Name,
+			t.SmemBytesPerBlockOptin)
+	}
+	if t.MaxThreadsPerSM > 0 && tpb > t.MaxThreadsPerSM {
+		return fmt.Errorf("threads_per_block=%d exceeds target '%s' limit of %d threads per SM", tpb, t.Name,
+			t.MaxThreadsPerSM)
+	}
+	for _, pin := range c.SMAssignment.Explicit {
+		if pin.SM < 0 || pin.SM >= t.NumSMs {
+			return fmt.Errorf("sm_assignment pins task %d to SM %d, out of range [0,%d) on '%s'", pin.Task, pin.SM,
+				t.NumSMs, t.Name)
+		}
+	}
+	return nil
+}

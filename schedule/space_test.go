@@ -1,0 +1,135 @@
+package schedule
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/ir"
+)
+
+func valueKey(v pyjson.Value) string { return pyjson.Compact(v, true) }
+
+func inChoices(k Knob, v pyjson.Value) bool {
+	for _, c := range k.Choices {
+		if valueKey(c) == valueKey(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// changedKnobs lists the space's paths whose value differs between a and b.
+func changedKnobs(space []Knob, a, b Point) []Knob {
+	var out []Knob
+	for _, k := range space {
+		if valueKey(a.KnobValue(k.Path)) != valueKey(b.KnobValue(k.Path)) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func TestSpaceShape(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	effective := map[string]map[string]bool{"cpu": {}, "cuda": {}}
+	for _, dev := range []string{"cpu", "cuda"} {
+		for _, k := range Space(tg, dev) {
+			if valueKey(Default().KnobValue(k.Path)) != valueKey(k.Default) {
+				t.Errorf("%s: space default %s != Default() value %s", k.Path, valueKey(k.Default),
+					valueKey(Default().KnobValue(k.Path)))
+			}
+			if !inChoices(k, k.Default) {
+				t.Errorf("%s: default %s not among the choices", k.Path, valueKey(k.Default))
+			}
+			if k.Effective != (k.Scope != "") {
+				t.Errorf("%s: effective=%v with scope %q", k.Path, k.Effective, k.Scope)
+			}
+			effective[dev][k.Path] = k.Effective
+		}
+	}
+	for _, path := range []string{PathKVBlock, PathFusion, PathPages} {
+		if effective["cpu"][path] || effective["cuda"][path] {
+			t.Errorf("%s should be reserved", path)
+		}
+	}
+	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB} {
+		if !effective["cpu"][path] || !effective["cuda"][path] {
+			t.Errorf("%s should be effective on both devices", path)
+		}
+	}
+	for _, path := range []string{PathSmem, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
+		"kernel_knobs.cpa_stages", "kernel_knobs.cpa_cols"} {
+		if effective["cpu"][path] || !effective["cuda"][path] {
+			t.Errorf("%s should be effective on cuda only", path)
+		}
+	}
+	for _, k := range Space(tg, "cpu") {
+		if k.Path == PathTPB {
+			for _, c := range k.Choices {
+				if n, _ := c.Int64(); n > 256 {
+					t.Errorf("threads_per_block offers %d, which the VM cannot run (R24)", n)
+				}
+			}
+		}
+	}
+	if len(Features(Default())) != len(FeatureNames()) {
+		t.Errorf("%d features, %d names", len(Features(Default())), len(FeatureNames()))
+	}
+}
+
+func TestRandomAndMutateDrawOnlyEffectiveLegalKnobs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, dev := range []string{"cpu", "cuda"} {
+		for _, tgName := range []string{"rtx5090", "t4", "h200"} {
+			tg := mustTarget(t, tgName)
+			space := Space(tg, dev)
+			moved := map[string]bool{}
+			p := Default()
+			for i := 0; i < 300; i++ {
+				r := Random(rng, tg, dev)
+				checkLegal(t, space, r, dev, tg)
+				for _, k := range changedKnobs(space, Default(), r) {
+					if !k.Effective {
+						t.Fatalf("%s: Random moved non-effective knob %s", dev, k.Path)
+					}
+				}
+				q := Mutate(p, rng, tg, dev)
+				checkLegal(t, space, q, dev, tg)
+				ch := changedKnobs(space, p, q)
+				if len(ch) != 1 || !ch[0].Effective {
+					t.Fatalf("%s: Mutate changed %d knobs (%v)", dev, len(ch), ch)
+				}
+				if q.ID() == p.ID() {
+					t.Fatalf("%s: Mutate kept the id %s", dev, p.ID())
+				}
+				moved[ch[0].Path] = true
+				p = q
+			}
+			for _, k := range space {
+				if k.Effective && len(k.Choices) > 1 && !moved[k.Path] {
+					t.Errorf("%s/%s: Mutate never moved %s", dev, tgName, k.Path)
+				}
+			}
+		}
+	}
+}
+
+func checkLegal(t *testing.T, space []Knob, p Point, dev string, tg *ir.GpuTarget) {
+	t.Helper()
+	for _, k := range space {
+		v := p.KnobValue(k.Path)
+		if !inChoices(k, v) && !(k.Path == PathNTile && v.Kind == pyjson.Null) {
+			t.Fatalf("%s: %s=%s is not a legal choice", dev, k.Path, valueKey(v))
+		}
+		if !k.Effective && valueKey(v) != valueKey(k.Default) {
+			t.Fatalf("%s: reserved %s=%s moved off its default", dev, k.Path, valueKey(v))
+		}
+	}
+	if _, err := PointFromValue(p.Value()); err != nil {
+		t.Fatalf("%s: drawn point does not parse: %v", dev, err)
+	}
+	if err := CheckLaunch(p, tg); err != nil {
+		t.Fatalf("%s: drawn point cannot launch: %v", dev, err)
+	}
+}
