@@ -1,0 +1,187 @@
+package trial
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testModels = NewModelCache(0)
+
+func evalToy(t *testing.T, point string, opts Options) Outcome {
+	t.Helper()
+	if opts.Models == nil {
+		opts.Models = testModels
+	}
+	spec := Spec{Model: "toy", GPU: "h200", Device: "cpu", Point: json.RawMessage(point), Token: DefaultToken}
+	return Evaluate(context.Background(), spec, opts)
+}
+
+func TestDefaultToyIsValidCorrectAndPredicted(t *testing.T) {
+	out := evalToy(t, `{}`, Options{})
+	v := out.Verdict
+	if out.Failure != nil || v == nil {
+		t.Fatalf("failure %+v", out.Failure)
+	}
+	if !v.Valid || v.Correct == nil || !*v.Correct {
+		t.Fatalf("default toy not valid+correct: %+v", v)
+	}
+	if v.LatencyUS == nil || v.LatencyKind == nil || *v.LatencyKind != KindPredicted {
+		t.Fatalf("want a predicted latency, got %+v", v)
+	}
+	if v.BoundUS == nil || *v.LatencyUS < *v.BoundUS {
+		t.Fatalf("latency %v below bound %v", *v.LatencyUS, v.BoundUS)
+	}
+	wantPct := *v.LatencyUS / *v.BoundUS * 100
+	if math.Abs(*v.PctOfRoofline-wantPct)/wantPct > 1e-3 {
+		t.Fatalf("pct_of_roofline %v, want latency/bound*100 = %v", *v.PctOfRoofline, wantPct)
+	}
+	if v.ScheduleID != "sch_c92f8dd66d" || v.Tasks != 27 || v.NBuffers != 37 || v.NCounters != 22 {
+		t.Fatalf("unexpected identity/size fields: %+v", v)
+	}
+}
+
+// Every malformed-config case of seed 001 is a clean valid=false with a
+// reason and no latency.
+func TestMalformedConfigsAreCleanRejections(t *testing.T) {
+	cases := map[string]string{
+		"depth not an int":    `{"pipelining_depth": "deep"}`,
+		"negative N_tile":     `{"tiling": {"gemv": {"N_tile": -16}}}`,
+		"tiling not object":   `{"tiling": "not-a-dict"}`,
+		"over-cap smem":       `{"smem_bytes_per_block": 1000000000}`,
+		"bad block size":      `{"threads_per_block": 7}`,
+		"unsupported tpb":     `{"threads_per_block": 512}`,
+		"zero block size":     `{"threads_per_block": 0}`,
+		"explicit sm map":     `{"sm_assignment": {"99999": 9999}}`,
+		"not json":            `{"tiling": `,
+		"array instead":       `[1, 2]`,
+		"unknown kernel knob": `{"kernel_knobs": {"warp_magic": 3}}`,
+	}
+	for name, point := range cases {
+		t.Run(name, func(t *testing.T) {
+			out := evalToy(t, point, Options{})
+			v := out.Verdict
+			if out.Failure != nil || v == nil {
+				t.Fatalf("want a verdict, got failure %+v", out.Failure)
+			}
+			if v.Valid || v.RejectedReason == nil || *v.RejectedReason == "" {
+				t.Fatalf("want valid=false with a reason, got %+v", v)
+			}
+			if v.LatencyUS != nil || v.LatencyKind != nil || v.Correct != nil {
+				t.Fatalf("a rejected config carries a latency or correctness claim: %+v", v)
+			}
+		})
+	}
+}
+
+func TestUnknownTargetAndModelAreRejected(t *testing.T) {
+	for _, spec := range []Spec{
+		{Model: "toy", GPU: "h999", Point: json.RawMessage(`{}`)},
+		{Model: "no-such-model", GPU: "h100", Point: json.RawMessage(`{}`)},
+		{Model: "toy", GPU: "h100", Point: json.RawMessage(`{}`), Pos: 100000},
+	} {
+		out := Evaluate(context.Background(), spec, Options{Models: testModels})
+		if out.Verdict == nil || out.Verdict.Valid || out.Verdict.RejectedReason == nil {
+			t.Errorf("%+v: want a rejection, got %+v / %+v", spec, out.Verdict, out.Failure)
+		}
+	}
+}
+
+type fixedLauncher struct{ us float64 }
+
+func (fixedLauncher) Name() string { return "fake" }
+func (f fixedLauncher) Time(ctx context.Context, req TimeRequest) (Timing, error) {
+	return Timing{LatencyUS: f.us, Kind: KindMeasuredGPU}, nil
+}
+
+func TestLatencyBelowFloorIsWithheld(t *testing.T) {
+	out := evalToy(t, `{}`, Options{Launcher: fixedLauncher{us: 1e-6}})
+	v := out.Verdict
+	if v == nil || !v.Valid || v.Correct == nil || !*v.Correct {
+		t.Fatalf("want a valid correct verdict, got %+v", v)
+	}
+	if v.LatencyUS != nil || v.LatencyKind != nil || v.PctOfRoofline != nil {
+		t.Fatalf("a sub-floor latency was reported: %+v", v)
+	}
+	if !strings.Contains(strings.Join(v.Notes, " "), "below the HBM floor") {
+		t.Fatalf("no note explains the withheld latency: %v", v.Notes)
+	}
+	above := evalToy(t, `{}`, Options{Launcher: fixedLauncher{us: 50}}).Verdict
+	if above.LatencyUS == nil || *above.LatencyUS != 50 || *above.LatencyKind != KindMeasuredGPU {
+		t.Fatalf("a measured latency above the floor was not reported: %+v", above)
+	}
+}
+
+func TestIncorrectProgramGetsNoLatency(t *testing.T) {
+	models := NewModelCache(0)
+	lm, err := models.Get("toy", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := make([]float32, lm.Check.Vocab)
+	for i := range wrong {
+		wrong[i] = float32(i % 7)
+	}
+	lm.oracle[[2]int{DefaultToken, 0}] = wrong
+	out := evalToy(t, `{}`, Options{Models: models})
+	v := out.Verdict
+	if v == nil || !v.Valid || v.Correct == nil || *v.Correct {
+		t.Fatalf("want valid and incorrect, got %+v", v)
+	}
+	if v.LatencyUS != nil || v.LatencyKind != nil {
+		t.Fatalf("an incorrect program got a latency: %+v", v)
+	}
+}
+
+func TestBigModelIsCheckedOnATruncation(t *testing.T) {
+	models := NewModelCache(300_000) // bytes: too small for toy-2L's float32 weights
+	spec := Spec{Model: "toy-2L", GPU: "h100", Point: json.RawMessage(`{}`), Token: 3}
+	v := Evaluate(context.Background(), spec, Options{Models: models}).Verdict
+	if v == nil || v.Correct == nil || !*v.Correct {
+		t.Fatalf("truncated check failed: %+v", v)
+	}
+	if !strings.Contains(strings.Join(v.Notes, " "), "first 1 of 2 layers") {
+		t.Fatalf("the truncation is not disclosed: %v", v.Notes)
+	}
+}
+
+func TestLaterPositionIsChecked(t *testing.T) {
+	spec := Spec{Model: "toy-2L", GPU: "h100", Point: json.RawMessage(`{"tiling": {"gemv": {"N_tile": 32}}}`), Token: 5, Pos: 4}
+	v := Evaluate(context.Background(), spec, Options{Models: testModels}).Verdict
+	if v == nil || v.Correct == nil || !*v.Correct || v.LatencyUS == nil {
+		t.Fatalf("position 4 check failed: %+v", v)
+	}
+}
+
+func TestExpiredContextIsATimeout(t *testing.T) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	out := Evaluate(ctx, Spec{Model: "toy", GPU: "h100", Point: json.RawMessage(`{}`)}, Options{Models: testModels})
+	if out.Failure == nil || out.Failure.Class != FailTimeout {
+		t.Fatalf("want a timeout failure, got %+v / %+v", out.Failure, out.Verdict)
+	}
+}
+
+func FuzzEvaluateConfig(f *testing.F) {
+	for _, s := range []string{`{}`, `{"pipelining_depth": "deep"}`, `{"tiling": {"gemv": {"N_tile": 7}}}`,
+		`{"sm_assignment": {"0": 1}}`, `{"tiling": {"attention": {"n_partitions": 4}}}`, `null`, `"x"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, point string) {
+		out := Evaluate(context.Background(), Spec{Model: "toy", GPU: "h100", Point: json.RawMessage(point), Token: 1},
+			Options{Models: testModels})
+		if out.Failure != nil {
+			t.Fatalf("evaluate failed instead of returning a verdict: %+v", out.Failure)
+		}
+		v := out.Verdict
+		if v.LatencyUS != nil && (v.Correct == nil || !*v.Correct) {
+			t.Fatalf("latency without correctness: %+v", v)
+		}
+		if !v.Valid && (v.LatencyUS != nil || v.RejectedReason == nil) {
+			t.Fatalf("rejected verdict inconsistent: %+v", v)
+		}
+	})
+}
