@@ -1,0 +1,308 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Limits bound one run of a driver (a campaign's own budget and move-on
+// criteria bound the whole campaign). Zero means unbounded.
+type Limits struct {
+	// Iterations is the number of trials this run proposes.
+	Iterations int
+	// Minutes is this run's wall-clock budget.
+	Minutes float64
+}
+
+// Driver runs one campaign over a dispatcher until the campaign is done,
+// the run's limits are reached, or ctx is cancelled.
+type Driver struct {
+	Ledger     *Ledger
+	Dispatcher dispatch.Dispatcher
+	// Workers is the number of trials kept in flight.
+	Workers int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Progress receives one line per recorded outcome (nil: silent).
+	Progress *Progress
+	// ReportEvery writes the wake-up report after every so many outcomes
+	// (25 when zero), and always at the end.
+	ReportEvery int
+	// TickEvery is how often time-based criteria are checked (5s when zero).
+	TickEvery time.Duration
+}
+
+// RunSummary is what one run did.
+type RunSummary struct {
+	Proposed   int
+	Recorded   int
+	Resubmited int
+	Status     string
+	Reason     string
+	StopReason string
+}
+
+func (d *Driver) now() time.Time {
+	if d.Now != nil {
+		return d.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Run drives the campaign. Trials still in flight when ctx is cancelled stay
+// in the ledger and are re-run on the next Run.
+func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
+	var sum RunSummary
+	l := d.Ledger
+	workers := max(1, d.Workers)
+	every := d.ReportEvery
+	if every <= 0 {
+		every = 25
+	}
+	tick := d.TickEvery
+	if tick <= 0 {
+		tick = 5 * time.Second
+	}
+	start := d.now()
+	var deadline time.Time
+	if lim.Minutes > 0 {
+		deadline = start.Add(time.Duration(lim.Minutes * float64(time.Minute)))
+	}
+	// Re-send what a previous run left in flight (write-ahead: it is in the
+	// ledger, perhaps not in the transport).
+	for _, spec := range inFlightSpecs(l.Campaign().State()) {
+		if err := d.Dispatcher.Submit(ctx, spec); err != nil {
+			return sum, fmt.Errorf("re-submitting trial %d: %w", spec.TrialID, err)
+		}
+		sum.Resubmited++
+	}
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	defer func() { _ = d.WriteReport() }()
+	for {
+		inflight := len(l.Campaign().State().InFlight)
+		stop := d.stopReason(ctx, lim, sum, deadline)
+		if stop == "" && inflight < workers {
+			n := workers - inflight
+			if lim.Iterations > 0 {
+				n = min(n, lim.Iterations-sum.Proposed)
+			}
+			dec, err := l.Apply(campaign.Propose{Time: d.now(), N: n})
+			if err != nil && !errors.Is(err, campaign.ErrDone) {
+				return sum, err
+			}
+			for _, spec := range dec.Enqueue {
+				if err := d.Dispatcher.Submit(ctx, spec); err != nil {
+					return sum, fmt.Errorf("submitting trial %d: %w", spec.TrialID, err)
+				}
+				sum.Proposed++
+			}
+			d.Progress.logLines(dec.Log)
+			inflight = len(l.Campaign().State().InFlight)
+			if len(dec.Enqueue) == 0 && inflight == 0 {
+				stop = "nothing left to propose"
+			}
+		}
+		if stop != "" && inflight == 0 {
+			sum.StopReason = stop
+			break
+		}
+		if ctx.Err() != nil {
+			sum.StopReason = "interrupted; " + fmt.Sprint(inflight) + " trial(s) left in flight resume next run"
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case o := <-d.Dispatcher.Outcomes():
+			if err := d.record(o); err != nil {
+				return sum, err
+			}
+			sum.Recorded++
+			if sum.Recorded%every == 0 {
+				if err := d.WriteReport(); err != nil {
+					return sum, err
+				}
+			}
+		case <-ticker.C:
+			if l.Campaign().Status() == "optimizing" {
+				if _, err := l.Apply(campaign.Tick{Time: d.now()}); err != nil && !errors.Is(err, campaign.ErrDone) {
+					return sum, err
+				}
+			}
+		}
+	}
+	st := l.Campaign().State()
+	sum.Status, sum.Reason = st.Status, st.MoveOnReason
+	return sum, nil
+}
+
+func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, deadline time.Time) string {
+	switch {
+	case ctx.Err() != nil:
+		return "interrupted"
+	case d.Ledger.Campaign().Status() != "optimizing":
+		return "campaign " + d.Ledger.Campaign().Status()
+	case lim.Iterations > 0 && sum.Proposed >= lim.Iterations:
+		return fmt.Sprintf("this run's %d iterations are done", lim.Iterations)
+	case !deadline.IsZero() && !d.now().Before(deadline):
+		return fmt.Sprintf("this run's %g minutes are up", lim.Minutes)
+	}
+	return ""
+}
+
+// record logs and applies one outcome. Outcomes the campaign refuses
+// (duplicates of recorded trials, trials of another campaign) are logged and
+// dropped: they change nothing.
+func (d *Driver) record(o trial.Outcome) error {
+	l := d.Ledger
+	if err := l.AppendTrialLog(o); err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o})
+	switch {
+	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial), errors.Is(err, campaign.ErrWrongCampaign):
+		d.Progress.logLines([]string{fmt.Sprintf("ignored outcome of trial %d: %v", o.TrialID, err)})
+		return nil
+	case err != nil:
+		return err
+	}
+	d.Progress.outcome(l.Campaign(), d.now(), dec)
+	return nil
+}
+
+// WriteReport writes report.json, report.md and report.svg (the wake-up
+// report and its trajectory plot) into the campaign directory.
+func (d *Driver) WriteReport() error {
+	return WriteReport(d.Ledger.Dir(), d.Ledger.Campaign(), d.now())
+}
+
+// WriteReport writes a campaign's wake-up report files into dir.
+func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
+	w := c.WakeUp(now)
+	js, err := json.MarshalIndent(w, "", "  ")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{
+		"report.json": append(js, '\n'),
+		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
+		"report.svg":  []byte(TrajectorySVG(w)),
+	}
+	for name, data := range files {
+		if err := writeAtomic(dir+string(os.PathSeparator)+name, data); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Progress renders a live display on a terminal, or plain log lines.
+type Progress struct {
+	W        io.Writer
+	Terminal bool
+	Target   int // iterations planned for this run (0 = open-ended)
+	started  time.Time
+	done     int
+}
+
+// NewProgress detects whether w is a terminal.
+func NewProgress(w io.Writer, target int) *Progress {
+	term := false
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			term = true
+		}
+	}
+	return &Progress{W: w, Terminal: term, Target: target, started: time.Now()}
+}
+
+func (p *Progress) logLines(lines []string) {
+	if p == nil {
+		return
+	}
+	for _, ln := range lines {
+		p.clear()
+		fmt.Fprintln(p.W, ln)
+	}
+}
+
+func (p *Progress) clear() {
+	if p.Terminal {
+		fmt.Fprint(p.W, "\r\033[K")
+	}
+}
+
+func (p *Progress) outcome(c *campaign.Campaign, now time.Time, dec campaign.Decision) {
+	if p == nil {
+		return
+	}
+	p.done++
+	st := c.State()
+	best, pct, speed := "-", "-", "-"
+	if st.Best != nil {
+		best = fmt.Sprintf("%.3fus", st.Best.LatencyUS)
+		if st.Best.PctOfRoofline != nil {
+			pct = fmt.Sprintf("%.1f%%", *st.Best.PctOfRoofline)
+		}
+	}
+	if s := c.Speedup(); s != nil {
+		speed = fmt.Sprintf("%.3fx", *s)
+	}
+	eta := ""
+	if p.Target > 0 && p.done > 0 {
+		per := time.Since(p.started) / time.Duration(p.done)
+		eta = " eta " + (per * time.Duration(max(0, p.Target-p.done))).Round(time.Second).String()
+	}
+	status := fmt.Sprintf("[%s] iter %d/%s best %s (%s of floor) speedup %s%s",
+		st.ID, st.ExperimentsRun, target(p.Target), best, pct, speed, eta)
+	if p.Terminal {
+		for _, r := range dec.Rows {
+			p.clear()
+			fmt.Fprintf(p.W, "  #%d %-7s %s %s\n", r.Experiment, r.Tag, r.ScheduleID, r.Description)
+		}
+		p.clear()
+		fmt.Fprint(p.W, status)
+		return
+	}
+	for _, r := range dec.Rows {
+		fmt.Fprintf(p.W, "%s #%d %s %s %s | %s\n", now.Format(time.RFC3339), r.Experiment, r.Tag, r.ScheduleID, r.Description, status)
+	}
+}
+
+// Finish ends the live line.
+func (p *Progress) Finish() {
+	if p != nil && p.Terminal {
+		fmt.Fprintln(p.W)
+	}
+}
+
+func target(n int) string {
+	if n <= 0 {
+		return "∞"
+	}
+	return fmt.Sprint(n)
+}
+
+// inFlightSpecs lists the specs of trials in flight, in trial order.
+func inFlightSpecs(st campaign.State) []trial.Spec {
+	ids := make([]int, 0, len(st.InFlight))
+	for id := range st.InFlight {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	specs := make([]trial.Spec, len(ids))
+	for i, id := range ids {
+		specs[i] = st.InFlight[id].Spec
+	}
+	return specs
+}

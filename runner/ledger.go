@@ -1,0 +1,357 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/pyjson"
+)
+
+// ledgerVersion is the on-disk format of ledger.json.
+const ledgerVersion = 1
+
+// ErrLocked means another process is driving the campaign.
+var ErrLocked = errors.New("campaign is locked by another process")
+
+// ErrNoCampaign means the workspace has no campaign with that id.
+var ErrNoCampaign = errors.New("no such campaign")
+
+// Workspace is a directory of campaigns sharing one flywheel corpus.
+type Workspace struct{ Dir string }
+
+// OpenWorkspace creates the workspace directory if needed.
+func OpenWorkspace(dir string) (*Workspace, error) {
+	if dir == "" {
+		return nil, errors.New("workspace directory is empty")
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "campaigns"), 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return &Workspace{Dir: dir}, nil
+}
+
+// CampaignDir is where a campaign's ledger lives.
+func (w *Workspace) CampaignDir(id string) string { return filepath.Join(w.Dir, "campaigns", id) }
+
+// CorpusPath is the workspace's flywheel corpus.
+func (w *Workspace) CorpusPath() string { return filepath.Join(w.Dir, "flywheel", "corpus.jsonl") }
+
+// IDs lists the campaigns of the workspace, sorted.
+func (w *Workspace) IDs() ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(w.Dir, "campaigns"))
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.IsDir() && fileExists(filepath.Join(w.CampaignDir(e.Name()), "ledger.json")) {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Exists reports whether the campaign has a ledger.
+func (w *Workspace) Exists(id string) bool {
+	return fileExists(filepath.Join(w.CampaignDir(id), "ledger.json"))
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Ledger is one campaign's state machine bound to its files.
+type Ledger struct {
+	ws   *Workspace
+	id   string
+	dir  string
+	c    *campaign.Campaign
+	lock *os.File
+}
+
+type ledgerFile struct {
+	Version int             `json:"version"`
+	State   json.RawMessage `json:"state"`
+	Outbox  outbox          `json:"outbox"`
+}
+
+type outbox struct {
+	Rows   []flywheel.Row `json:"rows"`
+	Corpus []string       `json:"corpus"` // compact JSON lines
+}
+
+// Create starts a new campaign from start, or — if the campaign already
+// exists — resumes it (start is then ignored except for its identity).
+// created reports which happened.
+func (w *Workspace) Create(start campaign.Start) (l *Ledger, created bool, err error) {
+	id := campaign.ID(start.Model, start.GPU, start.Device, start.Name)
+	if w.Exists(id) {
+		l, err = w.Open(id)
+		return l, false, err
+	}
+	l, err = w.lockNew(id)
+	if err != nil {
+		return nil, false, err
+	}
+	c := campaign.New()
+	d, err := c.Step(start)
+	if err != nil {
+		l.Close()
+		return nil, false, err
+	}
+	l.c = c
+	if err := l.persist(d); err != nil {
+		l.Close()
+		return nil, false, err
+	}
+	return l, true, nil
+}
+
+// Open loads an existing campaign and repairs whatever a crash left undone.
+func (w *Workspace) Open(id string) (*Ledger, error) {
+	if !w.Exists(id) {
+		return nil, fmt.Errorf("%w: %s in %s", ErrNoCampaign, id, w.Dir)
+	}
+	l, err := w.lockNew(id)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(l.path("ledger.json"))
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	var lf ledgerFile
+	if err := json.Unmarshal(data, &lf); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("%s: corrupt ledger: %w", l.path("ledger.json"), err)
+	}
+	if lf.Version != ledgerVersion {
+		l.Close()
+		return nil, fmt.Errorf("%s: ledger version %d, want %d", l.path("ledger.json"), lf.Version, ledgerVersion)
+	}
+	if l.c, err = campaign.Load(lf.State); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.recover(lf.Outbox); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// View loads a campaign read-only, without the lock (for status and report
+// while a driver runs).
+func (w *Workspace) View(id string) (*campaign.Campaign, error) {
+	if !w.Exists(id) {
+		return nil, fmt.Errorf("%w: %s in %s", ErrNoCampaign, id, w.Dir)
+	}
+	data, err := os.ReadFile(filepath.Join(w.CampaignDir(id), "ledger.json"))
+	if err != nil {
+		return nil, err
+	}
+	var lf ledgerFile
+	if err := json.Unmarshal(data, &lf); err != nil {
+		return nil, fmt.Errorf("corrupt ledger of %s: %w", id, err)
+	}
+	return campaign.Load(lf.State)
+}
+
+func (w *Workspace) lockNew(id string) (*Ledger, error) {
+	dir := w.CampaignDir(id)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(f.Name())
+		f.Close()
+		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, strings.TrimSpace(string(holder)))
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d\n", os.Getpid())), 0)
+	return &Ledger{ws: w, id: id, dir: dir, lock: f}, nil
+}
+
+func (l *Ledger) path(name string) string { return filepath.Join(l.dir, name) }
+
+// ID is the campaign id.
+func (l *Ledger) ID() string { return l.id }
+
+// Dir is the campaign's directory.
+func (l *Ledger) Dir() string { return l.dir }
+
+// Campaign is the live state machine (read it; change it only through Apply).
+func (l *Ledger) Campaign() *campaign.Campaign { return l.c }
+
+// ResultsPath is the campaign's results.tsv.
+func (l *Ledger) ResultsPath() string { return l.path("results.tsv") }
+
+// Close releases the campaign lock.
+func (l *Ledger) Close() error {
+	if l.lock == nil {
+		return nil
+	}
+	err := l.lock.Close()
+	l.lock = nil
+	return err
+}
+
+// Apply feeds one event to the campaign and makes its decision durable:
+// state and outbox first, then rows and corpus. A refused event changes
+// nothing and returns the campaign's error.
+func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
+	d, err := l.c.Step(ev)
+	if err != nil {
+		return d, err
+	}
+	return d, l.persist(d)
+}
+
+func (l *Ledger) persist(d campaign.Decision) error {
+	ob := outbox{Rows: d.Rows}
+	for i := range d.Corpus {
+		ob.Corpus = append(ob.Corpus, pyjson.Compact(d.Corpus[i].Value(), false))
+	}
+	state, err := l.c.Marshal()
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(ledgerFile{Version: ledgerVersion, State: state, Outbox: ob})
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(l.path("ledger.json"), data); err != nil {
+		return fmt.Errorf("writing the ledger: %w", err)
+	}
+	return l.flush(ob, false)
+}
+
+// flush appends the outbox. When repairing after a crash, rows and corpus
+// lines already on disk are skipped.
+func (l *Ledger) flush(ob outbox, repair bool) error {
+	rows := ob.Rows
+	if repair && len(rows) > 0 {
+		have, err := flywheel.ReadRows(l.ResultsPath())
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		last := 0
+		for _, r := range have {
+			last = max(last, r.Experiment)
+		}
+		var keep []flywheel.Row
+		for _, r := range rows {
+			if r.Experiment > last {
+				keep = append(keep, r)
+			}
+		}
+		rows = keep
+	}
+	if len(rows) > 0 {
+		if err := flywheel.AppendRows(l.ResultsPath(), rows...); err != nil {
+			return fmt.Errorf("appending results.tsv: %w", err)
+		}
+	}
+	lines := ob.Corpus
+	if repair && len(lines) > 0 {
+		data, err := os.ReadFile(l.ws.CorpusPath())
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		present := map[string]bool{}
+		for _, ln := range bytes.Split(data, []byte("\n")) {
+			present[string(ln)] = true
+		}
+		var keep []string
+		for _, ln := range lines {
+			if !present[ln] {
+				keep = append(keep, ln)
+			}
+		}
+		lines = keep
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	recs := make([]flywheel.Record, 0, len(lines))
+	for _, ln := range lines {
+		v, err := pyjson.Parse([]byte(ln))
+		if err != nil {
+			return fmt.Errorf("outbox corpus line: %w", err)
+		}
+		rec, err := flywheel.RecordFromValue(v)
+		if err != nil {
+			return fmt.Errorf("outbox corpus line: %w", err)
+		}
+		recs = append(recs, rec)
+	}
+	if err := flywheel.AppendCorpus(l.ws.CorpusPath(), recs...); err != nil {
+		return fmt.Errorf("appending the corpus: %w", err)
+	}
+	return nil
+}
+
+func (l *Ledger) recover(ob outbox) error { return l.flush(ob, true) }
+
+// writeAtomic writes data to path via a temporary file, fsync and rename,
+// then fsyncs the directory.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// AppendTrialLog appends one outcome to trials.jsonl (audit trail).
+func (l *Ledger) AppendTrialLog(v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return f.Sync()
+}
