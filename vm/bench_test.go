@@ -1,0 +1,132 @@
+package vm
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/tensor"
+)
+
+// bf16Values returns n bf16-representable values in [-0.5, 0.5) held as
+// float32, cheaply.
+func bf16Values(n int, seed uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	vals := make([]float32, n)
+	for i := range vals {
+		vals[i] = tensor.Round(ir.BF16, r.Float32()-0.5)
+	}
+	return vals
+}
+
+// BenchmarkGEMVTile runs one GEMV_TILE (K 2048, N_tile 512) per iteration,
+// walking 64 tiles of a 256 MiB float32 weight so each tile streams from
+// memory. MB/s counts weight bytes at 2 bytes per (bf16) value.
+func BenchmarkGEMVTile(b *testing.B) {
+	const K, nTile, tiles = 2048, 512, 64
+	N := nTile * tiles
+	wt := &tensor.Tensor{DType: ir.BF16, Shape: []int{N, K}, F: bf16Values(N*K, 1)}
+	x := &tensor.Tensor{DType: ir.BF16, Shape: []int{1, K}, F: bf16Values(K, 2)}
+	out := []*tensor.Tensor{tensor.New(ir.BF16, 1, N)}
+	in := []*tensor.Tensor{x, wt}
+	params := make([]ir.Params, tiles)
+	for i := range params {
+		params[i] = ir.Params{ip("K", K), ip("N_tile", nTile), ip("n_off", int64(i*nTile))}
+	}
+	b.SetBytes(K * nTile * 2)
+	i := 0
+	for b.Loop() {
+		if err := runOp(ir.OpGEMVTile, in, out, params[i]); err != nil {
+			b.Fatal(err)
+		}
+		i = (i + 1) % tiles
+	}
+}
+
+func benchRun(b *testing.B, cfg toyCfg, weights func(p *ir.Program) map[string]*tensor.Tensor) (*VM, time.Duration) {
+	p := toyProgram(cfg, 5)
+	v, err := New(p, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := v.BindWeights(weights(p)); err != nil {
+		b.Fatal(err)
+	}
+	bindStep(b, v, 7, 5)
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		if _, err := v.Run(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	per := time.Since(start) / time.Duration(max(n, 1))
+	b.ReportMetric(float64(len(p.Tasks)), "tasks/op")
+	b.ReportMetric(float64(per.Nanoseconds())/float64(len(p.Tasks)), "ns/task")
+	return v, per
+}
+
+// BenchmarkRunToyLike runs one decode step of a hand-built two-layer
+// program (hidden 256, 64-wide tiles: a few hundred tasks) per iteration.
+func BenchmarkRunToyLike(b *testing.B) {
+	cfg := toyCfg{layers: 2, hidden: 256, heads: 8, kvHeads: 4, headDim: 32, ffn: 512, vocab: 1024, maxSeq: 64, nTile: 64, dt: ir.F32}
+	benchRun(b, cfg, func(p *ir.Program) map[string]*tensor.Tensor { return toyWeights(b, p) })
+}
+
+// BenchmarkRunSmallShape runs one decode step at the shape of the `small`
+// preset (4 layers, hidden 2048, 16/4 heads of 128, intermediate 5632,
+// vocab 32000, bf16: 623 MB of bf16 weights held as 1.25 GB of float32) and
+// reports it against the time to read those weights once with every core
+// (x-floor; the issue's target is 3).
+func BenchmarkRunSmallShape(b *testing.B) {
+	cfg := toyCfg{layers: 4, hidden: 2048, heads: 16, kvHeads: 4, headDim: 128, ffn: 5632, vocab: 32000, maxSeq: 256, nTile: 64, dt: ir.BF16}
+	var all []*tensor.Tensor
+	weights := func(p *ir.Program) map[string]*tensor.Tensor {
+		ws := map[string]*tensor.Tensor{}
+		for i := range p.Buffers {
+			buf := &p.Buffers[i]
+			if buf.Kind == ir.Weight {
+				t := &tensor.Tensor{DType: buf.DType, Shape: buf.Shape, F: bf16Values(tensor.Numel(buf.Shape), uint64(i))}
+				if len(buf.Shape) == 1 {
+					for j := range t.F {
+						t.F[j] += 1
+					}
+				}
+				ws[*buf.Source] = t
+				all = append(all, t)
+			}
+		}
+		return ws
+	}
+	_, step := benchRun(b, cfg, weights)
+	floor := readOnce(all)
+	b.ReportMetric(float64(floor.Microseconds())/1e3, "floor-ms")
+	b.ReportMetric(float64(step)/float64(floor), "x-floor")
+}
+
+// readOnce times one parallel pass over every weight value (best of 3).
+func readOnce(ts []*tensor.Tensor) time.Duration {
+	workers := runtime.GOMAXPROCS(0)
+	best := time.Duration(1 << 62)
+	var sink [64]float32
+	for rep := 0; rep < 3; rep++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(ts); i += workers {
+					sink[w%64] += sum(ts[i].F)
+				}
+			}()
+		}
+		wg.Wait()
+		best = min(best, time.Since(start))
+	}
+	return best
+}

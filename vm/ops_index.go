@@ -1,0 +1,198 @@
+package vm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/tensor"
+)
+
+// opEmbed gathers table rows: out = table[ids] (ids flattened), reshaped to
+// the output. A row is the table's first dimension, as in the reference's
+// index_select, which also makes the flat->head "reshape" work: ids
+// [0..B-1] over a flat (B, q_dim) activation with hidden = head_dim copies
+// each sequence's row into the (B, heads, head_dim) output. An id outside
+// the table is an error.
+func opEmbed(in, out []*tensor.Tensor, _ ir.Params) error {
+	ids := ints(in[0])
+	table := in[1]
+	if len(table.Shape) == 0 || table.Shape[0] <= 0 {
+		return fmt.Errorf("EMBED: table %v has no rows", table.Shape)
+	}
+	vals, err := inputFloats(table)
+	if err != nil {
+		return err
+	}
+	rows := table.Shape[0]
+	width := len(vals) / rows
+	if out[0].Numel() != len(ids)*width {
+		return fmt.Errorf("EMBED: %d ids × rows of %d values do not fill an output of %d", len(ids), width, out[0].Numel())
+	}
+	for i, id := range ids {
+		if id < 0 || id >= int64(rows) {
+			return fmt.Errorf("EMBED: id %d outside the table's %d rows", id, rows)
+		}
+		if err := store(out[0], i*width, vals[int(id)*width:(int(id)+1)*width]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opRoPE applies Llama rotate-half rotary embedding: half = head_dim/2,
+// inv_freq[i] = 1/θ^(i/half), ang = pos·inv_freq, out = [x1·cos − x2·sin,
+// x2·cos + x1·sin]. A rank-2 x [heads, head_dim] uses pos[0]; a rank-3 x
+// [S, heads, head_dim] uses one position per row (len(pos) == S).
+func opRoPE(in, out []*tensor.Tensor, p ir.Params) error {
+	x, err := inputFloats(in[0])
+	if err != nil {
+		return err
+	}
+	hd, err := needInt(p, "head_dim")
+	if err != nil {
+		return err
+	}
+	theta, err := floatOr(p, "theta", 10000)
+	if err != nil {
+		return err
+	}
+	if hd <= 0 || hd%2 != 0 || lastDim(in[0]) != hd {
+		return fmt.Errorf("ROPE: head_dim %d must be even, positive and equal x's last dimension (%v)", hd, in[0].Shape)
+	}
+	pos := ints(in[1])
+	var seq int
+	switch len(in[0].Shape) {
+	case 2:
+		seq = 1
+		if len(pos) < 1 {
+			return fmt.Errorf("ROPE: no position given")
+		}
+	case 3:
+		seq = in[0].Shape[0]
+		if len(pos) != seq {
+			return fmt.Errorf("ROPE: %d positions for %d rows", len(pos), seq)
+		}
+	default:
+		return fmt.Errorf("ROPE: x must have rank 2 or 3, got %v", in[0].Shape)
+	}
+	if out[0].Numel() != len(x) {
+		return fmt.Errorf("ROPE: input has %d elements, output %d", len(x), out[0].Numel())
+	}
+	half := hd / 2
+	invFreq := make([]float32, half)
+	for i := range invFreq {
+		e := float32(i) / float32(half)
+		invFreq[i] = 1 / float32(math.Pow(theta, float64(e)))
+	}
+	cos, sin := make([]float32, half), make([]float32, half)
+	res := make([]float32, len(x))
+	perRow := len(x) / max(seq, 1)
+	for s := 0; s < seq; s++ {
+		fp := float32(pos[s])
+		for i, f := range invFreq {
+			ang := float64(fp * f)
+			cos[i], sin[i] = float32(math.Cos(ang)), float32(math.Sin(ang))
+		}
+		for h := s * perRow; h < (s+1)*perRow; h += hd {
+			x1, x2 := x[h:h+half], x[h+half:h+hd]
+			d1, d2 := res[h:h+half], res[h+half:h+hd]
+			for i := range x1 {
+				d1[i] = x1[i]*cos[i] - x2[i]*sin[i]
+				d2[i] = x2[i]*cos[i] + x1[i]*sin[i]
+			}
+		}
+	}
+	return storeAll(out[0], res)
+}
+
+// opKVAppend writes the new k or v into the cache (inputs [new, cache],
+// output the cache, in place). Rank-3 cache [max_seq, n_kv, hd]: rows
+// [pos, pos+rows) get new viewed as (rows, n_kv, hd). Rank-4 cache [B,
+// max_seq, n_kv, hd]: cache[:, pos] gets new viewed as (B, n_kv, hd). A
+// position outside the cache is an error, never a silent write.
+func opKVAppend(in, out []*tensor.Tensor, p ir.Params) error {
+	pos, err := needInt(p, "pos")
+	if err != nil {
+		return err
+	}
+	src, err := inputFloats(in[0])
+	if err != nil {
+		return err
+	}
+	cache := out[0]
+	rank := len(cache.Shape)
+	if rank != 3 && rank != 4 {
+		return fmt.Errorf("KV_APPEND: cache must have rank 3 or 4, got %v", cache.Shape)
+	}
+	seq := cache.Shape[rank-3]
+	rowLen := cache.Shape[rank-2] * cache.Shape[rank-1]
+	if rowLen <= 0 {
+		return fmt.Errorf("KV_APPEND: cache %v has empty rows", cache.Shape)
+	}
+	if rank == 3 {
+		if len(src) == 0 || len(src)%rowLen != 0 {
+			return fmt.Errorf("KV_APPEND: %d new values are not whole rows of %d", len(src), rowLen)
+		}
+		rows := len(src) / rowLen
+		if pos < 0 || pos+rows > seq {
+			return fmt.Errorf("KV_APPEND: rows [%d, %d) outside the cache's %d positions", pos, pos+rows, seq)
+		}
+		return store(cache, pos*rowLen, src)
+	}
+	batch := cache.Shape[0]
+	if len(src) != batch*rowLen {
+		return fmt.Errorf("KV_APPEND: %d new values, want %d sequences × %d", len(src), batch, rowLen)
+	}
+	if pos < 0 || pos >= seq {
+		return fmt.Errorf("KV_APPEND: position %d outside the cache's %d positions", pos, seq)
+	}
+	for b := 0; b < batch; b++ {
+		if err := store(cache, (b*seq+pos)*rowLen, src[b*rowLen:(b+1)*rowLen]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opArgmax: argmax over the last dimension (ties -> the lowest index, NaN
+// counts as the largest value, as torch does). An integer output gets the
+// integer index (R27); a float output the index as a float.
+func opArgmax(in, out []*tensor.Tensor, _ ir.Params) error {
+	x, err := inputFloats(in[0])
+	if err != nil {
+		return err
+	}
+	v := lastDim(in[0])
+	if v <= 0 {
+		return fmt.Errorf("SAMPLE_ARGMAX: empty last dimension %v", in[0].Shape)
+	}
+	rows := len(x) / v
+	if out[0].Numel() != rows {
+		return fmt.Errorf("SAMPLE_ARGMAX: %d rows, output holds %d", rows, out[0].Numel())
+	}
+	for r := 0; r < rows; r++ {
+		idx := argmax(x[r*v : (r+1)*v])
+		if isUnpackedInt(out[0]) && r < len(out[0].I) {
+			out[0].I[r] = narrowInt(out[0].DType, int64(idx))
+			continue
+		}
+		if err := store(out[0], r, []float32{float32(idx)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func argmax(row []float32) int {
+	best := 0
+	for i, v := range row {
+		if row[best] != row[best] {
+			break // NaN wins and keeps the lowest index
+		}
+		if v > row[best] || v != v {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,141 @@
+package vm
+
+import (
+	"fmt"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/tensor"
+)
+
+// opLinear is GEMV_TILE and GEMM_TILE: out[m, n_off+j] = x[m, :] ·
+// W[n_off+j, :] (+ bias[n_off+j]) for j < N_tile, with x viewed as [M, K]
+// (M from x; M_tile and m_off are placement hints) and W in nn.Linear layout
+// [N, K]. With params.qdtype 6 (int8) or 7 (int4) and a third input the
+// weight is quantised: inputs [x, qW, scales(, zeros)], dequantised row by
+// row (quantMatrix) before the same dot product.
+func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
+	x, err := inputFloats(in[0])
+	if err != nil {
+		return err
+	}
+	K, err := needInt(p, "K")
+	if err != nil {
+		return err
+	}
+	if K <= 0 || lastDim(in[0]) != K {
+		return fmt.Errorf("K = %d, the input's last dimension is %d", K, lastDim(in[0]))
+	}
+	M := len(x) / K
+	nOff, err := needInt(p, "n_off")
+	if err != nil {
+		return err
+	}
+	nTile, err := needInt(p, "N_tile")
+	if err != nil {
+		return err
+	}
+	o := out[0]
+	nOut := lastDim(o)
+	if nOff < 0 || nTile <= 0 || nOff+nTile > nOut {
+		return fmt.Errorf("tile [%d, %d) outside the output's %d columns", nOff, nOff+nTile, nOut)
+	}
+	if o.Numel() != M*nOut {
+		return fmt.Errorf("output %s holds %d elements, want %d rows × %d", shapeString(o.Shape), o.Numel(), M, nOut)
+	}
+	qdtype, err := intOr(p, "qdtype", 0)
+	if err != nil {
+		return err
+	}
+	var row func(n int) []float32
+	var bias []float32
+	if (qdtype == qdtypeI8 || qdtype == qdtypeI4) && len(in) >= 3 {
+		row, err = quantRows(in, p, qdtype, K, nOff+nTile)
+	} else {
+		row, bias, err = floatRows(in, K, nOff+nTile)
+	}
+	if err != nil {
+		return err
+	}
+	res := make([]float32, M*nTile)
+	for j := 0; j < nTile; j++ {
+		w := row(nOff + j)
+		var b float32
+		if bias != nil {
+			b = bias[nOff+j]
+		}
+		for m := 0; m < M; m++ {
+			v := dot(x[m*K:(m+1)*K], w)
+			if bias != nil {
+				v += b
+			}
+			res[m*nTile+j] = v
+		}
+	}
+	for m := 0; m < M; m++ {
+		if err := store(o, m*nOut+nOff, res[m*nTile:(m+1)*nTile]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// floatRows serves rows of a float weight [N, K] without copying, and the
+// optional bias.
+func floatRows(in []*tensor.Tensor, K, rowsNeeded int) (func(int) []float32, []float32, error) {
+	w, err := inputFloats(in[1])
+	if err != nil {
+		return nil, nil, err
+	}
+	if lastDim(in[1]) != K {
+		return nil, nil, fmt.Errorf("weight %s has rows of %d, K is %d", shapeString(in[1].Shape), lastDim(in[1]), K)
+	}
+	if n := len(w) / K; rowsNeeded > n {
+		return nil, nil, fmt.Errorf("tile needs weight rows up to %d, the weight has %d", rowsNeeded, n)
+	}
+	var bias []float32
+	if len(in) > 2 {
+		bias, err = inputFloats(in[2])
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(bias) < rowsNeeded {
+			return nil, nil, fmt.Errorf("bias has %d values, the tile needs %d", len(bias), rowsNeeded)
+		}
+	}
+	return func(n int) []float32 { return w[n*K : (n+1)*K] }, bias, nil
+}
+
+// quantRows serves dequantised rows of a quantised weight through one
+// reused row buffer.
+func quantRows(in []*tensor.Tensor, p ir.Params, qdtype, K, rowsNeeded int) (func(int) []float32, error) {
+	qw := in[1]
+	switch {
+	case qdtype == qdtypeI4 && qw.DType != ir.I4:
+		return nil, fmt.Errorf("qdtype 7 (int4) needs an I4 weight, got %s", qw.DType)
+	case qdtype == qdtypeI8 && (qw.DType.IsFloat() || qw.DType == ir.I4):
+		return nil, fmt.Errorf("qdtype 6 (int8) needs an integer weight, got %s", qw.DType)
+	}
+	if lastDim(qw) != K {
+		return nil, fmt.Errorf("quantised weight %s has rows of %d, K is %d", shapeString(qw.Shape), lastDim(qw), K)
+	}
+	var zeros *tensor.Tensor
+	if len(in) > 3 {
+		zeros = in[3]
+	}
+	group, err := intOr(p, "group", K)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newQuantMatrix("quantised weight", qw, in[2], zeros, group)
+	if err != nil {
+		return nil, err
+	}
+	if rowsNeeded > m.rows {
+		return nil, fmt.Errorf("tile needs weight rows up to %d, the weight has %d", rowsNeeded, m.rows)
+	}
+	buf := make([]float32, K)
+	return func(n int) []float32 {
+		m.row(n, buf)
+		return buf
+	}, nil
+}
