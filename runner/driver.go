@@ -168,7 +168,7 @@ func (d *Driver) record(o trial.Outcome) error {
 	if err := l.AppendTrialLog(o); err != nil {
 		return fmt.Errorf("trials log: %w", err)
 	}
-	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o})
+	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o, Regions: o.Regions})
 	switch {
 	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial), errors.Is(err, campaign.ErrWrongCampaign):
 		d.Progress.logLines([]string{fmt.Sprintf("ignored outcome of trial %d: %v", o.TrialID, err)})

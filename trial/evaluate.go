@@ -97,25 +97,27 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	if opts.Models == nil {
 		opts.Models = NewModelCache(0)
 	}
-	v, timing, err := evaluate(ctx, spec, opts)
+	v, timing, regions, err := evaluate(ctx, spec, opts)
 	if err != nil {
 		out.Failure = err
 		return out
 	}
 	out.Verdict = v
+	out.Regions = regions
 	if timing != nil {
 		out.IncumbentUS, out.Ratio = timing.IncumbentUS, timing.Ratio
 	}
 	return out
 }
 
-func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, *Failure) {
+func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, map[string]float64, *Failure) {
+	var regions map[string]float64
 	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}}
-	reject := func(format string, args ...any) (*Verdict, *Timing, *Failure) {
+	reject := func(format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
 		reason := fmt.Sprintf(format, args...)
 		v.Valid = false
 		v.RejectedReason = &reason
-		return v, nil, nil
+		return v, nil, nil, nil
 	}
 	target, err := ir.Target(spec.GPU)
 	if err != nil {
@@ -154,19 +156,20 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 		return reject("%v", err)
 	}
 	v.Valid = true
+	regions = regionShares(schedule.Predict(prog, target, point))
 	if err := ctx.Err(); err != nil {
-		return nil, nil, ctxFailure(err, "validate")
+		return nil, nil, nil, ctxFailure(err, "validate")
 	}
 
 	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, target, point)
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
-			return nil, nil, f
+			return nil, nil, nil, f
 		}
 		correct := false
 		v.Correct = &correct
 		v.Notes = append(v.Notes, "reference VM failed: "+err.Error())
-		return v, nil, nil
+		return v, nil, regions, nil
 	}
 	v.Correct = &check.cmp.Pass
 	v.MaxAbsErr = finiteOrNil(check.cmp.MaxAbsErr)
@@ -174,31 +177,31 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 	v.Notes = append(v.Notes, check.notes...)
 	if !check.cmp.Pass {
 		v.Notes = append(v.Notes, "correctness FAIL: "+check.cmp.Reason+"; no latency without a PASS")
-		return v, nil, nil
+		return v, nil, regions, nil
 	}
 
 	timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: prog,
 		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos})
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "timing"); f != nil {
-			return nil, nil, f
+			return nil, nil, nil, f
 		}
-		return nil, nil, &Failure{Class: FailCrash, Phase: "timing", Message: err.Error()}
+		return nil, nil, nil, &Failure{Class: FailCrash, Phase: "timing", Message: err.Error()}
 	}
 	v.Notes = append(v.Notes, timing.Notes...)
 	if v.BoundUS == nil {
 		v.Notes = append(v.Notes, "no HBM floor for this target; latency withheld")
-		return v, &timing, nil
+		return v, &timing, regions, nil
 	}
 	if timing.LatencyUS < bound || math.IsNaN(timing.LatencyUS) {
 		v.Notes = append(v.Notes, fmt.Sprintf("latency %.4fus is below the HBM floor %.4fus: a measurement artifact, withheld", timing.LatencyUS, bound))
-		return v, &timing, nil
+		return v, &timing, regions, nil
 	}
 	lat := ir.RoundTo(timing.LatencyUS, 4)
 	kind := timing.Kind
 	pct := ir.RoundTo(timing.LatencyUS/bound*100, 3)
 	v.LatencyUS, v.LatencyKind, v.PctOfRoofline = &lat, &kind, &pct
-	return v, &timing, nil
+	return v, &timing, regions, nil
 }
 
 func incumbentPoint(spec Spec, v *Verdict) *schedule.Point {
@@ -236,4 +239,22 @@ func ctxFailure(err error, phase string) *Failure {
 	default:
 		return &Failure{Class: FailInfra, Phase: phase, Message: "evaluation cancelled: " + err.Error()}
 	}
+}
+
+// regionShares turns the cost model's critical-chain time per region into
+// fractions (attention, mlp, lm_head; "other" is left out as the reference
+// does).
+func regionShares(c schedule.Cost) map[string]float64 {
+	total := 0.0
+	for _, us := range c.RegionUS {
+		total += us
+	}
+	if total <= 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, r := range []string{schedule.RegionAttention, schedule.RegionMLP, schedule.RegionLMHead} {
+		out[r] = ir.RoundTo(c.RegionUS[r]/total, 4)
+	}
+	return out
 }

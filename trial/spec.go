@@ -59,6 +59,9 @@ type Outcome struct {
 	// the spec asked for it; Ratio = candidate / incumbent.
 	IncumbentUS *float64 `json:"incumbent_us,omitempty"`
 	Ratio       *float64 `json:"ratio,omitempty"`
+	// Regions is the cost model's critical-path share per region
+	// (attention, mlp, lm_head), for the campaign's "hottest region".
+	Regions map[string]float64 `json:"regions,omitempty"`
 	// Worker identifies who evaluated it (host/device fingerprint).
 	Worker   string  `json:"worker,omitempty"`
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
