@@ -35,9 +35,11 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -timeout 30m ./...
 
 ## demo: the main job on the embedded default — an autoresearch campaign on
-## the toy model for the h200 target with the CPU evaluator (no Redis needed).
+## the `small` model (4 layers, 2048 hidden, bf16) for the h200 target with
+## the CPU evaluator (reference VM vs eager for correctness, cost-model
+## latencies labelled predicted). No Redis needed. Re-running resumes it.
 demo:
-	$(GO) run ./cmd/amkctl autoresearch toy --gpu h200 --device cpu --iters 40 --workspace workspace
+	$(GO) run ./cmd/amkctl autoresearch small --gpu h200 --device cpu --iters 40 --workspace workspace
 
 clean:
 	rm -rf bin workspace
