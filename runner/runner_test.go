@@ -1,0 +1,187 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/trial"
+)
+
+var models = trial.NewModelCache(0)
+
+func toyStart(seed uint64) campaign.Start {
+	s := campaign.DefaultSettings()
+	s.Overnight = true
+	return campaign.Start{Time: time.Now().UTC(), Model: "toy-2L", GPU: "h100", Device: "cpu",
+		Seed: seed, Cold: true, Settings: s,
+		Shape: flywheel.Shape{Hidden: 64, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
+}
+
+func evaluator(ctx context.Context, spec trial.Spec) trial.Outcome {
+	return trial.Evaluate(ctx, spec, trial.Options{Models: models})
+}
+
+func runCampaign(t testing.TB, ws *Workspace, iters int) RunSummary {
+	l, _, err := ws.Create(toyStart(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := dispatch.NewLocal(2, evaluator)
+	defer d.Close()
+	sum, err := (&Driver{Ledger: l, Dispatcher: d, Workers: 2}).Run(context.Background(), Limits{Iterations: iters})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+func TestRunRecordsEveryTrialOnce(t *testing.T) {
+	ws, err := OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := runCampaign(t, ws, 10)
+	if sum.Proposed != 10 || sum.Recorded != 10 {
+		t.Fatalf("proposed %d recorded %d, want 10/10", sum.Proposed, sum.Recorded)
+	}
+	sum = runCampaign(t, ws, 5) // resume
+	if sum.Recorded != 5 {
+		t.Fatalf("resumed run recorded %d, want 5", sum.Recorded)
+	}
+	id := campaign.ID("toy-2L", "h100", "cpu", "")
+	rows, err := flywheel.ReadRows(ws.CampaignDir(id) + "/results.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 15 {
+		t.Fatalf("%d rows, want 15", len(rows))
+	}
+	for i, r := range rows {
+		if r.Experiment != i+1 {
+			t.Fatalf("row %d has experiment %d", i, r.Experiment)
+		}
+	}
+}
+
+func TestOneDriverPerCampaign(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	l, _, err := ws.Create(toyStart(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := ws.Open(l.ID()); err == nil {
+		t.Fatal("a second driver opened a locked campaign")
+	}
+	if _, err := ws.View(l.ID()); err != nil {
+		t.Fatalf("read-only view refused: %v", err)
+	}
+	if _, err := ws.Open("nope"); err == nil {
+		t.Fatal("opened a campaign that does not exist")
+	}
+}
+
+// A crash between the ledger write and the appends leaves an outbox; the
+// next Open appends it exactly once.
+func TestOutboxIsRepairedExactlyOnce(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	runCampaign(t, ws, 4)
+	id := campaign.ID("toy-2L", "h100", "cpu", "")
+	results := ws.CampaignDir(id) + "/results.tsv"
+	rows, _ := flywheel.ReadRows(results)
+	// Simulate the crash: drop the last row from results.tsv (its ledger
+	// outbox still holds it).
+	data, _ := os.ReadFile(results)
+	cut := len(data) - len(rows[len(rows)-1].Line())
+	if err := os.WriteFile(results, data[:cut], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // repairing twice must not duplicate
+		l, err := ws.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	}
+	after, err := flywheel.ReadRows(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(rows) || after[len(after)-1].Experiment != rows[len(rows)-1].Experiment {
+		t.Fatalf("after repair %d rows (last %d), want %d", len(after), after[len(after)-1].Experiment, len(rows))
+	}
+}
+
+func TestCancelledRunLeavesTrialsInFlightForTheNextRun(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	l, _, err := ws.Create(toyStart(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	d := dispatch.NewLocal(2, func(ctx context.Context, spec trial.Spec) trial.Outcome {
+		select {
+		case <-block:
+		case <-ctx.Done():
+		}
+		return trial.Outcome{Failure: &trial.Failure{Class: trial.FailInfra, Message: "stopped"}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := (&Driver{Ledger: l, Dispatcher: d, Workers: 2}).Run(ctx, Limits{Iterations: 10}); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	inflight := len(l.Campaign().State().InFlight)
+	l.Close()
+	if inflight != 2 {
+		t.Fatalf("%d trials in flight after cancel, want 2", inflight)
+	}
+	l, err = ws.Open(l.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d2 := dispatch.NewLocal(2, evaluator)
+	defer d2.Close()
+	sum, err := (&Driver{Ledger: l, Dispatcher: d2, Workers: 2}).Run(context.Background(), Limits{Iterations: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Resubmited != 2 || sum.Recorded != 5 {
+		t.Fatalf("resubmitted %d recorded %d, want 2 and 5", sum.Resubmited, sum.Recorded)
+	}
+}
+
+func TestTrajectorySVG(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	runCampaign(t, ws, 6)
+	id := campaign.ID("toy-2L", "h100", "cpu", "")
+	c, err := ws.View(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := TrajectorySVG(c.WakeUp(time.Now()))
+	for _, want := range []string{"<svg", "HBM floor", "baseline", "<circle", "</svg>"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("plot lacks %q", want)
+		}
+	}
+}
+
+// BenchmarkEmbeddedLoop reports trials per second of the embedded loop
+// (campaign + ledger + local evaluators) on toy-2L with the CPU evaluator.
+func BenchmarkEmbeddedLoop(b *testing.B) {
+	ws, _ := OpenWorkspace(b.TempDir())
+	b.ResetTimer()
+	start := time.Now()
+	runCampaign(b, ws, b.N)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "trials/s")
+}
