@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/schedule"
@@ -97,7 +98,9 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	if opts.Models == nil {
 		opts.Models = NewModelCache(0)
 	}
-	v, timing, regions, err := evaluate(ctx, spec, opts)
+	st := stages{}
+	v, timing, regions, err := evaluate(ctx, spec, opts, st)
+	out.Stages = st
 	if err != nil {
 		out.Failure = err
 		return out
@@ -110,7 +113,7 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	return out
 }
 
-func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, map[string]float64, *Failure) {
+func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict, *Timing, map[string]float64, *Failure) {
 	var regions map[string]float64
 	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}}
 	reject := func(format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
@@ -124,7 +127,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 		return reject("%v", err)
 	}
 	v.GPU = target.Name
+	done := st.start(StageParse)
 	point, err := schedule.ParsePoint(pointBytes(spec.Point))
+	done()
 	if err != nil {
 		return reject("malformed ScheduleConfig: %v", err)
 	}
@@ -137,7 +142,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 	if spec.Pos < 0 || spec.Pos >= lm.Config.MaxSeq {
 		return reject("position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
 	}
+	done = st.start(StageLower)
 	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos})
+	done()
 	if err != nil {
 		return reject("lowering failed: %v", err)
 	}
@@ -149,7 +156,10 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 		b := ir.RoundTo(bound, 4)
 		v.BoundUS = &b
 	}
-	if rep := validate.Validate(prog); !rep.OK {
+	done = st.start(StageValidate)
+	rep := validate.Validate(prog)
+	done()
+	if !rep.OK {
 		return reject("%s", rep.Reason(4))
 	}
 	if err := schedule.CheckLaunch(point, target); err != nil {
@@ -161,7 +171,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 		return nil, nil, nil, ctxFailure(err, "validate")
 	}
 
+	done = st.start(StageReferenceVM)
 	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, target, point)
+	done()
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
 			return nil, nil, nil, f
@@ -180,8 +192,10 @@ func evaluate(ctx context.Context, spec Spec, opts Options) (*Verdict, *Timing, 
 		return v, nil, regions, nil
 	}
 
+	done = st.start(StageTiming)
 	timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: prog,
 		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos})
+	done()
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "timing"); f != nil {
 			return nil, nil, nil, f
@@ -257,4 +271,21 @@ func regionShares(c schedule.Cost) map[string]float64 {
 		out[r] = ir.RoundTo(c.RegionUS[r]/total, 4)
 	}
 	return out
+}
+
+// Pipeline stages, as reported in Outcome.Stages.
+const (
+	StageParse       = "parse"
+	StageLower       = "lower"
+	StageValidate    = "validate"
+	StageReferenceVM = "reference_vm"
+	StageTiming      = "timing"
+)
+
+// stages accumulates per-stage wall time in seconds.
+type stages map[string]float64
+
+func (s stages) start(name string) func() {
+	t0 := time.Now()
+	return func() { s[name] += time.Since(t0).Seconds() }
 }

@@ -62,6 +62,9 @@ type Outcome struct {
 	// Regions is the cost model's critical-path share per region
 	// (attention, mlp, lm_head), for the campaign's "hottest region".
 	Regions map[string]float64 `json:"regions,omitempty"`
+	// Stages is the wall time of each pipeline stage in seconds (parse,
+	// lower, validate, reference_vm, timing), for the worker's histograms.
+	Stages map[string]float64 `json:"stages,omitempty"`
 	// Worker identifies who evaluated it (host/device fingerprint).
 	Worker   string  `json:"worker,omitempty"`
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
