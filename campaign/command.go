@@ -1,0 +1,96 @@
+package campaign
+
+import (
+	"fmt"
+	"time"
+)
+
+func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
+	st := &c.st
+	var d Decision
+	if e.Budget != nil {
+		if err := e.Budget.check(); err != nil {
+			return d, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	if e.MoveOn != nil {
+		if err := e.MoveOn.check(); err != nil {
+			return d, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	note := ""
+	if e.Note != "" {
+		note = ": " + e.Note
+	}
+	switch e.Op {
+	case OpPause:
+		if st.Status != StatusOptimizing {
+			return d, fmt.Errorf("%w: pause: campaign is %s", ErrInvalid, st.Status)
+		}
+		st.Status = StatusPaused
+		st.PausedAt = &now
+		d.Log = append(d.Log, "paused"+note)
+	case OpResume:
+		if st.Status != StatusPaused {
+			return d, fmt.Errorf("%w: resume: campaign is %s", ErrInvalid, st.Status)
+		}
+		c.closePause(now)
+		st.Status = StatusOptimizing
+		d.Log = append(d.Log, "resumed"+note)
+	case OpStop:
+		if st.Status == StatusDone {
+			return d, fmt.Errorf("%w: stop: campaign is already done", ErrInvalid)
+		}
+		c.finish(now, "stopped by operator"+note)
+		d.Log = append(d.Log, "campaign done: "+st.MoveOnReason)
+	case OpReopen:
+		return c.reopen(now, e, note)
+	case OpBudget:
+		if e.Budget == nil {
+			return d, fmt.Errorf("%w: budget command without a budget", ErrInvalid)
+		}
+		st.Settings.Budget = *e.Budget
+		d.Log = append(d.Log, fmt.Sprintf("budget set: %d experiments, %s minutes (0 = unbounded)", e.Budget.Iterations, num(e.Budget.Minutes)))
+	case OpCriteria:
+		if e.MoveOn == nil {
+			return d, fmt.Errorf("%w: criteria command without criteria", ErrInvalid)
+		}
+		st.Settings.MoveOn = *e.MoveOn
+		d.Log = append(d.Log, "move-on criteria set")
+	default:
+		return d, fmt.Errorf("%w: unknown command %q", ErrInvalid, e.Op)
+	}
+	if st.Status != StatusDone {
+		if stop, reason := c.moveOn(now); stop {
+			c.finish(now, reason)
+			d.Log = append(d.Log, "campaign done: "+reason)
+		}
+	}
+	return d, nil
+}
+
+// reopen makes a done campaign live again (R3): the plateau counters start
+// over and the budget and criteria may be replaced in the same command; a
+// criterion that would stop it again at once refuses the reopen.
+func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, error) {
+	st := &c.st
+	if st.Status != StatusDone {
+		return Decision{}, fmt.Errorf("%w: reopen: campaign is %s", ErrInvalid, st.Status)
+	}
+	saved := *st
+	if e.Budget != nil {
+		st.Settings.Budget = *e.Budget
+	}
+	if e.MoveOn != nil {
+		st.Settings.MoveOn = *e.MoveOn
+	}
+	st.ConsecutiveReverts, st.NonImprovement = 0, 0
+	st.Exhausted = false
+	if stop, reason := c.moveOn(now); stop {
+		*st = saved
+		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; change the budget or criteria", ErrInvalid, reason)
+	}
+	st.Status = StatusOptimizing
+	st.MoveOnReason = ""
+	return Decision{Log: []string{"reopened" + note}}, nil
+}

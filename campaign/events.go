@@ -1,0 +1,121 @@
+package campaign
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Event is one input to a campaign. Time only ever arrives in events.
+type Event interface{ At() time.Time }
+
+// Start creates the campaign. Model is what workers load (a preset name or a
+// HuggingFace config path); Label is the display name in rows, reports and
+// the corpus (Model when empty). Corpus is the flywheel corpus as read by the
+// caller; a warm campaign takes its warm seeds and the ranker's training
+// examples from it once, here, and keeps them in its state.
+type Start struct {
+	Time     time.Time
+	Model    string
+	Label    string
+	GPU      string
+	Device   string // "cpu" (predicted latencies) or "cuda" (measured)
+	Name     string // optional: distinguishes campaigns on one model/gpu/device
+	Weights  string
+	Seed     uint64
+	Shape    flywheel.Shape
+	Corpus   []flywheel.Record
+	Cold     bool
+	Settings Settings
+	Env      flywheel.Env
+}
+
+// Propose asks for up to N new trials, one per free worker.
+type Propose struct {
+	Time time.Time
+	N    int
+}
+
+// Finished delivers a trial's outcome. Regions optionally carries the
+// candidate's critical-path share per region (attention, mlp, lm_head);
+// when nil, the outcome's own Regions are used.
+type Finished struct {
+	Time    time.Time
+	Outcome trial.Outcome
+	Regions map[string]float64
+}
+
+// Tick tells the campaign what time it is (time-based criteria).
+type Tick struct{ Time time.Time }
+
+// Command ops.
+const (
+	OpPause    = "pause"
+	OpResume   = "resume"
+	OpStop     = "stop"
+	OpReopen   = "reopen"
+	OpBudget   = "budget"   // replace the budget
+	OpCriteria = "criteria" // replace the move-on criteria
+)
+
+// Command is an operator command. Budget goes with budget (and optionally
+// reopen), MoveOn with criteria (and optionally reopen); Note is free text.
+type Command struct {
+	Time   time.Time
+	Op     string
+	Budget *Budget
+	MoveOn *MoveOn
+	Note   string
+}
+
+// Record is an outside agent's own experiment (the reference's `record`).
+// Status uses the reference vocabulary (kept/keep/improved, revert/reverted/
+// slower/same, failed/fail/error, crash, timeout, rejected) plus seed 001's
+// "tried" and "baseline" (the default point's own result). Correctness
+// defaults from the status; a latency needs correctness PASS and a kind.
+type Record struct {
+	Time          time.Time
+	Status        string
+	Correctness   string
+	LatencyUS     *float64
+	PctOfRoofline *float64
+	BoundUS       *float64
+	Kind          string
+	Point         json.RawMessage // the config JSON, optional
+	ScheduleID    string          // optional; computed from Point when empty
+	Description   string
+	Source        string // provenance; prefixed "ext:" when it names a built-in source
+	Regions       map[string]float64
+}
+
+func (e Start) At() time.Time    { return e.Time }
+func (e Propose) At() time.Time  { return e.Time }
+func (e Finished) At() time.Time { return e.Time }
+func (e Tick) At() time.Time     { return e.Time }
+func (e Command) At() time.Time  { return e.Time }
+func (e Record) At() time.Time   { return e.Time }
+
+// Decision is what the campaign asks its driver to do after one event, in
+// order: persist the state, append Rows to results.tsv and Corpus to the
+// corpus, enqueue the specs.
+type Decision struct {
+	Enqueue []trial.Spec
+	Rows    []flywheel.Row
+	Corpus  []flywheel.Record
+	Status  string
+	Log     []string
+}
+
+// Errors an event can be refused with. A refused event changes nothing.
+var (
+	ErrNotStarted     = errors.New("campaign not started")
+	ErrStarted        = errors.New("campaign already started")
+	ErrDone           = errors.New("campaign is done (reopen it first)")
+	ErrUnknownTrial   = errors.New("unknown trial")
+	ErrDuplicateTrial = errors.New("trial already recorded")
+	ErrWrongCampaign  = errors.New("outcome belongs to another campaign")
+	ErrInvalid        = errors.New("invalid event")
+)

@@ -1,0 +1,288 @@
+package campaign
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/amk-dev/amk/internal/pyjson"
+)
+
+const rule = "============================================================"
+
+// StatusReport is the campaign's status as data (`status --json`).
+type StatusReport struct {
+	ID                 string             `json:"id"`
+	Campaign           string             `json:"campaign"`
+	Model              string             `json:"model"`
+	GPU                string             `json:"gpu"`
+	Device             string             `json:"device"`
+	LatencyKind        string             `json:"latency_kind"`
+	Status             string             `json:"status"`
+	MoveOnReason       string             `json:"move_on_reason,omitempty"`
+	StartedAt          string             `json:"started_at"`
+	ElapsedMinutes     float64            `json:"elapsed_minutes"`
+	ExperimentsRun     int                `json:"experiments_run"`
+	ExperimentsKept    int                `json:"experiments_kept"`
+	ConsecutiveReverts int                `json:"consecutive_reverts"`
+	NonImprovement     int                `json:"non_improvement_streak"`
+	Restarts           int                `json:"restarts"`
+	InFlight           []int              `json:"in_flight"`
+	Tried              int                `json:"tried"`
+	Counts             Counts             `json:"counts"`
+	BaselineUS         *float64           `json:"baseline_us"`
+	BaselineKind       string             `json:"baseline_kind,omitempty"`
+	BestUS             *float64           `json:"best_us"`
+	BestKind           string             `json:"best_kind,omitempty"`
+	BestPctOfRoofline  *float64           `json:"best_pct_roofline"`
+	BestScheduleID     string             `json:"best_schedule_id,omitempty"`
+	BestConfig         json.RawMessage    `json:"best_config"`
+	Speedup            *float64           `json:"speedup"`
+	RegionBreakdown    map[string]float64 `json:"region_breakdown"`
+	MoveOn             Criterion          `json:"move_on"`
+	Settings           Settings           `json:"settings"`
+}
+
+// Status reports the campaign at now.
+func (c *Campaign) StatusReport(now time.Time) StatusReport {
+	st := &c.st
+	stop, reason := c.moveOn(c.clock(now))
+	r := StatusReport{
+		ID: st.ID, Campaign: st.Label + " / " + st.GPU, Model: st.Model, GPU: st.GPU, Device: st.Device,
+		LatencyKind: st.LatencyKind, Status: st.Status, MoveOnReason: st.MoveOnReason,
+		StartedAt: stamp(st.StartedAt), ElapsedMinutes: round3(c.ElapsedMinutes(now)),
+		ExperimentsRun: st.ExperimentsRun, ExperimentsKept: st.ExperimentsKept,
+		ConsecutiveReverts: st.ConsecutiveReverts, NonImprovement: st.NonImprovement, Restarts: st.Restarts,
+		InFlight: c.inFlightIDs(), Tried: len(st.Tried), Counts: st.Counts, Speedup: c.Speedup(),
+		BestConfig: json.RawMessage("null"), Settings: st.Settings,
+		MoveOn: Criterion{Stop: stop && st.Status != StatusDone, Reason: reason},
+	}
+	if st.Status == StatusDone {
+		r.MoveOn = Criterion{Stop: true, Reason: st.MoveOnReason}
+	}
+	if b := st.Baseline; b != nil {
+		r.BaselineUS, r.BaselineKind = fptr(b.LatencyUS), b.Kind
+	}
+	if b := st.Best; b != nil {
+		r.BestUS, r.BestKind, r.BestPctOfRoofline, r.BestScheduleID = fptr(b.LatencyUS), b.Kind, b.PctOfRoofline, b.ScheduleID
+		if len(b.Point) > 0 {
+			r.BestConfig = b.Point
+		}
+		r.RegionBreakdown = b.Regions
+	}
+	return r
+}
+
+// stamp is the reference's started_at format.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
+
+// StatusText renders the status like the reference's `status` (§6.5),
+// with amk's extra lines (id, device, elapsed time, in-flight trials).
+func (c *Campaign) StatusText(now time.Time) string {
+	st := &c.st
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	line("")
+	line(rule)
+	line("  AMK Autoresearch Orchestration Status")
+	line(rule)
+	line("  campaign     : %s / %s", st.Label, st.GPU)
+	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
+	line("  status       : %s", strings.ToUpper(st.Status))
+	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
+	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
+	line("  in flight    : %d trial(s), %d points tried, %d basin-hop restart(s)", len(st.InFlight), len(st.Tried), st.Restarts)
+	sp := c.Speedup()
+	switch base, best := st.Baseline, st.Best; {
+	case base != nil && best != nil:
+		s := fmt.Sprintf("  baseline     : %.3fus -> best %.3fus", base.LatencyUS, best.LatencyUS)
+		if sp != nil && *sp != 0 {
+			s += fmt.Sprintf("  (%.2fx faster)", *sp)
+		}
+		line("%s", s)
+	case base != nil:
+		line("  baseline     : %.3fus (no improvement yet)", base.LatencyUS)
+	case best != nil:
+		line("  best         : %.3fus (no baseline: the default has no correct latency yet)", best.LatencyUS)
+	}
+	if p := c.bestPct(); p != nil {
+		line("  best roofline: %.1f%% of the weights/bandwidth floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
+	}
+	if split := c.regionSplit(); split != "" {
+		line("  region split : %s  (share of critical path -> where to spend budget)", split)
+	}
+	if st.MoveOnReason != "" {
+		line("  move-on      : %s", st.MoveOnReason)
+	}
+	line("")
+	return b.String()
+}
+
+func (c *Campaign) regionSplit() string {
+	if c.st.Best == nil {
+		return ""
+	}
+	var parts []string
+	for _, r := range Regions {
+		if v, ok := c.st.Best.Regions[r]; ok {
+			parts = append(parts, fmt.Sprintf("%s=%.0f%%", r, v*100))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// NextReport is `next`'s continue/stop decision.
+type NextReport struct {
+	Decision           string   `json:"decision"` // continue | stop | paused
+	Campaign           string   `json:"campaign"`
+	Reason             string   `json:"reason"`
+	ExperimentsRun     int      `json:"experiments_run"`
+	Speedup            *float64 `json:"speedup"`
+	ConsecutiveReverts int      `json:"consecutive_reverts"`
+	RevertThreshold    int      `json:"consecutive_reverts_threshold"`
+	InFlight           int      `json:"in_flight"`
+	HottestRegion      string   `json:"hottest_region,omitempty"`
+	HottestShare       *float64 `json:"hottest_share,omitempty"`
+}
+
+// Next decides whether to continue at now. It does not change the
+// campaign: send a Tick to make a time-based stop stick.
+func (c *Campaign) Next(now time.Time) NextReport {
+	st := &c.st
+	n := NextReport{
+		Campaign: st.Label + "/" + st.GPU, ExperimentsRun: st.ExperimentsRun, Speedup: c.Speedup(),
+		ConsecutiveReverts: st.ConsecutiveReverts, RevertThreshold: st.Settings.MoveOn.ConsecutiveReverts,
+		InFlight: len(st.InFlight),
+	}
+	stop, reason := c.moveOn(c.clock(now))
+	switch {
+	case st.Status == StatusDone:
+		n.Decision, n.Reason = "stop", st.MoveOnReason
+	case stop:
+		n.Decision, n.Reason = "stop", reason
+	case st.Status == StatusPaused:
+		n.Decision, n.Reason = "paused", "paused by operator; resume to continue"
+	default:
+		n.Decision, n.Reason = "continue", reason
+	}
+	if st.Best != nil {
+		for _, r := range Regions {
+			if v, ok := st.Best.Regions[r]; ok && (n.HottestShare == nil || v > *n.HottestShare) {
+				n.HottestRegion, n.HottestShare = r, fptr(v)
+			}
+		}
+	}
+	return n
+}
+
+// Text renders the decision like the reference's `next`.
+func (n NextReport) Text() string {
+	var b strings.Builder
+	switch n.Decision {
+	case "stop":
+		fmt.Fprintf(&b, "DECISION: STOP optimizing %s\n", n.Campaign)
+		fmt.Fprintf(&b, "  Reason: %s\n", n.Reason)
+		b.WriteString("  Campaign complete. Run `amkctl report` for the summary.\n")
+		return b.String()
+	case "paused":
+		fmt.Fprintf(&b, "DECISION: PAUSED optimizing %s\n", n.Campaign)
+		fmt.Fprintf(&b, "  Reason: %s\n", n.Reason)
+		return b.String()
+	}
+	sp := "N/A"
+	if n.Speedup != nil && *n.Speedup != 0 {
+		sp = pyjson.FormatFloat(*n.Speedup)
+	}
+	fmt.Fprintf(&b, "DECISION: CONTINUE optimizing %s\n", n.Campaign)
+	fmt.Fprintf(&b, "  Reason: %s\n", n.Reason)
+	fmt.Fprintf(&b, "  Experiments run: %d | speedup: %s | consecutive reverts: %d/%d\n",
+		n.ExperimentsRun, sp, n.ConsecutiveReverts, n.RevertThreshold)
+	if n.HottestShare != nil {
+		fmt.Fprintf(&b, "  Hottest region: %s (%.0f%% of the critical path) -> mutate knobs that touch it (e.g. tiling/pipelining/sm_assignment).\n",
+			n.HottestRegion, *n.HottestShare*100)
+	}
+	return b.String()
+}
+
+// ReportMarkdown is the aggregate campaign report (the reference's
+// `report`, §6.5), generated at now.
+func (c *Campaign) ReportMarkdown(now time.Time) string {
+	st := &c.st
+	var l []string
+	add := func(format string, args ...any) { l = append(l, fmt.Sprintf(format, args...)) }
+	add("# AMK, Autoresearch Campaign Report")
+	add("")
+	add("Generated: %s", c.clock(now).Format("2006-01-02 15:04:05 UTC"))
+	add("")
+	add("- Campaign: **%s / %s**", st.Label, st.GPU)
+	add("- Campaign id: `%s` (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
+	status := fmt.Sprintf("- Status: **%s**", strings.ToUpper(st.Status))
+	if st.MoveOnReason != "" {
+		status += " (" + st.MoveOnReason + ")"
+	}
+	add("%s", status)
+	add("- Elapsed: %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
+	add("- Experiments run: %d (%d kept)", st.ExperimentsRun, st.ExperimentsKept)
+	add("- Consecutive reverts at stop: %d", st.ConsecutiveReverts)
+	add("")
+	add("## Result")
+	add("")
+	base, best, sp := st.Baseline, st.Best, c.Speedup()
+	switch {
+	case best != nil:
+		if base != nil {
+			add("- Baseline (default schedule): **%.3f us**", base.LatencyUS)
+		} else {
+			add("- Baseline (default schedule): not measured (no correct latency for the default yet)")
+		}
+		s := fmt.Sprintf("- Best schedule: **%.3f us**", best.LatencyUS)
+		if sp != nil && *sp != 0 {
+			s += fmt.Sprintf(", **%.2fx** faster than baseline", *sp)
+		}
+		add("%s", s)
+		add("- Best latency kind: %s", best.Kind)
+		if best.PctOfRoofline != nil {
+			add("- Distance to roofline: **%.1f%%** of the weights/bandwidth floor (100%% == the floor)", *best.PctOfRoofline)
+		}
+	default:
+		add("- No correct schedule recorded yet.")
+	}
+	add("")
+	if best != nil && len(best.Regions) > 0 {
+		add("## Region breakdown (best schedule's critical path)")
+		add("")
+		for _, r := range Regions {
+			if v, ok := best.Regions[r]; ok {
+				add("- %s: %.1f%%", r, v*100)
+			}
+		}
+		add("")
+	}
+	add("## Best config")
+	add("")
+	add("```json")
+	add("%s", c.bestConfigIndented())
+	add("```")
+	add("")
+	return strings.Join(l, "\n")
+}
+
+func (c *Campaign) bestConfigIndented() string {
+	if c.st.Best == nil {
+		return "null"
+	}
+	return indentJSON(c.st.Best.Point)
+}
+
+// indentJSON writes raw JSON as Python's json.dumps(indent=2) would.
+func indentJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "null"
+	}
+	v, err := pyjson.Parse(raw)
+	if err != nil {
+		return string(raw)
+	}
+	return string(pyjson.Indent(v))
+}

@@ -1,0 +1,217 @@
+package campaign
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/trial"
+)
+
+// StateVersion is the version of the serialised State.
+const StateVersion = 1
+
+// Statuses.
+const (
+	StatusOptimizing = "optimizing"
+	StatusPaused     = "paused"
+	StatusDone       = "done"
+)
+
+// Proposal sources.
+const (
+	SourceDefault  = "default"
+	SourceBaseline = "baseline"
+	SourceWarmSeed = "warm_seed"
+	SourceRandom   = "random"
+	SourceMutate   = "mutate"
+	SourcePrior    = "prior"
+	SourceRestart  = "restart"
+	SourceAgent    = "ext:agent"
+)
+
+var builtinSources = []string{SourceDefault, SourceBaseline, SourceWarmSeed, SourceRandom,
+	SourceMutate, SourcePrior, SourceRestart}
+
+// Region names of a breakdown (the cost model's, minus "other").
+var Regions = []string{"attention", "mlp", "lm_head"}
+
+// State is everything a campaign is: it serialises to JSON and a campaign
+// reloaded from it continues exactly as the original would have.
+type State struct {
+	Version int    `json:"version"`
+	ID      string `json:"id"`
+	Name    string `json:"name,omitempty"`
+	Model   string `json:"model"`
+	Label   string `json:"label"`
+	GPU     string `json:"gpu"`
+	Device  string `json:"device"`
+	Weights string `json:"weights,omitempty"`
+	// LatencyKind is the kind this campaign's evaluator produces.
+	LatencyKind  string `json:"latency_kind"`
+	Status       string `json:"status"`
+	MoveOnReason string `json:"move_on_reason,omitempty"`
+
+	StartedAt     time.Time  `json:"started_at"`
+	LastEventAt   time.Time  `json:"last_event_at"`
+	PausedAt      *time.Time `json:"paused_at,omitempty"`
+	PausedSeconds float64    `json:"paused_seconds"`
+
+	Settings Settings       `json:"settings"`
+	Shape    flywheel.Shape `json:"model_shape"`
+	Env      flywheel.Env   `json:"env"`
+	Cold     bool           `json:"cold"`
+	Seed     uint64         `json:"seed"`
+	// RNG is the PCG generator's state (MarshalBinary).
+	RNG []byte `json:"rng"`
+
+	// BoundUS is the HBM floor reported by the first verdict that had one.
+	BoundUS  *float64 `json:"bound_us"`
+	Baseline *Result  `json:"baseline"`
+	Best     *Result  `json:"best"`
+	// Anchor is the point exploitation mutates: the best, or after a basin
+	// hop the current region's best point.
+	Anchor *Anchor `json:"anchor"`
+
+	ExperimentsRun     int `json:"experiments_run"`
+	ExperimentsKept    int `json:"experiments_kept"`
+	ConsecutiveReverts int `json:"consecutive_reverts"`
+	// NonImprovement counts outcomes since the last global or in-region
+	// improvement (it drives basin hopping).
+	NonImprovement int    `json:"non_improvement_streak"`
+	Restarts       int    `json:"restarts"`
+	Region         int    `json:"region"`
+	Counts         Counts `json:"counts"`
+
+	// Tried maps each schedule id ever evaluated or in flight to the trial
+	// that took it (-1 for an agent's recorded experiment).
+	Tried     map[string]int    `json:"tried"`
+	InFlight  map[int]*InFlight `json:"in_flight"`
+	NextTrial int               `json:"next_trial"`
+	// Queue holds the opening points (warm seeds, baseline) not yet issued.
+	Queue     []Queued `json:"queue"`
+	WarmSeeds int      `json:"warm_seeds"`
+	// Prior is the ranker's training data: the corpus snapshot taken at
+	// Start plus this campaign's correct outcomes (warm campaigns only).
+	Prior []flywheel.Example `json:"prior"`
+	// Scores maps every incumbent's schedule id to its score, for chaining
+	// side-by-side ratios.
+	Scores     map[string]float64 `json:"incumbent_scores"`
+	Trajectory []TrajectoryPoint  `json:"trajectory"`
+	Exhausted  bool               `json:"exhausted"`
+}
+
+// Result is an evaluated point the campaign keeps: the baseline or the best.
+// Score is what keep/revert compares: the latency, or for side-by-side
+// measurements the ratio chained onto the incumbent's score.
+type Result struct {
+	Trial         int                `json:"trial"` // -1: an agent's recorded experiment
+	Experiment    int                `json:"experiment"`
+	LatencyUS     float64            `json:"latency_us"`
+	Kind          string             `json:"latency_kind"`
+	Score         float64            `json:"score"`
+	PctOfRoofline *float64           `json:"pct_of_roofline"`
+	BoundUS       *float64           `json:"bound_us"`
+	ScheduleID    string             `json:"schedule_id"`
+	Point         json.RawMessage    `json:"point,omitempty"`
+	Source        string             `json:"source"`
+	Complexity    int                `json:"complexity"`
+	Regions       map[string]float64 `json:"region_breakdown,omitempty"`
+}
+
+// Anchor is the exploration incumbent.
+type Anchor struct {
+	ScheduleID string          `json:"schedule_id"`
+	Point      json.RawMessage `json:"point,omitempty"`
+	Score      *float64        `json:"score"`
+}
+
+// InFlight is an issued trial awaiting its outcome.
+type InFlight struct {
+	Spec       trial.Spec `json:"spec"`
+	ScheduleID string     `json:"schedule_id"`
+	// IncumbentID is the best's id the trial is measured against, if any.
+	IncumbentID string    `json:"incumbent_id,omitempty"`
+	Region      int       `json:"region"`
+	Opening     bool      `json:"opening,omitempty"` // a warm seed or the baseline
+	IssuedAt    time.Time `json:"issued_at"`
+}
+
+// Queued is an opening point waiting to be issued.
+type Queued struct {
+	ScheduleID string          `json:"schedule_id"`
+	Point      json.RawMessage `json:"point"`
+	Source     string          `json:"source"`
+}
+
+// Counts tallies experiments by outcome.
+type Counts struct {
+	Trials   int `json:"trials"`   // outcomes of the campaign's own trials
+	Recorded int `json:"recorded"` // experiments recorded by an agent
+	Correct  int `json:"correct"`
+	Kept     int `json:"kept"`
+	Tried    int `json:"tried"`
+	Revert   int `json:"revert"`
+	Rejected int `json:"rejected"`
+	Failed   int `json:"failed"`
+	Crash    int `json:"crash"`
+	Timeout  int `json:"timeout"`
+}
+
+// TrajectoryPoint is one experiment, for plots and milestones.
+type TrajectoryPoint struct {
+	Experiment    int      `json:"experiment"`
+	Trial         int      `json:"trial"`
+	Minutes       float64  `json:"minutes"`
+	Source        string   `json:"source"`
+	Tag           string   `json:"tag"`
+	ScheduleID    string   `json:"schedule_id"`
+	LatencyUS     *float64 `json:"latency_us"`
+	Kind          string   `json:"latency_kind,omitempty"`
+	PctOfRoofline *float64 `json:"pct_of_roofline"`
+	Kept          bool     `json:"kept"`
+	BestUS        *float64 `json:"best_us"`
+}
+
+// ID derives a campaign's id from what it optimises and where: model, GPU
+// target, device and an optional user-chosen name. Ids are safe file and
+// directory names; a model given as a path (or with other characters an id
+// cannot hold) gets a short hash so two such models never share an id.
+func ID(model, gpu, device, name string) string {
+	parts := []string{idPart(model, "model"), idPart(gpu, "gpu"), idPart(device, "device")}
+	if name != "" {
+		parts = append(parts, idPart(name, "name"))
+	}
+	return strings.Join(parts, "-")
+}
+
+func idPart(s, empty string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_'
+		switch {
+		case ok:
+			b.WriteRune(r)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	slug := strings.Trim(b.String(), "-.")
+	if slug == "" {
+		slug = empty
+	}
+	if len(slug) > 40 {
+		slug = strings.TrimRight(slug[:40], "-.")
+	}
+	if slug != s {
+		sum := sha1.Sum([]byte(s))
+		slug += "-" + hex.EncodeToString(sum[:3])
+	}
+	return slug
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package flywheel
+
+import (
+	"errors"
+	"os"
+)
+
+// lockFile is not implemented off unix: appends refuse to run unlocked.
+func lockFile(*os.File) error { return errors.ErrUnsupported }
+
+func unlockFile(*os.File) error { return nil }

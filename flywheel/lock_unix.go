@@ -1,0 +1,25 @@
+//go:build unix
+
+package flywheel
+
+import (
+	"os"
+	"syscall"
+)
+
+// lockFile takes an exclusive advisory lock on f, blocking until it is free.
+// flock locks belong to the open file description, so two opens in one
+// process exclude each other just as two processes do.
+func lockFile(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// unlockFile releases the lock taken by lockFile.
+func unlockFile(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}
