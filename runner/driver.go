@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -22,6 +23,10 @@ type Limits struct {
 	Iterations int
 	// Minutes is this run's wall-clock budget.
 	Minutes float64
+	// Daemon keeps the driver serving (commands, late outcomes) when the
+	// campaign is paused or done, until ctx is cancelled: the scheduler's
+	// mode. Iterations and Minutes are ignored.
+	Daemon bool
 }
 
 // Driver runs one campaign over a dispatcher until the campaign is done,
@@ -40,6 +45,43 @@ type Driver struct {
 	ReportEvery int
 	// TickEvery is how often time-based criteria are checked (5s when zero).
 	TickEvery time.Duration
+
+	reqOnce sync.Once
+	reqs    chan request
+}
+
+type request struct {
+	ev    campaign.Event
+	reply chan reply
+}
+
+type reply struct {
+	dec campaign.Decision
+	err error
+}
+
+func (d *Driver) requests() chan request {
+	d.reqOnce.Do(func() { d.reqs = make(chan request) })
+	return d.reqs
+}
+
+// Do applies an event (an operator command, an agent's record) to the
+// campaign from outside the driver's loop, serialised with it; trials the
+// event asks for are submitted. It fails if ctx ends first (e.g. the driver
+// is not running).
+func (d *Driver) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, error) {
+	r := request{ev: ev, reply: make(chan reply, 1)}
+	select {
+	case d.requests() <- r:
+	case <-ctx.Done():
+		return campaign.Decision{}, ctx.Err()
+	}
+	select {
+	case rep := <-r.reply:
+		return rep.dec, rep.err
+	case <-ctx.Done():
+		return campaign.Decision{}, ctx.Err()
+	}
 }
 
 // RunSummary is what one run did.
@@ -81,8 +123,8 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 	// Re-send what a previous run left in flight (write-ahead: it is in the
 	// ledger, perhaps not in the transport).
 	for _, spec := range inFlightSpecs(l.Campaign().State()) {
-		if err := d.Dispatcher.Submit(ctx, spec); err != nil {
-			return sum, fmt.Errorf("re-submitting trial %d: %w", spec.TrialID, err)
+		if err := d.submit(ctx, spec); err != nil {
+			return sum, err
 		}
 		sum.Resubmited++
 	}
@@ -102,8 +144,8 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 				return sum, err
 			}
 			for _, spec := range dec.Enqueue {
-				if err := d.Dispatcher.Submit(ctx, spec); err != nil {
-					return sum, fmt.Errorf("submitting trial %d: %w", spec.TrialID, err)
+				if err := d.submit(ctx, spec); err != nil {
+					return sum, err
 				}
 				sum.Proposed++
 			}
@@ -113,7 +155,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 				stop = "nothing left to propose"
 			}
 		}
-		if stop != "" && inflight == 0 {
+		if stop != "" && inflight == 0 && !lim.Daemon {
 			sum.StopReason = stop
 			break
 		}
@@ -123,6 +165,18 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 		}
 		select {
 		case <-ctx.Done():
+		case r := <-d.requests():
+			dec, err := l.Apply(r.ev)
+			if err == nil {
+				for _, spec := range dec.Enqueue {
+					if err = d.submit(ctx, spec); err != nil {
+						break
+					}
+					sum.Proposed++
+				}
+				d.Progress.logLines(dec.Log)
+			}
+			r.reply <- reply{dec, err}
 		case o := <-d.Dispatcher.Outcomes():
 			if err := d.record(o); err != nil {
 				return sum, err
@@ -146,12 +200,24 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 	return sum, nil
 }
 
+// submit hands a trial to the transport. A trial whose submission is cut
+// short by cancellation stays in flight in the ledger and is re-sent by the
+// next run, so that is not an error.
+func (d *Driver) submit(ctx context.Context, spec trial.Spec) error {
+	if err := d.Dispatcher.Submit(ctx, spec); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("submitting trial %d: %w", spec.TrialID, err)
+	}
+	return nil
+}
+
 func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, deadline time.Time) string {
 	switch {
 	case ctx.Err() != nil:
 		return "interrupted"
 	case d.Ledger.Campaign().Status() != "optimizing":
 		return "campaign " + d.Ledger.Campaign().Status()
+	case lim.Daemon:
+		return ""
 	case lim.Iterations > 0 && sum.Proposed >= lim.Iterations:
 		return fmt.Sprintf("this run's %d iterations are done", lim.Iterations)
 	case !deadline.IsZero() && !d.now().Before(deadline):

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/amk-dev/amk/campaign"
@@ -73,6 +74,7 @@ func fileExists(p string) bool {
 
 // Ledger is one campaign's state machine bound to its files.
 type Ledger struct {
+	mu   sync.RWMutex // guards c against readers outside the driver's loop
 	ws   *Workspace
 	id   string
 	dir  string
@@ -196,8 +198,16 @@ func (l *Ledger) ID() string { return l.id }
 // Dir is the campaign's directory.
 func (l *Ledger) Dir() string { return l.dir }
 
-// Campaign is the live state machine (read it; change it only through Apply).
+// Campaign is the live state machine. Only the goroutine that calls Apply
+// may read it directly; others use Read.
 func (l *Ledger) Campaign() *campaign.Campaign { return l.c }
+
+// Read runs fn with the campaign while no Apply is in progress.
+func (l *Ledger) Read(fn func(c *campaign.Campaign)) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	fn(l.c)
+}
 
 // ResultsPath is the campaign's results.tsv.
 func (l *Ledger) ResultsPath() string { return l.path("results.tsv") }
@@ -216,6 +226,8 @@ func (l *Ledger) Close() error {
 // state and outbox first, then rows and corpus. A refused event changes
 // nothing and returns the campaign's error.
 func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	d, err := l.c.Step(ev)
 	if err != nil {
 		return d, err

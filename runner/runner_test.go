@@ -185,3 +185,49 @@ func BenchmarkEmbeddedLoop(b *testing.B) {
 	runCampaign(b, ws, b.N)
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "trials/s")
 }
+
+func TestDaemonServesCommands(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	l, _, err := ws.Create(toyStart(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := dispatch.NewLocal(1, evaluator)
+	defer d.Close()
+	drv := &Driver{Ledger: l, Dispatcher: d, Workers: 1, TickEvery: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := drv.Run(ctx, Limits{Daemon: true}); done <- err }()
+	call := func(ev campaign.Event) {
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer ccancel()
+		if _, err := drv.Do(cctx, ev); err != nil {
+			t.Fatalf("%T: %v", ev, err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	call(campaign.Command{Time: time.Now(), Op: campaign.OpPause})
+	time.Sleep(50 * time.Millisecond) // in-flight trials drain while paused
+	experiments := func() (n int) {
+		l.Read(func(c *campaign.Campaign) { n = c.State().ExperimentsRun })
+		return n
+	}
+	runs := experiments()
+	time.Sleep(100 * time.Millisecond)
+	if got := experiments(); got > runs+1 {
+		t.Fatalf("paused campaign kept running trials: %d -> %d", runs, got)
+	}
+	call(campaign.Command{Time: time.Now(), Op: campaign.OpResume})
+	deadline := time.Now().Add(10 * time.Second)
+	for experiments() <= runs+1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if experiments() <= runs+1 {
+		t.Fatal("resumed campaign did not run trials")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
