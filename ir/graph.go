@@ -189,11 +189,12 @@ func (g *Graph) FindCycle() []int32 {
 // the firing order and the tasks left stuck (non-empty iff some wait can never
 // be satisfied). It is ready-queue driven: O(tasks + waits).
 func SimulateCounters(p *Program) (order, stuck []int) {
-	return simulate(p, func(ready []int) int { return 0 })
+	return simulate(p, false, func(ready []int) int { return 0 })
 }
 
 // SimulateAdversarial fires ready tasks in adversarial interleavings (one per
-// seed, each picking ready[(seed*2654435761) mod len(ready)]) and reports
+// seed, each picking ready[(seed*2654435761) mod len(ready)] with ready in
+// task-list order, as the reference does) and reports
 // every read of a transient buffer that no fired task has written yet. It
 // stops at the first seed with violations, as the reference does.
 func SimulateAdversarial(p *Program, seeds int) []string {
@@ -208,7 +209,7 @@ func SimulateAdversarial(p *Program, seeds int) []string {
 		}
 		var bad []string
 		mult := uint64(seed) * 2654435761
-		simulate(p, func(ready []int) int {
+		simulate(p, true, func(ready []int) int {
 			pick := int(mult % uint64(len(ready)))
 			t := &p.Tasks[ready[pick]]
 			for _, b := range t.Inputs {
@@ -216,8 +217,12 @@ func SimulateAdversarial(p *Program, seeds int) []string {
 				// state (KV_APPEND updates the cache in place).
 				inPlaceKV := b >= 0 && b < len(written) && p.Buffers[b].Kind == KVCache && containsInt(t.Outputs, b)
 				if b >= 0 && b < len(written) && !written[b] && !inPlaceKV {
+					label := t.Label
+					if label == "" {
+						label = t.Op.String()
+					}
 					bad = append(bad, fmt.Sprintf("[seed %d] task %d (%s) reads buffer #%d ('%s') before any producer wrote it",
-						seed, t.ID, t.Label, b, p.Buffers[b].Name))
+						seed, t.ID, label, b, p.Buffers[b].Name))
 				}
 			}
 			for _, b := range t.Outputs {
@@ -246,8 +251,10 @@ func dedupe(xs []string) []string {
 }
 
 // simulate runs the counter-driven walk; choose picks which ready task (an
-// index into ready) fires next. Tasks become ready when all waits hold.
-func simulate(p *Program, choose func(ready []int) int) (order, stuck []int) {
+// index into ready) fires next. Tasks become ready when all waits hold; with
+// listOrder the ready list is kept in task-list order, else in the order
+// tasks became ready.
+func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, stuck []int) {
 	n := len(p.Tasks)
 	nc := len(p.Counters)
 	value := make([]int, nc)
@@ -297,7 +304,7 @@ func simulate(p *Program, choose func(ready []int) int) (order, stuck []int) {
 				if wt.Counter == c && value[c] == wt.Threshold {
 					unmet[w]--
 					if unmet[w] == 0 {
-						ready = append(ready, int(w))
+						ready = insertReady(ready, int(w), listOrder)
 					}
 				}
 			}
@@ -309,4 +316,17 @@ func simulate(p *Program, choose func(ready []int) int) (order, stuck []int) {
 		}
 	}
 	return order, stuck
+}
+
+// insertReady adds t to the ready list: at the end, or at its place in
+// task-list order.
+func insertReady(ready []int, t int, listOrder bool) []int {
+	if !listOrder {
+		return append(ready, t)
+	}
+	i := sort.SearchInts(ready, t)
+	ready = append(ready, 0)
+	copy(ready[i+1:], ready[i:])
+	ready[i] = t
+	return ready
 }

@@ -31,12 +31,15 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		args = fs.Args()
+		rest := fs.Args()
+		// The flag package consumes a "--" terminator: everything after it
+		// is positional, even if it starts with "-".
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		args = rest
 		if len(args) == 0 {
 			return positional, nil
-		}
-		if args[0] == "--" {
-			return append(positional, args[1:]...), nil
 		}
 		positional = append(positional, args[0])
 		args = args[1:]

@@ -1,0 +1,62 @@
+package validate
+
+// Diagnostic codes. They are stable: tools and tests match on them. doc.go
+// lists each with its rule and severity.
+const (
+	CodeNilProgram = "nil-program"
+	CodeInternal   = "internal"
+
+	// R18 and structural sanity.
+	CodeDenseIDs = "dense-ids"
+	CodeBadShape = "bad-shape"
+
+	// Step 1: referential integrity, ABI caps, arity and params.
+	CodeMissingBuffer  = "missing-buffer"
+	CodeMissingCounter = "missing-counter"
+	CodeABICap         = "abi-cap"
+	CodeRankCap        = "rank-cap"
+	CodeBadThreshold   = "bad-threshold"
+	CodeSelfWait       = "self-wait"
+	CodeUnknownOp      = "unknown-op"
+	CodeArity          = "arity"
+	CodeMissingParam   = "missing-param"
+	CodeUnknownParam   = "unknown-param" // warning
+	CodeParamType      = "param-type"
+
+	// Step 2: wait satisfiability and the shared-counter all-join rule.
+	CodeUnsatisfiable = "unsatisfiable-wait"
+	CodePartialJoin   = "partial-join"
+
+	// Step 3: acyclicity.
+	CodeCycle = "cycle"
+
+	// Steps 4 and 5: transitive RAW provenance, KV ordering, multi-writer WAW.
+	CodeRaceRAW       = "race-raw"
+	CodeRaceKV        = "race-kv"
+	CodeNeverProduced = "never-produced"
+	CodeSelfRead      = "self-read" // warning
+	CodeRaceWAW       = "race-waw"
+
+	// Steps 6 and 7: on-chip locality, per-SM queues.
+	CodeOnChipCrossSM  = "onchip-cross-sm"
+	CodeOnChipUnplaced = "onchip-unplaced" // warning
+	CodeSMQueueOrder   = "sm-queue-order"
+	CodeSMRange        = "sm-range"
+
+	// Step 8: page aliasing.
+	CodePageAlias   = "page-alias"
+	CodePageBinding = "page-binding"
+
+	// Step 9: outputs and labelling.
+	CodeOutputUnproduced = "output-unproduced"
+	CodeGPULabel         = "gpu-label" // warning
+
+	// R19: bounds, coverage, shapes and dtypes.
+	CodeTileBounds    = "tile-bounds"
+	CodeTileCoverage  = "tile-coverage"
+	CodeBadK          = "bad-K"
+	CodeKVBounds      = "kv-bounds"
+	CodeKVPos         = "kv-pos"
+	CodeShapeMismatch = "shape-mismatch"
+	CodeDTypeMismatch = "dtype-mismatch"
+)

@@ -1,0 +1,170 @@
+package validate
+
+import (
+	"slices"
+
+	"github.com/amk-dev/amk/ir"
+)
+
+// span is a half-open interval [lo, hi); all marks an unbounded one.
+type span struct {
+	lo, hi int64
+	all    bool
+}
+
+func (a span) overlaps(b span) bool { return a.all || b.all || (a.lo < b.hi && b.lo < a.hi) }
+
+// region is the footprint a writer covers in its output: rows x cols. whole
+// marks a writer that covers the whole buffer (every non-tile op, or a tile
+// whose offsets are unusable), which overlaps everything.
+type region struct {
+	rows, cols span
+	whole      bool
+}
+
+func (a region) disjoint(b region) bool {
+	if a.whole || b.whole {
+		return false
+	}
+	return !a.rows.overlaps(b.rows) || !a.cols.overlaps(b.cols)
+}
+
+// writeRegion is the reference's footprint of a writer: GEMV/GEMM tiles cover
+// columns [n_off, n_off+N_tile) (n_off >= 0, N_tile > 0, else the whole
+// buffer); a GEMM tile also covers rows [m_off, m_off+M_tile) when both are
+// valid, otherwise all rows.
+func writeRegion(t *ir.Task) region {
+	if t.Op != ir.OpGEMVTile && t.Op != ir.OpGEMMTile {
+		return region{whole: true}
+	}
+	nOff, ok1 := paramInt(t, "n_off")
+	nTile, ok2 := paramInt(t, "N_tile")
+	if !ok1 || !ok2 || nOff < 0 || nTile <= 0 || nOff > maxInt64-nTile {
+		return region{whole: true}
+	}
+	r := region{rows: span{all: true}, cols: span{lo: nOff, hi: nOff + nTile}}
+	if t.Op == ir.OpGEMMTile {
+		mOff, ok1 := paramInt(t, "m_off")
+		mTile, ok2 := paramInt(t, "M_tile")
+		if ok1 && ok2 && mOff >= 0 && mTile > 0 && mOff <= maxInt64-mTile {
+			r.rows = span{lo: mOff, hi: mOff + mTile}
+		}
+	}
+	return r
+}
+
+const maxInt64 = int64(^uint64(0) >> 1)
+
+// region returns task i's write footprint, computed once per run.
+func (c *checker) region(i int32) region {
+	if c.regions == nil {
+		c.regions = make([]region, len(c.p.Tasks))
+		c.regionOK = make([]bool, len(c.p.Tasks))
+	}
+	if !c.regionOK[i] {
+		c.regions[i] = writeRegion(&c.p.Tasks[i])
+		c.regionOK[i] = true
+	}
+	return c.regions[i]
+}
+
+// pairwiseDisjoint reports whether no two regions overlap. Regions are grouped by
+// identical row span; within a group column spans are compared after a sort,
+// across groups with overlapping rows by a merge, so the common cases cost
+// O(k log k).
+func pairwiseDisjoint(regs []region) bool {
+	sameRows, sorted := true, true
+	for i, r := range regs {
+		if r.whole && len(regs) > 1 {
+			return false
+		}
+		if i > 0 {
+			sameRows = sameRows && r.rows == regs[0].rows
+			sorted = sorted && r.cols.lo >= regs[i-1].cols.lo
+		}
+	}
+	if sameRows && sorted { // the lowering's tiles: one row span, ascending n_off
+		for i := 1; i < len(regs); i++ {
+			if regs[i-1].cols.hi > regs[i].cols.lo {
+				return false
+			}
+		}
+		return true
+	}
+	type group struct {
+		rows span
+		idx  []int // positions, sorted by column start
+	}
+	var groups []group
+	byRows := map[span]int{}
+	for i, r := range regs {
+		g, seen := byRows[r.rows]
+		if !seen {
+			g = len(groups)
+			byRows[r.rows] = g
+			groups = append(groups, group{rows: r.rows})
+		}
+		groups[g].idx = append(groups[g].idx, i)
+	}
+	for gi := range groups {
+		idx := groups[gi].idx
+		slices.SortFunc(idx, func(x, y int) int { return cmpInt64(regs[x].cols.lo, regs[y].cols.lo) })
+		for k := 1; k < len(idx); k++ {
+			if regs[idx[k-1]].cols.hi > regs[idx[k]].cols.lo {
+				return false
+			}
+		}
+	}
+	// Groups in row order (the all-rows group first): a group can only
+	// overlap the following groups that start before it ends.
+	slices.SortFunc(groups, func(x, y group) int {
+		if x.rows.all != y.rows.all {
+			if x.rows.all {
+				return -1
+			}
+			return 1
+		}
+		return cmpInt64(x.rows.lo, y.rows.lo)
+	})
+	for gi := range groups {
+		for gj := gi + 1; gj < len(groups); gj++ {
+			if !groups[gi].rows.all && groups[gj].rows.lo >= groups[gi].rows.hi {
+				break
+			}
+			if !groups[gi].rows.overlaps(groups[gj].rows) {
+				continue
+			}
+			if mergeOverlap(regs, groups[gi].idx, groups[gj].idx) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// mergeOverlap finds two column spans, one from each sorted list, that overlap.
+func mergeOverlap(regs []region, xs, ys []int) bool {
+	i, j := 0, 0
+	for i < len(xs) && j < len(ys) {
+		a, b := regs[xs[i]].cols, regs[ys[j]].cols
+		if a.overlaps(b) {
+			return true
+		}
+		if a.hi <= b.lo {
+			i++
+		} else {
+			j++
+		}
+	}
+	return false
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
