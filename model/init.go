@@ -1,0 +1,88 @@
+package model
+
+import (
+	"hash/fnv"
+	"math"
+
+	"github.com/amk-dev/amk/tensor"
+)
+
+// golden is splitmix64's increment (2^64 / φ).
+const golden = 0x9E3779B97F4A7C15
+
+// mix64 is splitmix64's output function.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	return z ^ z>>31
+}
+
+// streamSeed is the splitmix64 state of one tensor's stream: the run seed
+// mixed with the FNV-1a hash of the state-dict key.
+func streamSeed(seed uint64, key string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(key))
+	return mix64(seed ^ h.Sum64())
+}
+
+// uniformAt is element i of a stream as a float64 in [-1, 1): the (i+1)-th
+// splitmix64 output (state s + (i+1)·golden, so any element is computed
+// directly), top 53 bits scaled.
+func uniformAt(s uint64, i int) float64 {
+	u := mix64(s + uint64(i+1)*golden)
+	return float64(u>>11)*(1.0/(1<<53))*2 - 1
+}
+
+// initChunk is how many elements one unit of parallel generation fills.
+const initChunk = 1 << 18
+
+// InitWeights generates deterministic weights for cfg from seed. Tensor
+// "key" draws element i from the (i+1)-th output u of splitmix64 seeded with
+// mix64(seed ^ FNV-1a(key)); with v = u's top 53 bits mapped to [-1, 1):
+//
+//   - embedding: v (activations start O(1));
+//   - RMSNorm weights: 1 + 0.1·v (near 1);
+//   - projections and lm_head [N, K]: v / sqrt(K), so y = x·Wᵀ keeps x's scale
+//     within a factor ~1/sqrt(3) and activations stay O(1) through many
+//     layers.
+//
+// Values are computed in float64, converted to float32 and rounded to the
+// dtype (bf16/fp16 round-to-nearest-even). Chunks are generated on every
+// core; the result does not depend on how many there are.
+func InitWeights(cfg Config, seed uint64) (Weights, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	specs := Keys(cfg)
+	w := make(Weights, len(specs))
+	type job struct {
+		t          *tensor.Tensor
+		s          uint64
+		scale, mid float64
+		lo, hi     int
+	}
+	var jobs []job
+	for _, spec := range specs {
+		t := tensor.New(cfg.DType, spec.Shape...)
+		w[spec.Key] = t
+		scale, mid := 1.0, 0.0
+		switch spec.Role {
+		case RoleNorm:
+			scale, mid = 0.1, 1
+		case RoleLinear, RoleLMHead:
+			scale = 1 / math.Sqrt(float64(spec.Shape[1]))
+		}
+		s := streamSeed(seed, spec.Key)
+		for lo := 0; lo < len(t.F); lo += initChunk {
+			jobs = append(jobs, job{t, s, scale, mid, lo, min(lo+initChunk, len(t.F))})
+		}
+	}
+	parallelFor(len(jobs), func(j int) {
+		jb := jobs[j]
+		f := jb.t.F
+		for i := jb.lo; i < jb.hi; i++ {
+			f[i] = tensor.Round(jb.t.DType, float32(jb.mid+jb.scale*uniformAt(jb.s, i)))
+		}
+	})
+	return w, nil
+}

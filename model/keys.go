@@ -1,0 +1,136 @@
+package model
+
+import "strconv"
+
+// Role says what a weight tensor is for; InitWeights draws each role from its
+// own distribution.
+type Role int
+
+// Weight roles.
+const (
+	RoleEmbed  Role = iota // token embedding table [vocab, hidden]
+	RoleNorm               // RMSNorm weight [hidden]
+	RoleLinear             // projection [N_out, K_in]
+	RoleLMHead             // output projection [vocab, hidden] (absent when tied)
+)
+
+// KeySpec is one state-dict entry of a model.
+type KeySpec struct {
+	Key   string
+	Shape []int
+	Role  Role
+	// Layer is the decoder layer index, or -1 outside the layers.
+	Layer int
+}
+
+// Numel is the element count of the entry.
+func (k KeySpec) Numel() int64 {
+	n := int64(1)
+	for _, d := range k.Shape {
+		n *= int64(d)
+	}
+	return n
+}
+
+// LayerNames are the state-dict keys of one decoder layer.
+type LayerNames struct {
+	InputNorm, PostNorm string
+	Q, K, V, O          string
+	Gate, Up, Down      string
+}
+
+// Names are a model's state-dict keys by role. LMHead equals Embed when the
+// embeddings are tied.
+type Names struct {
+	Embed     string
+	Layers    []LayerNames
+	FinalNorm string
+	LMHead    string
+}
+
+// KeyNames returns the state-dict key of every weight of cfg, in cfg's key
+// scheme (reference-behaviour §3.1). An unknown scheme is treated as "toy";
+// Validate rejects it.
+func KeyNames(cfg Config) Names {
+	n := Names{Layers: make([]LayerNames, max(cfg.NLayers, 0))}
+	if cfg.KeyScheme == SchemeHF {
+		n.Embed, n.FinalNorm, n.LMHead = "model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"
+		for l := range n.Layers {
+			pre := "model.layers." + strconv.Itoa(l) + "."
+			n.Layers[l] = LayerNames{
+				InputNorm: pre + "input_layernorm.weight",
+				PostNorm:  pre + "post_attention_layernorm.weight",
+				Q:         pre + "self_attn.q_proj.weight",
+				K:         pre + "self_attn.k_proj.weight",
+				V:         pre + "self_attn.v_proj.weight",
+				O:         pre + "self_attn.o_proj.weight",
+				Gate:      pre + "mlp.gate_proj.weight",
+				Up:        pre + "mlp.up_proj.weight",
+				Down:      pre + "mlp.down_proj.weight",
+			}
+		}
+	} else {
+		n.Embed, n.FinalNorm, n.LMHead = "embed.weight", "final_norm", "lm_head.weight"
+		for l := range n.Layers {
+			pre := "layers." + strconv.Itoa(l) + "."
+			n.Layers[l] = LayerNames{
+				InputNorm: pre + "input_norm",
+				PostNorm:  pre + "post_norm",
+				Q:         pre + "attn.q_proj.weight",
+				K:         pre + "attn.k_proj.weight",
+				V:         pre + "attn.v_proj.weight",
+				O:         pre + "attn.o_proj.weight",
+				Gate:      pre + "mlp.gate_proj.weight",
+				Up:        pre + "mlp.up_proj.weight",
+				Down:      pre + "mlp.down_proj.weight",
+			}
+		}
+	}
+	if cfg.TiedEmbeddings {
+		n.LMHead = n.Embed
+	}
+	return n
+}
+
+// Keys lists every weight tensor of cfg with its shape, in a fixed order:
+// the embedding; per layer input norm, q, k, v, o, post norm, gate, up,
+// down; the final norm; the lm_head (omitted when tied, since it is the
+// embedding).
+func Keys(cfg Config) []KeySpec {
+	n := KeyNames(cfg)
+	h, q, kv, inter := cfg.Hidden, cfg.QDim(), cfg.KVDim(), cfg.Intermediate
+	out := make([]KeySpec, 0, 3+9*len(n.Layers))
+	out = append(out, KeySpec{n.Embed, []int{cfg.Vocab, h}, RoleEmbed, -1})
+	for l, ln := range n.Layers {
+		out = append(out,
+			KeySpec{ln.InputNorm, []int{h}, RoleNorm, l},
+			KeySpec{ln.Q, []int{q, h}, RoleLinear, l},
+			KeySpec{ln.K, []int{kv, h}, RoleLinear, l},
+			KeySpec{ln.V, []int{kv, h}, RoleLinear, l},
+			KeySpec{ln.O, []int{h, q}, RoleLinear, l},
+			KeySpec{ln.PostNorm, []int{h}, RoleNorm, l},
+			KeySpec{ln.Gate, []int{inter, h}, RoleLinear, l},
+			KeySpec{ln.Up, []int{inter, h}, RoleLinear, l},
+			KeySpec{ln.Down, []int{h, inter}, RoleLinear, l},
+		)
+	}
+	out = append(out, KeySpec{n.FinalNorm, []int{h}, RoleNorm, -1})
+	if !cfg.TiedEmbeddings {
+		out = append(out, KeySpec{n.LMHead, []int{cfg.Vocab, h}, RoleLMHead, -1})
+	}
+	return out
+}
+
+// NumParams is the number of weight values of cfg (a tied lm_head counted
+// once).
+func (c *Config) NumParams() int64 {
+	var n int64
+	for _, k := range Keys(*c) {
+		n += k.Numel()
+	}
+	return n
+}
+
+// WeightBytes is the storage size of all weights at the model dtype (a tied
+// lm_head counted once): 279,296 bytes for toy, 622,891,008 for small.
+func (c *Config) WeightBytes() int64 { return c.DType.NBytes(c.NumParams()) }

@@ -1,0 +1,55 @@
+package model
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// maxConfigBytes bounds a config.json read by Load.
+const maxConfigBytes = 16 << 20
+
+// Load resolves a model argument: a preset name, a path to a HuggingFace
+// config.json, or a directory holding one.
+func Load(nameOrPath string) (Config, error) {
+	if cfg, err := Preset(nameOrPath); err == nil {
+		return cfg, nil
+	}
+	path := nameOrPath
+	info, err := os.Stat(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("unknown model %q: not a preset (%s) and not a readable config.json: %v",
+			nameOrPath, strings.Join(PresetNames(), ", "), err)
+	}
+	if info.IsDir() {
+		path = filepath.Join(path, "config.json")
+	}
+	data, err := readBounded(path, maxConfigBytes)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := FromHFConfig(data, 0)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// readBounded reads a whole file, refusing one larger than limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes; not a config.json", path, limit)
+	}
+	return data, nil
+}
