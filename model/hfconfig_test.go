@@ -232,3 +232,20 @@ func FuzzFromHFConfig(f *testing.F) {
 		}
 	})
 }
+
+func TestLoadCapsTheImportedWindow(t *testing.T) {
+	dir := t.TempDir()
+	cfgJSON := `{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+		"intermediate_size": 128, "vocab_size": 256, "num_hidden_layers": 1, "max_position_embeddings": 131072,
+		"hidden_act": "silu", "torch_dtype": "float32"}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfgJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxSeq != ImportMaxSeq {
+		t.Fatalf("max_seq %d, want the cap %d", cfg.MaxSeq, ImportMaxSeq)
+	}
+}

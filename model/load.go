@@ -11,6 +11,13 @@ import (
 // maxConfigBytes bounds a config.json read by Load.
 const maxConfigBytes = 16 << 20
 
+// ImportMaxSeq caps the decode window of an imported config: HF configs
+// advertise their whole context (131072 for Llama 3), and the lowering sizes
+// every KV cache by max_seq, so an uncapped import would allocate gigabytes
+// of cache to check one decode step. Decode positions beyond the cap are
+// refused with a clear error by the lowering.
+const ImportMaxSeq = 4096
+
 // Load resolves a model argument: a preset name, a path to a HuggingFace
 // config.json, or a directory holding one.
 func Load(nameOrPath string) (Config, error) {
@@ -34,6 +41,7 @@ func Load(nameOrPath string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
+	cfg.MaxSeq = min(cfg.MaxSeq, ImportMaxSeq)
 	return cfg, nil
 }
 
