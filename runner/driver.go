@@ -13,6 +13,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -265,7 +266,7 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 		"report.svg":  []byte(TrajectorySVG(w)),
 	}
 	for name, data := range files {
-		if err := writeAtomic(dir+string(os.PathSeparator)+name, data); err != nil {
+		if err := atomicfile.Write(dir+string(os.PathSeparator)+name, data); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/internal/pyjson"
 )
 
@@ -248,7 +249,7 @@ func (l *Ledger) persist(d campaign.Decision) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(l.path("ledger.json"), data); err != nil {
+	if err := atomicfile.Write(l.path("ledger.json"), data); err != nil {
 		return fmt.Errorf("writing the ledger: %w", err)
 	}
 	return l.flush(ob, false)
@@ -320,36 +321,6 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 }
 
 func (l *Ledger) recover(ob outbox) error { return l.flush(ob, true) }
-
-// writeAtomic writes data to path via a temporary file, fsync and rename,
-// then fsyncs the directory.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
-}
 
 // AppendTrialLog appends one outcome to trials.jsonl (audit trail).
 func (l *Ledger) AppendTrialLog(v any) error {

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/amk-dev/amk/internal/atomicfile"
 )
 
 // newFlagSet returns a verb's flag set: errors and help go to stderr, and
@@ -79,29 +80,7 @@ func readInput(path string, limit int64) ([]byte, error) {
 
 // writeFileAtomic writes data to path through a temporary file and a rename,
 // so a crash never leaves a half-written file.
-func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
 
 // splitIDs parses "1,2,3" into token ids.
 func splitIDs(s string) ([]int32, error) {
