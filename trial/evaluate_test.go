@@ -185,3 +185,21 @@ func FuzzEvaluateConfig(f *testing.F) {
 		}
 	})
 }
+
+// Split-KV attention (pinned shards plus ATTENTION_COMBINE) is checked
+// against the eager pass's whole-window attention at a position where the
+// window really is split.
+func TestSplitKVMatchesWholeWindow(t *testing.T) {
+	spec := Spec{Model: "toy-2L", GPU: "h100", Token: 9, Pos: 40,
+		Point: json.RawMessage(`{"tiling": {"gemv": {"N_tile": 64}, "attention": {"n_partitions": 4}}}`)}
+	out := Evaluate(context.Background(), spec, Options{Models: testModels})
+	v := out.Verdict
+	if v == nil || !v.Valid || v.Correct == nil || !*v.Correct {
+		t.Fatalf("split-KV program not correct: %+v %+v", v, out.Failure)
+	}
+	whole := Evaluate(context.Background(), Spec{Model: "toy-2L", GPU: "h100", Token: 9, Pos: 40, Point: json.RawMessage(`{}`)},
+		Options{Models: testModels}).Verdict
+	if v.Tasks <= whole.Tasks {
+		t.Fatalf("split-KV program has %d tasks, whole-window %d: the split did not happen", v.Tasks, whole.Tasks)
+	}
+}
