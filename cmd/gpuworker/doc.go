@@ -1,0 +1,37 @@
+// Command gpuworker evaluates trials for one device. It consumes the Redis
+// queue of one GPU target (trials:<target>) with concurrency 1, evaluates
+// each trial with the trial pipeline, and publishes the outcome (see
+// internal/redisq).
+//
+//	gpuworker --redis 127.0.0.1:6379 --target h100 --device cpu|0|1... [--metrics-listen ADDR] [--config FILE]
+//
+// --device cpu uses the CPU launcher (cost-model latencies, labelled
+// predicted), so a whole fleet runs without a GPU. --device N selects CUDA
+// device N; that needs a binary built with -tags cuda, which links the CUDA
+// launcher (a file of this package behind the cuda tag sets cudaLauncher);
+// other builds refuse to start with "CUDA launcher not available in this
+// build".
+//
+// Every trial runs under a wall-clock watchdog: the spec's timeout_s or the
+// configured trial_timeout. When it expires the evaluation is cancelled, the
+// trial is reported as a `timeout` and the worker moves on; an evaluation
+// that ignores the cancellation keeps the device locked, /healthz turns
+// unhealthy and the process exits with status 1 so that its supervisor
+// restarts it (the trial it holds is handed back).
+//
+// SIGTERM or SIGINT: stop taking work, let the running trial finish for
+// shutdown_grace, then hand it back to the queue, and exit 0.
+//
+// The worker logs (log/slog) and stamps on every outcome's Worker field its
+// fingerprint: host, target, device and device name, driver and toolkit where
+// known, build version and Go version. Prometheus metrics and a health check
+// are served on the listen address (default 127.0.0.1:9101): /metrics with
+// amk_worker_trials_total{outcome}, amk_worker_busy,
+// amk_worker_trial_duration_seconds, amk_worker_watchdog_kills_total and
+// amk_worker_info{target,device,device_name,driver,version}, and /healthz.
+//
+// Settings come from flags, AMK_* environment variables and a YAML file, in
+// that precedence (internal/config; deploy/gpuworker.example.yaml). Exit
+// status: 0 after a clean shutdown, 1 on a runtime failure, 2 on a usage or
+// configuration error.
+package main

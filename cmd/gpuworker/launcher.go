@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/amk-dev/amk/trial"
+)
+
+// deviceInfo describes the evaluating device for logs, metrics and outcomes.
+type deviceInfo struct {
+	Name    string // e.g. "NVIDIA H200" or the CPU model
+	Driver  string // driver version, where known
+	Toolkit string // CUDA toolkit version, where known
+}
+
+// cudaLauncher opens the CUDA launcher for a device ordinal and returns it,
+// the device's description and a function releasing it. It is nil unless a
+// file built with -tags cuda (shipped with the CUDA launcher) sets it from
+// its init function; this package imports no CUDA code itself.
+var cudaLauncher func(ordinal int) (trial.Launcher, deviceInfo, func() error, error)
+
+// errNoCUDA is the startup error for --device N in a build without CUDA.
+var errNoCUDA = errors.New("CUDA launcher not available in this build (rebuild gpuworker with -tags cuda, or use --device cpu)")
+
+// openLauncher returns the launcher for the configured device: nil (the CPU
+// cost model) for cpu, the CUDA launcher for an ordinal.
+func openLauncher(ordinal int, cpu bool) (trial.Launcher, deviceInfo, func() error, error) {
+	if cpu {
+		return nil, deviceInfo{Name: cpuModel()}, func() error { return nil }, nil
+	}
+	if cudaLauncher == nil {
+		return nil, deviceInfo{}, nil, errNoCUDA
+	}
+	l, info, release, err := cudaLauncher(ordinal)
+	if err != nil {
+		return nil, deviceInfo{}, nil, fmt.Errorf("CUDA device %d: %w", ordinal, err)
+	}
+	return l, info, release, nil
+}

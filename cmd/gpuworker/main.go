@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// stopGrace is how long a cancelled evaluation may take to return before the
+// device counts as wedged.
+const stopGrace = 30 * time.Second
+
+// deps are the parts tests replace.
+type deps struct {
+	// evaluate is the trial pipeline (trial.Evaluate).
+	evaluate func(context.Context, trial.Spec, trial.Options) trial.Outcome
+	// stopGrace overrides the wedge limit when positive.
+	stopGrace time.Duration
+	// ready, when set, receives the metrics address once the worker serves.
+	ready func(metricsAddr string)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr, deps{evaluate: trial.Evaluate}))
+}
+
+// run is the whole daemon; ctx ending is the shutdown signal.
+func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
+	fs := flag.NewFlagSet("gpuworker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]")
+		fmt.Fprintln(stderr, "Evaluates the trials of one GPU target's queue on one device.")
+		fmt.Fprintln(stderr, "Secrets come from the environment or files: AMK_REDIS_PASSWORD or --redis-password-file.")
+		fmt.Fprintln(stderr, "Precedence: flags > AMK_* environment > --config file > defaults.")
+		fs.PrintDefaults()
+	}
+	config.WorkerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gpuworker: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := config.LoadWorker(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuworker: invalid configuration:\n%v\n", err)
+		return exitUsage
+	}
+	log := cfg.Log.Logger(stderr).With("component", "gpuworker")
+	redisq.RouteRedisLogs(log)
+	if err := serve(ctx, cfg, log, d); err != nil {
+		log.Error("gpuworker stopped", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serve runs the worker until ctx ends (clean shutdown, nil) or it fails.
+func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) error {
+	ordinal, cpu, _ := cfg.DeviceOrdinal()
+	launcher, devInfo, release, err := openLauncher(ordinal, cpu)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := release(); err != nil {
+			log.Warn("releasing the device failed", "err", err)
+		}
+	}()
+	fp := newFingerprint(cfg.Target, cfg.Device, devInfo)
+	log = log.With("target", cfg.Target, "device", cfg.Device)
+	log.Info("gpuworker starting", "fingerprint", fp.String(), "config", cfg)
+
+	reg := prometheus.NewRegistry()
+	m := newMetrics(reg)
+	m.info.WithLabelValues(cfg.Target, cfg.Device, devInfo.Name, devInfo.Driver, fp.Version).Set(1)
+
+	grace := stopGrace
+	if d.stopGrace > 0 {
+		grace = d.stopGrace
+	}
+	// One model cache for the worker's life: models, weights and oracle
+	// logits are loaded once, not per trial.
+	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0)}
+	dog := newWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
+		return d.evaluate(ctx, spec, opts)
+	}, cfg.TrialTimeout, grace, m, log)
+
+	wopts, err := cfg.WorkerOptions()
+	if err != nil {
+		return err
+	}
+	wopts.Evaluate = dog.Evaluate
+	wopts.Identity = fp.String()
+	wopts.Logger = log
+	wopts.Published = func(o trial.Outcome) { m.trials.WithLabelValues(redisq.Label(o)).Inc() }
+	worker, err := redisq.NewWorker(wopts)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("metrics listener: %w", err)
+	}
+	httpSrv := &http.Server{Handler: handler(reg, worker, dog), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server failed", "err", err)
+		}
+	}()
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = httpSrv.Shutdown(sctx)
+	}()
+
+	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	err = worker.Start(startCtx)
+	cancel()
+	if err != nil {
+		_ = worker.Shutdown(context.Background())
+		return err
+	}
+	log.Info("gpuworker serving", "queue", worker.Queue(), "metrics", "http://"+ln.Addr().String()+"/metrics")
+	if d.ready != nil {
+		d.ready(ln.Addr().String())
+	}
+
+	var failure error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing or handing back the current trial", "grace", cfg.ShutdownGrace)
+	case <-dog.wedged:
+		failure = dog.health()
+		log.Error("shutting down: device wedged; exiting so that a supervisor restarts the worker")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+grace+5*time.Second)
+	defer cancel()
+	if err := worker.Shutdown(sctx); err != nil && failure == nil {
+		failure = err
+	}
+	if failure == nil {
+		log.Info("gpuworker stopped")
+	}
+	return failure
+}
+
+// handler serves /metrics and /healthz.
+func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *watchdog) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		for _, check := range []func() error{worker.Healthy, dog.health} {
+			if err := check(); err != nil {
+				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	return mux
+}

@@ -1,0 +1,351 @@
+package redisq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Dispatcher defaults.
+const (
+	// DefaultRetention is how long a finished trial task and its outcome stay
+	// in Redis, so a restarted scheduler that resubmits it gets the outcome
+	// back instead of a second evaluation.
+	DefaultRetention = 24 * time.Hour
+	// DefaultHardTimeout is asynq's own deadline for one attempt of a trial;
+	// the worker's watchdog normally ends a trial long before.
+	DefaultHardTimeout = 6 * time.Hour
+	// DefaultSweepInterval is how often the dispatcher checks on trials it is
+	// still waiting for.
+	DefaultSweepInterval = 30 * time.Second
+)
+
+// DispatcherOptions configures a Dispatcher.
+type DispatcherOptions struct {
+	Conn      Conn
+	Namespace string
+	Logger    *slog.Logger
+	// InfraRetries and WorkerLosses are the per-trial retry budgets (0 =
+	// default, negative = none); they travel with each task.
+	InfraRetries int
+	WorkerLosses int
+	// Retention, HardTimeout, SweepInterval and PollInterval default to the
+	// Default* constants when zero.
+	Retention     time.Duration
+	HardTimeout   time.Duration
+	SweepInterval time.Duration
+	PollInterval  time.Duration
+	// Buffer is the capacity of the Outcomes channel (default 256).
+	Buffer int
+}
+
+// Dispatcher is a dispatch.Dispatcher over asynq: it enqueues trials on
+// trials:<gpu> and consumes outcomes from the results queue.
+type Dispatcher struct {
+	opts    DispatcherOptions
+	budget  budget
+	log     *slog.Logger
+	rdb     *redis.Client
+	client  *asynq.Client
+	insp    *asynq.Inspector
+	srv     *asynq.Server
+	out     chan trial.Outcome
+	closing chan struct{}
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	// pending holds the trials submitted in this lifetime whose outcome has
+	// not been delivered; delivered remembers delivered keys (for the
+	// retention period) so a second copy of an outcome is dropped.
+	pending   map[string]submitted
+	delivered map[string]time.Time
+}
+
+type submitted struct {
+	spec  trial.Spec
+	queue string
+	at    time.Time
+}
+
+var _ dispatch.Dispatcher = (*Dispatcher)(nil)
+
+// NewDispatcher connects to Redis and starts consuming outcomes. Outcomes
+// that waited in Redis while no dispatcher ran are delivered first.
+func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, error) {
+	if opts.Retention <= 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.HardTimeout <= 0 {
+		opts.HardTimeout = DefaultHardTimeout
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = DefaultSweepInterval
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = 256
+	}
+	rdb, err := opts.Conn.Client()
+	if err != nil {
+		return nil, err
+	}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redis %s: %w", opts.Conn, err)
+	}
+	d := &Dispatcher{
+		opts:      opts,
+		budget:    resolveBudget(opts.InfraRetries, opts.WorkerLosses),
+		log:       orDiscard(opts.Logger).With("component", "redisq"),
+		rdb:       rdb,
+		client:    asynq.NewClientFromRedisClient(rdb),
+		insp:      asynq.NewInspectorFromRedisClient(rdb),
+		out:       make(chan trial.Outcome, opts.Buffer),
+		closing:   make(chan struct{}),
+		pending:   map[string]submitted{},
+		delivered: map[string]time.Time{},
+	}
+	d.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:       2,
+		Queues:            map[string]int{ResultQueue(opts.Namespace): 1},
+		TaskCheckInterval: opts.PollInterval,
+		// An outcome handler only waits on the Outcomes channel; on Close it
+		// is handed back to the queue (no retry used) after this long.
+		ShutdownTimeout:          100 * time.Millisecond,
+		DelayedTaskCheckInterval: time.Second,
+		RetryDelayFunc:           func(int, error, *asynq.Task) time.Duration { return time.Second },
+		Logger:                   asynqLogger{d.log},
+		LogLevel:                 asynq.WarnLevel,
+	})
+	if err := d.listenDoorbell(ctx); err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	if err := d.srv.Start(asynq.HandlerFunc(d.receive)); err != nil {
+		d.mu.Lock()
+		d.closed = true
+		close(d.closing)
+		d.mu.Unlock()
+		d.wg.Wait()
+		_ = rdb.Close()
+		return nil, err
+	}
+	d.wg.Add(1)
+	go d.sweepLoop()
+	return d, nil
+}
+
+// Submit enqueues spec on its target's queue. The task id is the trial key,
+// so submitting a trial that is queued or running is a no-op, and so is
+// submitting one whose outcome this dispatcher already delivered; submitting
+// one that finished before this dispatcher started (within the retention
+// period) delivers its stored outcome instead of evaluating it again.
+func (d *Dispatcher) Submit(ctx context.Context, spec trial.Spec) error {
+	if err := validTarget(spec.GPU); err != nil {
+		return fmt.Errorf("redisq: trial %s: %w", TaskID(spec), err)
+	}
+	if _, err := json.Marshal(spec); err != nil {
+		return fmt.Errorf("redisq: encode trial %s: %w", TaskID(spec), err)
+	}
+	key, queue := TaskID(spec), TrialQueue(d.opts.Namespace, spec.GPU)
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return dispatch.ErrClosed
+	}
+	_, isPending := d.pending[key]
+	_, isDelivered := d.delivered[key]
+	if isPending || isDelivered {
+		// queued, running, or its outcome already went out in this lifetime
+		d.mu.Unlock()
+		return nil
+	}
+	d.pending[key] = submitted{spec: spec, queue: queue, at: time.Now()}
+	d.mu.Unlock()
+	if err := d.enqueue(ctx, spec, queue); err != nil {
+		d.mu.Lock()
+		delete(d.pending, key)
+		d.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// enqueue puts the trial task on queue; when a task with that id exists it
+// resolves what the existing task means for this submission.
+func (d *Dispatcher) enqueue(ctx context.Context, spec trial.Spec, queue string) error {
+	key := TaskID(spec)
+	payload, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("redisq: encode trial %s: %w", key, err)
+	}
+	// asynq's own deadline stays well behind the trial's watchdog.
+	timeout := d.opts.HardTimeout
+	if spec.TimeoutSeconds > 0 {
+		timeout = max(timeout, 2*time.Duration(spec.TimeoutSeconds*float64(time.Second))+time.Minute)
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := d.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(TypeTrial, payload, d.budget.headers()),
+			asynq.Queue(queue), asynq.TaskID(key), asynq.MaxRetry(d.budget.maxRetry()),
+			asynq.Timeout(timeout), asynq.Retention(d.opts.Retention))
+		if !errors.Is(err, asynq.ErrTaskIDConflict) {
+			if err != nil {
+				return fmt.Errorf("redisq: enqueue trial %s: %w", key, err)
+			}
+			return nil
+		}
+		info, err := d.insp.GetTaskInfo(queue, key)
+		if errors.Is(err, asynq.ErrTaskNotFound) && attempt < 3 {
+			continue // it expired or was deleted in between: enqueue again
+		}
+		if err != nil {
+			return fmt.Errorf("redisq: look up existing trial %s: %w", key, err)
+		}
+		if d.settle(key, queue, info) == settleRequeue && attempt < 3 {
+			continue
+		}
+		return nil
+	}
+}
+
+// settle outcomes.
+const (
+	settleWaiting = iota // the task will still produce an outcome
+	settleDone           // an outcome was (or is being) delivered
+	settleRequeue        // the task was removed: enqueue it again
+)
+
+// settle decides what an existing task means for a trial that awaits an
+// outcome: still in flight (wait), finished (deliver the stored outcome),
+// archived (asynq gave up: deliver a crash) or unusable (delete, requeue).
+func (d *Dispatcher) settle(key, queue string, info *asynq.TaskInfo) int {
+	campaign, trialID, _ := ParseTaskID(key)
+	switch info.State {
+	case asynq.TaskStateCompleted:
+		var out trial.Outcome
+		if err := json.Unmarshal(info.Result, &out); err != nil || (out.Verdict == nil && out.Failure == nil) {
+			d.log.Warn("finished trial has no usable stored outcome; running it again", "task", key)
+			if d.insp.DeleteTask(queue, key) != nil {
+				return settleWaiting
+			}
+			return settleRequeue
+		}
+		out.CampaignID, out.TrialID = campaign, trialID
+		d.deliverAsync(out)
+		return settleDone
+	case asynq.TaskStateArchived:
+		d.log.Error("trial archived by asynq; reporting a crash", "task", key, "last_err", info.LastErr)
+		out := trial.Outcome{CampaignID: campaign, TrialID: trialID, Failure: &trial.Failure{
+			Class: trial.FailCrash, Phase: "queue", Message: "trial abandoned after repeated failures: " + info.LastErr}}
+		_ = d.insp.DeleteTask(queue, key)
+		d.deliverAsync(out)
+		return settleDone
+	}
+	return settleWaiting
+}
+
+// receive is the asynq handler of the results queue.
+func (d *Dispatcher) receive(ctx context.Context, t *asynq.Task) error {
+	var out trial.Outcome
+	if err := json.Unmarshal(t.Payload(), &out); err != nil || t.Type() != TypeOutcome {
+		id, _ := asynq.GetTaskID(ctx)
+		d.log.Error("malformed outcome on the results queue; archived", "task", id, "type", t.Type(), "err", err)
+		return fmt.Errorf("malformed outcome: %w", asynq.SkipRetry)
+	}
+	if !d.deliver(ctx, out) {
+		// Closing: wait until asynq hands the task back to the queue, so
+		// the outcome waits in Redis for the next dispatcher.
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+// deliverAsync delivers an outcome found while submitting or sweeping,
+// without blocking the caller on a full Outcomes channel. After Close it
+// does nothing: the outcome stays stored in Redis.
+func (d *Dispatcher) deliverAsync(out trial.Outcome) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		d.deliver(context.Background(), out)
+	}()
+}
+
+// deliver hands out to the Outcomes channel at most once per submission:
+// an outcome for a pending trial is delivered; one for a trial not
+// submitted in this lifetime (a late verdict from before a restart) is
+// delivered once; a second copy is dropped. It reports false when the
+// outcome could not be handed over (ctx ended or the dispatcher is closing).
+func (d *Dispatcher) deliver(ctx context.Context, out trial.Outcome) bool {
+	key := outcomeKey(out)
+	d.mu.Lock()
+	sub, wasPending := d.pending[key]
+	if !wasPending {
+		if _, dup := d.delivered[key]; dup {
+			d.mu.Unlock()
+			d.log.Debug("duplicate outcome dropped", "task", key)
+			return true
+		}
+	}
+	delete(d.pending, key)
+	d.delivered[key] = time.Now()
+	d.mu.Unlock()
+	select {
+	case d.out <- out:
+		return true
+	case <-ctx.Done():
+	case <-d.closing:
+	}
+	d.mu.Lock()
+	delete(d.delivered, key)
+	if wasPending {
+		d.pending[key] = sub
+	}
+	d.mu.Unlock()
+	return false
+}
+
+// Outcomes returns the outcome channel. It is not closed by Close.
+func (d *Dispatcher) Outcomes() <-chan trial.Outcome { return d.out }
+
+// Close stops consuming outcomes and releases Redis. Outcomes not yet
+// delivered stay in Redis for the next dispatcher; queued and running trials
+// go on without it.
+func (d *Dispatcher) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	close(d.closing)
+	d.mu.Unlock()
+	d.srv.Shutdown()
+	d.wg.Wait()
+	_ = d.client.Close()
+	return d.rdb.Close()
+}
+
+// Workers lists the live workers of this namespace.
+func (d *Dispatcher) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	return listWorkers(ctx, d.rdb, d.opts.Namespace)
+}

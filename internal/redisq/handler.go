@@ -1,0 +1,214 @@
+package redisq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/trial"
+)
+
+// process is the asynq handler of a trial task.
+func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
+	id, _ := asynq.GetTaskID(ctx)
+	retried, _ := asynq.GetRetryCount(ctx)
+	log := w.log.With("task", id)
+	if t.Type() != TypeTrial {
+		log.Error("unknown task type on trial queue; archived", "type", t.Type())
+		return fmt.Errorf("task type %q is not %s: %w", t.Type(), TypeTrial, asynq.SkipRetry)
+	}
+	spec, err := w.decodeSpec(t.Payload(), id)
+	if err != nil {
+		campaign, trialID, kerr := ParseTaskID(id)
+		if kerr != nil {
+			log.Error("malformed trial payload with no trial id; archived", "err", err)
+			return fmt.Errorf("malformed trial payload: %v: %w", err, asynq.SkipRetry)
+		}
+		log.Error("malformed trial payload; reporting a crash", "err", err)
+		return w.publish(ctx, t, id, trial.Outcome{CampaignID: campaign, TrialID: trialID,
+			Failure: &trial.Failure{Class: trial.FailCrash, Phase: "decode", Message: "malformed trial payload: " + err.Error()}})
+	}
+	b := budgetFrom(t.Headers())
+	infra := w.infraFailures(ctx, id)
+	if lost := retried - infra; lost > 0 && lost >= b.losses {
+		log.Error("trial keeps losing its worker; reporting a crash", "lost", lost)
+		return w.publish(ctx, t, id, trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID,
+			Failure: &trial.Failure{Class: trial.FailCrash, Phase: "worker",
+				Message: fmt.Sprintf("trial lost its worker %d times (killed, hung or cut off from Redis); not retried", lost)}})
+	}
+	out, ran := w.evaluate(ctx, spec)
+	if !ran || ctx.Err() != nil {
+		// The task was handed back (shutdown) or lost its lease: asynq has
+		// already requeued or retried it, so this attempt publishes nothing.
+		log.Warn("trial abandoned; it will run again", "err", ctx.Err())
+		return ctx.Err()
+	}
+	if out.Failure != nil && out.Failure.Class == trial.FailInfra {
+		if infra < b.infra {
+			if err := w.rdb.Incr(ctx, infraKey(w.queue, id)).Err(); err == nil {
+				w.rdb.Expire(ctx, infraKey(w.queue, id), 7*24*time.Hour)
+			}
+			log.Warn("infrastructure failure; retrying", "attempt", infra+1, "budget", b.infra, "message", out.Failure.Message)
+			return fmt.Errorf("infrastructure failure (retry %d of %d): %s", infra+1, b.infra, out.Failure.Message)
+		}
+		out.Failure.Message = fmt.Sprintf("%s (gave up after %d infrastructure retries)", out.Failure.Message, b.infra)
+	}
+	return w.publish(ctx, t, id, out)
+}
+
+// decodeSpec parses and checks a trial payload.
+func (w *Worker) decodeSpec(payload []byte, taskID string) (trial.Spec, error) {
+	var spec trial.Spec
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if err := dec.Decode(&spec); err != nil {
+		return spec, fmt.Errorf("bad JSON: %v", err)
+	}
+	if dec.More() {
+		return spec, errors.New("bad JSON: data after the spec object")
+	}
+	switch {
+	case spec.Model == "":
+		return spec, errors.New("missing model")
+	case spec.GPU == "":
+		return spec, errors.New("missing gpu")
+	case spec.GPU != w.opts.Target:
+		return spec, fmt.Errorf("spec is for gpu %q but this queue serves %q", spec.GPU, w.opts.Target)
+	case len(spec.Point) == 0:
+		return spec, errors.New("missing point")
+	case spec.TrialID < 0:
+		return spec, fmt.Errorf("negative trial id %d", spec.TrialID)
+	case spec.TimeoutSeconds < 0:
+		return spec, fmt.Errorf("negative timeout_s %v", spec.TimeoutSeconds)
+	}
+	if campaign, trialID, err := ParseTaskID(taskID); err == nil && (campaign != spec.CampaignID || trialID != spec.TrialID) {
+		return spec, fmt.Errorf("payload is trial %s but the task id is %s", TaskID(spec), taskID)
+	}
+	return spec, nil
+}
+
+// evaluate runs the evaluator under the device semaphore and turns a panic
+// into a crash outcome. ran is false when ctx ended before the device was
+// free.
+func (w *Worker) evaluate(ctx context.Context, spec trial.Spec) (out trial.Outcome, ran bool) {
+	select {
+	case w.device <- struct{}{}:
+	case <-ctx.Done():
+		return out, false
+	}
+	defer func() { <-w.device }()
+	key := TaskID(spec)
+	w.reg.begin(key)
+	defer w.reg.end()
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("evaluator panicked", "task", key, "panic", r)
+			out = trial.Outcome{Failure: &trial.Failure{Class: trial.FailCrash, Phase: "evaluate", Message: fmt.Sprint("panic: ", r)}}
+		}
+		out.CampaignID, out.TrialID = spec.CampaignID, spec.TrialID
+		if out.Verdict == nil && out.Failure == nil {
+			out.Failure = &trial.Failure{Class: trial.FailCrash, Phase: "evaluate", Message: "evaluator returned neither a verdict nor a failure"}
+		}
+		if out.ElapsedS == 0 {
+			out.ElapsedS = time.Since(start).Seconds()
+		}
+		ran = true
+	}()
+	return w.opts.Evaluate(ctx, spec), true
+}
+
+// infraFailures reads how many infrastructure failures the task has had.
+func (w *Worker) infraFailures(ctx context.Context, id string) int {
+	n, err := w.rdb.Get(ctx, infraKey(w.queue, id)).Int()
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// publish stores out as the trial task's result (kept for the retention
+// period, so a restarted scheduler can recover it) and enqueues it on the
+// results queue under the trial's id (a second copy collapses into the
+// first). Redis errors are retried until the task's context ends.
+func (w *Worker) publish(ctx context.Context, t *asynq.Task, id string, out trial.Outcome) error {
+	if out.Worker == "" {
+		out.Worker = w.opts.Identity
+	}
+	payload, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("encode outcome: %v: %w", err, asynq.SkipRetry)
+	}
+	key := outcomeKey(out)
+	delay := 20 * time.Millisecond
+	for {
+		err = w.store(ctx, t, key, payload)
+		if err == nil {
+			break
+		}
+		w.log.Warn("could not publish outcome; retrying", "task", id, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("publish outcome: %w", err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+	if w.opts.Published != nil {
+		w.opts.Published(out)
+	}
+	bg := context.WithoutCancel(ctx)
+	w.rdb.Publish(bg, doorbellChannel(w.opts.Namespace), payload)
+	w.rdb.Del(bg, infraKey(w.queue, id))
+	w.log.Info("trial done", "task", id, "outcome", Label(out), "elapsed_s", out.ElapsedS)
+	return nil
+}
+
+func (w *Worker) store(ctx context.Context, t *asynq.Task, key string, payload []byte) error {
+	if rw := t.ResultWriter(); rw != nil {
+		if _, err := rw.Write(payload); err != nil {
+			return err
+		}
+	}
+	_, err := w.client.EnqueueContext(ctx, asynq.NewTask(TypeOutcome, payload),
+		asynq.Queue(ResultQueue(w.opts.Namespace)), asynq.TaskID(key), asynq.MaxRetry(outcomeMaxRetry))
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil // an earlier attempt's outcome is still waiting: one is enough
+	}
+	return err
+}
+
+// outcomeMaxRetry bounds redeliveries of an outcome the scheduler could not
+// take (it only fails them while shutting down).
+const outcomeMaxRetry = 1000
+
+// outcomeKey is the trial key of an outcome (dispatch.Key of its spec).
+func outcomeKey(o trial.Outcome) string {
+	return dispatch.Key(trial.Spec{CampaignID: o.CampaignID, TrialID: o.TrialID})
+}
+
+// Label classifies an outcome for logs and metrics: ok, rejected, incorrect,
+// no_latency, or the failure class (crash, timeout, infra).
+func Label(o trial.Outcome) string {
+	switch {
+	case o.Failure != nil:
+		if o.Failure.Class == "" {
+			return "failure"
+		}
+		return o.Failure.Class
+	case o.Verdict == nil:
+		return "empty"
+	case !o.Verdict.Valid:
+		return "rejected"
+	case o.Verdict.Correct != nil && !*o.Verdict.Correct:
+		return "incorrect"
+	case o.Verdict.LatencyUS == nil:
+		return "no_latency"
+	}
+	return "ok"
+}

@@ -1,0 +1,192 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Worker defaults.
+const (
+	// DefaultPollInterval is how long an idle asynq server waits between
+	// polls of an empty queue (asynq sleeps between a half and one and a half
+	// of it). asynq polls rather than blocks, so this bounds the queueing
+	// latency of each hop; a few milliseconds cost an idle server a few
+	// hundred cheap Redis calls a second.
+	DefaultPollInterval = 2 * time.Millisecond
+	// DefaultShutdownGrace is how long Shutdown lets a running trial finish
+	// before handing it back to the queue.
+	DefaultShutdownGrace = 30 * time.Second
+	// DefaultRetryDelay is the first delay before an infrastructure retry.
+	DefaultRetryDelay = time.Second
+)
+
+// WorkerOptions configures a Worker.
+type WorkerOptions struct {
+	Conn      Conn
+	Namespace string
+	// Target is the GPU target whose queue the worker serves (trials:<target>).
+	Target string
+	// Evaluate evaluates one trial. It must respect ctx: the context ends
+	// when the trial is handed back (shutdown) or its task is lost.
+	Evaluate dispatch.Evaluator
+	// Device labels the device in the worker registry ("cpu", "cuda:0").
+	Device string
+	// Identity is the worker's fingerprint, stamped on every outcome whose
+	// Worker field the evaluator left empty.
+	Identity string
+	Logger   *slog.Logger
+	// PollInterval, ShutdownGrace and RetryDelay default to the Default*
+	// constants when zero.
+	PollInterval  time.Duration
+	ShutdownGrace time.Duration
+	RetryDelay    time.Duration
+	// Published, when set, is called after each outcome reached Redis.
+	Published func(trial.Outcome)
+}
+
+// Worker consumes one target's trial queue with concurrency 1 and publishes
+// each outcome to the results queue.
+type Worker struct {
+	opts   WorkerOptions
+	log    *slog.Logger
+	queue  string
+	rdb    *redis.Client
+	client *asynq.Client
+	srv    *asynq.Server
+	reg    *registration
+
+	// device admits one evaluation at a time. asynq frees its worker slot
+	// as soon as a handler's context ends, even while the handler still
+	// runs; the semaphore keeps the next trial off the device until the
+	// previous evaluation has really returned.
+	device chan struct{}
+
+	mu        sync.Mutex
+	redisErr  error
+	started   bool
+	shutdowns sync.Once
+}
+
+// NewWorker checks opts and connects; Start begins consuming.
+func NewWorker(opts WorkerOptions) (*Worker, error) {
+	if err := validTarget(opts.Target); err != nil {
+		return nil, err
+	}
+	if opts.Evaluate == nil {
+		return nil, errors.New("redisq: worker needs an evaluator")
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = DefaultShutdownGrace
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = DefaultRetryDelay
+	}
+	rdb, err := opts.Conn.Client()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		opts:   opts,
+		log:    orDiscard(opts.Logger).With("target", opts.Target),
+		queue:  TrialQueue(opts.Namespace, opts.Target),
+		rdb:    rdb,
+		client: asynq.NewClientFromRedisClient(rdb),
+		device: make(chan struct{}, 1),
+	}
+	w.reg = newRegistration(rdb, opts.Namespace, WorkerInfo{
+		Target: opts.Target, Device: opts.Device, Identity: opts.Identity, Queue: w.queue,
+	})
+	delay := retryDelay(opts.RetryDelay)
+	w.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency:              1,
+		Queues:                   map[string]int{w.queue: 1},
+		TaskCheckInterval:        opts.PollInterval,
+		DelayedTaskCheckInterval: max(opts.PollInterval, 200*time.Millisecond),
+		ShutdownTimeout:          opts.ShutdownGrace,
+		RetryDelayFunc:           func(n int, _ error, _ *asynq.Task) time.Duration { return delay(n) },
+		HealthCheckFunc:          w.healthCheck,
+		HealthCheckInterval:      5 * time.Second,
+		Logger:                   asynqLogger{w.log},
+		LogLevel:                 asynq.WarnLevel,
+	})
+	return w, nil
+}
+
+// Queue is the queue the worker consumes.
+func (w *Worker) Queue() string { return w.queue }
+
+// Start pings Redis and begins consuming.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", w.opts.Conn, err)
+	}
+	if err := w.srv.Start(asynq.HandlerFunc(w.process)); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.started = true
+	w.mu.Unlock()
+	w.reg.start(w.log)
+	w.log.Info("worker consuming", "queue", w.queue, "redis", w.opts.Conn, "identity", w.opts.Identity)
+	return nil
+}
+
+// Shutdown stops taking work, lets the running trial finish for the shutdown
+// grace, then hands it back to the queue (it runs again elsewhere, without
+// using up a retry), and waits until the evaluation has really stopped or ctx
+// ends. It reports an error when the evaluation is still running.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	var err error
+	w.shutdowns.Do(func() {
+		w.srv.Shutdown()
+		select {
+		case w.device <- struct{}{}:
+			<-w.device
+		case <-ctx.Done():
+			err = errors.New("redisq: evaluation still running after shutdown")
+		}
+		w.reg.stop()
+		_ = w.client.Close()
+		_ = w.rdb.Close()
+	})
+	return err
+}
+
+// Healthy reports the last Redis health check.
+func (w *Worker) Healthy() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started {
+		return errors.New("not started")
+	}
+	return w.redisErr
+}
+
+func (w *Worker) healthCheck(err error) {
+	w.mu.Lock()
+	prev := w.redisErr
+	w.redisErr = err
+	w.mu.Unlock()
+	switch {
+	case err != nil && prev == nil:
+		w.log.Error("redis unreachable", "err", err)
+	case err == nil && prev != nil:
+		w.log.Info("redis reachable again")
+	}
+}
+
+// Info is what the worker publishes in the registry.
+func (w *Worker) Info() WorkerInfo { return w.reg.snapshot() }
