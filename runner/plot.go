@@ -90,6 +90,10 @@ func TrajectorySVG(w campaign.WakeUp) string {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#eee"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
 			left, y, left+plotW, y, left-6, y+4, axisLabel(v))
 	}
+	for i := 0; i <= 4; i++ {
+		x := maxX * i / 4
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", xOf(x), top+plotH+16, x)
+	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">experiment</text>`+"\n", left+plotW/2, height-16)
 	fmt.Fprintf(&b, `<text x="18" y="%d" transform="rotate(-90 18 %d)" text-anchor="middle">latency (µs%s)</text>`+"\n", top+plotH/2, top+plotH/2, map[bool]string{true: ", log", false: ""}[logScale])
 	hline := func(v float64, color, label string) {
