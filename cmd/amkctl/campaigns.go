@@ -22,18 +22,22 @@ func init() {
 	register(command{name: "next", summary: "continue-or-stop decision for a campaign (move-on criteria, hottest region)", run: runNext})
 	register(command{name: "report", summary: "write a campaign's reports (markdown, JSON, SVG plot) and print its status", run: runReport})
 	register(command{name: "record", summary: "record an outside agent's own experiment into a campaign", run: runRecord})
-	register(command{name: "campaigns", summary: "list the campaigns of a workspace", run: runCampaigns})
+	register(command{name: "campaigns", summary: "list the campaigns of a workspace or a scheduler", run: runCampaigns})
 }
 
-// campaignFlags selects a campaign: --campaign ID, or MODEL --gpu G
-// [--device D] [--name N], or the only campaign of the workspace.
+// campaignFlags selects a campaign: --campaign ID, a campaign id, or MODEL
+// --gpu G [--device D] [--name N], or the only campaign of the workspace.
+// With --server (or $AMK_SERVER) the verb acts on a scheduler, where a
+// campaign id may also be given as the only argument.
 type campaignFlags struct {
 	workspace, id, gpu, device, name *string
 	jsonOut                          *bool
+	remote                           remoteFlags
 }
 
 func addCampaignFlags(fs *flag.FlagSet) campaignFlags {
 	return campaignFlags{
+		remote:    addRemoteFlags(fs),
 		workspace: fs.String("workspace", "workspace", "workspace directory"),
 		id:        fs.String("campaign", "", "campaign id (see amkctl campaigns)"),
 		gpu:       fs.String("gpu", "", "with MODEL: the campaign's GPU target"),
@@ -56,7 +60,10 @@ func (cf campaignFlags) resolve(positional []string) (*runner.Workspace, string,
 		return ws, *cf.id, nil
 	case len(positional) == 1:
 		if *cf.gpu == "" {
-			return nil, "", errors.New("MODEL needs --gpu to name a campaign")
+			if ws.Exists(positional[0]) {
+				return ws, positional[0], nil
+			}
+			return nil, "", fmt.Errorf("no campaign %q in %s; a MODEL needs --gpu to name a campaign (see amkctl campaigns)", positional[0], ws.Dir)
 		}
 		return ws, campaign.ID(positional[0], *cf.gpu, *cf.device, *cf.name), nil
 	case len(positional) > 1:
@@ -85,11 +92,17 @@ func printJSON(w io.Writer, v any) int {
 }
 
 func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", "status [MODEL --gpu G | --campaign ID] [--workspace DIR] [--json]", stderr)
+	fs := newFlagSet("status", "status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]", stderr)
 	cf := addCampaignFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if c, err := cf.remote.client(); err != nil {
+		fmt.Fprintln(stderr, "amkctl status:", err)
+		return 2
+	} else if c != nil {
+		return remoteStatus(c, cf, pos, stdout, stderr)
 	}
 	ws, id, err := cf.resolve(pos)
 	if err != nil {
@@ -110,11 +123,17 @@ func runStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func runNext(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("next", "next [MODEL --gpu G | --campaign ID] [--workspace DIR] [--json]", stderr)
+	fs := newFlagSet("next", "next [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]", stderr)
 	cf := addCampaignFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if c, err := cf.remote.client(); err != nil {
+		fmt.Fprintln(stderr, "amkctl next:", err)
+		return 2
+	} else if c != nil {
+		return remoteNext(c, cf, pos, stdout, stderr)
 	}
 	ws, id, err := cf.resolve(pos)
 	if err != nil {
@@ -152,11 +171,17 @@ func runNext(args []string, stdout, stderr io.Writer) int {
 }
 
 func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("report", "report [MODEL --gpu G | --campaign ID] [--workspace DIR] [--json]", stderr)
+	fs := newFlagSet("report", "report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]", stderr)
 	cf := addCampaignFlags(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	if c, err := cf.remote.client(); err != nil {
+		fmt.Fprintln(stderr, "amkctl report:", err)
+		return 2
+	} else if c != nil {
+		return remoteReport(c, cf, pos, stdout, stderr)
 	}
 	ws, id, err := cf.resolve(pos)
 	if err != nil {
@@ -188,7 +213,7 @@ func runReport(args []string, stdout, stderr io.Writer) int {
 }
 
 func runRecord(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("record", "record STATUS [MODEL --gpu G | --campaign ID] [--latency-us F] [--pct-roofline F] [--kind K] [--correctness C] [--schedule-id S] [--config cfg.json] [--description D] [--regions attention=0.5,mlp=0.4,lm_head=0.1]", stderr)
+	fs := newFlagSet("record", "record STATUS [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--latency-us F] [--pct-roofline F] [--kind K] [--correctness C] [--schedule-id S] [--config cfg.json] [--description D] [--regions attention=0.5,mlp=0.4,lm_head=0.1]", stderr)
 	cf := addCampaignFlags(fs)
 	latency := fs.Float64("latency-us", -1, "latency in µs (needs correctness PASS)")
 	pct := fs.Float64("pct-roofline", -1, "latency / floor x 100")
@@ -209,10 +234,10 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	status, rest := pos[0], pos[1:]
-	ws, id, err := cf.resolve(rest)
+	client, err := cf.remote.client()
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl record:", err)
-		return 1
+		return 2
 	}
 	rec := campaign.Record{Time: time.Now().UTC(), Status: status, Correctness: *correctness, Kind: *kind,
 		ScheduleID: *schedID, Description: *desc, Source: *source}
@@ -236,6 +261,14 @@ func runRecord(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "amkctl record:", err)
 			return 2
 		}
+	}
+	if client != nil {
+		return remoteRecord(client, cf, rest, rec, stdout, stderr)
+	}
+	ws, id, err := cf.resolve(rest)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl record:", err)
+		return 1
 	}
 	l, err := ws.Open(id)
 	if err != nil {
@@ -275,11 +308,18 @@ func parseRegions(s string) (map[string]float64, error) {
 }
 
 func runCampaigns(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("campaigns", "campaigns [--workspace DIR] [--json]", stderr)
+	fs := newFlagSet("campaigns", "campaigns [--workspace DIR | --server URL] [--json]", stderr)
+	remote := addRemoteFlags(fs)
 	workspace := fs.String("workspace", "workspace", "workspace directory")
 	jsonOut := fs.Bool("json", false, "print JSON")
 	if _, err := parseArgs(fs, args); err != nil {
 		return flagExit(err)
+	}
+	if c, err := remote.client(); err != nil {
+		fmt.Fprintln(stderr, "amkctl campaigns:", err)
+		return 2
+	} else if c != nil {
+		return remoteCampaigns(c, *jsonOut, stdout, stderr)
 	}
 	ws, err := runner.OpenWorkspace(*workspace)
 	if err != nil {
@@ -311,6 +351,12 @@ func runCampaigns(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "no campaigns in %s\n", ws.Dir)
 		return 0
 	}
+	printCampaignTable(stdout, reports)
+	return 0
+}
+
+// printCampaignTable prints one line per campaign.
+func printCampaignTable(stdout io.Writer, reports []campaign.StatusReport) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP")
 	for _, r := range reports {
@@ -318,7 +364,6 @@ func runCampaigns(args []string, stdout, stderr io.Writer) int {
 			optFloat(r.BestUS, "%.3f"), orDash(r.BestKind), optFloat(r.Speedup, "%.3fx"))
 	}
 	tw.Flush()
-	return 0
 }
 
 func optFloat(f *float64, format string) string {

@@ -32,6 +32,11 @@ func register(c command) {
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	args, err := hoistGlobalFlags(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl:", err)
+		return 2
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		return 0
@@ -46,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: amkctl <command> [arguments]  (amkctl <command> -h for help)")
+	fmt.Fprintln(w, "usage: amkctl [--server URL [--token T | --token-file F]] <command> [arguments]  (amkctl <command> -h for help)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "commands:")
 	names := make([]string, 0, len(commands))

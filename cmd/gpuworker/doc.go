@@ -26,9 +26,11 @@
 // fingerprint: host, target, device and device name, driver and toolkit where
 // known, build version and Go version. Prometheus metrics and a health check
 // are served on the listen address (default 127.0.0.1:9101): /metrics with
-// amk_worker_trials_total{outcome}, amk_worker_busy,
-// amk_worker_trial_duration_seconds, amk_worker_watchdog_kills_total and
-// amk_worker_info{target,device,device_name,driver,version}, and /healthz.
+// the worker series of internal/metrics, all labelled target and device
+// (amk_worker_trials_total{outcome}, amk_worker_stage_duration_seconds{stage},
+// amk_worker_trial_duration_seconds, amk_worker_busy,
+// amk_worker_watchdog_kills_total, amk_worker_infra_errors_total,
+// amk_worker_info{device_name,driver,version}), and /healthz.
 //
 // Settings come from flags, AMK_* environment variables and a YAML file, in
 // that precedence (internal/config; deploy/gpuworker.example.yaml). Exit

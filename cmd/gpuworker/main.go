@@ -102,8 +102,11 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	log.Info("gpuworker starting", "fingerprint", fp.String(), "config", cfg)
 
 	reg := prometheus.NewRegistry()
-	m := newMetrics(reg)
-	m.info.WithLabelValues(cfg.Target, cfg.Device, devInfo.Name, devInfo.Driver, fp.Version).Set(1)
+	m, err := newMetrics(reg, cfg.Target, cfg.Device)
+	if err != nil {
+		return err
+	}
+	m.SetInfo(devInfo.Name, devInfo.Driver, fp.Version)
 
 	grace := stopGrace
 	if d.stopGrace > 0 {
@@ -123,7 +126,7 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	wopts.Evaluate = dog.Evaluate
 	wopts.Identity = fp.String()
 	wopts.Logger = log
-	wopts.Published = func(o trial.Outcome) { m.trials.WithLabelValues(redisq.Label(o)).Inc() }
+	wopts.Published = func(o trial.Outcome) { m.Published(redisq.Label(o)) }
 	worker, err := redisq.NewWorker(wopts)
 	if err != nil {
 		return err

@@ -168,13 +168,14 @@ func TestServesTrialsMetricsAndHealth(t *testing.T) {
 	}
 	_, body := w.get(t, "/metrics")
 	for _, want := range []string{
-		`amk_worker_trials_total{outcome="ok"} 3`,
-		`amk_worker_trials_total{outcome="timeout"} 0`,
-		`amk_worker_busy 0`,
-		`amk_worker_trial_duration_seconds_count 3`,
-		`amk_worker_watchdog_kills_total 0`,
+		`amk_worker_trials_total{device="cpu",outcome="ok",target="h200"} 3`,
+		`amk_worker_trials_total{device="cpu",outcome="timeout",target="h200"} 0`,
+		`amk_worker_busy{device="cpu",target="h200"} 0`,
+		`amk_worker_trial_duration_seconds_count{device="cpu",target="h200"} 3`,
+		`amk_worker_stage_duration_seconds_count{device="cpu",stage="lower",target="h200"} `,
+		`amk_worker_watchdog_kills_total{device="cpu",target="h200"} 0`,
+		`amk_worker_infra_errors_total{device="cpu",target="h200"} 0`,
 		`amk_worker_info{device="cpu",device_name=`,
-		`target="h200"`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
@@ -213,7 +214,7 @@ func TestWatchdogTimesOutAndWorkerMovesOn(t *testing.T) {
 		t.Fatalf("got %+v, want trial 2's verdict", o)
 	}
 	_, body := w.get(t, "/metrics")
-	for _, want := range []string{`amk_worker_watchdog_kills_total 1`, `amk_worker_trials_total{outcome="timeout"} 1`} {
+	for _, want := range []string{`amk_worker_watchdog_kills_total{device="cpu",target="h200"} 1`, `amk_worker_trials_total{device="cpu",outcome="timeout",target="h200"} 1`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -16,7 +17,7 @@ type watchdog struct {
 	eval         func(context.Context, trial.Spec) trial.Outcome
 	limit        time.Duration // for specs without timeout_s
 	stopGrace    time.Duration // how long a cancelled evaluation may take to stop
-	metrics      *metrics
+	metrics      *metrics.Worker
 	log          *slog.Logger
 	device       chan struct{} // held until an evaluation has really returned
 	wedged       chan struct{} // closed when an evaluation ignores cancellation
@@ -24,7 +25,7 @@ type watchdog struct {
 	wedgeMessage string
 }
 
-func newWatchdog(eval func(context.Context, trial.Spec) trial.Outcome, limit, stopGrace time.Duration, m *metrics, log *slog.Logger) *watchdog {
+func newWatchdog(eval func(context.Context, trial.Spec) trial.Outcome, limit, stopGrace time.Duration, m *metrics.Worker, log *slog.Logger) *watchdog {
 	return &watchdog{eval: eval, limit: limit, stopGrace: stopGrace, metrics: m, log: log,
 		device: make(chan struct{}, 1), wedged: make(chan struct{})}
 }
@@ -49,11 +50,11 @@ func (w *watchdog) Evaluate(ctx context.Context, spec trial.Spec) trial.Outcome 
 	defer cancel()
 	done := make(chan trial.Outcome, 1)
 	start := time.Now()
-	w.metrics.busy.Set(1)
+	w.metrics.Busy(true)
 	go func() {
 		out := w.safeEval(wctx, spec)
-		w.metrics.duration.Observe(time.Since(start).Seconds())
-		w.metrics.busy.Set(0)
+		w.metrics.Evaluated(out, time.Since(start))
+		w.metrics.Busy(false)
 		<-w.device
 		done <- out
 	}()
@@ -84,7 +85,7 @@ func (w *watchdog) safeEval(ctx context.Context, spec trial.Spec) (out trial.Out
 
 // expired records a watchdog kill and returns the timeout outcome.
 func (w *watchdog) expired(spec trial.Spec, limit time.Duration) trial.Outcome {
-	w.metrics.kills.Inc()
+	w.metrics.WatchdogKill()
 	w.log.Warn("watchdog: trial exceeded its wall-clock limit; cancelled", "task", fmt.Sprintf("%s/%d", spec.CampaignID, spec.TrialID), "limit", limit)
 	return failure(trial.FailTimeout, "watchdog", fmt.Sprintf("trial exceeded its wall-clock limit of %s", limit))
 }

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/internal/api"
+)
+
+// Environment variables of the remote mode.
+const (
+	envServer = "AMK_SERVER"
+	envToken  = "AMK_TOKEN"
+)
+
+// remoteTimeout bounds one remote verb.
+const remoteTimeout = 60 * time.Second
+
+// globalFlags are the flags accepted before the verb; they are handed to
+// the verb, whose flag set defines them (see remoteVerbs).
+var globalFlags = map[string]bool{"server": true, "token": true, "token-file": true}
+
+// remoteVerbs are the verbs that can act on a scheduler.
+var remoteVerbs = map[string]bool{}
+
+// hoistGlobalFlags moves leading --server, --token and --token-file (amkctl
+// --server URL status ...) behind the verb (amkctl status --server URL ...).
+func hoistGlobalFlags(args []string) ([]string, error) {
+	var global []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" && args[0] != "--" {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		if !globalFlags[name] {
+			break
+		}
+		if !hasValue {
+			if len(args) < 2 {
+				return nil, fmt.Errorf("flag --%s needs a value", name)
+			}
+			value, args = args[1], args[1:]
+		}
+		global = append(global, "--"+name+"="+value)
+		args = args[1:]
+	}
+	if len(global) == 0 {
+		return args, nil
+	}
+	if len(args) == 0 {
+		return nil, errors.New("a command is required after the global flags (e.g. amkctl --server URL campaigns)")
+	}
+	if !remoteVerbs[args[0]] {
+		return nil, fmt.Errorf("%q does not act on a scheduler; --server works with: %s", args[0], strings.Join(sortedKeys(remoteVerbs), ", "))
+	}
+	return append(append([]string{args[0]}, global...), args[1:]...), nil
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// remoteFlags select a scheduler instead of a local workspace.
+type remoteFlags struct {
+	server, token, tokenFile *string
+	fs                       *flag.FlagSet
+}
+
+func addRemoteFlags(fs *flag.FlagSet) remoteFlags {
+	return remoteFlags{
+		server:    fs.String("server", "", "scheduler URL, e.g. http://127.0.0.1:8080 (default $"+envServer+"); the verb then acts on the scheduler"),
+		token:     fs.String("token", "", "API bearer token (default $"+envToken+", then --token-file, then $XDG_CONFIG_HOME/amk/token)"),
+		tokenFile: fs.String("token-file", "", "file holding the API bearer token"),
+		fs:        fs,
+	}
+}
+
+// client returns the scheduler client, or nil for the local mode: no
+// --server, and $AMK_SERVER unset or overridden by an explicit --workspace.
+func (r remoteFlags) client() (*api.Client, error) {
+	server := *r.server
+	if server == "" && !flagSet(r.fs, "workspace") {
+		server = os.Getenv(envServer)
+	}
+	if server == "" {
+		return nil, nil
+	}
+	token, err := r.resolveToken()
+	if err != nil {
+		return nil, err
+	}
+	return api.NewClient(server, token, &http.Client{Timeout: remoteTimeout})
+}
+
+// resolveToken: --token, $AMK_TOKEN, --token-file, the user's config file.
+func (r remoteFlags) resolveToken() (string, error) {
+	if *r.token != "" {
+		return *r.token, nil
+	}
+	if t := strings.TrimSpace(os.Getenv(envToken)); t != "" {
+		return t, nil
+	}
+	if *r.tokenFile != "" {
+		data, err := os.ReadFile(*r.tokenFile)
+		if err != nil {
+			return "", fmt.Errorf("--token-file: %w", err)
+		}
+		return strings.TrimSpace(string(data)), nil
+	}
+	if p := defaultTokenPath(); p != "" {
+		if data, err := os.ReadFile(p); err == nil {
+			return strings.TrimSpace(string(data)), nil
+		}
+	}
+	return "", nil
+}
+
+// defaultTokenPath is $XDG_CONFIG_HOME/amk/token (~/.config/amk/token).
+func defaultTokenPath() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "amk", "token")
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+func remoteContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), remoteTimeout)
+}
+
+// remoteFail reports a remote error with a hint for the usual causes.
+func remoteFail(stderr io.Writer, verb string, err error) int {
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
+		fmt.Fprintf(stderr, "amkctl %s: unauthorized: %s\n  pass the scheduler's token with --token, $%s or --token-file (default %s)\n",
+			verb, ae.Message, envToken, defaultTokenPath())
+		return 1
+	}
+	if errors.As(err, &ae) {
+		fmt.Fprintf(stderr, "amkctl %s: %s\n", verb, ae.Message)
+		return 1
+	}
+	fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+	return 1
+}
+
+// remoteCampaign names the campaign a remote verb acts on: --campaign ID,
+// MODEL --gpu G [--device D] [--name N], a campaign ID, or the scheduler's
+// only campaign.
+func (cf campaignFlags) remoteCampaign(ctx context.Context, c *api.Client, positional []string) (string, error) {
+	switch {
+	case *cf.id != "":
+		if len(positional) > 0 {
+			return "", fmt.Errorf("unexpected arguments %q", positional)
+		}
+		return *cf.id, nil
+	case len(positional) == 1 && *cf.gpu != "":
+		return campaign.ID(positional[0], *cf.gpu, *cf.device, *cf.name), nil
+	case len(positional) == 1:
+		return positional[0], nil
+	case len(positional) > 1:
+		return "", fmt.Errorf("unexpected arguments %q", positional[1:])
+	}
+	reports, err := c.Campaigns(ctx)
+	if err != nil {
+		return "", err
+	}
+	switch len(reports) {
+	case 0:
+		return "", fmt.Errorf("no campaigns on the scheduler at %s (start one with amkctl --server URL start MODEL --gpu G)", c.Server())
+	case 1:
+		return reports[0].ID, nil
+	}
+	ids := make([]string, len(reports))
+	for i, r := range reports {
+		ids[i] = r.ID
+	}
+	return "", fmt.Errorf("%d campaigns on the scheduler (%s): choose one by id or with --campaign ID", len(ids), strings.Join(ids, ", "))
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/metrics"
+	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/scheduler"
+	"github.com/amk-dev/amk/runner"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// shutdownTimeout bounds the HTTP server's graceful shutdown.
+const shutdownTimeout = 5 * time.Second
+
+// deps are the parts tests tune.
+type deps struct {
+	// ready, when set, receives the API address once the scheduler serves.
+	ready func(addr string)
+	// tickEvery and rescanEvery override the fleet's intervals when set.
+	tickEvery   time.Duration
+	rescanEvery time.Duration
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stderr, deps{}))
+}
+
+// run is the whole daemon; ctx ending is the shutdown signal.
+func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
+	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: scheduler --redis ADDR --workspace DIR [--listen 127.0.0.1:8080] [--token-file F] [--config FILE]")
+		fmt.Fprintln(stderr, "Runs every campaign of a workspace over Redis queues and serves the HTTP API, /metrics and /healthz.")
+		fmt.Fprintln(stderr, "Secrets come from the environment or files: AMK_TOKEN or --token-file, AMK_REDIS_PASSWORD or --redis-password-file.")
+		fmt.Fprintln(stderr, "Without a token the scheduler generates one in <workspace>/api-token.")
+		fmt.Fprintln(stderr, "Precedence: flags > AMK_* environment > --config file > defaults.")
+		fs.PrintDefaults()
+	}
+	config.SchedulerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "scheduler: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	cfg, err := config.LoadScheduler(fs)
+	if err != nil {
+		fmt.Fprintf(stderr, "scheduler: invalid configuration:\n%v\n", err)
+		return exitUsage
+	}
+	log := cfg.Log.Logger(stderr).With("component", "scheduler")
+	if err := serve(ctx, cfg, log, d); err != nil {
+		log.Error("scheduler stopped", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serve runs the scheduler until ctx ends (nil) or it fails.
+func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) error {
+	ws, err := runner.OpenWorkspace(cfg.Workspace)
+	if err != nil {
+		return err
+	}
+	lock, err := lockWorkspace(ws.Dir)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	token, err := apiToken(cfg, ws.Dir, log)
+	if err != nil {
+		return err
+	}
+	log.Info("scheduler starting", "version", buildVersion(), "config", cfg)
+
+	dopts, err := cfg.DispatcherOptions()
+	if err != nil {
+		return err
+	}
+	dopts.Logger = log
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	disp, err := redisq.NewDispatcher(cctx, dopts)
+	cancel()
+	if err != nil {
+		return err
+	}
+	view, err := scheduler.NewRedisView(disp, dopts.Conn, dopts.Namespace)
+	if err != nil {
+		_ = disp.Close()
+		return err
+	}
+	defer view.Close()
+	fleet, err := scheduler.New(scheduler.Options{
+		Workspace: ws, Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
+		Targets: cfg.Targets, Logger: log, TickEvery: d.tickEvery, RescanEvery: d.rescanEvery,
+		Version: buildVersion(),
+	})
+	if err != nil {
+		_ = disp.Close()
+		return err
+	}
+	defer func() {
+		if err := fleet.Close(); err != nil {
+			log.Warn("closing the fleet", "err", err)
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := metrics.RegisterScheduler(reg, fleet.Samples); err != nil {
+		return err
+	}
+	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
+		return err
+	}
+	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log,
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("API listener: %w", err)
+	}
+	if host, _, _ := net.SplitHostPort(cfg.Listen); !isLoopback(host) {
+		log.Warn("the API listens beyond loopback: reads (status, reports, metrics) are open to the network; only state changes need the token", "listen", cfg.Listen)
+	}
+	if err := fleet.Start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("scheduler serving", "api", "http://"+addr, "campaigns", len(fleet.IDs()))
+	if d.ready != nil {
+		d.ready(addr)
+	}
+
+	var failure error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: stopping the drivers; trials in flight stay in the ledgers")
+	case err := <-served:
+		failure = fmt.Errorf("API server: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if failure == nil {
+		log.Info("scheduler stopped")
+	}
+	return failure
+}
+
+// apiToken is the configured token, or the workspace's generated one.
+func apiToken(cfg config.Scheduler, workspace string, log *slog.Logger) (string, error) {
+	token, err := cfg.APIToken()
+	if err != nil || token != "" {
+		return token, err
+	}
+	token, path, err := generatedToken(workspace)
+	if err != nil {
+		return "", err
+	}
+	log.Warn("no API token configured; state-changing calls need the generated one (amkctl --token-file)", "token_file", path)
+	return token, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,58 @@
+// Package metrics defines amk's Prometheus metrics: the collectors of the
+// scheduler (per campaign), of the trial queues and of a gpuworker. Every
+// constructor takes the registry to register on; nothing touches the global
+// default registry.
+//
+// # Catalog
+//
+// Names follow amk_<subsystem>_<name>_<unit>; counters end in _total. Labels
+// are small and bounded (campaign, model, target, device, outcome, stage,
+// status, queue), never a trial id. Dashboards and alert rules are written
+// against exactly these names (the exported constants below):
+//
+//	scheduler, labels campaign, model, target (one series set per campaign):
+//	  amk_scheduler_best_latency_microseconds           gauge   best correct latency
+//	  amk_scheduler_hbm_floor_microseconds              gauge   the HBM (weights/bandwidth) floor
+//	  amk_scheduler_best_roofline_percent               gauge   best latency / floor x 100 (100 = at the floor)
+//	  amk_scheduler_speedup_ratio                       gauge   baseline / best
+//	  amk_scheduler_trials_total{outcome}               counter experiments by results.tsv row tag
+//	                                                            (kept, tried, revert, rejected, failed, crash, timeout)
+//	  amk_scheduler_experiments_total                   counter experiments recorded (results.tsv rows)
+//	  amk_scheduler_consecutive_reverts                 gauge   the plateau counter
+//	  amk_scheduler_inflight_trials                     gauge   trials issued and not yet recorded
+//	  amk_scheduler_campaign_status{status}             gauge   1 for the current status, 0 for the others
+//	                                                            (optimizing, paused, done)
+//	  amk_scheduler_last_improvement_timestamp_seconds  gauge   when the best last improved (unix time)
+//
+//	queues, label queue (trials:<target> and results, with the namespace prefix):
+//	  amk_queue_depth_tasks      gauge   tasks waiting for a consumer (pending + scheduled + retry)
+//	  amk_queue_active_tasks     gauge   tasks being processed
+//	  amk_queue_latency_seconds  gauge   age of the oldest pending task
+//	  amk_queue_processed_total  counter tasks processed (succeeded or failed), as counted by asynq
+//	  amk_queue_failed_total     counter task attempts that failed, as counted by asynq
+//
+//	worker, labels target, device:
+//	  amk_worker_trials_total{outcome}              counter trials published, by outcome
+//	                                                        (ok, no_latency, rejected, incorrect, crash, timeout, infra)
+//	  amk_worker_stage_duration_seconds{stage}      histogram per pipeline stage (parse, lower, validate,
+//	                                                          reference_vm, timing; build on the GPU path)
+//	  amk_worker_trial_duration_seconds             histogram whole evaluation wall time
+//	  amk_worker_busy                               gauge   1 while an evaluation holds the device
+//	  amk_worker_info{device_name, driver, version} gauge   constant 1
+//	  amk_worker_watchdog_kills_total               counter evaluations the wall-clock watchdog cancelled
+//	  amk_worker_infra_errors_total                 counter infrastructure failures (retried or final)
+//
+// # How values are collected
+//
+// The scheduler and queue collectors are pulled at scrape time: the
+// scheduler's series are read from the campaigns' live state (the ledger),
+// so they are current after every recorded outcome or command, and counters
+// carry on across scheduler restarts because they come from the persisted
+// counts; the queue series come from asynq's inspector. The worker's series
+// are pushed by the gpuworker as it evaluates.
+//
+// amk_scheduler_last_improvement_timestamp_seconds is the campaign's start
+// plus the campaign time of its last kept experiment; campaign time excludes
+// paused time, so after a pause the value is earlier than the wall clock by
+// the time spent paused. Before the first improvement it is the start time.
+package metrics

@@ -1,0 +1,53 @@
+package metrics
+
+// Scheduler metric names (labels campaign, model, target).
+const (
+	SchedulerBestLatency        = "amk_scheduler_best_latency_microseconds"
+	SchedulerHBMFloor           = "amk_scheduler_hbm_floor_microseconds"
+	SchedulerBestRoofline       = "amk_scheduler_best_roofline_percent"
+	SchedulerSpeedup            = "amk_scheduler_speedup_ratio"
+	SchedulerTrials             = "amk_scheduler_trials_total"
+	SchedulerExperiments        = "amk_scheduler_experiments_total"
+	SchedulerConsecutiveReverts = "amk_scheduler_consecutive_reverts"
+	SchedulerInFlight           = "amk_scheduler_inflight_trials"
+	SchedulerCampaignStatus     = "amk_scheduler_campaign_status"
+	SchedulerLastImprovement    = "amk_scheduler_last_improvement_timestamp_seconds"
+)
+
+// Queue metric names (label queue).
+const (
+	QueueDepth     = "amk_queue_depth_tasks"
+	QueueActive    = "amk_queue_active_tasks"
+	QueueLatency   = "amk_queue_latency_seconds"
+	QueueProcessed = "amk_queue_processed_total"
+	QueueFailed    = "amk_queue_failed_total"
+)
+
+// Worker metric names (labels target, device).
+const (
+	WorkerTrials        = "amk_worker_trials_total"
+	WorkerStageDuration = "amk_worker_stage_duration_seconds"
+	WorkerTrialDuration = "amk_worker_trial_duration_seconds"
+	WorkerBusy          = "amk_worker_busy"
+	WorkerInfo          = "amk_worker_info"
+	WorkerWatchdogKills = "amk_worker_watchdog_kills_total"
+	WorkerInfraErrors   = "amk_worker_infra_errors_total"
+)
+
+// SchedulerNames lists the scheduler's metric names.
+func SchedulerNames() []string {
+	return []string{SchedulerBestLatency, SchedulerHBMFloor, SchedulerBestRoofline, SchedulerSpeedup,
+		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
+		SchedulerCampaignStatus, SchedulerLastImprovement}
+}
+
+// QueueNames lists the queue metric names.
+func QueueNames() []string {
+	return []string{QueueDepth, QueueActive, QueueLatency, QueueProcessed, QueueFailed}
+}
+
+// WorkerNames lists the worker's metric names.
+func WorkerNames() []string {
+	return []string{WorkerTrials, WorkerStageDuration, WorkerTrialDuration, WorkerBusy, WorkerInfo,
+		WorkerWatchdogKills, WorkerInfraErrors}
+}

@@ -1,0 +1,140 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/flywheel"
+)
+
+// CampaignStatuses are the values of amk_scheduler_campaign_status's status
+// label; every campaign exports all of them (1 for its status, 0 else).
+var CampaignStatuses = []string{campaign.StatusOptimizing, campaign.StatusPaused, campaign.StatusDone}
+
+// RowTags are the values of amk_scheduler_trials_total's outcome label; every
+// campaign exports all of them, zeros included, so rates work at once.
+var RowTags = []string{flywheel.TagKept, flywheel.TagTried, flywheel.TagRevert, flywheel.TagRejected,
+	flywheel.TagFailed, flywheel.TagCrash, flywheel.TagTimeout}
+
+// Campaign is what the scheduler exports about one campaign. Nil pointers
+// (no best yet, no floor known) export no series.
+type Campaign struct {
+	ID, Model, Target, Status string
+
+	BestUS            *float64
+	FloorUS           *float64
+	BestPctOfRoofline *float64
+	Speedup           *float64
+
+	// Trials counts experiments by row tag.
+	Trials             map[string]int
+	Experiments        int
+	ConsecutiveReverts int
+	InFlight           int
+	LastImprovement    time.Time
+}
+
+// CampaignOf reads a campaign's exported values. The caller must hold the
+// campaign against concurrent events (runner.Ledger.Read).
+func CampaignOf(c *campaign.Campaign) Campaign {
+	st := c.State()
+	n := st.Counts
+	m := Campaign{
+		ID: st.ID, Model: st.Model, Target: st.GPU, Status: st.Status,
+		FloorUS: st.BoundUS, Speedup: c.Speedup(),
+		Trials: map[string]int{
+			flywheel.TagKept: n.Kept, flywheel.TagTried: n.Tried, flywheel.TagRevert: n.Revert,
+			flywheel.TagRejected: n.Rejected, flywheel.TagFailed: n.Failed, flywheel.TagCrash: n.Crash,
+			flywheel.TagTimeout: n.Timeout,
+		},
+		Experiments: st.ExperimentsRun, ConsecutiveReverts: st.ConsecutiveReverts,
+		InFlight: len(st.InFlight), LastImprovement: st.StartedAt,
+	}
+	if b := st.Best; b != nil {
+		lat := b.LatencyUS
+		m.BestUS, m.BestPctOfRoofline = &lat, b.PctOfRoofline
+		if b.BoundUS != nil {
+			m.FloorUS = b.BoundUS
+		}
+	}
+	for i := len(st.Trajectory) - 1; i >= 0; i-- {
+		if t := st.Trajectory[i]; t.Kept {
+			m.LastImprovement = st.StartedAt.Add(time.Duration(t.Minutes * float64(time.Minute)))
+			break
+		}
+	}
+	return m
+}
+
+// schedulerCollector exports the campaigns its source lists at scrape time.
+type schedulerCollector struct {
+	source                                                        func() []Campaign
+	best, floor, pct, speedup, trials, experiments, reverts, live *prometheus.Desc
+	status, improved                                              *prometheus.Desc
+}
+
+// RegisterScheduler registers the per-campaign collector on reg; source is
+// called at every scrape and must be safe for concurrent use.
+func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) error {
+	labels := []string{"campaign", "model", "target"}
+	desc := func(name, help string, extra ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, append(append([]string{}, labels...), extra...), nil)
+	}
+	c := &schedulerCollector{
+		source:      source,
+		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in microseconds."),
+		floor:       desc(SchedulerHBMFloor, "HBM (weights/bandwidth) floor of the campaign's model on its target, in microseconds."),
+		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the HBM floor (100 = at the floor; lower is better)."),
+		speedup:     desc(SchedulerSpeedup, "Baseline (default schedule) latency divided by the best latency."),
+		trials:      desc(SchedulerTrials, "Experiments recorded, by results.tsv row tag.", "outcome"),
+		experiments: desc(SchedulerExperiments, "Experiments recorded (results.tsv rows)."),
+		reverts:     desc(SchedulerConsecutiveReverts, "Consecutive non-improvements (the plateau counter)."),
+		live:        desc(SchedulerInFlight, "Trials issued and not yet recorded."),
+		status:      desc(SchedulerCampaignStatus, "1 for the campaign's current status, 0 for the others.", "status"),
+		improved:    desc(SchedulerLastImprovement, "Unix time of the campaign's last improvement (its start before the first)."),
+	}
+	return reg.Register(c)
+}
+
+func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.best, c.floor, c.pct, c.speedup, c.trials, c.experiments,
+		c.reverts, c.live, c.status, c.improved} {
+		ch <- d
+	}
+}
+
+func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.source() {
+		lv := []string{m.ID, m.Model, m.Target}
+		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(lv, extra...)...)
+		}
+		optional := func(d *prometheus.Desc, v *float64) {
+			if v != nil {
+				gauge(d, *v)
+			}
+		}
+		optional(c.best, m.BestUS)
+		optional(c.floor, m.FloorUS)
+		optional(c.pct, m.BestPctOfRoofline)
+		optional(c.speedup, m.Speedup)
+		for _, tag := range RowTags {
+			ch <- prometheus.MustNewConstMetric(c.trials, prometheus.CounterValue, float64(m.Trials[tag]), append(lv, tag)...)
+		}
+		ch <- prometheus.MustNewConstMetric(c.experiments, prometheus.CounterValue, float64(m.Experiments), lv...)
+		gauge(c.reverts, float64(m.ConsecutiveReverts))
+		gauge(c.live, float64(m.InFlight))
+		for _, s := range CampaignStatuses {
+			v := 0.0
+			if s == m.Status {
+				v = 1
+			}
+			gauge(c.status, v, s)
+		}
+		if !m.LastImprovement.IsZero() {
+			gauge(c.improved, float64(m.LastImprovement.UnixNano())/1e9)
+		}
+	}
+}

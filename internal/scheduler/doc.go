@@ -1,0 +1,24 @@
+// Package scheduler is the core of the scheduler daemon: a Fleet runs every
+// campaign of a workspace at once, one runner.Driver per campaign in daemon
+// mode, over one shared transport (a dispatch.Mux over the redisq
+// dispatcher in production, a dispatch.Local in tests), and serves them to
+// the HTTP API (it implements api.Service) and to the metrics collector.
+//
+// The workspace's ledgers are the truth. Start opens every campaign (the
+// ledger repairs what a crash left undone) and starts its driver, which
+// re-sends the trials the ledger still has in flight; outcomes that waited in
+// the transport meanwhile are held by the Mux until the campaign's view is
+// open and are recorded exactly once (the campaign refuses a trial id it has
+// already recorded). A campaign another process holds (amkctl autoresearch)
+// is readable but not driven; a periodic scan adopts it once released, and
+// adopts campaigns created beside the scheduler (amkctl start on the
+// workspace). A driver that fails (e.g. Redis is unreachable) is restarted
+// with backoff; operator commands wait for it up to the API's timeout.
+//
+// The number of trials a campaign keeps in flight is a driver setting, not
+// campaign state: it is stored beside the ledger in scheduler.json.
+//
+// RedisView adds what the dispatcher does not report: live workers, queue
+// statistics (asynq's inspector, including its cumulative processed/failed
+// counts) and a Redis ping for /healthz.
+package scheduler

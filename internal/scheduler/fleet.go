@@ -1,0 +1,545 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/metrics"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/runner"
+)
+
+// Defaults.
+const (
+	DefaultWorkers      = 2
+	DefaultRescanEvery  = 10 * time.Second
+	DefaultRestartDelay = time.Second
+	maxRestartDelay     = 30 * time.Second
+)
+
+// Options configures a Fleet.
+type Options struct {
+	Workspace *runner.Workspace
+	// Transport carries every campaign's trials; the Fleet shares it
+	// through a dispatch.Mux and closes it on Close.
+	Transport dispatch.Dispatcher
+	// Workers, Queues and Health describe the transport; nil Workers or
+	// Queues answer api.ErrUnsupported, nil Health is always healthy.
+	Workers func(context.Context) ([]api.Worker, error)
+	Queues  func(context.Context) ([]api.Queue, error)
+	Health  func(context.Context) error
+	// Targets are the GPU targets new campaigns may use (empty: all).
+	Targets []string
+	// DefaultWorkers is a campaign's trials in flight unless its creator
+	// chose (DefaultWorkers when zero).
+	DefaultWorkers int
+	Logger         *slog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// TickEvery is the drivers' time-criteria check (runner's default when
+	// zero); ReportEvery how often drivers rewrite report files.
+	TickEvery   time.Duration
+	ReportEvery int
+	// RescanEvery is how often the workspace is scanned for campaigns no
+	// one drives (created or released by another process); negative
+	// disables it.
+	RescanEvery time.Duration
+	// RestartDelay is the first wait before a failed driver runs again
+	// (doubling up to 30 s).
+	RestartDelay time.Duration
+	// Version is stamped into new campaigns' environment.
+	Version string
+}
+
+// Fleet runs one runner.Driver per campaign of a workspace, in daemon mode,
+// over one shared transport. It implements api.Service.
+type Fleet struct {
+	opts Options
+	log  *slog.Logger
+	mux  *dispatch.Mux
+
+	mu        sync.Mutex
+	ctx       context.Context
+	cancel    context.CancelFunc
+	campaigns map[string]*entry
+	broken    map[string]string // id -> why its ledger could not be opened
+	wg        sync.WaitGroup
+	closed    bool
+}
+
+// entry is one driven campaign.
+type entry struct {
+	ledger  *runner.Ledger
+	driver  *runner.Driver
+	workers int
+	done    chan struct{}
+}
+
+var _ api.Service = (*Fleet)(nil)
+
+// New prepares a fleet; Start loads the campaigns and runs them.
+func New(opts Options) (*Fleet, error) {
+	if opts.Workspace == nil || opts.Transport == nil {
+		return nil, errors.New("scheduler: a workspace and a transport are required")
+	}
+	if opts.DefaultWorkers <= 0 {
+		opts.DefaultWorkers = DefaultWorkers
+	}
+	if opts.RescanEvery == 0 {
+		opts.RescanEvery = DefaultRescanEvery
+	}
+	if opts.RestartDelay <= 0 {
+		opts.RestartDelay = DefaultRestartDelay
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Fleet{opts: opts, log: log, mux: dispatch.NewMux(opts.Transport),
+		campaigns: map[string]*entry{}, broken: map[string]string{}}, nil
+}
+
+func (f *Fleet) now() time.Time { return f.opts.Now().UTC() }
+
+// Start loads every campaign of the workspace and starts its driver; ctx
+// ending stops the drivers (as Close does). Campaigns that another process
+// holds are skipped now and adopted by a later scan once released.
+func (f *Fleet) Start(ctx context.Context) error {
+	f.mu.Lock()
+	if f.ctx != nil {
+		f.mu.Unlock()
+		return errors.New("scheduler: already started")
+	}
+	f.ctx, f.cancel = context.WithCancel(ctx)
+	f.mu.Unlock()
+	if err := f.scan(); err != nil {
+		return err
+	}
+	if f.opts.RescanEvery > 0 {
+		f.wg.Add(1)
+		go f.rescanLoop()
+	}
+	return nil
+}
+
+func (f *Fleet) rescanLoop() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.opts.RescanEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+			if err := f.scan(); err != nil {
+				f.log.Warn("scanning the workspace failed", "err", err)
+			}
+		}
+	}
+}
+
+// scan adopts every campaign of the workspace that no one drives.
+func (f *Fleet) scan() error {
+	ids, err := f.opts.Workspace.IDs()
+	if err != nil {
+		return fmt.Errorf("listing campaigns: %w", err)
+	}
+	for _, id := range ids {
+		f.mu.Lock()
+		_, driven := f.campaigns[id]
+		f.mu.Unlock()
+		if driven {
+			continue
+		}
+		if err := f.adopt(id); err != nil && !errors.Is(err, runner.ErrLocked) {
+			f.log.Error("cannot open campaign; skipping it", "campaign", id, "err", err)
+		}
+	}
+	return nil
+}
+
+// adopt opens a campaign's ledger and starts its driver.
+func (f *Fleet) adopt(id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || f.campaigns[id] != nil {
+		return nil
+	}
+	l, err := f.opts.Workspace.Open(id)
+	if err != nil {
+		if !errors.Is(err, runner.ErrLocked) {
+			f.broken[id] = err.Error()
+		}
+		return err
+	}
+	delete(f.broken, id)
+	st := readSettings(l.Dir())
+	workers := st.Workers
+	if workers <= 0 {
+		workers = f.opts.DefaultWorkers
+	}
+	f.launch(l, workers)
+	var inflight int
+	var status string
+	l.Read(func(c *campaign.Campaign) { inflight, status = len(c.State().InFlight), c.Status() })
+	f.log.Info("campaign loaded", "campaign", id, "status", status, "in_flight", inflight, "workers", workers)
+	return nil
+}
+
+// launch starts a campaign's supervised driver; f.mu is held.
+func (f *Fleet) launch(l *runner.Ledger, workers int) {
+	id := l.ID()
+	e := &entry{ledger: l, workers: workers, done: make(chan struct{})}
+	e.driver = &runner.Driver{
+		Ledger: l, Dispatcher: f.mux.For(id), Workers: workers, Now: f.opts.Now,
+		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
+		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery,
+	}
+	f.campaigns[id] = e
+	f.wg.Add(1)
+	go f.supervise(e)
+}
+
+// supervise runs a driver until the fleet stops, restarting it with
+// backoff when it fails (e.g. the transport is unreachable); a restarted
+// driver re-sends the trials its ledger has in flight.
+func (f *Fleet) supervise(e *entry) {
+	defer f.wg.Done()
+	defer close(e.done)
+	id := e.ledger.ID()
+	delay := f.opts.RestartDelay
+	for {
+		began := time.Now()
+		_, err := e.driver.Run(f.ctx, runner.Limits{Daemon: true})
+		if f.ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > time.Minute {
+			delay = f.opts.RestartDelay
+		}
+		if err == nil {
+			err = errors.New("driver returned")
+		}
+		f.log.Error("campaign driver stopped; restarting it", "campaign", id, "err", err, "in", delay)
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxRestartDelay)
+	}
+}
+
+// Close stops every driver (trials in flight stay in the ledgers), closes
+// the transport and releases the campaigns' locks.
+func (f *Fleet) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	if f.cancel != nil {
+		f.cancel()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+	err := f.mux.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, e := range f.campaigns {
+		if cerr := e.ledger.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// IDs lists the workspace's campaigns, driven here or not.
+func (f *Fleet) IDs() []string {
+	ids, err := f.opts.Workspace.IDs()
+	if err != nil {
+		f.log.Warn("listing campaigns failed", "err", err)
+	}
+	f.mu.Lock()
+	for id := range f.campaigns {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	f.mu.Unlock()
+	slices.Sort(ids)
+	return ids
+}
+
+func (f *Fleet) entry(id string) *entry {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.campaigns[id]
+}
+
+// validID accepts what campaign.ID produces (lower-case letters, digits,
+// '.', '_', '-'; no leading dot), so an id from a request can never name a
+// path outside the workspace.
+func validID(id string) bool {
+	if id == "" || len(id) > 255 || id[0] == '.' {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Read runs fn on a campaign: the live state of a driven campaign, or a
+// snapshot of one another process drives.
+func (f *Fleet) Read(id string, fn func(c *campaign.Campaign)) error {
+	if !validID(id) {
+		return fmt.Errorf("%w: %q", api.ErrNotFound, id)
+	}
+	if e := f.entry(id); e != nil {
+		e.ledger.Read(fn)
+		return nil
+	}
+	if !f.opts.Workspace.Exists(id) {
+		return fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	}
+	c, err := f.opts.Workspace.View(id)
+	if err != nil {
+		return err
+	}
+	fn(c)
+	return nil
+}
+
+// Do applies an event through the campaign's driver.
+func (f *Fleet) Do(ctx context.Context, id string, ev campaign.Event) (campaign.Decision, error) {
+	f.mu.Lock()
+	e, closed, fctx := f.campaigns[id], f.closed, f.ctx
+	f.mu.Unlock()
+	if closed || fctx == nil {
+		return campaign.Decision{}, fmt.Errorf("%w: the scheduler is not running", api.ErrUnavailable)
+	}
+	if e == nil {
+		return campaign.Decision{}, f.notDriven(id)
+	}
+	// The request ends with the caller or with the fleet.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(fctx, cancel)()
+	dec, err := e.driver.Do(ctx, ev)
+	if err != nil && ctx.Err() != nil {
+		return dec, fmt.Errorf("%w: campaign %s did not answer: %v", api.ErrUnavailable, id, ctx.Err())
+	}
+	return dec, err
+}
+
+// notDriven explains why a campaign cannot take events here.
+func (f *Fleet) notDriven(id string) error {
+	if !validID(id) || !f.opts.Workspace.Exists(id) {
+		return fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	}
+	f.mu.Lock()
+	why := f.broken[id]
+	f.mu.Unlock()
+	if why != "" {
+		return fmt.Errorf("campaign %s cannot be opened: %s", id, why)
+	}
+	return fmt.Errorf("%w: campaign %s is driven by another process (e.g. amkctl autoresearch); this scheduler adopts it once that process ends", api.ErrConflict, id)
+}
+
+// WriteReport writes a driven campaign's report files.
+func (f *Fleet) WriteReport(id string) (api.ReportFiles, error) {
+	e := f.entry(id)
+	if e == nil {
+		return api.ReportFiles{}, f.notDriven(id)
+	}
+	dir := e.ledger.Dir()
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	now := f.now()
+	var err error
+	e.ledger.Read(func(c *campaign.Campaign) {
+		if err = runner.WriteReport(dir, c, now); err == nil {
+			err = writeFile(filepath.Join(dir, "aggregate_report.md"), []byte(c.ReportMarkdown(now)))
+		}
+	})
+	if err != nil {
+		return api.ReportFiles{}, err
+	}
+	files := []string{"aggregate_report.md", "report.json", "report.md", "report.svg"}
+	for i, n := range files {
+		files[i] = filepath.Join(dir, n)
+	}
+	return api.ReportFiles{ID: id, Dir: dir, Files: files}, nil
+}
+
+// Create starts a campaign and its driver, or finds the existing one.
+func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool, int, error) {
+	if len(f.opts.Targets) > 0 && !slices.Contains(f.opts.Targets, req.GPU) {
+		return "", false, 0, fmt.Errorf("%w: gpu %q is not one of this scheduler's targets (%v)", api.ErrBadValue, req.GPU, f.opts.Targets)
+	}
+	target, err := ir.Target(req.GPU)
+	if err != nil {
+		return "", false, 0, fmt.Errorf("%w: %v", api.ErrBadValue, err)
+	}
+	id := campaign.ID(req.Model, target.Name, req.Device, req.Name)
+	f.mu.Lock()
+	if e := f.campaigns[id]; e != nil {
+		f.mu.Unlock()
+		return id, false, e.workers, nil
+	}
+	closed := f.closed || f.ctx == nil
+	f.mu.Unlock()
+	if closed {
+		return "", false, 0, fmt.Errorf("%w: the scheduler is not running", api.ErrUnavailable)
+	}
+	if f.opts.Workspace.Exists(id) {
+		if err := f.adopt(id); err != nil {
+			return "", false, 0, f.notDriven(id)
+		}
+		if e := f.entry(id); e != nil {
+			return id, false, e.workers, nil
+		}
+		return "", false, 0, fmt.Errorf("%w: the scheduler is shutting down", api.ErrUnavailable)
+	}
+	start, err := f.startEvent(req, target)
+	if err != nil {
+		return "", false, 0, err
+	}
+	workers := req.Workers
+	if workers <= 0 {
+		workers = f.opts.DefaultWorkers
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.campaigns[id]; e != nil { // created meanwhile
+		return id, false, e.workers, nil
+	}
+	if f.closed {
+		return "", false, 0, fmt.Errorf("%w: the scheduler is shutting down", api.ErrUnavailable)
+	}
+	l, created, err := f.opts.Workspace.Create(start)
+	if err != nil {
+		if errors.Is(err, runner.ErrLocked) {
+			return "", false, 0, fmt.Errorf("%w: %v", api.ErrConflict, err)
+		}
+		return "", false, 0, err
+	}
+	if created {
+		if err := writeSettings(l.Dir(), fleetSettings{Workers: workers}); err != nil {
+			f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
+		}
+	} else {
+		workers = max(readSettings(l.Dir()).Workers, 0)
+		if workers == 0 {
+			workers = f.opts.DefaultWorkers
+		}
+	}
+	f.launch(l, workers)
+	f.log.Info("campaign created", "campaign", id, "model", req.Model, "gpu", target.Name, "device", req.Device,
+		"workers", workers, "budget_iterations", start.Settings.Budget.Iterations, "budget_minutes", start.Settings.Budget.Minutes)
+	return id, created, workers, nil
+}
+
+// startEvent builds the Start of a new campaign from a request.
+func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaign.Start, error) {
+	cfg, err := model.Load(req.Model)
+	if err != nil {
+		return campaign.Start{}, fmt.Errorf("%w: %v", api.ErrBadValue, err)
+	}
+	corpus, skipped, err := flywheel.ReadCorpus(f.opts.Workspace.CorpusPath())
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
+	}
+	if skipped > 0 {
+		f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
+	}
+	s := campaign.DefaultSettings()
+	s.Overnight = req.Overnight
+	setIf(&s.RestartAfter, req.RestartAfter)
+	setIf(&s.Epsilon, req.Epsilon)
+	setIf(&s.Explore, req.Explore)
+	setIf(&s.MinGain, req.MinGain)
+	setIf(&s.TrialTimeoutS, req.TrialTimeoutS)
+	if req.Budget != nil {
+		s.Budget = *req.Budget
+	}
+	s.MoveOn = req.MoveOn.Over(s.MoveOn)
+	return campaign.Start{
+		Time: f.now(), Model: req.Model, Label: cfg.Name, GPU: target.Name, Device: req.Device, Name: req.Name,
+		Weights: req.Weights, Seed: req.Seed, Shape: flywheel.Shape{Hidden: cfg.Hidden, NLayers: cfg.NLayers,
+			NHeads: cfg.NHeads, NKVHeads: cfg.NKVHeads, HeadDim: cfg.HeadDim, Intermediate: cfg.Intermediate, Vocab: cfg.Vocab},
+		Corpus: corpus, Cold: req.Cold, Settings: s,
+		Env: flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: "fleet", AMKVersion: f.opts.Version},
+	}, nil
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Workers lists the transport's live workers.
+func (f *Fleet) Workers(ctx context.Context) ([]api.Worker, error) {
+	if f.opts.Workers == nil {
+		return nil, fmt.Errorf("%w: the transport has no worker registry", api.ErrUnsupported)
+	}
+	return f.opts.Workers(ctx)
+}
+
+// Queues reports the transport's queues.
+func (f *Fleet) Queues(ctx context.Context) ([]api.Queue, error) {
+	if f.opts.Queues == nil {
+		return nil, fmt.Errorf("%w: the transport has no queues to report", api.ErrUnsupported)
+	}
+	return f.opts.Queues(ctx)
+}
+
+// Health is nil while the fleet runs and its transport answers.
+func (f *Fleet) Health(ctx context.Context) error {
+	f.mu.Lock()
+	closed := f.closed || f.ctx == nil
+	f.mu.Unlock()
+	if closed {
+		return errors.New("scheduler is not running")
+	}
+	if f.opts.Health != nil {
+		return f.opts.Health(ctx)
+	}
+	return nil
+}
+
+// Samples reads every driven campaign for the metrics collector.
+func (f *Fleet) Samples() []metrics.Campaign {
+	f.mu.Lock()
+	entries := make([]*entry, 0, len(f.campaigns))
+	for _, e := range f.campaigns {
+		entries = append(entries, e)
+	}
+	f.mu.Unlock()
+	out := make([]metrics.Campaign, 0, len(entries))
+	for _, e := range entries {
+		e.ledger.Read(func(c *campaign.Campaign) { out = append(out, metrics.CampaignOf(c)) })
+	}
+	return out
+}

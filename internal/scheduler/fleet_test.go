@@ -1,0 +1,364 @@
+package scheduler
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
+)
+
+var models = trial.NewModelCache(0)
+
+// evaluate is the real pipeline, slowed down so that trials are in flight
+// when a test stops the fleet.
+func evaluate(delay time.Duration) dispatch.Evaluator {
+	return func(ctx context.Context, spec trial.Spec) trial.Outcome {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return trial.Outcome{Failure: &trial.Failure{Class: trial.FailInfra, Message: "cancelled"}}
+		}
+		return trial.Evaluate(ctx, spec, trial.Options{Models: models})
+	}
+}
+
+func startFleet(t *testing.T, ws *runner.Workspace, opts Options) *Fleet {
+	t.Helper()
+	opts.Workspace = ws
+	if opts.Transport == nil {
+		opts.Transport = dispatch.NewLocal(2, evaluate(0))
+	}
+	if opts.TickEvery == 0 {
+		opts.TickEvery = 50 * time.Millisecond
+	}
+	f, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+func toyRequest(iters int) api.CreateRequest {
+	return api.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Overnight: true,
+		Budget: &campaign.Budget{Iterations: iters}, Workers: 2}
+}
+
+func status(t *testing.T, f *Fleet, id string) campaign.StatusReport {
+	t.Helper()
+	var r campaign.StatusReport
+	if err := f.Read(id, func(c *campaign.Campaign) { r = c.StatusReport(time.Now()) }); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitFor polls until cond holds; the bound only keeps a broken test from
+// hanging.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// checkLedger asserts results.tsv numbers experiments 1..n with no gap and
+// that no trial was recorded twice.
+func checkLedger(t *testing.T, ws *runner.Workspace, id string, n int) {
+	t.Helper()
+	rows, err := flywheel.ReadRows(ws.CampaignDir(id) + "/results.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != n {
+		t.Fatalf("%d results.tsv rows, want %d", len(rows), n)
+	}
+	for i, r := range rows {
+		if r.Experiment != i+1 {
+			t.Fatalf("row %d is experiment %d", i+1, r.Experiment)
+		}
+	}
+	c, err := ws.View(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range c.State().Trajectory {
+		if p.Trial >= 0 && seen[p.Trial] {
+			t.Fatalf("trial %d recorded twice", p.Trial)
+		}
+		seen[p.Trial] = true
+	}
+	if st := c.State(); st.ExperimentsRun != n || len(st.InFlight) != 0 {
+		t.Fatalf("ledger: %d experiments, %d in flight; want %d, 0", st.ExperimentsRun, len(st.InFlight), n)
+	}
+}
+
+func TestFleetRunsACampaignToItsBudget(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{})
+	id, created, workers, err := f.Create(context.Background(), toyRequest(10))
+	if err != nil || !created || workers != 2 {
+		t.Fatalf("create: %s %v %d %v", id, created, workers, err)
+	}
+	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	checkLedger(t, ws, id, 10)
+	if got := f.IDs(); len(got) != 1 || got[0] != id {
+		t.Fatalf("IDs %v", got)
+	}
+	samples := f.Samples()
+	if len(samples) != 1 || samples[0].Experiments != 10 || samples[0].Status != campaign.StatusDone || samples[0].BestUS == nil {
+		t.Fatalf("samples %+v", samples)
+	}
+	if readSettings(ws.CampaignDir(id)).Workers != 2 {
+		t.Fatal("workers setting not stored beside the ledger")
+	}
+}
+
+func TestFleetCreateOfAnExistingCampaignResumesIt(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{})
+	id, _, _, err := f.Create(context.Background(), toyRequest(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := toyRequest(50)
+	again.Workers = 7
+	id2, created, workers, err := f.Create(context.Background(), again)
+	if err != nil || created || id2 != id || workers != 2 {
+		t.Fatalf("second create: %s created=%v workers=%d %v", id2, created, workers, err)
+	}
+	if b := status(t, f, id).Settings.Budget.Iterations; b != 3 {
+		t.Fatalf("budget changed to %d by a second create", b)
+	}
+}
+
+func TestFleetRefusesBadRequests(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{Targets: []string{"h200"}})
+	for name, req := range map[string]api.CreateRequest{
+		"unknown model":   {Model: "no-such-model", GPU: "h200", Device: "cpu"},
+		"unknown gpu":     {Model: "toy", GPU: "v100", Device: "cpu"},
+		"target not here": {Model: "toy", GPU: "h100", Device: "cpu"},
+	} {
+		if _, _, _, err := f.Create(context.Background(), req); !errors.Is(err, api.ErrBadValue) {
+			t.Errorf("%s: %v, want ErrBadValue", name, err)
+		}
+	}
+	for _, id := range []string{"nope", "../campaigns/x", "..", "", "a/b", "UPPER"} {
+		if err := f.Read(id, func(*campaign.Campaign) {}); !errors.Is(err, api.ErrNotFound) {
+			t.Errorf("read of campaign %q: %v", id, err)
+		}
+	}
+	if _, err := f.Do(context.Background(), "nope", campaign.Command{Op: campaign.OpPause}); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("command to an unknown campaign: %v", err)
+	}
+	if _, err := f.Workers(context.Background()); !errors.Is(err, api.ErrUnsupported) {
+		t.Errorf("workers of a local transport: %v", err)
+	}
+}
+
+func TestFleetRestartRecordsEveryTrialOnce(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{Transport: dispatch.NewLocal(2, evaluate(30*time.Millisecond))})
+	req := toyRequest(14)
+	req.Workers = 3
+	id, _, _, err := f.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a few experiments", func() bool { return status(t, f, id).ExperimentsRun >= 4 })
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ws.View(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := len(c.State().InFlight)
+	if left == 0 {
+		t.Fatal("no trial was in flight at the stop; the test proves nothing")
+	}
+	if c.Status() == campaign.StatusDone {
+		t.Fatal("the campaign finished before the stop")
+	}
+	// A new scheduler over the same workspace picks the campaign up.
+	f2 := startFleet(t, ws, Options{})
+	if readSettings(ws.CampaignDir(id)).Workers != 3 {
+		t.Fatal("workers setting lost")
+	}
+	waitFor(t, "the resumed campaign to finish", func() bool {
+		r := status(t, f2, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, 14)
+	t.Logf("%d trial(s) were in flight at the stop", left)
+}
+
+func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
+		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
+	start.Settings.Budget.Iterations = 4
+	held, _, err := ws.Create(start) // another process (autoresearch) holds it
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond})
+	id := held.ID()
+	if got := f.IDs(); len(got) != 1 || got[0] != id {
+		t.Fatalf("IDs %v", got)
+	}
+	if r := status(t, f, id); r.ID != id {
+		t.Fatalf("a held campaign is not readable: %+v", r)
+	}
+	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, api.ErrConflict) {
+		t.Fatalf("command to a held campaign: %v, want ErrConflict", err)
+	}
+	if _, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); !errors.Is(err, api.ErrConflict) {
+		t.Fatalf("create of a held campaign: %v, want ErrConflict", err)
+	}
+	held.Close()
+	waitFor(t, "the released campaign to be adopted and finish", func() bool {
+		r := status(t, f, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, 4)
+}
+
+func TestFleetCommandsGoThroughTheDriver(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{})
+	req := toyRequest(0) // unbounded, overnight: runs until stopped
+	id, _, _, err := f.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpPause}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpPause}); !errors.Is(err, campaign.ErrInvalid) {
+		t.Fatalf("second pause: %v", err)
+	}
+	waitFor(t, "the paused campaign to drain", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	before := status(t, f, id).ExperimentsRun
+	time.Sleep(100 * time.Millisecond)
+	if after := status(t, f, id).ExperimentsRun; after != before {
+		t.Fatalf("a paused campaign ran %d more experiments", after-before)
+	}
+	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpBudget, Budget: &campaign.Budget{Iterations: before + 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpResume}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new budget to be spent", func() bool {
+		r := status(t, f, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	if n := status(t, f, id).ExperimentsRun; n < before+3 {
+		t.Fatalf("%d experiments, want at least %d", n, before+3)
+	}
+	files, err := f.WriteReport(id)
+	if err != nil || len(files.Files) != 4 {
+		t.Fatalf("report: %+v %v", files, err)
+	}
+	lat := 1.0
+	if _, err := f.Do(ctx, id, campaign.Record{Time: time.Now(), Status: "kept", LatencyUS: &lat, Kind: trial.KindPredicted}); !errors.Is(err, campaign.ErrDone) {
+		t.Fatalf("record into a done campaign: %v", err)
+	}
+	f.Close()
+	if err := f.Health(ctx); err == nil {
+		t.Fatal("a closed fleet reports healthy")
+	}
+	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpReopen}); err == nil {
+		t.Fatal("a closed fleet took a command")
+	}
+}
+
+// flaky fails its first submissions, as a transport that lost Redis does.
+type flaky struct {
+	dispatch.Dispatcher
+	mu       sync.Mutex
+	failures int
+}
+
+func (f *flaky) Submit(ctx context.Context, spec trial.Spec) error {
+	f.mu.Lock()
+	if f.failures > 0 {
+		f.failures--
+		f.mu.Unlock()
+		return errors.New("redis: connection refused")
+	}
+	f.mu.Unlock()
+	return f.Dispatcher.Submit(ctx, spec)
+}
+
+func TestFleetRestartsAFailedDriver(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &mu}, nil))
+	tr := &flaky{Dispatcher: dispatch.NewLocal(2, evaluate(0)), failures: 3}
+	f := startFleet(t, ws, Options{Transport: tr, RestartDelay: 5 * time.Millisecond, Logger: log})
+	id, _, _, err := f.Create(context.Background(), toyRequest(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the campaign to finish despite the failures", func() bool {
+		r := status(t, f, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, 6)
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logs.String(), "campaign driver stopped; restarting it"); n < 1 {
+		t.Fatalf("no driver restart logged:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func TestLogWriterQuietsRepeats(t *testing.T) {
+	var buf bytes.Buffer
+	w := &logWriter{log: slog.New(slog.NewTextHandler(&buf, nil))}
+	for _, chunk := range []string{"waiting on", " the last trial\nwaiting on the last trial\n", "waiting on the last trial\n", "done\n", "\n"} {
+		if _, err := w.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := buf.String()
+	if strings.Count(got, "waiting on the last trial") != 1 || strings.Count(got, "msg=done") != 1 || strings.Count(got, "level=") != 2 {
+		t.Fatalf("logged:\n%s", got)
+	}
+}
