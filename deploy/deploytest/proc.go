@@ -1,0 +1,174 @@
+package deploytest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// stopTimeout is how long a stopped process may take to exit after SIGTERM
+// before it is killed.
+const stopTimeout = 15 * time.Second
+
+// Proc is a child process owned by a test; its output is kept for failure
+// messages.
+type Proc struct {
+	Name string
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{}
+	once sync.Once
+}
+
+// lockedBuffer is a bytes.Buffer safe for the process's two output pipes
+// and the test reading it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// StartProc starts bin with args (and extra environment variables) and
+// registers its stop with tb's cleanup.
+func StartProc(tb testing.TB, name string, env []string, bin string, args ...string) *Proc {
+	tb.Helper()
+	p := &Proc{Name: name, cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("starting %s: %v", name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	tb.Cleanup(p.Stop)
+	return p
+}
+
+// Stop sends SIGTERM, waits for the exit and kills the process if it takes
+// longer than stopTimeout. It is safe to call more than once.
+func (p *Proc) Stop() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(stopTimeout):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Output is what the process wrote to stdout and stderr.
+func (p *Proc) Output() string { return p.out.String() }
+
+// FreeAddr returns a loopback host:port that was free a moment ago.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("no free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// WaitHTTP polls url until it answers 200, the process (when given) exits,
+// or the timeout passes.
+func WaitHTTP(url string, timeout time.Duration, p *Proc) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for time.Now().Before(deadline) {
+		if p != nil && p.Exited() {
+			return fmt.Errorf("%s exited", p.Name)
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		last = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("%s not ready within %s: %v", url, timeout, last)
+}
+
+// RepoRoot is the module root (the directory holding go.mod), found from
+// the working directory upwards.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BuildCommands builds the named ./cmd/<name> packages of the module into a
+// temporary directory and returns the binaries' paths by name.
+func BuildCommands(tb testing.TB, names ...string) map[string]string {
+	tb.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		tb.Skip("the go command is not on PATH; cannot build the daemons")
+	}
+	dir := tb.TempDir()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	for _, n := range names {
+		args = append(args, "./cmd/"+n)
+	}
+	cmd := exec.Command(gobin, args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build %v: %v\n%s", names, err, out)
+	}
+	bins := map[string]string{}
+	for _, n := range names {
+		bins[n] = filepath.Join(dir, n)
+	}
+	return bins
+}

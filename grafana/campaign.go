@@ -1,0 +1,84 @@
+package grafana
+
+// campaignSel selects the chosen campaigns' series.
+const campaignSel = `campaign=~"$campaign", target=~"$target"`
+
+// CampaignRoofline is the "Campaign roofline progress" dashboard: how close
+// each campaign is to the HBM roofline and how fast it is improving.
+func CampaignRoofline() Dashboard {
+	vars := []Variable{
+		queryVariable("campaign", "Campaign", "Campaigns the scheduler exports.",
+			"amk_scheduler_campaign_status"),
+		queryVariable("target", "GPU target", "GPU targets of the chosen campaigns.",
+			`amk_scheduler_campaign_status{campaign=~"$campaign"}`),
+	}
+	best := `min by (campaign) (amk_scheduler_best_latency_microseconds{` + campaignSel + `})`
+	floor := `min by (campaign) (amk_scheduler_hbm_floor_microseconds{` + campaignSel + `})`
+	pct := `min by (campaign) (amk_scheduler_best_roofline_percent{` + campaignSel + `})`
+	speedup := `max by (campaign) (amk_scheduler_speedup_ratio{` + campaignSel + `})`
+	since := `time() - max by (campaign) (amk_scheduler_last_improvement_timestamp_seconds{` + campaignSel + `})`
+
+	pctThresholds := []Step{from(150, "yellow"), from(300, "orange"), from(1000, "red")}
+	sinceThresholds := []Step{from(3600, "yellow"), from(4*3600, "red")}
+
+	headline := []Panel{
+		stat("Status", "The campaign's state: optimizing, paused or done.", "", 4,
+			instant(`max by (campaign, status) (amk_scheduler_campaign_status{`+campaignSel+`}) == 1`, "{{campaign}}: {{status}}")).
+			withOption("textMode", "name").withOption("graphMode", "none").withThresholds("blue"),
+		stat("Best latency", "Best correct latency found so far.", "µs", 3, instant(best, "{{campaign}}")).
+			withThresholds("text"),
+		stat("HBM floor", "Weights / bandwidth: no schedule can be faster.", "µs", 3, instant(floor, "{{campaign}}")).
+			withThresholds("text"),
+		stat("% of roofline", "Best latency / HBM floor × 100. 100 = at the floor; lower is better.", "percent", 3,
+			instant(pct, "{{campaign}}")).withThresholds("green", pctThresholds...).withDecimals(1),
+		stat("Speedup", "Baseline (default schedule) latency / best latency.", "suffix:×", 3,
+			instant(speedup, "{{campaign}}")).withThresholds("text").withDecimals(2),
+		stat("Experiments", "Experiments recorded (results.tsv rows).", "short", 4,
+			instant(`max by (campaign) (amk_scheduler_experiments_total{`+campaignSel+`})`, "{{campaign}}")).
+			withThresholds("text"),
+		stat("Since last improvement", "Time since the best latency last improved (the campaign's start before the first).", "s", 4,
+			instant(since, "{{campaign}}")).withThresholds("green", sinceThresholds...).withOption("graphMode", "none"),
+	}
+
+	progress := []Panel{
+		timeseries("Best latency vs HBM floor",
+			"The best latency steps down as the search keeps faster schedules; the dashed line is the HBM floor it cannot pass.",
+			"µs", 16, 10, series(best, "{{campaign}} best"), series(floor, "{{campaign}} HBM floor")).
+			withCustom("lineInterpolation", "stepAfter").
+			withOverride(".* HBM floor$",
+				Property{ID: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
+				Property{ID: "custom.fillOpacity", Value: 0},
+				Property{ID: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}),
+		timeseries("% of roofline", "Best latency / HBM floor × 100; 100 = at the floor.", "percent", 8, 10,
+			series(pct, "{{campaign}}")).
+			withCustom("lineInterpolation", "stepAfter").withCustom("axisSoftMin", 100).
+			withThresholds("green", pctThresholds...),
+	}
+
+	activity := []Panel{
+		timeseries("Trials per hour by outcome",
+			"Experiments recorded per hour, by results.tsv tag (kept, tried, revert, rejected, failed, crash, timeout).",
+			"short", 12, 8,
+			series(`sum by (outcome) (rate(amk_scheduler_trials_total{`+campaignSel+`}[$__rate_interval])) * 3600`, "{{outcome}}")).
+			withCustom("drawStyle", "bars").withCustom("fillOpacity", 80).
+			withCustom("stacking", map[string]any{"mode": "normal", "group": "A"}),
+		timeseries("Speedup vs baseline", "Baseline latency / best latency.", "suffix:×", 12, 8,
+			series(speedup, "{{campaign}}")).withCustom("lineInterpolation", "stepAfter"),
+	}
+
+	detail := []Panel{
+		bargauge("Trials in range by outcome", "Experiments recorded in the dashboard's time range, by tag.", "short", 8, 8,
+			instant(`sum by (outcome) (increase(amk_scheduler_trials_total{`+campaignSel+`}[$__range]))`, "{{outcome}}")).
+			withDecimals(0),
+		timeseries("Time since last improvement", "Grows while the search is on a plateau; drops to zero on every improvement.", "s", 8, 8,
+			series(since, "{{campaign}}")).withThresholds("green", sinceThresholds...),
+		timeseries("Search activity", "Trials in flight and the plateau counter (consecutive non-improvements).", "short", 8, 8,
+			series(`sum by (campaign) (amk_scheduler_inflight_trials{`+campaignSel+`})`, "{{campaign}} in flight"),
+			series(`max by (campaign) (amk_scheduler_consecutive_reverts{`+campaignSel+`})`, "{{campaign}} consecutive reverts")).
+			withCustom("lineInterpolation", "stepAfter").withDecimals(0),
+	}
+
+	return newDashboard("amk-campaign-roofline", "Campaign roofline progress",
+		"How close each amk campaign is to the HBM roofline and how fast it is improving.",
+		vars, headline, progress, activity, detail)
+}
