@@ -15,6 +15,7 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -379,7 +380,7 @@ func (f *Fleet) WriteReport(id string) (api.ReportFiles, error) {
 	var err error
 	e.ledger.Read(func(c *campaign.Campaign) {
 		if err = runner.WriteReport(dir, c, now); err == nil {
-			err = writeFile(filepath.Join(dir, "aggregate_report.md"), []byte(c.ReportMarkdown(now)))
+			err = atomicfile.Write(filepath.Join(dir, "aggregate_report.md"), []byte(c.ReportMarkdown(now)))
 		}
 	})
 	if err != nil {

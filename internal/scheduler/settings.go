@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/amk-dev/amk/internal/atomicfile"
 )
 
 // settingsFile holds what the scheduler keeps about a campaign beside its
@@ -34,28 +36,7 @@ func writeSettings(dir string, s fleetSettings) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(dir, settingsFile), append(data, '\n'))
-}
-
-// writeFile writes data atomically: a temporary file, fsync, rename.
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(filepath.Join(dir, settingsFile), append(data, '\n'))
 }
 
 // logWriter turns a driver's progress lines into structured log records.
