@@ -259,7 +259,7 @@ func TestRemoteSettingsFromTheEnvironmentAndFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfg, "token"), []byte(remoteToken), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := runCmd(t, "reopen", "toy-h200-cpu", "--iters", "4"); code != 0 || !strings.Contains(out, "reopened") {
+	if code, out, errOut := runCmd(t, "reopen", "toy-h200-cpu", "--iters", "100000"); code != 0 || !strings.Contains(out, "reopened") {
 		t.Fatalf("reopen with the config-file token: %d %s %s", code, out, errOut)
 	}
 	if code, _, errOut := runCmd(t, "stop", "toy-h200-cpu", "--token-file", filepath.Join(ws, "missing")); code != 2 || !strings.Contains(errOut, "token-file") {
