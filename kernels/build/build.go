@@ -1,0 +1,423 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amk-dev/amk/kernels"
+)
+
+// Output is what nvcc produces.
+type Output string
+
+// Outputs.
+const (
+	Cubin Output = "cubin"
+	PTX   Output = "ptx"
+)
+
+// cacheVersion is bumped when the cache layout or key recipe changes.
+const cacheVersion = "v1"
+
+// Toolchain is the compiler a worker was configured with. Its fields come
+// from the operator (worker configuration), never from a trial.
+type Toolchain struct {
+	NVCC     string   // nvcc executable (path or name on PATH); exec'd directly, never through a shell
+	HostArgs []string // extra trusted arguments, e.g. "-ccbin", "g++-12"
+}
+
+// Request is one build: an architecture and a kernel variant.
+type Request struct {
+	Arch    string          // "sm_90a", "sm_90", "sm_80", ...
+	Output  Output          // Cubin (default) or PTX
+	Variant kernels.Variant // knob values (names or macros); defaults are filled
+	Defines []string        // alternatively/additionally raw "-DAMK_X=N" flags, checked against the allow-list
+}
+
+// Artifact is a compiled module in the cache.
+type Artifact struct {
+	Key   string   // cache key (hex SHA-256)
+	Path  string   // the cached PTX or cubin
+	Hit   bool     // true when no compiler ran for this call
+	Args  []string // the nvcc arguments (without paths) the module was built with
+	Log   string   // nvcc's diagnostics (resource usage) from the build that produced it
+	Arch  string
+	Flags []string // the -D flags, sorted, every knob spelled out
+}
+
+// Data reads the module bytes.
+func (a *Artifact) Data() ([]byte, error) { return os.ReadFile(a.Path) }
+
+// CompileError is a deterministic build failure (not retried).
+type CompileError struct {
+	Arch  string
+	Flags []string
+	Log   string
+	Err   error
+}
+
+func (e *CompileError) Error() string {
+	log := strings.TrimSpace(e.Log)
+	if len(log) > 4000 {
+		log = log[:4000] + "..."
+	}
+	return fmt.Sprintf("nvcc failed for %s %s: %v\n%s", e.Arch, strings.Join(e.Flags, " "), e.Err, log)
+}
+
+// Builder compiles the kernel sources through a content-addressed cache in
+// Dir, shared by every worker of a host: a variant compiled once is never
+// compiled again (R8). Safe for concurrent use, also across processes.
+type Builder struct {
+	Toolchain Toolchain
+	Dir       string        // cache directory
+	Sources   fs.FS         // nil = kernels.Sources()
+	Timeout   time.Duration // per compiler run; 0 = 15 minutes
+
+	mu      sync.Mutex
+	version string // cached `nvcc --version`
+}
+
+var reArch = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
+
+// CheckArch validates an architecture name (sm_XY, sm_XYZ, optional a/f suffix).
+func CheckArch(arch string) error {
+	if !reArch.MatchString(arch) {
+		return fmt.Errorf("invalid GPU architecture %q (want e.g. sm_90a)", arch)
+	}
+	return nil
+}
+
+// Flags validates the request's knobs and returns the full sorted -D list.
+func (r Request) Flags() ([]string, error) {
+	merged := kernels.Variant{}
+	add := func(key string, val int64) error {
+		k, ok := kernels.LookupKnob(key)
+		if !ok {
+			return fmt.Errorf("unknown kernel knob %q", key)
+		}
+		if old, dup := merged[k.Name]; dup && old != val {
+			return fmt.Errorf("knob %s given as %d and %d", k.Name, old, val)
+		}
+		merged[k.Name] = val
+		return nil
+	}
+	for name, val := range r.Variant {
+		if err := add(name, val); err != nil {
+			return nil, err
+		}
+	}
+	fromDefines, err := kernels.VariantFromDefines(r.Defines)
+	if err != nil {
+		return nil, err
+	}
+	for name, val := range fromDefines {
+		if err := add(name, val); err != nil {
+			return nil, err
+		}
+	}
+	return merged.Defines()
+}
+
+func (r Request) output() (Output, error) {
+	switch r.Output {
+	case "", Cubin:
+		return Cubin, nil
+	case PTX:
+		return PTX, nil
+	}
+	return "", fmt.Errorf("unknown output kind %q", r.Output)
+}
+
+func (b *Builder) sources() fs.FS {
+	if b.Sources != nil {
+		return b.Sources
+	}
+	return kernels.Sources()
+}
+
+// compilerArgs are the nvcc arguments other than input/output paths.
+func (b *Builder) compilerArgs(arch string, out Output, flags []string) []string {
+	args := append([]string{}, b.Toolchain.HostArgs...)
+	args = append(args, "-std=c++17", "-O3", "-lineinfo", "-arch="+arch)
+	if out == PTX {
+		args = append(args, "--ptx")
+	} else {
+		args = append(args, "--cubin", "--resource-usage")
+	}
+	return append(args, flags...)
+}
+
+// ToolchainVersion returns `nvcc --version` (run once per Builder).
+func (b *Builder) ToolchainVersion(ctx context.Context) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.version != "" {
+		return b.version, nil
+	}
+	nvcc := b.Toolchain.NVCC
+	if nvcc == "" {
+		nvcc = "nvcc"
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvcc, append(append([]string{}, b.Toolchain.HostArgs...), "--version")...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s --version: %v: %s", nvcc, err, strings.TrimSpace(out.String()))
+	}
+	b.version = strings.TrimSpace(out.String())
+	if b.version == "" {
+		return "", fmt.Errorf("%s --version printed nothing", nvcc)
+	}
+	return b.version, nil
+}
+
+// keyInputs is everything a module depends on.
+type keyInputs struct {
+	Cache   string   `json:"cache"`
+	Sources string   `json:"sources"`
+	Arch    string   `json:"arch"`
+	Output  Output   `json:"output"`
+	Args    []string `json:"args"`
+	NVCC    string   `json:"nvcc_version"`
+}
+
+func (k keyInputs) key() string {
+	data, _ := json.Marshal(k)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+type plan struct {
+	in    keyInputs
+	key   string
+	flags []string
+	out   Output
+	src   string // source hash
+}
+
+func (b *Builder) plan(ctx context.Context, req Request) (*plan, error) {
+	if err := CheckArch(req.Arch); err != nil {
+		return nil, err
+	}
+	out, err := req.output()
+	if err != nil {
+		return nil, err
+	}
+	flags, err := req.Flags()
+	if err != nil {
+		return nil, err
+	}
+	srcHash, err := kernels.HashSources(b.sources())
+	if err != nil {
+		return nil, fmt.Errorf("hashing kernel sources: %w", err)
+	}
+	version, err := b.ToolchainVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := keyInputs{Cache: cacheVersion, Sources: srcHash, Arch: req.Arch, Output: out,
+		Args: b.compilerArgs(req.Arch, out, flags), NVCC: version}
+	return &plan{in: in, key: in.key(), flags: flags, out: out, src: srcHash}, nil
+}
+
+// Key returns the cache key of a request without building.
+func (b *Builder) Key(ctx context.Context, req Request) (string, error) {
+	p, err := b.plan(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return p.key, nil
+}
+
+// meta is stored next to each artifact.
+type meta struct {
+	Key     string    `json:"key"`
+	Inputs  keyInputs `json:"inputs"`
+	Flags   []string  `json:"flags"`
+	Log     string    `json:"log"`
+	BuiltAt time.Time `json:"built_at"`
+	Seconds float64   `json:"seconds"`
+}
+
+func (b *Builder) root() string { return filepath.Join(b.Dir, cacheVersion) }
+
+func (b *Builder) objPath(p *plan) string {
+	return filepath.Join(b.root(), "obj", p.key+"."+string(p.out))
+}
+
+func (b *Builder) artifact(p *plan, hit bool) *Artifact {
+	a := &Artifact{Key: p.key, Path: b.objPath(p), Hit: hit, Args: p.in.Args, Arch: p.in.Arch, Flags: p.flags}
+	if data, err := os.ReadFile(filepath.Join(b.root(), "obj", p.key+".json")); err == nil {
+		var m meta
+		if json.Unmarshal(data, &m) == nil {
+			a.Log = m.Log
+		}
+	}
+	return a
+}
+
+func exists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Build returns the module for req, compiling it only if no worker of this
+// host has compiled it before. Concurrent builders of one key serialise on a
+// lock file; the artifact appears by atomic rename, so readers never see a
+// partial file.
+func (b *Builder) Build(ctx context.Context, req Request) (*Artifact, error) {
+	if b.Dir == "" {
+		return nil, errors.New("build cache directory not configured")
+	}
+	p, err := b.plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if exists(b.objPath(p)) {
+		return b.artifact(p, true), nil
+	}
+	for _, d := range []string{"obj", "lock", "tmp", "src"} {
+		if err := os.MkdirAll(filepath.Join(b.root(), d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	unlock, err := lockFile(ctx, filepath.Join(b.root(), "lock", p.key+".lock"))
+	if err != nil {
+		return nil, fmt.Errorf("locking build %s: %w", p.key[:12], err)
+	}
+	defer unlock()
+	if exists(b.objPath(p)) { // another builder finished while we waited
+		return b.artifact(p, true), nil
+	}
+	srcDir, err := b.materialize(p.src)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.compile(ctx, p, srcDir); err != nil {
+		return nil, err
+	}
+	return b.artifact(p, false), nil
+}
+
+// materialize writes the source tree under src/<hash> once (atomic rename of
+// a fully written temporary directory).
+func (b *Builder) materialize(hash string) (string, error) {
+	dir := filepath.Join(b.root(), "src", hash)
+	if st, err := os.Stat(dir); err == nil && st.IsDir() {
+		return dir, nil
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(b.root(), "tmp"), "src-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	src := b.sources()
+	err = fs.WalkDir(src, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(tmp, filepath.FromSlash(path))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := fs.ReadFile(src, path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		return "", fmt.Errorf("writing kernel sources: %w", err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
+			return dir, nil // a concurrent builder of another key won the race
+		}
+		return "", err
+	}
+	return dir, nil
+}
+
+func (b *Builder) compile(ctx context.Context, p *plan, srcDir string) error {
+	timeout := b.Timeout
+	if timeout <= 0 {
+		timeout = 15 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tmp, err := os.CreateTemp(filepath.Join(b.root(), "tmp"), p.key[:16]+"-*."+string(p.out))
+	if err != nil {
+		return err
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpPath)
+
+	nvcc := b.Toolchain.NVCC
+	if nvcc == "" {
+		nvcc = "nvcc"
+	}
+	args := append(append([]string{}, p.in.Args...), "-o", tmpPath, filepath.Join(srcDir, filepath.FromSlash(kernels.EntryFile)))
+	cmd := exec.CommandContext(ctx, nvcc, args...)
+	cmd.Dir = srcDir
+	killGroupOnCancel(cmd)
+	cmd.WaitDelay = 10 * time.Second
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, ctx.Err())
+		}
+		return &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log.String(), Err: err}
+	}
+	if st, err := os.Stat(tmpPath); err != nil || st.Size() == 0 {
+		return &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log.String(), Err: errors.New("compiler produced no output")}
+	}
+	m := meta{Key: p.key, Inputs: p.in, Flags: p.flags, Log: log.String(), BuiltAt: time.Now().UTC(),
+		Seconds: time.Since(start).Seconds()}
+	data, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeAtomic(filepath.Join(b.root(), "obj", p.key+".json"), data, filepath.Join(b.root(), "tmp")); err != nil {
+		return err
+	}
+	return os.Rename(tmpPath, b.objPath(p))
+}
+
+// writeAtomic writes data to path through a temporary file and a rename.
+func writeAtomic(path string, data []byte, tmpDir string) error {
+	f, err := os.CreateTemp(tmpDir, filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return os.Rename(name, path)
+}

@@ -1,0 +1,541 @@
+/* ==========================================================================================
+ * Projection instructions: GEMV_TILE (fp32/fp16/bf16, int8/int4 dequant-fused), GEMM_TILE and
+ * the FUSED GEMV_ADD pattern.
+ *
+ *   out[m, n_off : n_off + N_tile] = x[m, :K] @ W[n_off : n_off + N_tile, :K]^T  (+ bias / residual)
+ *
+ * Decode is bound by HBM bandwidth, so the weights are the only large stream and every design
+ * choice serves it:
+ *   - one warp owns a group of consecutive weight rows (AMK_GEMV_COLS_PER_WARP, or
+ *     AMK_GEMV_CPASYNC_COLS on the cp.async path); its 32 lanes read 16-byte vectors of a row
+ *     (4 fp32 / 8 bf16 or fp16 / 16 int8 / 32 int4), so each warp step is one contiguous
+ *     512-byte burst per row;
+ *   - the activation row x is cached once per tile in dynamic shared memory as fp32 and reused
+ *     by every row;
+ *   - memory-level parallelism: the register path keeps COLS x KUNROLL 16-byte loads in flight
+ *     per lane (streaming, evict-first); the cp.async path (sm_80+) streams the warp's whole
+ *     share of the tile through a private ring of AMK_GEMV_CPA_STAGES chunks per row, without
+ *     draining between row groups, decoupling the loads from the FMAs;
+ *   - accumulation in fp32, a warp butterfly reduction, one rounded store per output.
+ *
+ * Dynamic shared memory layout: [x: round16(K * 4) bytes][cp.async ring: AMK_WARPS * STAGES *
+ * CPASYNC_COLS * 512 bytes]. kernels.DynamicSmemBytes (Go) provisions the same formula; a tile
+ * whose x or ring does not fit what the launch provides falls back to a slower path, never to
+ * an out-of-bounds access.
+ * ========================================================================================== */
+#ifndef AMK_OPS_GEMV_CUH
+#define AMK_OPS_GEMV_CUH
+
+#include "common.cuh"
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && AMK_GEMV_CPASYNC
+#include <cuda_pipeline.h>
+#define AMK_HAVE_CPASYNC 1
+#else
+#define AMK_HAVE_CPASYNC 0
+#endif
+
+#define AMK_CPA_CHUNK_BYTES 512 /* one 16-byte vector per lane */
+
+/* ---- 16-byte weight vectors ------------------------------------------------------------------ */
+template <typename T> struct amk_vec;
+template <> struct amk_vec<float> {
+    static constexpr int N = 4;
+    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
+        f[0] = __uint_as_float(r.x);
+        f[1] = __uint_as_float(r.y);
+        f[2] = __uint_as_float(r.z);
+        f[3] = __uint_as_float(r.w);
+    }
+    static __device__ __forceinline__ float one(const float* p, int64_t i) { return p[i]; }
+};
+template <> struct amk_vec<__half> {
+    static constexpr int N = 8;
+    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
+        const __half2* h = reinterpret_cast<const __half2*>(&r);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 t = __half22float2(h[i]);
+            f[2 * i] = t.x;
+            f[2 * i + 1] = t.y;
+        }
+    }
+    static __device__ __forceinline__ float one(const __half* p, int64_t i) { return __half2float(p[i]); }
+};
+template <> struct amk_vec<__nv_bfloat16> {
+    static constexpr int N = 8;
+    /* bf16 -> fp32 is exact: the bf16 bits are the high half of the float (works on every
+     * arch, no intrinsic needed). Element 2i is the low half of word i (little-endian). */
+    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
+        const uint32_t w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            f[2 * i] = __uint_as_float(w[i] << 16);
+            f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+        }
+    }
+    static __device__ __forceinline__ float one(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+};
+
+/* acc += dot(x[kb : kb+N], f[0:N]) with x read from shared memory as float4s. */
+template <int N>
+__device__ __forceinline__ float amk_dot_smem(const float* __restrict__ xs, const float* f, float acc) {
+    const float4* x4 = reinterpret_cast<const float4*>(xs);
+#pragma unroll
+    for (int q = 0; q < N / 4; ++q) {
+        const float4 xv = x4[q];
+        acc = fmaf(xv.x, f[4 * q + 0], acc);
+        acc = fmaf(xv.y, f[4 * q + 1], acc);
+        acc = fmaf(xv.z, f[4 * q + 2], acc);
+        acc = fmaf(xv.w, f[4 * q + 3], acc);
+    }
+    return acc;
+}
+
+/* Vector-index range [kv0, nvec) of rows w0 + c*ldw, C rows at once, U vectors per lane in flight.
+ * Adds into acc (per-lane partial sums). */
+template <typename T, int C, int U>
+__device__ __forceinline__ void amk_rows_reg(const float* __restrict__ xs, const T* __restrict__ w0, int64_t ldw,
+                                             int kv0, int nvec, float (&acc)[C]) {
+    constexpr int V = amk_vec<T>::N;
+    int kv = kv0 + amk_lane();
+    for (; kv + 32 * (U - 1) < nvec; kv += 32 * U) {
+        uint4 r[C][U];
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                r[c][u] = __ldcs(reinterpret_cast<const uint4*>(w0 + (int64_t)c * ldw) + kv + 32 * u);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                float f[V];
+                amk_vec<T>::cvt(r[c][u], f);
+                acc[c] = amk_dot_smem<V>(xs + (int64_t)(kv + 32 * u) * V, f, acc[c]);
+            }
+    }
+    for (; kv < nvec; kv += 32) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            float f[V];
+            amk_vec<T>::cvt(__ldcs(reinterpret_cast<const uint4*>(w0 + (int64_t)c * ldw) + kv), f);
+            acc[c] = amk_dot_smem<V>(xs + (int64_t)kv * V, f, acc[c]);
+        }
+    }
+}
+
+/* Scalar tail k in [k0, K) (K not a multiple of the vector width). */
+template <typename T, int C>
+__device__ __forceinline__ void amk_rows_tail(const float* __restrict__ xs, const T* __restrict__ w0, int64_t ldw,
+                                              int k0, int K, float (&acc)[C]) {
+    for (int k = k0 + amk_lane(); k < K; k += 32)
+#pragma unroll
+        for (int c = 0; c < C; ++c) acc[c] = fmaf(xs[k], amk_vec<T>::one(w0 + (int64_t)c * ldw, k), acc[c]);
+}
+
+/* Output epilogue for row n of one x row m: the warp's partial sums are reduced and lane 0 stores
+ * acc (+ bias[n]) (+ residual[m, n]). */
+__device__ __forceinline__ void amk_gemv_store(const amk_buffer_t& out, int64_t o, float acc, const amk_buffer_t* bias,
+                                               int64_t n, const amk_buffer_t* res) {
+    acc = amk_warp_sum(acc);
+    if (amk_lane() == 0) {
+        if (bias) acc += amk_ld(*bias, n);
+        if (res) acc += amk_ld(*res, o);
+        amk_st(out, o, acc);
+    }
+}
+
+#if AMK_HAVE_CPASYNC
+/* cp.async path. The warp's work is its row groups t = warp*C, warp*C + WARPS*C, ... (C rows
+ * each, the last possibly fewer) times the nchunks 512-byte chunks of a row, streamed as ONE
+ * sequence through the warp's private ring of STAGES stages: the pipeline never drains between
+ * row groups, so STAGES-1 chunks per row stay in flight for the whole tile. Each lane copies and
+ * later consumes the same 16 bytes of every chunk, so no cross-lane synchronisation is needed;
+ * commit groups complete in order (an empty group is committed when nothing is left to issue). */
+template <typename T, int C, int STAGES>
+__device__ __forceinline__ void amk_gemv_cpasync(const float* __restrict__ xs, const T* __restrict__ W, int64_t ldw,
+                                                 int K, int n_off, int N_tile, int nvec, unsigned char* __restrict__ ring,
+                                                 const amk_buffer_t& out, int64_t obase, const amk_buffer_t* bias,
+                                                 const amk_buffer_t* res) {
+    constexpr int V = amk_vec<T>::N;
+    const int lane = amk_lane();
+    const int first = amk_warp() * C, step = AMK_WARPS * C;
+    const int ngroups = first < N_tile ? (N_tile - first + step - 1) / step : 0;
+    const int nchunks = nvec / 32;
+    const int total = ngroups * nchunks;
+    auto issue = [&](int j) {
+        const int t = first + (j / nchunks) * step, ci = j % nchunks;
+        const int cols = min(C, N_tile - t);
+        unsigned char* st = ring + (size_t)(j % STAGES) * C * AMK_CPA_CHUNK_BYTES;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (c < cols) {
+                const uint4* src = reinterpret_cast<const uint4*>(W + (int64_t)(n_off + t + c) * ldw) + (int64_t)ci * 32 + lane;
+                __pipeline_memcpy_async(st + (c * 32 + lane) * 16, src, 16);
+            }
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < total) issue(s);
+        __pipeline_commit();
+    }
+    float acc[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) acc[c] = 0.f;
+    for (int j = 0; j < total; ++j) {
+        if (j + STAGES - 1 < total) issue(j + STAGES - 1);
+        __pipeline_commit();
+        __pipeline_wait_prior(STAGES - 1);
+        const int t = first + (j / nchunks) * step, ci = j % nchunks;
+        const int cols = min(C, N_tile - t);
+        const unsigned char* st = ring + (size_t)(j % STAGES) * C * AMK_CPA_CHUNK_BYTES;
+#pragma unroll
+        for (int c = 0; c < C; ++c)
+            if (c < cols) {
+                float f[V];
+                amk_vec<T>::cvt(*reinterpret_cast<const uint4*>(st + (c * 32 + lane) * 16), f);
+                acc[c] = amk_dot_smem<V>(xs + (int64_t)(ci * 32 + lane) * V, f, acc[c]);
+            }
+        if (ci == nchunks - 1) { /* the group's last chunk: leftover vectors, the scalar tail, store */
+            const int64_t n0 = n_off + t;
+            for (int kv = nchunks * 32 + lane; kv < nvec; kv += 32)
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    if (c < cols) {
+                        float f[V];
+                        amk_vec<T>::cvt(__ldcs(reinterpret_cast<const uint4*>(W + (n0 + c) * ldw) + kv), f);
+                        acc[c] = amk_dot_smem<V>(xs + (int64_t)kv * V, f, acc[c]);
+                    }
+            for (int k = nvec * V + lane; k < K; k += 32)
+#pragma unroll
+                for (int c = 0; c < C; ++c)
+                    if (c < cols) acc[c] = fmaf(xs[k], amk_vec<T>::one(W + (n0 + c) * ldw, k), acc[c]);
+#pragma unroll
+            for (int c = 0; c < C; ++c) {
+                if (c < cols) amk_gemv_store(out, obase + n0 + c, acc[c], bias, n0 + c, res);
+                acc[c] = 0.f;
+            }
+        }
+    }
+    __pipeline_wait_prior(0);
+}
+#endif
+
+/* Typed body of an fp GEMV tile for one x row (x already cached in xs). */
+template <typename T>
+__device__ __forceinline__ void amk_gemv_fp_row(const float* __restrict__ xs, const T* __restrict__ W, int64_t ldw,
+                                                int K, int n_off, int N_tile, const amk_buffer_t& out, int64_t obase,
+                                                const amk_buffer_t* bias, const amk_buffer_t* res,
+                                                unsigned char* ring, bool vec_ok) {
+    constexpr int V = amk_vec<T>::N;
+    const int nvec = vec_ok ? K / V : 0;
+    const int k_tail = nvec * V;
+#if AMK_HAVE_CPASYNC
+    if (ring && nvec >= 32) { /* at least one whole chunk per row: stream through the ring */
+        unsigned char* my = ring + (size_t)amk_warp() * AMK_GEMV_CPA_STAGES * AMK_GEMV_CPASYNC_COLS * AMK_CPA_CHUNK_BYTES;
+        amk_gemv_cpasync<T, AMK_GEMV_CPASYNC_COLS, AMK_GEMV_CPA_STAGES>(xs, W, ldw, K, n_off, N_tile, nvec, my, out,
+                                                                         obase, bias, res);
+        return;
+    }
+#endif
+    constexpr int C = AMK_GEMV_COLS_PER_WARP;
+    for (int t = amk_warp() * C; t < N_tile; t += AMK_WARPS * C) {
+        const int64_t n0 = n_off + t;
+        if (t + C <= N_tile) {
+            float acc[C];
+#pragma unroll
+            for (int c = 0; c < C; ++c) acc[c] = 0.f;
+            amk_rows_reg<T, C, AMK_GEMV_KUNROLL>(xs, W + n0 * ldw, ldw, 0, nvec, acc);
+            amk_rows_tail<T, C>(xs, W + n0 * ldw, ldw, k_tail, K, acc);
+#pragma unroll
+            for (int c = 0; c < C; ++c) amk_gemv_store(out, obase + n0 + c, acc[c], bias, n0 + c, res);
+        } else {
+            for (int c = 0; t + c < N_tile; ++c) {
+                float acc[1] = {0.f};
+                amk_rows_reg<T, 1, AMK_GEMV_KUNROLL>(xs, W + (n0 + c) * ldw, ldw, 0, nvec, acc);
+                amk_rows_tail<T, 1>(xs, W + (n0 + c) * ldw, ldw, k_tail, K, acc);
+                amk_gemv_store(out, obase + n0 + c, acc[0], bias, n0 + c, res);
+            }
+        }
+    }
+}
+
+/* Slow but general row dot when x does not fit in shared memory: x and W through amk_ld. */
+__device__ __forceinline__ void amk_gemv_generic_row(const amk_buffer_t& x, int64_t xbase, const amk_buffer_t& W,
+                                                     int64_t ldw, int K, int n_off, int N_tile, const amk_buffer_t& out,
+                                                     int64_t obase, const amk_buffer_t* bias, const amk_buffer_t* res) {
+    for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
+        const int64_t n = n_off + t;
+        float acc = 0.f;
+        for (int k = amk_lane(); k < K; k += 32) acc = fmaf(amk_ld(x, xbase + k), amk_ld(W, n * ldw + k), acc);
+        amk_gemv_store(out, obase + n, acc, bias, n, res);
+    }
+}
+
+/* Shared-memory budget of one GEMV tile (mirrors kernels.gemvSmemBytes in Go). */
+__device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
+__device__ __forceinline__ uint32_t amk_gemv_ring_bytes() {
+    return (uint32_t)AMK_WARPS * AMK_GEMV_CPA_STAGES * AMK_GEMV_CPASYNC_COLS * AMK_CPA_CHUNK_BYTES;
+}
+
+/* Checks shared by the fp and quantized tiles; returns the number of x rows M, or -1. */
+__device__ __forceinline__ int64_t amk_gemv_shape(const amk_buffer_t& x, const amk_buffer_t& W, const amk_buffer_t& out,
+                                                  int K, int n_off, int N_tile) {
+    const int64_t N = amk_cols(out);
+    if (K <= 0 || N_tile <= 0 || n_off < 0 || N <= 0 || n_off + N_tile > N) return -1;
+    if (x.numel % K != 0 || W.rank < 1 || W.shape[0] < n_off + N_tile) return -1;
+    const int64_t M = x.numel / K;
+    if (M <= 0 || out.numel != M * N) return -1;
+    return M;
+}
+
+/* Weight-only quantized tile: inputs [x, qW (I8 [N,K] or packed I4), scales [N, ceil(K/group)]
+ * (, zeros)]. real = (q - zero) * scale where q is the int8 value, or for int4 the nibble; int4
+ * without zeros subtracts 8 (symmetric). One rule on device and reference (R27). */
+__device__ __forceinline__ float amk_qw(const uint8_t* __restrict__ wq, bool i4, int64_t e) {
+    if (i4) {
+        const uint8_t b = wq[e >> 1];
+        return (float)((e & 1) ? (b >> 4) : (b & 0xF));
+    }
+    return (float)(int8_t)wq[e];
+}
+
+__device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
+    const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[1]];
+    const amk_buffer_t S = prog.buffers[inst.inputs[2]], out = prog.buffers[inst.outputs[0]];
+    const bool has_z = inst.n_inputs > 3;
+    const amk_buffer_t Z = prog.buffers[inst.inputs[has_z ? 3 : 2]]; /* index select: no local copy */
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    const bool i4 = inst.params.qdtype == AMK_I4;
+    const int64_t group = inst.params.group > 0 ? inst.params.group : K;
+    const int64_t M = amk_gemv_shape(x, W, out, K, n_off, N_tile);
+    const int64_t ng = (K + group - 1) / group;
+    if (M < 0 || W.dtype != (i4 ? AMK_I4 : AMK_I8) || W.numel < (int64_t)(n_off + N_tile) * K ||
+        S.numel < (int64_t)(n_off + N_tile) * ng || (has_z && Z.numel < S.numel))
+        return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, K);
+    const uint8_t* __restrict__ wq = (const uint8_t*)W.ptr;
+    const int64_t N = amk_cols(out);
+    const bool use_smem = amk_gemv_x_bytes(K) <= amk_dyn_smem_bytes();
+    float* xs = reinterpret_cast<float*>(amk_dyn_smem);
+    /* Vector path: a 16-byte load holds 16 int8 or 32 int4 weights of one row within one group. */
+    const int per_vec = i4 ? 32 : 16;
+    const int64_t row_bytes = i4 ? K / 2 : K;
+    const bool vec_ok = use_smem && K % per_vec == 0 && group % per_vec == 0 && ((uintptr_t)W.ptr & 15) == 0 &&
+                        (row_bytes & 15) == 0;
+    const float zdef = i4 ? 8.f : 0.f; /* no zeros: int4 is symmetric around 8, int8 around 0 */
+    constexpr int QC = AMK_QGEMV_COLS;
+    for (int64_t m = 0; m < M; ++m) {
+        if (use_smem) {
+            for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, m * K + k);
+            __syncthreads();
+        }
+        for (int t = amk_warp() * QC; t < N_tile; t += AMK_WARPS * QC) {
+            const int cols = min(QC, N_tile - t);
+            const int64_t n0 = n_off + t;
+            float acc[QC];
+#pragma unroll
+            for (int c = 0; c < QC; ++c) acc[c] = 0.f;
+            int k_done = 0;
+            if (vec_ok) {
+                const int nvec = K / per_vec;
+                for (int kv = amk_lane(); kv < nvec; kv += 32) {
+                    const int64_t k0 = (int64_t)kv * per_vec;
+                    const int64_t g = k0 / group;
+#pragma unroll
+                    for (int c = 0; c < QC; ++c) {
+                        if (c >= cols) break;
+                        const int64_t n = n0 + c;
+                        const uint4 r = __ldcs(reinterpret_cast<const uint4*>(wq + n * row_bytes) + kv);
+                        const float sc = amk_ld(S, n * ng + g);
+                        const float z = has_z ? amk_ld(Z, n * ng + g) : zdef;
+                        const uint32_t wd[4] = {r.x, r.y, r.z, r.w};
+                        float p = 0.f;
+                        if (i4) {
+#pragma unroll
+                            for (int e = 0; e < 16; ++e) {
+                                const uint32_t b = (wd[e >> 2] >> (8 * (e & 3))) & 0xFFu;
+                                p = fmaf(xs[k0 + 2 * e], (float)(b & 0xFu) - z, p);
+                                p = fmaf(xs[k0 + 2 * e + 1], (float)(b >> 4) - z, p);
+                            }
+                        } else {
+#pragma unroll
+                            for (int e = 0; e < 16; ++e) {
+                                const int32_t q = (int32_t)(int8_t)((wd[e >> 2] >> (8 * (e & 3))) & 0xFFu);
+                                p = fmaf(xs[k0 + e], (float)q - z, p);
+                            }
+                        }
+                        acc[c] = fmaf(p, sc, acc[c]);
+                    }
+                }
+                k_done = K;
+            }
+            for (int k = k_done + amk_lane(); k < K; k += 32) {
+                const float xv = use_smem ? xs[k] : amk_ld(x, m * K + k);
+                const int64_t g = k / group;
+#pragma unroll
+                for (int c = 0; c < QC; ++c) {
+                    if (c >= cols) break;
+                    const int64_t n = n0 + c;
+                    const float z = has_z ? amk_ld(Z, n * ng + g) : zdef;
+                    acc[c] = fmaf(xv, (amk_qw(wq, i4, n * K + k) - z) * amk_ld(S, n * ng + g), acc[c]);
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < QC; ++c)
+                if (c < cols) amk_gemv_store(out, m * N + n0 + c, acc[c], nullptr, n0 + c, nullptr);
+        }
+        __syncthreads(); /* xs is rewritten for the next row */
+    }
+    return true;
+}
+
+/* fp GEMV tile; `res` is the residual of FUSED GEMV_ADD (nullptr for a plain tile). */
+__device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task,
+                                            const amk_buffer_t* res) {
+    const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[1]];
+    const amk_buffer_t out = prog.buffers[inst.outputs[0]];
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    const int64_t M = amk_gemv_shape(x, W, out, K, n_off, N_tile);
+    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
+    if (M < 0 || !amk_is_float(W.dtype) || ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw ||
+        (res && res->numel < out.numel))
+        return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, K);
+    /* bias / residual are read through pointers into the global buffer table (a pointer to a
+     * local copy would force the record into local memory). */
+    const amk_buffer_t* bias = (!res && inst.n_inputs > 2) ? &prog.buffers[inst.inputs[2]] : nullptr;
+    if (bias && bias->numel < n_off + N_tile) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, 2);
+    const int64_t N = amk_cols(out);
+    const uint32_t have = amk_dyn_smem_bytes();
+    const uint32_t xb = amk_gemv_x_bytes(K);
+    const int esz = W.dtype == AMK_F32 ? 4 : 2;
+    const bool vec_ok = ((uintptr_t)W.ptr & 15) == 0 && ((ldw * esz) & 15) == 0;
+    if (xb > have) {
+        for (int64_t m = 0; m < M; ++m) amk_gemv_generic_row(x, m * K, W, ldw, K, n_off, N_tile, out, m * N, bias, res);
+        return true;
+    }
+    float* xs = reinterpret_cast<float*>(amk_dyn_smem);
+    unsigned char* ring = nullptr;
+#if AMK_HAVE_CPASYNC
+    if (vec_ok && xb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb;
+#endif
+    for (int64_t m = 0; m < M; ++m) {
+        for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, m * K + k);
+        __syncthreads();
+        switch (W.dtype) {
+            case AMK_F16:
+                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, n_off, N_tile, out, m * N, bias, res, ring,
+                                        vec_ok);
+                break;
+            case AMK_BF16:
+                amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, n_off, N_tile, out, m * N,
+                                               bias, res, ring, vec_ok);
+                break;
+            default:
+                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, n_off, N_tile, out, m * N, bias, res, ring,
+                                       vec_ok);
+                break;
+        }
+        __syncthreads(); /* xs is rewritten for the next row */
+    }
+    return true;
+}
+
+/* GEMV_TILE: quantized iff params.qdtype is I8/I4 and a scales input is present. */
+__device__ __forceinline__ bool amk_op_gemv_tile(const amk_program_t& prog, const amk_instruction_t& inst,
+                                                 int32_t task) {
+    const int32_t q = inst.params.qdtype;
+    if ((q == AMK_I8 || q == AMK_I4) && inst.n_inputs >= 3) return amk_gemv_quant(prog, inst, task);
+    return amk_gemv_fp(prog, inst, task, nullptr);
+}
+
+/* FUSED: only the GEMV_ADD pattern runs on the device; anything else traps (the Go side rejects
+ * such programs before launch, R25). */
+__device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
+    const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
+    if (pat != AMK_FUSED_GEMV_ADD || inst.n_inputs < 3)
+        return amk_trap(prog, AMK_TRAP_FUSED_PATTERN, task, inst.op, pat);
+    return amk_gemv_fp(prog, inst, task, &prog.buffers[inst.inputs[2]]);
+}
+
+/* GEMM_TILE: every row of x (batch decode, M = x.numel / K) times the weight tile. A warp owns
+ * one weight row and AMK_GEMM_MMAX x rows at a time, so each weight vector is read once per
+ * register tile. x rows come from global memory (L1/L2 resident). */
+template <typename T>
+__device__ __forceinline__ void amk_gemm_typed(const T* __restrict__ X, const T* __restrict__ W, int64_t ldw, int K,
+                                               int64_t M, int n_off, int N_tile, const amk_buffer_t& out, int64_t N,
+                                               const amk_buffer_t* bias, bool vec_ok) {
+    constexpr int V = amk_vec<T>::N;
+    const int nvec = vec_ok ? K / V : 0;
+    for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
+        const int64_t n = n_off + t;
+        const T* wrow = W + n * ldw;
+        for (int64_t m0 = 0; m0 < M; m0 += AMK_GEMM_MMAX) {
+            const int mt = (int)min((int64_t)AMK_GEMM_MMAX, M - m0);
+            float acc[AMK_GEMM_MMAX];
+#pragma unroll
+            for (int i = 0; i < AMK_GEMM_MMAX; ++i) acc[i] = 0.f;
+            for (int kv = amk_lane(); kv < nvec; kv += 32) {
+                float wf[V];
+                amk_vec<T>::cvt(__ldcs(reinterpret_cast<const uint4*>(wrow) + kv), wf);
+#pragma unroll
+                for (int i = 0; i < AMK_GEMM_MMAX; ++i) {
+                    if (i >= mt) break;
+                    float xf[V];
+                    amk_vec<T>::cvt(__ldg(reinterpret_cast<const uint4*>(X + (m0 + i) * K) + kv), xf);
+#pragma unroll
+                    for (int e = 0; e < V; ++e) acc[i] = fmaf(xf[e], wf[e], acc[i]);
+                }
+            }
+            for (int k = nvec * V + amk_lane(); k < K; k += 32) {
+                const float w = amk_vec<T>::one(wrow, k);
+#pragma unroll
+                for (int i = 0; i < AMK_GEMM_MMAX; ++i) {
+                    if (i >= mt) break;
+                    acc[i] = fmaf(amk_vec<T>::one(X + (m0 + i) * K, k), w, acc[i]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < AMK_GEMM_MMAX; ++i)
+                if (i < mt) amk_gemv_store(out, (m0 + i) * N + n, acc[i], bias, n, nullptr);
+        }
+    }
+}
+
+__device__ __forceinline__ bool amk_op_gemm_tile(const amk_program_t& prog, const amk_instruction_t& inst,
+                                                 int32_t task) {
+    const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[1]];
+    const amk_buffer_t out = prog.buffers[inst.outputs[0]];
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    const int64_t M = amk_gemv_shape(x, W, out, K, n_off, N_tile);
+    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
+    if (M < 0 || !amk_is_float(W.dtype) || ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw)
+        return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, K);
+    const amk_buffer_t* bias = inst.n_inputs > 2 ? &prog.buffers[inst.inputs[2]] : nullptr;
+    if (bias && bias->numel < n_off + N_tile) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, 2);
+    const int64_t N = amk_cols(out);
+    if (x.dtype != W.dtype) { /* mixed dtypes: the general per-element path */
+        for (int64_t m = 0; m < M; ++m) amk_gemv_generic_row(x, m * K, W, ldw, K, n_off, N_tile, out, m * N, bias, nullptr);
+        return true;
+    }
+    const int esz = W.dtype == AMK_F32 ? 4 : 2;
+    const bool vec_ok = ((uintptr_t)W.ptr & 15) == 0 && ((uintptr_t)x.ptr & 15) == 0 && ((ldw * esz) & 15) == 0 &&
+                        (((int64_t)K * esz) & 15) == 0;
+    switch (W.dtype) {
+        case AMK_F16:
+            amk_gemm_typed<__half>((const __half*)x.ptr, (const __half*)W.ptr, ldw, K, M, n_off, N_tile, out, N, bias,
+                                   vec_ok);
+            break;
+        case AMK_BF16:
+            amk_gemm_typed<__nv_bfloat16>((const __nv_bfloat16*)x.ptr, (const __nv_bfloat16*)W.ptr, ldw, K, M, n_off,
+                                          N_tile, out, N, bias, vec_ok);
+            break;
+        default:
+            amk_gemm_typed<float>((const float*)x.ptr, (const float*)W.ptr, ldw, K, M, n_off, N_tile, out, N, bias,
+                                  vec_ok);
+            break;
+    }
+    return true;
+}
+
+#endif /* AMK_OPS_GEMV_CUH */

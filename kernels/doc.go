@@ -1,0 +1,105 @@
+// Package kernels owns amk's GPU execution path up to the driver: the device
+// ABI (abi.h), the CUDA sources of the micro-kernels and of the persistent
+// megakernel VM (cuda/), the Go mirror of the ABI's POD layouts
+// (MarshalProgram), the pre-launch device checks (CheckDevice, PlanSmem,
+// CheckBinding) and the -D knob space of the sources (KnobSpace).
+// Subpackages: kernels/build compiles the sources with nvcc through a shared
+// cache; kernels/launch runs them (gorgonia.org/cu behind the cuda build tag,
+// a supervised child process per device).
+//
+// # Execution model
+//
+// One cooperative launch runs one decode step (one forward pass, one token).
+// The host zeroes the counters, the abort flag and the diagnostics before
+// every launch; KV caches persist in device memory across launches; a new
+// position only re-marshals instruction params (Tables.RemarshalInstructions,
+// R28), weights stay resident.
+//
+// The launch has one block per queue: grid = 1 + the largest Task.SM, which
+// the launcher checks against the co-residency the occupancy API proves for
+// the compiled kernel at its block size and dynamic shared memory (R24).
+// Queue q holds the tasks with SM == q in task-list order: exactly the order
+// the validator proves to be a linear extension of the DAG (R21);
+// MarshalProgram re-proves it (and acyclicity and wait satisfiability) before
+// anything reaches a device. Each block: grid.sync() once, then for each
+// queue entry: (a) weight prefetch — with pipelining_depth d the block keeps
+// the weight rows of its next d projection instructions streaming into L2
+// (weights never wait on counters, so this overlaps HBM with the dependency
+// spin); (b) copy the instruction to shared memory and bounds-check it;
+// (c) wait; (d) dispatch the micro-kernel (the whole block cooperates);
+// (e) signal. The kernel's end is the exit barrier.
+//
+// Sync (cuda/sync.cuh, seed 000 §8): signal = __syncthreads, thread 0
+// device-scope release fence (fence.acq_rel.gpu on sm_70+, the ABI's
+// sanctioned form B; __threadfence before) + atomicAdd(counter, 1),
+// __syncthreads. wait = thread 0 polls each (counter, threshold) with
+// ld.acquire.gpu (atomicAdd(c, 0) before sm_70) — counters only grow, so
+// satisfied waits are not re-read — with 64 busy polls and then exponential
+// __nanosleep backoff (32 ns to 4 us); a fence after the last acquire and a
+// __syncthreads publish the data to the block.
+//
+// # Watchdog and aborts (R23, R25)
+//
+// Every 64 polls a waiting thread checks the abort flag and the %globaltimer
+// clock. A wait longer than amk_program_t.watchdog_ns (0: the build's
+// AMK_WATCHDOG_NS, 1 s by default; keep it below any driver/OS watchdog)
+// raises AMK_ABORT_WATCHDOG — a code distinct from every trap — through an
+// atomicCAS on the flag, and the winning block records the task, its opcode,
+// the counter, the value observed, the threshold and the time waited in
+// amk_diag_t. Every other waiting block sees the flag at its next poll and
+// leaves its queue, so a deadlocked or mis-marshalled program ends in bounded
+// time and the launcher reports a WATCHDOG status naming that task and
+// counter. Device traps (codes from AMK_TRAP_FIRST: unimplemented op, FUSED
+// pattern, head_dim, KV position out of range, operand shape/dtype, shared
+// memory, launch shape, index out of range, token id out of range) use the
+// same path; CheckDevice rejects every program that would trap before launch,
+// naming the opcode, so a trap means a bypassed check.
+//
+// # Instructions
+//
+// cuda/ops*.cuh implement every opcode of ir: EMBED (ids checked, never
+// clamped), RMSNORM, LAYERNORM, GEMV_TILE (fp32/fp16/bf16 with 128-bit
+// streaming loads, a register path with COLS x KUNROLL loads in flight per
+// lane and a cp.async path streaming each warp's rows through a private ring
+// that never drains between row groups; int8/int4 dequant-fused with q = nibble -
+// zero when zeros are given, else nibble - 8, R27), GEMM_TILE (batch rows in
+// register tiles), ATTENTION_TILE (GQA, batched, split-KV partials; q and
+// the accumulator in registers, head_dim <= 256), ATTENTION_COMBINE, ROPE,
+// KV_APPEND (rank 3/4, pos bounds-checked, R28), ADD, MUL, GELU, SILU_MUL,
+// SOFTMAX (last dim), DEQUANT, ALLREDUCE_SHARD (sum on one device), COPY,
+// SAMPLE_ARGMAX (integer index into integer outputs, R27) and FUSED as the
+// GEMV_ADD pattern only. Math is fp32, stored with round-to-nearest-even.
+// The VM dispatches them and amk_entry_<op> kernels run them standalone for
+// Loop 1, so a knob Loop 1 keeps is the code the VM runs (R29).
+//
+// # Knobs
+//
+// KnobSpace lists the -D macros with defaults, searched choices and validated
+// ranges; the sources carry the same defaults (a test compares them), so the
+// default variant equals a build without -D. The build refuses any other
+// macro or value (ParseDefine) and keys its cache on the full knob set with
+// defaults filled (R8).
+//
+// # What is verified here and what is not
+//
+// Verified without a GPU (go test ./kernels/...): abi.h parsed against ir
+// (every enum code and name, caps, version, amk_params_t field order) and its
+// static asserts compiled by the host C and C++ compilers and compared with
+// the Go layout constants; the byte tables of MarshalProgram (sizes, offsets,
+// little-endian contents, queue order, arena layout) and its refusals;
+// CheckDevice, PlanSmem, tensor encoding, the knob allow-list (with a fuzz
+// target); source-tree invariants (every opcode dispatched and given an entry
+// kernel, knob defaults equal in Go and CUDA, includes resolve). The sources
+// compile with nvcc 11.8 (Debian) for sm_75, sm_80 and sm_90 across the knob
+// extremes (threads 128..1024, cols/stages/unroll up to 16, cp.async on and
+// off); the cuda-tagged launcher passes go vet and links against the CUDA
+// 11.8 headers and stub libcuda.
+//
+// Not verified (no GPU was available): that any kernel computes the right
+// numbers, that the sync primitives and the watchdog behave as designed on
+// hardware, the cooperative launch through cgo, the co-residency numbers,
+// performance of any path (the cp.async and register GEMV variants in
+// particular), compilation with nvcc 12/13 and for sm_90a, and the
+// cuda-tagged code at run time (gorgonia.org/cu against a real driver).
+// kernels/launch/cuda_test.go holds the GPU checks to run first.
+package kernels

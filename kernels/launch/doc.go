@@ -1,0 +1,37 @@
+// Package launch runs compiled kernels on a GPU and keeps the worker alive
+// when they misbehave.
+//
+// Device is one GPU driven from one OS thread: Open (the cuda build tag;
+// gorgonia.org/cu plus a small cgo file for cuLaunchCooperativeKernel and
+// cuFuncSetAttribute) or ErrNoCUDA in the default build ("built without CUDA
+// support (rebuild with -tags cuda)"). Load marshals a program
+// (kernels.MarshalProgram), checks co-residency with the occupancy API at the
+// variant's block size and dynamic shared memory (R24), uploads the tables,
+// the weights and a zeroed activation arena; Run zeroes counters and the
+// abort block, launches cooperatively, synchronises, reads the abort flag and
+// amk_diag_t (StatusOK, TRAP, WATCHDOG; TIMEOUT for the driver watchdog;
+// ERROR) and reads back the requested buffers; TimeInterleaved times a
+// candidate and an incumbent alternately (ABBA) with CUDA events after
+// warm-up launches and returns both Stats and their ratio (R7); OpRunner
+// runs the Loop-1 entry kernels. FloorGuard withholds a latency below the
+// HBM floor; MatchTarget maps the live device to its ir target record and
+// refuses a GPU without one (R1).
+//
+// Supervised child: the gpuworker runs the launcher as a child process per
+// device (a hidden subcommand that calls Serve with a Server over Open's
+// Device, a BuilderModules cache and a WeightProvider) and talks to it
+// through Supervisor/Client: newline-delimited JSON frames, one request at a
+// time (hello, load, update, run, time, unload, shutdown). A request that
+// outlives its context kills the child (process group) and fails with class
+// "timeout"; a child that dies or breaks the protocol fails with "crash" and
+// its stderr tail; the next call starts a fresh child (Generation tells the
+// caller to reload its handles). Deterministic refusals (CheckDevice,
+// bindings, co-residency, config) come back as class "rejected" and leave the
+// child running; a failed launch poisons the CUDA context, so the child
+// answers and exits. Watchdog and trap statuses are ordinary answers: the
+// same child serves the next trial.
+//
+// Unverified without a GPU: everything in cuda.go at run time. The pure-Go
+// parts (protocol, supervisor, server glue, stats, target matching) are
+// tested here with a fake device in a re-executed test binary.
+package launch

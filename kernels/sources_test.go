@@ -1,0 +1,133 @@
+package kernels
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/amk-dev/amk/ir"
+)
+
+func readSource(t *testing.T, path string) string {
+	t.Helper()
+	data, err := fs.ReadFile(Sources(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestSourcesEmbedTheWholeTree(t *testing.T) {
+	files := SourceFiles()
+	for _, want := range []string{"abi.h", EntryFile, "cuda/sync.cuh", "cuda/ops.cuh", "cuda/common.cuh"} {
+		if !slices.Contains(files, want) {
+			t.Errorf("%s not embedded (have %v)", want, files)
+		}
+	}
+	// Every .cu/.cuh on disk is embedded (a new header cannot be forgotten).
+	onDisk, _ := filepath.Glob(filepath.Join("cuda", "*"))
+	for _, f := range onDisk {
+		if !slices.Contains(files, filepath.ToSlash(f)) {
+			t.Errorf("%s exists but is not embedded", f)
+		}
+	}
+	h := SourceHash()
+	if len(h) != 64 || h != SourceHash() {
+		t.Errorf("source hash %q unstable or malformed", h)
+	}
+	// Every include of the tree resolves inside it.
+	inc := regexp.MustCompile(`#include "([^"]+)"`)
+	for _, f := range files {
+		for _, m := range inc.FindAllStringSubmatch(readSource(t, f), -1) {
+			target := filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(f), m[1])))
+			if !slices.Contains(files, target) {
+				t.Errorf("%s includes %q, not in the embedded tree", f, m[1])
+			}
+		}
+	}
+}
+
+func TestEntryKernelsCoverEveryOpcode(t *testing.T) {
+	src := readSource(t, EntryFile)
+	re := regexp.MustCompile(`(?m)^AMK_ENTRY\((\w+), (AMK_OP_\w+)\)`)
+	got := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(src, -1) {
+		got["amk_entry_"+m[1]] = m[2]
+	}
+	for _, op := range ir.Ops() {
+		name, ok := EntryKernel(op)
+		if op == ir.OpNOP {
+			if ok {
+				t.Error("NOP has an entry kernel")
+			}
+			continue
+		}
+		if got[name] != "AMK_OP_"+op.String() {
+			t.Errorf("entry kernel %s for %s: source declares %q", name, op, got[name])
+		}
+		delete(got, name)
+	}
+	if len(got) != 0 {
+		t.Errorf("entry kernels without an opcode: %v", got)
+	}
+	if !strings.Contains(src, "void __launch_bounds__(AMK_THREADS, 1) "+MegakernelName+"(") {
+		t.Errorf("%s not defined in %s", MegakernelName, EntryFile)
+	}
+	// The dispatch switch names every opcode.
+	ops := readSource(t, "cuda/ops.cuh")
+	for _, op := range ir.Ops() {
+		if !strings.Contains(ops, "case AMK_OP_"+op.String()+":") {
+			t.Errorf("amk_dispatch lacks case AMK_OP_%s", op)
+		}
+	}
+}
+
+// TestKnobDefaultsMatchSources: each knob macro has an #ifndef default in
+// common.cuh equal to the Go default, and some kernel source reads it.
+func TestKnobDefaultsMatchSources(t *testing.T) {
+	common := readSource(t, "cuda/common.cuh")
+	var all strings.Builder
+	for _, f := range SourceFiles() {
+		all.WriteString(readSource(t, f))
+	}
+	for _, k := range KnobSpace() {
+		re := regexp.MustCompile(`#ifndef ` + k.Macro + `\n#define ` + k.Macro + ` ([0-9]+)(?:ull)?\b`)
+		m := re.FindStringSubmatch(common)
+		if m == nil {
+			t.Errorf("common.cuh has no #ifndef default for %s", k.Macro)
+			continue
+		}
+		if v, _ := strconv.ParseInt(m[1], 10, 64); v != k.Default {
+			t.Errorf("%s: source default %d, Go default %d", k.Macro, v, k.Default)
+		}
+		if strings.Count(all.String(), k.Macro) < 3 { // #ifndef, #define, and at least one use
+			t.Errorf("%s is defined but never used by the kernels", k.Macro)
+		}
+	}
+	if !strings.Contains(common, "#define AMK_ATTN_MAX_HEAD_DIM "+strconv.Itoa(AttnMaxHeadDim)) {
+		t.Errorf("AMK_ATTN_MAX_HEAD_DIM differs from AttnMaxHeadDim %d", AttnMaxHeadDim)
+	}
+	if !strings.Contains(readSource(t, "cuda/ops_gemv.cuh"), "#define AMK_CPA_CHUNK_BYTES "+strconv.Itoa(cpaChunkBytes)) {
+		t.Errorf("AMK_CPA_CHUNK_BYTES differs from %d", cpaChunkBytes)
+	}
+}
+
+// TestSourcesHaveNoMachinePaths keeps host paths out of the kernel tree.
+func TestSourcesHaveNoMachinePaths(t *testing.T) {
+	for _, f := range SourceFiles() {
+		s := readSource(t, f)
+		for _, bad := range []string{"/work/", "/tmp/", "/home/", "/root/"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%s mentions %s", f, bad)
+			}
+		}
+	}
+	if _, err := os.Stat(EntryFile); err != nil {
+		t.Errorf("EntryFile %s is not a path inside the package: %v", EntryFile, err)
+	}
+}
