@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +41,13 @@ func TestUnknownVerbAndHelp(t *testing.T) {
 		if code, _, _ := runCmd(t, name, "-h"); code != 0 {
 			t.Errorf("%s -h exit %d, want 0", name, code)
 		}
+	}
+}
+
+func TestPanicsBecomeOneLine(t *testing.T) {
+	var out, errOut strings.Builder
+	code := runGuarded(command{name: "boom", run: func([]string, io.Writer, io.Writer) int { panic("kaput") }}, nil, &out, &errOut)
+	if code != 3 || !strings.Contains(errOut.String(), "internal error: kaput") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -47,7 +47,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	return c.run(args[1:], stdout, stderr)
+	return runGuarded(c, args[1:], stdout, stderr)
+}
+
+// runGuarded runs a verb so that an internal error reaches the user as one
+// clear line and exit code 3, never as a Go panic trace.
+func runGuarded(c command, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "amkctl %s: internal error: %v (please report it with the command line)\n", c.name, r)
+			code = 3
+		}
+	}()
+	return c.run(args, stdout, stderr)
 }
 
 func usage(w io.Writer) {
