@@ -200,7 +200,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		if f := ctxFailure(ctx.Err(), "timing"); f != nil {
 			return nil, nil, nil, f
 		}
-		return nil, nil, nil, &Failure{Class: FailCrash, Phase: "timing", Message: err.Error()}
+		return launcherOutcome(v, regions, err)
 	}
 	v.Notes = append(v.Notes, timing.Notes...)
 	if v.BoundUS == nil {

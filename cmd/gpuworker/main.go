@@ -19,6 +19,7 @@ import (
 
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -44,6 +45,9 @@ type deps struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == gpu.ChildCommand { // the supervised launcher process of --device N
+		os.Exit(runLauncherChild(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stderr, deps{evaluate: trial.Evaluate}))

@@ -1,0 +1,58 @@
+//go:build cuda
+
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+
+	"github.com/amk-dev/amk/kernels/build"
+	"github.com/amk-dev/amk/kernels/gpu"
+	"github.com/amk-dev/amk/kernels/launch"
+	"github.com/amk-dev/amk/kernels/tune"
+	"github.com/amk-dev/amk/trial"
+)
+
+// The cuda build of amkctl: --device cuda runs trials through a supervised
+// launcher child (this binary's hidden launcher-child verb), and
+// tune-instruction opens the device in-process. The toolchain and the build
+// cache come from AMK_NVCC, AMK_NVCC_HOST_ARGS and AMK_KERNEL_CACHE.
+func init() {
+	openCUDALauncher = openSupervisedLauncher
+	openTuneDevice = openLaunchDevice
+	register(command{name: gpu.ChildCommand, summary: "(internal) the supervised CUDA launcher process behind --device cuda",
+		run: func(args []string, stdout, stderr io.Writer) int {
+			return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
+		}})
+}
+
+func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := gpu.CacheDirFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
+		Ordinal: ordinal, Toolchain: gpu.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+}
+
+func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {
+	cache, err := gpu.CacheDirFromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	dev, err := launch.Open(ordinal)
+	if err != nil {
+		return nil, nil, err
+	}
+	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: gpu.ToolchainFromEnv(), Dir: cache}})
+	if err != nil {
+		_ = dev.Close()
+		return nil, nil, err
+	}
+	return ld, ld.Close, nil
+}

@@ -1,0 +1,39 @@
+//go:build cuda
+
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/amk-dev/amk/kernels/gpu"
+	"github.com/amk-dev/amk/trial"
+)
+
+// The cuda build of the gpuworker: --device N evaluates trials through a
+// supervised launcher child (this binary's hidden launcher-child
+// subcommand), so a hung or crashed kernel kills the child, not the worker.
+// The toolchain and the build cache come from AMK_NVCC, AMK_NVCC_HOST_ARGS
+// and AMK_KERNEL_CACHE.
+func init() {
+	cudaLauncher = openSupervisedLauncher
+}
+
+func openSupervisedLauncher(ordinal int) (trial.Launcher, deviceInfo, func() error, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, deviceInfo{}, nil, err
+	}
+	cache, err := gpu.CacheDirFromEnv()
+	if err != nil {
+		return nil, deviceInfo{}, nil, err
+	}
+	tc := gpu.ToolchainFromEnv()
+	l, err := gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
+		Ordinal: ordinal, Toolchain: tc, CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+	if err != nil {
+		return nil, deviceInfo{}, nil, err
+	}
+	info := l.Device()
+	return l, deviceInfo{Name: info.Name, Driver: gpu.DriverRelease(info.DriverVersion), Toolkit: gpu.ToolkitRelease(context.Background(), tc)}, l.Close, nil
+}

@@ -1,0 +1,161 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/amk-dev/amk/kernels/build"
+	"github.com/amk-dev/amk/kernels/launch"
+)
+
+// ChildCommand is the name of the hidden subcommand, in the gpuworker and in
+// amkctl, that runs the launcher child (ChildMain).
+const ChildCommand = "launcher-child"
+
+// Environment variables of the operator's CUDA toolchain configuration.
+const (
+	EnvNVCC     = "AMK_NVCC"           // nvcc executable (default: nvcc on PATH)
+	EnvNVCCArgs = "AMK_NVCC_HOST_ARGS" // extra trusted nvcc arguments, space-separated (e.g. "-ccbin g++-12")
+	EnvCache    = "AMK_KERNEL_CACHE"   // the host's shared build cache (default: the user cache dir + amk/kernels)
+)
+
+// ToolchainFromEnv reads the nvcc configuration from the environment.
+func ToolchainFromEnv() build.Toolchain {
+	tc := build.Toolchain{NVCC: strings.TrimSpace(os.Getenv(EnvNVCC)), HostArgs: strings.Fields(os.Getenv(EnvNVCCArgs))}
+	if tc.NVCC == "" {
+		tc.NVCC = "nvcc"
+	}
+	return tc
+}
+
+// CacheDirFromEnv is the shared build cache directory: $AMK_KERNEL_CACHE, or
+// amk/kernels under the user cache directory.
+func CacheDirFromEnv() (string, error) {
+	if d := strings.TrimSpace(os.Getenv(EnvCache)); d != "" {
+		return d, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no kernel cache directory: set %s (%v)", EnvCache, err)
+	}
+	return filepath.Join(base, "amk", "kernels"), nil
+}
+
+// ChildConfig says how to start the launcher child of one device.
+type ChildConfig struct {
+	// Executable and Subcommand run the child: typically os.Executable()
+	// and []string{ChildCommand}.
+	Executable string
+	Subcommand []string
+	Ordinal    int
+	Toolchain  build.Toolchain
+	CacheDir   string
+	// Log receives the child's stderr (build chatter, crash reports).
+	Log io.Writer
+}
+
+// Args are the child's command-line arguments after the subcommand.
+func (c ChildConfig) Args() []string {
+	args := []string{"--device", strconv.Itoa(c.Ordinal), "--nvcc", c.Toolchain.NVCC, "--cache", c.CacheDir}
+	for _, a := range c.Toolchain.HostArgs {
+		args = append(args, "--nvcc-arg="+a)
+	}
+	return args
+}
+
+// Open starts the supervised launcher child of one device and returns its
+// Launcher; Close stops the child.
+func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) {
+	if cc.Executable == "" {
+		return nil, errors.New("launcher child: no executable")
+	}
+	args := append(append([]string(nil), cc.Subcommand...), cc.Args()...)
+	sup := launch.NewSupervisor(launch.SupervisorConfig{
+		Command: func() *exec.Cmd { return exec.Command(cc.Executable, args...) },
+		Log:     cc.Log,
+	})
+	if opts.Generation == nil {
+		opts.Generation = sup.Generation
+	}
+	l, err := New(ctx, launch.Client{S: sup}, opts)
+	if err != nil {
+		_ = sup.Close()
+		return nil, err
+	}
+	l.close = sup.Close
+	return l, nil
+}
+
+// ChildMain is the body of the hidden launcher subcommand: it opens CUDA
+// device --device and serves launch protocol frames on stdin/stdout until
+// EOF or shutdown, resolving seeded and safetensors weights with a
+// WeightProvider. It returns the process exit code: 0 after a clean
+// shutdown, 2 for bad arguments or a build without CUDA, 1 otherwise.
+func ChildMain(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(ChildCommand, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ordinal := fs.Int("device", 0, "CUDA device ordinal")
+	nvcc := fs.String("nvcc", "nvcc", "nvcc executable")
+	cache := fs.String("cache", "", "shared kernel build cache directory")
+	var hostArgs multiFlag
+	fs.Var(&hostArgs, "nvcc-arg", "extra trusted nvcc argument (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 || *ordinal < 0 || *cache == "" {
+		fmt.Fprintln(stderr, ChildCommand+": want --device N (>= 0) and --cache DIR and no positional arguments")
+		return 2
+	}
+	err := launch.RunChild(ctx, launch.ChildConfig{Ordinal: *ordinal, CacheDir: *cache,
+		Toolchain: build.Toolchain{NVCC: *nvcc, HostArgs: hostArgs}, Weights: &WeightProvider{}, Stdin: stdin, Stdout: stdout})
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, launch.ErrNoCUDA):
+		fmt.Fprintln(stderr, ChildCommand+":", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, ChildCommand+":", err)
+		return 1
+	}
+}
+
+// multiFlag collects a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// ToolkitRelease is the "release X.Y" of `nvcc --version` ("" when nvcc
+// cannot tell), for worker fingerprints.
+func ToolkitRelease(ctx context.Context, tc build.Toolchain) string {
+	out, err := (&build.Builder{Toolchain: tc}).ToolchainVersion(ctx)
+	if err != nil {
+		return ""
+	}
+	_, rest, ok := strings.Cut(out, "release ")
+	if !ok {
+		return ""
+	}
+	rel, _, _ := strings.Cut(rest, ",")
+	return strings.TrimSpace(rel)
+}
+
+// DriverRelease renders a CUDA driver version (12080) as "12.8".
+func DriverRelease(v int) string {
+	if v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+}

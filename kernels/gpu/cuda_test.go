@@ -1,0 +1,101 @@
+//go:build cuda
+
+package gpu
+
+// GPU checks of the CUDA trial.Launcher, through a real supervised child
+// (this test binary re-executed as ChildMain). Run on the GPU machine:
+//
+//	AMK_NVCC=$(command -v nvcc) go test -tags cuda -timeout 30m -run CUDA -v ./kernels/gpu
+//
+// AMK_KERNEL_CACHE, when set, keeps compiled modules between runs.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/amk-dev/amk/kernels/build"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
+)
+
+type testLog struct{ t *testing.T }
+
+func (w testLog) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func openCUDA(t *testing.T) *Launcher {
+	t.Helper()
+	nvcc := os.Getenv("AMK_NVCC")
+	if nvcc == "" {
+		t.Skip("AMK_NVCC not set")
+	}
+	cache := os.Getenv(EnvCache)
+	if cache == "" {
+		cache = t.TempDir()
+	}
+	t.Setenv("AMK_GPU_CUDA_CHILD", "1") // the child inherits it
+	l, err := Open(context.Background(), ChildConfig{Executable: os.Args[0], Subcommand: []string{"-test.run=^$"},
+		Toolchain: build.Toolchain{NVCC: nvcc, HostArgs: strings.Fields(os.Getenv(EnvNVCCArgs))}, CacheDir: cache, Log: testLog{t}}, Options{})
+	if err != nil {
+		t.Fatalf("opening the CUDA launcher: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	t.Logf("device %+v, target %s, notes %v", l.Device(), l.Target().Name, l.notes)
+	return l
+}
+
+func TestCUDAEvalMatchesTheReferenceVM(t *testing.T) {
+	l := openCUDA(t)
+	models := trial.NewModelCache(0)
+	for _, m := range []string{"toy", "toy-2L", "small"} {
+		for _, pos := range []int{0, 5} {
+			spec := trial.Spec{Model: m, GPU: l.Target().Name, Device: "cuda", Point: json.RawMessage(`{}`), Token: trial.DefaultToken, Pos: pos,
+				Incumbent: json.RawMessage(`{"pipelining_depth": 0}`)}
+			out := trial.Evaluate(context.Background(), spec, trial.Options{Launcher: l, Models: models})
+			v := out.Verdict
+			if out.Failure != nil || v == nil || !v.Valid || v.Correct == nil || !*v.Correct || v.LatencyUS == nil {
+				t.Errorf("%s pos %d: %+v %+v", m, pos, out.Failure, v)
+				continue
+			}
+			gbs := v.WeightMB * 1e6 / *v.LatencyUS / 1e3
+			t.Logf("%s pos %d: %.3f us (%s), bound %.3f us, pct_of_roofline %.1f, %.0f GB/s; incumbent %v ratio %v; notes %v",
+				m, pos, *v.LatencyUS, *v.LatencyKind, *v.BoundUS, *v.PctOfRoofline, gbs, deref(out.IncumbentUS), deref(out.Ratio), v.Notes)
+		}
+	}
+}
+
+func TestCUDAGreedyDecodeMatchesEager(t *testing.T) {
+	l := openCUDA(t)
+	models := trial.NewModelCache(0)
+	prompt := []int32{1, 2, 3}
+	for _, m := range []string{"toy-2L", "small"} {
+		lm, err := models.Get(m, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := eagerGreedy(t, lm, prompt, 8)
+		for name, point := range map[string]schedule.Point{"default": schedule.Default(), "split-kv": splitKV()} {
+			got, _, err := l.Greedy(context.Background(), lm, l.Target(), point, prompt, 8)
+			if err != nil {
+				t.Fatalf("%s %s: %v", m, name, err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s %s: GPU greedy %v, eager %v", m, name, got, want)
+			}
+			t.Logf("%s %s: %v", m, name, got)
+		}
+	}
+}
+
+func deref(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

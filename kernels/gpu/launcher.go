@@ -1,0 +1,338 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/kernels"
+	"github.com/amk-dev/amk/kernels/launch"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/validate"
+)
+
+// Client is what the Launcher needs of the launcher child; launch.Client
+// over a launch.Supervisor implements it.
+type Client interface {
+	Hello(ctx context.Context) (*launch.HelloResponse, error)
+	Load(ctx context.Context, req *launch.LoadRequest) (*launch.LoadResponse, error)
+	Update(ctx context.Context, req *launch.UpdateRequest) error
+	Run(ctx context.Context, req *launch.RunRequest) (*launch.RunResponse, error)
+	Time(ctx context.Context, req *launch.TimeRequest) (*launch.Comparison, error)
+	Unload(ctx context.Context, handle string) error
+}
+
+// Options tunes the Launcher. Zero values take the defaults.
+type Options struct {
+	// Target is the operator's target record for this device (the
+	// worker's --target); "" recognises it from the device name. Either
+	// way a device without a record is refused (R1).
+	Target string
+	// Warmup launches per program and interleaved Samples per program.
+	Warmup, Samples int
+	// WatchdogNS is the per-wait budget of the device watchdog (0: the
+	// build's AMK_WATCHDOG_NS).
+	WatchdogNS uint64
+	// Per-request bounds, on top of the trial's own deadline: a request
+	// that outlives one kills the child and fails as a timeout.
+	LoadTimeout, RunTimeout, TimeTimeout time.Duration
+	// Generation reports the child's generation (launch.Supervisor.Generation):
+	// handles loaded in an earlier generation are gone. nil: never changes.
+	Generation func() int
+}
+
+// Defaults of Options.
+const (
+	DefaultWarmup      = 5
+	DefaultSamples     = 20
+	DefaultLoadTimeout = 20 * time.Minute // a cold nvcc build of the VM plus weight upload
+	DefaultRunTimeout  = 2 * time.Minute
+	DefaultTimeTimeout = 10 * time.Minute
+)
+
+func (o *Options) fill() {
+	if o.Warmup <= 0 {
+		o.Warmup = DefaultWarmup
+	}
+	if o.Samples <= 0 {
+		o.Samples = DefaultSamples
+	}
+	if o.LoadTimeout <= 0 {
+		o.LoadTimeout = DefaultLoadTimeout
+	}
+	if o.RunTimeout <= 0 {
+		o.RunTimeout = DefaultRunTimeout
+	}
+	if o.TimeTimeout <= 0 {
+		o.TimeTimeout = DefaultTimeTimeout
+	}
+	if o.Generation == nil {
+		o.Generation = func() int { return 0 }
+	}
+}
+
+// Handle names the Launcher uses in the child.
+const (
+	handleCheck     = "check"
+	handleCandidate = "cand"
+	handleIncumbent = "inc"
+)
+
+// Launcher is the trial.Launcher of one CUDA device: it checks the
+// candidate's GPU logits against the reference VM's, then times it
+// interleaved with the incumbent. It serialises trials (one device, one
+// child).
+type Launcher struct {
+	c      Client
+	opts   Options
+	info   launch.Info
+	target *ir.GpuTarget
+	notes  []string
+	name   string
+	close  func() error
+
+	mu       sync.Mutex
+	inc      *residentIncumbent
+	leftover []string // handles a failed trial may have left loaded
+}
+
+// residentIncumbent is the incumbent program kept loaded between trials.
+type residentIncumbent struct {
+	key string
+	gen int
+}
+
+// New greets the child and matches its device to a target record.
+func New(ctx context.Context, c Client, opts Options) (*Launcher, error) {
+	opts.fill()
+	hctx, cancel := context.WithTimeout(ctx, opts.RunTimeout)
+	defer cancel()
+	hello, err := c.Hello(hctx)
+	if err != nil {
+		return nil, fmt.Errorf("launcher child: %w", err)
+	}
+	if hello.Protocol != launch.ProtocolVersion {
+		return nil, fmt.Errorf("launcher child speaks protocol %d, want %d", hello.Protocol, launch.ProtocolVersion)
+	}
+	if hello.Sources != kernels.SourceHash() {
+		return nil, fmt.Errorf("launcher child compiles kernel sources %.12s, this binary has %.12s: run the same build", hello.Sources, kernels.SourceHash())
+	}
+	info := hello.Device
+	target, notes, err := launch.MatchTarget(info, "")
+	if err != nil {
+		return nil, err
+	}
+	if opts.Target != "" && opts.Target != target.Name {
+		_, more, err := launch.MatchTarget(info, opts.Target)
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, more...)
+	}
+	return &Launcher{c: c, opts: opts, info: info, target: target, notes: notes,
+		name: fmt.Sprintf("cuda:%d %s", info.Ordinal, info.Name)}, nil
+}
+
+// Name implements trial.Launcher.
+func (l *Launcher) Name() string { return l.name }
+
+// Device describes the live GPU.
+func (l *Launcher) Device() launch.Info { return l.info }
+
+// Target is the device's target record.
+func (l *Launcher) Target() *ir.GpuTarget { return l.target }
+
+// Close stops the child when the Launcher owns it.
+func (l *Launcher) Close() error {
+	if l.close == nil {
+		return nil
+	}
+	return l.close()
+}
+
+// Time implements trial.Launcher: GPU correctness first (a mismatch is a
+// *trial.MismatchError, never a latency), then interleaved timing. Device
+// failures come back as *trial.LaunchError with the class of the launch
+// status (a trap is a crash, the watchdog a timeout, a refusal before
+// launch is rejected).
+func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Timing, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// A failed trial may leave its handles loaded; free them before the next.
+	for _, h := range l.leftover {
+		_ = l.unload(ctx, h)
+	}
+	l.leftover = nil
+	defer func() {
+		if err != nil {
+			l.leftover = []string{handleCheck, handleCandidate}
+		}
+	}()
+	if req.Model == nil || req.Program == nil || req.Target == nil {
+		return trial.Timing{}, errors.New("cuda launcher: incomplete time request")
+	}
+	notes := l.deviceNotes(req.Target)
+	variant, knobNotes, err := variantOf(req.Point)
+	if err != nil {
+		return trial.Timing{}, &trial.LaunchError{Class: trial.ClassRejected, Phase: "knobs", Message: err.Error()}
+	}
+	notes = append(notes, knobNotes...)
+	ws := weightSource(req.Model)
+
+	chk, err := l.verify(ctx, req, ws, variant)
+	if err != nil {
+		return trial.Timing{}, err
+	}
+	notes = append(notes, chk.notes...)
+	cand := handleCheck
+	if !chk.isCandidate {
+		_ = l.unload(ctx, handleCheck)
+		resp, err := l.load(ctx, handleCandidate, req.Program, ws, variant)
+		if err != nil {
+			return trial.Timing{}, err
+		}
+		cand = handleCandidate
+		notes = append(notes, loadNotes("candidate", resp)...)
+	}
+	inc, incNotes, err := l.incumbent(ctx, req, ws, variant, cand)
+	if err != nil {
+		return trial.Timing{}, err
+	}
+	notes = append(notes, incNotes...)
+
+	tctx, cancel := context.WithTimeout(ctx, l.opts.TimeTimeout)
+	cmp, err := l.c.Time(tctx, &launch.TimeRequest{Candidate: cand, Incumbent: inc, Warmup: l.opts.Warmup, Samples: l.opts.Samples})
+	cancel()
+	if err != nil {
+		return trial.Timing{}, classify(err, "time")
+	}
+	_ = l.unload(ctx, cand)
+	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.TotalWeightBytes()), notes), nil
+}
+
+// timing turns the child's comparison into the trial's Timing. The
+// candidate's floor check is trial's; an incumbent reading below the floor
+// is withheld here the same way (launch.FloorGuard), with its ratio.
+func (l *Launcher) timing(cmp *launch.Comparison, floorUS float64, notes []string) trial.Timing {
+	c := cmp.Candidate
+	t := trial.Timing{LatencyUS: c.MedianUS, Kind: trial.KindMeasuredGPU}
+	notes = append(notes, fmt.Sprintf("measured-gpu on %s: median %.3f us over %d samples after %d warm-up launches (p10 %.3f, p90 %.3f, spread %.1f%%)",
+		l.name, c.MedianUS, c.N, l.opts.Warmup, c.P10US, c.P90US, 100*c.Spread()))
+	if cmp.Incumbent != nil {
+		inc := cmp.Incumbent.MedianUS
+		if ok, note := launch.FloorGuard(inc, floorUS); ok {
+			ratio := cmp.Ratio
+			t.IncumbentUS, t.Ratio = &inc, &ratio
+			notes = append(notes, fmt.Sprintf("incumbent timed interleaved (ABBA) on the same device: median %.3f us, ratio %.4f", inc, ratio))
+		} else {
+			notes = append(notes, "incumbent: "+note)
+		}
+	}
+	t.Notes = notes
+	return t
+}
+
+func (l *Launcher) deviceNotes(t *ir.GpuTarget) []string {
+	notes := append([]string(nil), l.notes...)
+	if t.Name != l.target.Name {
+		notes = append(notes, fmt.Sprintf("measured on %s (target record %s) for target %s: floor and labels are %s's; the program's SM placement assumes %d SMs, the device has %d",
+			l.info.Name, l.target.Name, t.Name, t.Name, t.NumSMs, l.info.SMs))
+	}
+	return notes
+}
+
+// ---- child requests -------------------------------------------------------------------------
+
+func (l *Launcher) load(ctx context.Context, handle string, p *ir.Program, ws launch.WeightSource, v kernels.Variant) (*launch.LoadResponse, error) {
+	lctx, cancel := context.WithTimeout(ctx, l.opts.LoadTimeout)
+	defer cancel()
+	resp, err := l.c.Load(lctx, &launch.LoadRequest{Handle: handle, Program: ir.Encode(p), Variant: v, Weights: ws, WatchdogNS: l.opts.WatchdogNS})
+	if err != nil {
+		return nil, classify(err, "load")
+	}
+	return resp, nil
+}
+
+func (l *Launcher) unload(ctx context.Context, handle string) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.RunTimeout)
+	defer cancel()
+	return l.c.Unload(uctx, handle)
+}
+
+func loadNotes(what string, r *launch.LoadResponse) []string {
+	li := r.Launch
+	out := []string{fmt.Sprintf("%s launch: grid %d x %d threads, %d B dynamic smem, %d registers, %d co-resident blocks/SM proven",
+		what, li.Grid, li.Threads, li.Smem, li.Registers, li.BlocksPerSM)}
+	for _, n := range r.Notes {
+		out = append(out, what+": "+n)
+	}
+	return out
+}
+
+// incumbent loads (or reuses) the incumbent program and returns its handle
+// ("" when there is none to time). A problem with the incumbent is not the
+// candidate's: a refusal times the candidate alone with a note; a child
+// failure is an infrastructure failure (retried).
+func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws launch.WeightSource, candVariant kernels.Variant, cand string) (string, []string, error) {
+	if req.Incumbent == nil {
+		return "", nil, nil
+	}
+	ip := *req.Incumbent
+	iv, _, err := variantOf(ip)
+	if err != nil {
+		return "", []string{"incumbent not timed: " + err.Error()}, nil
+	}
+	if ip.ID() == req.Point.ID() && iv.String() == candVariant.String() {
+		return cand, []string{"incumbent is the candidate itself: timed against its own handle"}, nil
+	}
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", ip.ID(), req.Target.Name, req.Pos, ws.Model, ws.Path)
+	if l.inc != nil && l.inc.key == key && l.inc.gen == l.opts.Generation() {
+		return handleIncumbent, nil, nil
+	}
+	l.inc = nil
+	prog, err := schedule.Lower(req.Model.Config, req.Target, ip, schedule.LowerOptions{Pos: req.Pos})
+	if err != nil {
+		return "", []string{"incumbent not timed: lowering failed: " + err.Error()}, nil
+	}
+	if rep := validate.Validate(prog); !rep.OK {
+		return "", []string{"incumbent not timed: " + rep.Reason(2)}, nil
+	}
+	resp, err := l.load(ctx, handleIncumbent, prog, ws, iv)
+	if err != nil {
+		var le *trial.LaunchError
+		if errors.As(err, &le) && le.Class == trial.ClassRejected {
+			return "", []string{"incumbent not timed: " + le.Message}, nil
+		}
+		return "", nil, &trial.LaunchError{Class: trial.FailInfra, Phase: "incumbent", Message: err.Error()}
+	}
+	l.inc = &residentIncumbent{key: key, gen: l.opts.Generation()}
+	return handleIncumbent, loadNotes("incumbent", resp), nil
+}
+
+// classify maps a child failure to a trial.LaunchError with its class.
+func classify(err error, phase string) error {
+	var re *launch.RemoteError
+	if errors.As(err, &re) {
+		return &trial.LaunchError{Class: re.Class, Phase: phase, Message: re.Message}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &trial.LaunchError{Class: trial.FailCrash, Phase: phase, Message: err.Error()}
+}
+
+// statusError turns a non-OK launch status into a classed error.
+func statusError(r *launch.RunResponse, phase string) error {
+	if r.Status == launch.StatusOK {
+		return nil
+	}
+	msg := string(r.Status)
+	if r.Message != "" {
+		msg += ": " + r.Message
+	}
+	return &trial.LaunchError{Class: r.Status.Class(), Phase: phase, Message: msg}
+}
