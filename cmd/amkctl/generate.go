@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -26,6 +27,7 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	maxTokens := fs.Int("max-tokens", 8, "number of tokens to generate")
 	weights := fs.String("weights", "", "optional .safetensors file (HF state-dict keys); default: seeded weights")
 	verify := fs.Bool("verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
+	device := fs.String("device", "cpu", "cpu (the reference VM) or cuda (the megakernel on GPU 0; a -tags cuda build)")
 	pos0, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -63,6 +65,12 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 	point, err := loadPoint(*cfgPath)
 	if err != nil {
 		return fail(2, "config: %v", err)
+	}
+	if *device == "cuda" {
+		return generateOnGPU(cfg, pos0[0], *weights, target, point, ids, *maxTokens, *verify, stdout, stderr)
+	}
+	if *device != "cpu" {
+		return fail(2, "--device must be cpu or cuda, got %q", *device)
 	}
 	var w model.Weights
 	if *weights != "" {
@@ -140,5 +148,68 @@ func runGenerate(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "verify: all %d steps match the eager oracle (%s tolerance); tokens identical\n", total-1, cfg.DType)
 	}
+	return 0
+}
+
+// greedyDecoder is what the CUDA launcher offers for a whole decode on the
+// device.
+type greedyDecoder interface {
+	Greedy(ctx context.Context, m *trial.LoadedModel, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int) ([]int32, [][]float32, error)
+}
+
+// generateOnGPU decodes greedily with the megakernel on the GPU and, with
+// verify, compares every step's logits and the tokens with the eager pass.
+func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
+	launcher, _, err := launcherFor("cuda")
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl generate:", err)
+		return 2
+	}
+	g, ok := launcher.(greedyDecoder)
+	if !ok {
+		fmt.Fprintln(stderr, "amkctl generate: this launcher cannot decode on the device")
+		return 2
+	}
+	lm, err := trial.NewModelCache(0).Get(name, weights)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl generate:", err)
+		return 2
+	}
+	if lm.Truncated() {
+		fmt.Fprintln(stderr, "amkctl generate: the model's weights do not fit the host check budget; decode it with a smaller model")
+		return 2
+	}
+	tokens, logits, err := g.Greedy(context.Background(), lm, target, point, prompt, n)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl generate: GPU decode:", err)
+		return 1
+	}
+	strs := make([]string, len(tokens))
+	for i, tok := range tokens {
+		strs[i] = fmt.Sprint(tok)
+	}
+	fmt.Fprintln(stdout, strings.Join(strs, " "))
+	if !verify {
+		return 0
+	}
+	e, err := model.NewEager(cfg, lm.Weights)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl generate: eager:", err)
+		return 2
+	}
+	want, err := e.Greedy(prompt, n)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl generate: eager:", err)
+		return 2
+	}
+	mismatch := len(want) != len(tokens)
+	for i := 0; !mismatch && i < len(want); i++ {
+		mismatch = want[i] != tokens[i]
+	}
+	if mismatch {
+		fmt.Fprintf(stderr, "verify: GPU tokens %v differ from eager greedy %v (%d steps of logits returned)\n", tokens, want, len(logits))
+		return 1
+	}
+	fmt.Fprintf(stderr, "verify: %d GPU tokens identical to eager greedy\n", len(tokens))
 	return 0
 }
