@@ -5,4 +5,16 @@
 // target, runs the CPU reference VM against the eager oracle, and only then
 // asks a Launcher for a latency (a cost-model prediction on the CPU, a timed
 // launch on a GPU). No latency without correct=true; none below the floor.
+//
+// Launchers report their failures as values the pipeline maps onto the
+// verdict: a *MismatchError (the device's logits disagree with the reference
+// VM) makes the verdict correct=false with no latency; a *LaunchError carries
+// its class — ClassRejected (the device refused the program before launch)
+// makes the verdict valid=false, FailTimeout and FailInfra become failures of
+// that class, anything else a crash. Outcomes also carry per-stage wall
+// times (Stages) and the cost model's critical-path shares (Regions).
+//
+// Models whose float32 weights exceed the host's check budget are checked on
+// a truncation to their first layers (every layer lowers the same way); the
+// verdict says so in its notes.
 package trial
