@@ -11,10 +11,9 @@ import (
 )
 
 var (
-	toyShape   = Shape{Hidden: 256, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1024}
-	toy2Shape  = Shape{Hidden: 256, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1024}
-	bigShape   = Shape{Hidden: 4096, NLayers: 32, NHeads: 32, NKVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256}
-	smallShape = Shape{Hidden: 2048, NLayers: 4, NHeads: 16, NKVHeads: 4, HeadDim: 128, Intermediate: 5632, Vocab: 32000}
+	toyShape  = Shape{Hidden: 256, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1024}
+	toy2Shape = Shape{Hidden: 256, NLayers: 2, NHeads: 4, NKVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1024}
+	bigShape  = Shape{Hidden: 4096, NLayers: 32, NHeads: 32, NKVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256}
 )
 
 func rec(t *testing.T, model string, shape Shape, gpu, kind string, pct float64, sched string) Record {

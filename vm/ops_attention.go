@@ -28,7 +28,7 @@ func attentionGeometry(in, out []*tensor.Tensor, p ir.Params) (attnGeom, error) 
 	}
 	k, v := in[1], in[2]
 	if !sameShape(k.Shape, v.Shape) {
-		return g, fmt.Errorf("K cache %v and V cache %v differ", k.Shape, v.Shape)
+		return g, fmt.Errorf("the K cache %v and the V cache %v differ", k.Shape, v.Shape)
 	}
 	switch len(k.Shape) {
 	case 3: // [max_seq, n_kv, hd]

@@ -23,7 +23,7 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 		return err
 	}
 	if K <= 0 || lastDim(in[0]) != K {
-		return fmt.Errorf("K = %d, the input's last dimension is %d", K, lastDim(in[0]))
+		return fmt.Errorf("param K = %d, the input's last dimension is %d", K, lastDim(in[0]))
 	}
 	M := len(x) / K
 	nOff, err := needInt(p, "n_off")

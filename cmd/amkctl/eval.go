@@ -31,7 +31,7 @@ func runEval(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	point := []byte("{}")
+	var point []byte
 	if *cfgPath != "" {
 		if point, err = readInput(*cfgPath, 1<<20); err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)

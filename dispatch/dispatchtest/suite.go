@@ -6,7 +6,6 @@ package dispatchtest
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -125,7 +124,7 @@ func collect(t *testing.T, d dispatch.Dispatcher, n int, timeout time.Duration) 
 		case o := <-d.Outcomes():
 			out = append(out, o)
 		case <-deadline:
-			t.Fatal(fmt.Sprintf("got %d of %d outcomes before the deadline", len(out), n))
+			t.Fatalf("got %d of %d outcomes before the deadline", len(out), n)
 		}
 	}
 	return out

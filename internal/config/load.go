@@ -208,9 +208,5 @@ func commaSliceHook(f reflect.Type, t reflect.Type, data any) (any, error) {
 	if f.Kind() != reflect.String || t.Kind() != reflect.Slice {
 		return data, nil
 	}
-	var out []string
-	for _, s := range strings.FieldsFunc(data.(string), func(r rune) bool { return r == ',' || r == ' ' }) {
-		out = append(out, s)
-	}
-	return out, nil
+	return strings.FieldsFunc(data.(string), func(r rune) bool { return r == ',' || r == ' ' }), nil
 }
