@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 60s
 SMOKETIME ?= 5s
 
-.PHONY: all build test unit lint fuzz fuzz-smoke bench demo deps clean
+.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench demo deps clean
 
 all: build
 
@@ -21,6 +21,10 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## staticcheck: the extra linter (fetched through the Go module proxy; not part of `test`).
+staticcheck:
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 deps:
 	@scripts/ensure-deps.sh
