@@ -35,28 +35,26 @@ func TestTheRuleDetectsAnImpurePackage(t *testing.T) {
 
 func violations(t *testing.T, pkg string) (bad []string) {
 	t.Helper()
-	{
-		out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,CgoFiles", "github.com/amk-dev/amk/"+pkg).Output()
-		if err != nil {
-			t.Fatalf("go list %s: %v", pkg, err)
+	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath,CgoFiles", "github.com/amk-dev/amk/"+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			CgoFiles   []string
 		}
-		dec := json.NewDecoder(strings.NewReader(string(out)))
-		for dec.More() {
-			var p struct {
-				ImportPath string
-				CgoFiles   []string
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range forbidden {
+			if strings.HasPrefix(p.ImportPath, f) {
+				bad = append(bad, pkg+" depends on "+p.ImportPath)
 			}
-			if err := dec.Decode(&p); err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range forbidden {
-				if strings.HasPrefix(p.ImportPath, f) {
-					bad = append(bad, pkg+" depends on "+p.ImportPath)
-				}
-			}
-			if len(p.CgoFiles) > 0 && strings.HasPrefix(p.ImportPath, "github.com/amk-dev/amk/") {
-				bad = append(bad, pkg+" depends on the cgo package "+p.ImportPath)
-			}
+		}
+		if len(p.CgoFiles) > 0 && strings.HasPrefix(p.ImportPath, "github.com/amk-dev/amk/") {
+			bad = append(bad, pkg+" depends on the cgo package "+p.ImportPath)
 		}
 	}
 	return bad
