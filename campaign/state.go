@@ -191,8 +191,8 @@ func ID(model, gpu, device, name string) string {
 func idPart(s, empty string) string {
 	var b strings.Builder
 	dash := false
-	for _, r := range strings.ToLower(s) {
-		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_'
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_'
 		switch {
 		case ok:
 			b.WriteRune(r)
