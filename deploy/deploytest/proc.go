@@ -77,6 +77,15 @@ func (p *Proc) Stop() {
 	})
 }
 
+// Kill sends SIGKILL (no chance to clean up, as in a crash) and waits for
+// the exit.
+func (p *Proc) Kill() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+}
+
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
 	select {
