@@ -189,6 +189,11 @@ func ParseDefine(flag string) (macro string, value int64, err error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("define %q: %v", flag, err)
 	}
+	// One spelling per value ("01", "-0" and "+1" are refused), so that a
+	// variant's flags, its cache key and its name cannot disagree.
+	if strconv.FormatInt(value, 10) != m[2] {
+		return "", 0, fmt.Errorf("define %q: write the value as %d", flag, value)
+	}
 	if err := k.Check(value); err != nil {
 		return "", 0, err
 	}
