@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -171,20 +173,36 @@ func urlPassword(raw string) string {
 	return pw
 }
 
-// scrub replaces every secret in err's text.
+// scrub replaces every secret in err's text, in each spelling a library
+// may have used when it quoted or escaped it into the message.
 func scrub(err error, secrets ...string) error {
 	msg := err.Error()
 	changed := false
 	for _, s := range secrets {
-		if s != "" && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, "REDACTED")
-			changed = true
+		if s == "" {
+			continue
+		}
+		for _, form := range secretForms(s) {
+			if strings.Contains(msg, form) {
+				msg = strings.ReplaceAll(msg, form, "REDACTED")
+				changed = true
+			}
 		}
 	}
 	if !changed {
 		return err
 	}
 	return errors.New(msg)
+}
+
+// secretForms lists the spellings of s an error message may contain: as is,
+// inside %q or %+q quoting, and URL-escaped.
+func secretForms(s string) []string {
+	unquote := func(q string) string { return q[1 : len(q)-1] }
+	forms := []string{s, unquote(strconv.Quote(s)), unquote(strconv.QuoteToASCII(s)), url.PathEscape(s), url.QueryEscape(s)}
+	// Longest first, so a form that contains another is replaced whole.
+	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
+	return forms
 }
 
 // redactPlain hides what could be credentials (anything before an '@') in
