@@ -33,7 +33,7 @@ fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
 fuzz-smoke:
-	@scripts/fuzz.sh $(SMOKETIME)
+	@scripts/fuzz.sh $(SMOKETIME) -fuzzminimizetime=0
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -timeout 30m ./...

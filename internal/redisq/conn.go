@@ -144,7 +144,9 @@ func (c Conn) LogValue() slog.Value { return slog.StringValue(c.String()) }
 // part of the path or fragment.
 func redactURL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
+	if !ok || (scheme != "redis" && scheme != "rediss") {
+		// Not a well-formed redis URL: credentials may sit anywhere
+		// before the last '@', the "scheme" included.
 		return redactPlain(raw)
 	}
 	at := strings.LastIndexByte(rest, '@')
@@ -214,16 +216,28 @@ func redactPlain(addr string) string {
 	return addr
 }
 
-// stripURL drops the URL text that url.Error and go-redis embed in errors,
-// keeping only the reason.
+// stripURL keeps only the reason of a URL parsing error. url.Error and
+// go-redis quote parts of the URL into their messages (a port, a database
+// number, a path), and a malformed URL can put the password in any of them,
+// so everything from the first quoted value on is dropped.
 func stripURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Err
+		err = ue.Err
 	}
+	const withheld = " (value withheld: it may hold credentials)"
 	msg := err.Error()
 	if i := strings.Index(msg, "://"); i >= 0 {
-		return errors.New(msg[:i] + "…")
+		msg = msg[:i] + "…"
 	}
-	return err
+	// go-redis writes "redis: <reason>: <value>", the value unquoted.
+	if rest, ok := strings.CutPrefix(msg, "redis: "); ok {
+		if reason, _, cut := strings.Cut(rest, ":"); cut {
+			return errors.New("redis: " + reason + withheld)
+		}
+	}
+	if i := strings.IndexAny(msg, "\"'`"); i >= 0 {
+		msg = strings.TrimRight(msg[:i], ": ") + withheld
+	}
+	return errors.New(msg)
 }
