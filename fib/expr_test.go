@@ -54,15 +54,15 @@ func TestExprNeedsData(t *testing.T) {
 
 func TestExprErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		"H_qo ==":             "unexpected",
-		"(a + b":              `expected ")"`,
-		"a $ b":               "unexpected character",
-		"a = b":               "unexpected character",
-		"a[1":                 `expected "]"`,
-		"lambda: 1":           "unexpected",
-		"x.":                  "attribute name",
+		"H_qo ==":   "unexpected",
+		"(a + b":    `expected ")"`,
+		"a $ b":     "unexpected character",
+		"a = b":     "unexpected character",
+		"a[1":       `expected "]"`,
+		"lambda: 1": "unexpected",
+		"x.":        "attribute name",
 		strings.Repeat("(", 100) + "1" + strings.Repeat(")", 100): "nested deeper",
-		strings.Repeat("1+", 600) + "1":                            "longer than",
+		strings.Repeat("1+", 600) + "1":                           "longer than",
 	} {
 		if _, err := ParseExpr(src); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: want an error with %q, got %v", src, want, err)

@@ -51,9 +51,52 @@ var Statuses = []string{StatusPassed, StatusIncorrectShape, StatusIncorrectNumer
 
 // Correctness is the error summary of an evaluation.
 type Correctness struct {
-	MaxRelativeError float64        `json:"max_relative_error"`
-	MaxAbsoluteError float64        `json:"max_absolute_error"`
+	MaxRelativeError Float          `json:"max_relative_error"`
+	MaxAbsoluteError Float          `json:"max_absolute_error"`
 	Extra            map[string]any `json:"extra,omitempty"`
+}
+
+// Float is a float64 that writes NaN and the infinities as the strings
+// "NaN", "Infinity" and "-Infinity" (how flashinfer-bench serialises them)
+// and reads them back.
+type Float float64
+
+// MarshalJSON implements json.Marshaler.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		switch s {
+		case "NaN":
+			*f = Float(math.NaN())
+		case "Infinity":
+			*f = Float(math.Inf(1))
+		case "-Infinity":
+			*f = Float(math.Inf(-1))
+		default:
+			return fmt.Errorf("%q is not a number", s)
+		}
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
 }
 
 // Performance is the timing summary of an evaluation.
@@ -244,7 +287,7 @@ func checkScalarValue(ps *problems, field, dtype string, v any) {
 		} else if strings.HasPrefix(dtype, "int") && x != math.Trunc(x) {
 			ps.addf(field, "%v is not an integer, the scalar is %s", x, dtype)
 		}
-	case json.Number:
+	case json.Number, int, int64:
 		if dtype == "bool" {
 			ps.addf(field, "a number for a bool scalar")
 		}
