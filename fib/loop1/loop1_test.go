@@ -1,0 +1,131 @@
+package loop1
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/amk-dev/amk/fib"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/tensor"
+	"github.com/amk-dev/amk/vm"
+)
+
+// specs exports the toy model's Definitions at batches 1 and 3 and maps
+// them back: every Definition amk serves yields one case per workload.
+func specs(t *testing.T, dt ir.DType) []fib.CaseSpec {
+	t.Helper()
+	cfg, err := model.Preset("toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DType = dt
+	out, err := fib.Export("toy", cfg, fib.ExportOptions{Batches: []int{1, 3}, KVLengths: []int{5, 32}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []fib.CaseSpec
+	for _, e := range out {
+		m := fib.MapDefinition(e.Definition, e.Workloads)
+		switch e.Definition.OpType {
+		case "decode_step", "attention_combine":
+			if m.Mapped() {
+				t.Errorf("%s mapped onto %s", e.Definition.Name, m.Op)
+			}
+			continue
+		}
+		if !m.Mapped() || len(m.Cases) != len(e.Workloads) {
+			t.Fatalf("%s: not mapped (%v), %d cases for %d workloads", e.Definition.Name, m.Reasons, len(m.Cases), len(e.Workloads))
+		}
+		all = append(all, m.Cases...)
+	}
+	return all
+}
+
+// The reference VM's op implementations agree with the exported
+// Definitions' semantics (plain Go written from the PyTorch references) on
+// seeded random inputs, for every op amk serves, at each storage dtype.
+func TestVMMatchesDefinitionSemantics(t *testing.T) {
+	target, _ := ir.Target("h100")
+	for _, dt := range []ir.DType{ir.F32, ir.BF16} {
+		ops := map[ir.Op]bool{}
+		for _, s := range specs(t, dt) {
+			c, err := Build(s, target)
+			if err != nil {
+				t.Fatalf("%s %s: %v", s.Definition, s.Workload, err)
+			}
+			cmp, err := Check(c)
+			if err != nil {
+				t.Fatalf("%s: %v", c.Describe, err)
+			}
+			if !cmp.Pass {
+				t.Errorf("%s %s: VM vs Definition: %s (max rel err %g)", dt, c.Describe, cmp.Reason, cmp.MaxRelErr)
+			}
+			ops[s.Op] = true
+		}
+		for _, op := range []ir.Op{ir.OpRMSNORM, ir.OpGEMVTile, ir.OpGEMMTile, ir.OpAttentionTile, ir.OpSiLUMul,
+			ir.OpADD, ir.OpEMBED, ir.OpROPE, ir.OpKVAppend} {
+			if !ops[op] {
+				t.Errorf("%s: no case exercised %s", dt, op)
+			}
+		}
+	}
+}
+
+// The comparison can fail: semantics that forget RMSNorm's weight, or that
+// read the attention window one row short, disagree with the VM.
+func TestCheckDetectsWrongSemantics(t *testing.T) {
+	target, _ := ir.Target("h100")
+	for _, s := range specs(t, ir.F32) {
+		if s.Op != ir.OpRMSNORM && s.Op != ir.OpAttentionTile {
+			continue
+		}
+		c, err := Build(s, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.Reference()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := c.Program.Tasks[0]
+		x := values(c.Inputs[t0.Inputs[0]])
+		var wrong []float64
+		if s.Op == ir.OpRMSNORM {
+			h := int(t0.Params.IntOr("hidden", 0))
+			ones := slices.Repeat([]float64{1}, h)
+			wrong = fib.RMSNorm(x, h, ones, t0.Params.FloatOr("eps", 0))
+		} else {
+			kc := c.Program.Buffers[t0.Inputs[1]].Shape
+			batch, seq := 1, kc[0]
+			if len(kc) == 4 {
+				batch, seq = kc[0], kc[1]
+			}
+			kvLen := int(t0.Params.IntOr("kv_len", 0))
+			if kvLen < 2 {
+				continue
+			}
+			wrong = fib.GQADecode(x, batch, int(t0.Params.IntOr("n_heads", 0)), kc[len(kc)-1], values(c.Inputs[t0.Inputs[1]]),
+				values(c.Inputs[t0.Inputs[2]]), seq, kvLen-1, kc[len(kc)-2], t0.Params.FloatOr("scale", 0))
+		}
+		ref := make([]float32, len(wrong))
+		for i, v := range wrong {
+			ref[i] = tensor.Round(c.DType, float32(v))
+		}
+		if cmp := vm.Compare(got[t0.Outputs[0]].Floats(), ref, 1, c.DType); cmp.Pass {
+			t.Errorf("%s: wrong semantics passed", c.Describe)
+		}
+	}
+}
+
+// On the CPU an imported workload gets a correctness verdict and a
+// latency labelled predicted, never measured.
+func TestPredictLabelsLatencies(t *testing.T) {
+	target, _ := ir.Target("h200")
+	for _, s := range specs(t, ir.BF16)[:3] {
+		r := Predict(s, target)
+		if !r.Correct || r.LatencyKind != fib.KindPredicted || r.LatencyUS == nil || r.BoundUS == nil || *r.LatencyUS < *r.BoundUS {
+			t.Errorf("%+v", r)
+		}
+	}
+}
