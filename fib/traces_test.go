@@ -123,3 +123,41 @@ func TestFactsCatchBlurredKinds(t *testing.T) {
 		t.Errorf("want a disagreement, got %v", err)
 	}
 }
+
+func TestCampaignAndLoop1Traces(t *testing.T) {
+	_, _, defs, exported := stepExport(t)
+	rows := []flywheel.Row{
+		{Experiment: 0, Loop: flywheel.LoopSchedule, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(700), ScheduleID: "a"},
+		{Experiment: 1, Loop: flywheel.LoopSchedule, Tag: flywheel.TagFailed, Correctness: flywheel.CorrectFail, ScheduleID: "b"},
+		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:rmsnorm", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(2.5), KernelID: "rmsnorm[v0]"},
+		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:gemm_tile", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(90), KernelID: "gemm_tile[v0]"},
+		{Experiment: 1, Loop: flywheel.LoopInstruction, Model: "inst:attention_combine", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(3), KernelID: "attention_combine[v0]"},
+	}
+	traces, sols, w, skipped, err := CampaignTraces(exported, CampaignRun{Kind: KindPredicted, Target: "h200", Pos: 127, Timestamp: "t", Rows: rows})
+	if err != nil || skipped != 0 || len(traces) != 2 || len(sols) != 2 {
+		t.Fatalf("campaign: %v, %d traces, %d skipped", err, len(traces), skipped)
+	}
+	if v, _ := w.Inputs.Get("pos"); v.Value != 127 {
+		t.Errorf("campaign workload pos %v", v.Value)
+	}
+	for _, tr := range traces {
+		if ps := ValidateTrace(defs[tr.Definition], &tr); len(ps) > 0 {
+			t.Error(ps)
+		}
+	}
+	lt, _, _, unmatched, err := InstructionTraces(exported, "h200", flywheel.Env{}, "t", rows)
+	if err != nil || unmatched != 1 || len(lt) != 2 {
+		t.Fatalf("loop 1: %v, %d traces, %d unmatched", err, len(lt), unmatched)
+	}
+	if lt[0].Definition != "rmsnorm_h2048" || lt[1].Definition != "gemm_n32000_k2048" {
+		t.Errorf("loop 1 traces of %s and %s", lt[0].Definition, lt[1].Definition)
+	}
+	if m, _ := lt[1].Workload.Axes.Get("M"); m != 4 {
+		t.Errorf("gemm_tile case at M=%d, want 4", m)
+	}
+	for _, tr := range lt {
+		if tr.Evaluation.Environment.Hardware != "NVIDIA_H200" {
+			t.Errorf("a Loop-1 trace on %s", tr.Evaluation.Environment.Hardware)
+		}
+	}
+}
