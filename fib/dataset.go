@@ -52,7 +52,9 @@ type Dataset struct {
 	Workloads   map[string][]Workload
 	Traces      map[string][]Trace
 	Solutions   []*Solution
-	Reports     []FileReport
+	// Broken names the Definitions that break a rule, with the first.
+	Broken  map[string]string
+	Reports []FileReport
 }
 
 // ReadDataset reads a file or a directory. A directory is walked: *.json
@@ -62,7 +64,7 @@ type Dataset struct {
 // same walk (by name). The error is for a path that cannot be read at all.
 func ReadDataset(path string) (*Dataset, error) {
 	ds := &Dataset{Definitions: map[string]*Definition{}, DefPaths: map[string]string{},
-		Workloads: map[string][]Workload{}, Traces: map[string][]Trace{}}
+		Workloads: map[string][]Workload{}, Traces: map[string][]Trace{}, Broken: map[string]string{}}
 	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -168,6 +170,9 @@ func (ds *Dataset) readDefinition(path string) {
 	}
 	ds.Definitions[d.Name] = d
 	ds.DefPaths[d.Name] = path
+	if errs := Errors(r.Problems); len(errs) > 0 {
+		ds.Broken[d.Name] = errs[0].String()
+	}
 }
 
 func (ds *Dataset) readSolution(path string) {

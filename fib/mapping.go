@@ -92,6 +92,11 @@ func Map(ds *Dataset) []Mapping {
 	slices.Sort(names)
 	out := make([]Mapping, 0, len(names))
 	for _, n := range names {
+		if why, broken := ds.Broken[n]; broken {
+			out = append(out, Mapping{Definition: n, OpType: ds.Definitions[n].OpType,
+				Reasons: []string{fmt.Sprintf("the Definition breaks a seed-003 rule (%s)", why)}})
+			continue
+		}
 		out = append(out, MapDefinition(ds.Definitions[n], ds.Workloads[n]))
 	}
 	return out
@@ -118,12 +123,12 @@ func MapDefinition(d *Definition, workloads []Workload) Mapping {
 		m.Reasons = append(m.Reasons, why)
 		return m
 	}
-	dt, reasons := commonDType(d)
-	if len(reasons) > 0 {
+	if _, reasons := rule.match(d, nil, 0); len(reasons) > 0 {
 		m.Reasons = reasons
 		return m
 	}
-	if _, reasons := rule.match(d, nil, dt); len(reasons) > 0 {
+	dt, reasons := commonDType(d)
+	if len(reasons) > 0 {
 		m.Reasons = reasons
 		return m
 	}
