@@ -1,11 +1,18 @@
 package loop1
 
 import (
+	"context"
+	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/amk-dev/amk/fib"
+	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/kernels"
+	"github.com/amk-dev/amk/kernels/launch"
+	"github.com/amk-dev/amk/kernels/tune"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/vm"
@@ -127,5 +134,66 @@ func TestPredictLabelsLatencies(t *testing.T) {
 		if !r.Correct || r.LatencyKind != fib.KindPredicted || r.LatencyUS == nil || r.BoundUS == nil || *r.LatencyUS < *r.BoundUS {
 			t.Errorf("%+v", r)
 		}
+	}
+}
+
+// Loop 1 on the imported GEMM, RMSNorm and GQA Definitions, on the CPU:
+// the GEMM and RMSNorm workloads are checked and predicted, the GQAs are
+// listed as unmapped.
+func TestRunImportDir(t *testing.T) {
+	target, _ := ir.Target("h200")
+	r, err := Run(context.Background(), "../testdata/import", Options{Target: target, Definition: "rmsnorm_d4096"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || len(r.Predicted) != 2 || r.LatencyKind != fib.KindPredicted || len(r.Tuned) != 0 {
+		t.Fatalf("%+v", r)
+	}
+	for _, p := range r.Predicted {
+		if !p.Correct || p.LatencyUS == nil || p.LatencyKind != fib.KindPredicted {
+			t.Errorf("%+v", p)
+		}
+	}
+	r, err = Run(context.Background(), "../testdata/import", Options{Target: target, Definition: "gqa_hr4_dqk128_dvo128"})
+	if !errors.Is(err, ErrNothingToRun) || len(r.Unmapped) != 1 {
+		t.Errorf("gqa: %v %+v", err, r)
+	}
+}
+
+// fakeGPU stands in for a GPU (none runs in CI): it returns the reference
+// VM's outputs and a fixed timing, so the measured path is exercised.
+type fakeGPU struct{}
+
+func (fakeGPU) Name() string                 { return "fake:0" }
+func (fakeGPU) Notes(*ir.GpuTarget) []string { return nil }
+func (fakeGPU) Prepare(_ context.Context, c *tune.Case, _ kernels.Variant) (tune.Prepared, error) {
+	return &fakePrepared{c: c}, nil
+}
+
+type fakePrepared struct{ c *tune.Case }
+
+func (p *fakePrepared) Run(context.Context) (map[int]*tensor.Tensor, error) { return p.c.Reference() }
+func (p *fakePrepared) Time(context.Context, int, int) (launch.Stats, error) {
+	return launch.Summarize([]float64{50, 50, 50}), nil
+}
+func (p *fakePrepared) Close() error { return nil }
+
+func TestRunOnADevice(t *testing.T) {
+	target, _ := ir.Target("h200")
+	results := filepath.Join(t.TempDir(), "results.tsv")
+	r, err := Run(context.Background(), "../testdata/import", Options{Target: target, Device: fakeGPU{}, Budget: 2,
+		Results: results, Definition: "gemm_n_4096_k_4096"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || len(r.Tuned) != 2 || r.LatencyKind != fib.KindMeasuredGPU || len(r.Predicted) != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if r.Tuned[0].Op != "gemv_tile" || r.Tuned[1].Op != "gemm_tile" || r.Tuned[0].BestUS == nil {
+		t.Errorf("tuned %s and %s", r.Tuned[0].Op, r.Tuned[1].Op)
+	}
+	rows, err := flywheel.ReadRows(results)
+	if err != nil || len(rows) != 4 {
+		t.Errorf("%d rows (%v), want 2 variants x 2 cases", len(rows), err)
 	}
 }
