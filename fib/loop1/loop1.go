@@ -165,15 +165,23 @@ type Result struct {
 // -D variant on the CPU: what is checked is amk's op semantics at the
 // workload's shape.
 func Predict(s fib.CaseSpec, target *ir.GpuTarget) Result {
-	r := Result{Definition: s.Definition, Workload: s.Workload, Op: tune.OpName(s.Op), DType: tune.DTypeName(s.Model.DType),
-		GPU: target.Name, LatencyKind: fib.KindPredicted, Correctness: "CRASH", Notes: []string{
-			"CPU: no kernel runs; the reference VM is checked against the Definition's semantics and the latency is the cost model's prediction",
-		}}
+	r := newResult(s, target)
 	c, err := Build(s, target)
 	if err != nil {
 		r.Notes = append(r.Notes, err.Error())
 		return r
 	}
+	return predictCase(r, c, target)
+}
+
+func newResult(s fib.CaseSpec, target *ir.GpuTarget) Result {
+	return Result{Definition: s.Definition, Workload: s.Workload, Op: tune.OpName(s.Op), DType: tune.DTypeName(s.Model.DType),
+		GPU: target.Name, LatencyKind: fib.KindPredicted, Correctness: "CRASH", Notes: []string{
+			"CPU: no kernel runs; the reference VM is checked against the Definition's semantics and the latency is the cost model's prediction",
+		}}
+}
+
+func predictCase(r Result, c *tune.Case, target *ir.GpuTarget) Result {
 	r.Case, r.OpBytes = c.Describe, c.OpBytes
 	cmp, err := Check(c)
 	if err != nil {

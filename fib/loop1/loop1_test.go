@@ -2,7 +2,9 @@ package loop1
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -195,5 +197,38 @@ func TestRunOnADevice(t *testing.T) {
 	rows, err := flywheel.ReadRows(results)
 	if err != nil || len(rows) != 4 {
 		t.Errorf("%d rows (%v), want 2 variants x 2 cases", len(rows), err)
+	}
+}
+
+// A dump holds the Definition's inputs and amk's outputs, in files whose
+// sizes match the shapes case.json gives.
+func TestDump(t *testing.T) {
+	target, _ := ir.Target("h200")
+	dir := t.TempDir()
+	r, err := Run(context.Background(), "../testdata/import", Options{Target: target, Device: fakeGPU{}, Budget: 1,
+		Definition: "rmsnorm_d4096", Dump: dir})
+	if err != nil || !r.OK {
+		t.Fatalf("%v %+v", err, r)
+	}
+	cases, _ := filepath.Glob(filepath.Join(dir, "rmsnorm_d4096", "*", "case.json"))
+	if len(cases) != 2 {
+		t.Fatalf("%d dumped cases, want 2", len(cases))
+	}
+	data, err := os.ReadFile(cases[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dc DumpCase
+	if err := json.Unmarshal(data, &dc); err != nil {
+		t.Fatal(err)
+	}
+	if len(dc.Inputs) != 2 || dc.Scalars["eps"] <= 0 || len(dc.Outputs) != 1 || len(dc.DeviceOutputs) != 1 || dc.Device != "fake:0" {
+		t.Fatalf("%+v", dc)
+	}
+	for _, dt := range []DumpTensor{dc.Inputs["input"], dc.Inputs["weight"], dc.Outputs["output"]} {
+		st, err := os.Stat(filepath.Join(filepath.Dir(cases[0]), dt.File))
+		if err != nil || st.Size() != int64(4*tensor.Numel(dt.Shape)) {
+			t.Errorf("%s: %v, %d bytes for shape %v", dt.File, err, st.Size(), dt.Shape)
+		}
 	}
 }

@@ -25,7 +25,11 @@ type Options struct {
 	Definition string
 	// MaxCases caps the cases run (0 = 16).
 	MaxCases int
-	Log      io.Writer
+	// Dump, when set, receives each case's inputs and amk's outputs (the
+	// reference VM's, and on a GPU the default kernel variant's) for
+	// scripts/gpu/fib_check.py.
+	Dump string
+	Log  io.Writer
 }
 
 // Report is a Loop-1 run on a dataset's workloads.
@@ -97,13 +101,24 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 			return r, err
 		}
 		if opts.Device == nil {
-			res := Predict(s, opts.Target)
+			res := newResult(s, opts.Target)
+			c, err := Build(s, opts.Target)
+			if err != nil {
+				res.Notes = append(res.Notes, err.Error())
+			} else {
+				res = predictCase(res, c, opts.Target)
+				if opts.Dump != "" {
+					if err := Dump(opts.Dump, ds.Definitions[s.Definition], s, c, nil, ""); err != nil {
+						res.Notes = append(res.Notes, "dump: "+err.Error())
+					}
+				}
+			}
 			fmt.Fprintf(opts.Log, "  [%s] %s workload %s: %s\n", res.Correctness, s.Definition, s.Workload, res.Op)
 			r.Predicted = append(r.Predicted, res)
 			r.OK = r.OK && res.Correct
 			continue
 		}
-		sum, err := tuneCase(ctx, s, opts)
+		sum, err := tuneCase(ctx, ds.Definitions[s.Definition], s, opts)
 		if err != nil {
 			fmt.Fprintf(opts.Log, "  %s workload %s: %v\n", s.Definition, s.Workload, err)
 			r.OK = false
@@ -118,7 +133,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 
 // tuneCase checks the case's reference against the Definition, then tunes
 // it on the device.
-func tuneCase(ctx context.Context, s fib.CaseSpec, opts Options) (*tune.Summary, error) {
+func tuneCase(ctx context.Context, d *fib.Definition, s fib.CaseSpec, opts Options) (*tune.Summary, error) {
 	c, err := Build(s, opts.Target)
 	if err != nil {
 		return nil, err
@@ -130,7 +145,27 @@ func tuneCase(ctx context.Context, s fib.CaseSpec, opts Options) (*tune.Summary,
 	if !cmp.Pass {
 		return nil, fmt.Errorf("the reference VM disagrees with the Definition: %s", cmp.Reason)
 	}
+	if opts.Dump != "" {
+		if err := dumpDevice(ctx, d, s, c, opts); err != nil {
+			fmt.Fprintf(opts.Log, "  dump of %s workload %s: %v\n", s.Definition, s.Workload, err)
+		}
+	}
 	budget := max(1, opts.Budget)
 	return tune.Tune(ctx, opts.Device, tune.Options{Op: c.Op, DType: c.DType, Target: opts.Target, Budget: budget,
 		Results: opts.Results, Case: c, Log: opts.Log})
+}
+
+// dumpDevice runs the default variant once and dumps its outputs with the
+// case.
+func dumpDevice(ctx context.Context, d *fib.Definition, s fib.CaseSpec, c *tune.Case, opts Options) error {
+	prep, err := opts.Device.Prepare(ctx, c, tune.Proposals(c.Op, 1)[0])
+	if err != nil {
+		return err
+	}
+	defer prep.Close()
+	out, err := prep.Run(ctx)
+	if err != nil {
+		return err
+	}
+	return Dump(opts.Dump, d, s, c, out, opts.Device.Name())
 }
