@@ -10,12 +10,6 @@ import (
 	"github.com/amk-dev/amk/internal/api"
 )
 
-func init() {
-	for _, v := range []string{"status", "next", "report", "record", "campaigns"} {
-		remoteVerbs[v] = true
-	}
-}
-
 func remoteStatus(c *api.Client, cf campaignFlags, pos []string, stdout, stderr io.Writer) int {
 	ctx, cancel := remoteContext()
 	defer cancel()
@@ -35,7 +29,7 @@ func remoteStatus(c *api.Client, cf campaignFlags, pos []string, stdout, stderr 
 		return remoteFail(stderr, "status", err)
 	}
 	fmt.Fprint(stdout, text)
-	return 0
+	return exitOK
 }
 
 func remoteNext(c *api.Client, cf campaignFlags, pos []string, stdout, stderr io.Writer) int {
@@ -53,7 +47,7 @@ func remoteNext(c *api.Client, cf campaignFlags, pos []string, stdout, stderr io
 		return printJSON(stdout, n)
 	}
 	fmt.Fprint(stdout, n.Text())
-	return 0
+	return exitOK
 }
 
 // remoteReport has the scheduler write the report files (on its machine)
@@ -91,7 +85,7 @@ func remoteReport(c *api.Client, cf campaignFlags, pos []string, stdout, stderr 
 	}
 	fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s) on the scheduler's machine\n", agg, wake)
 	fmt.Fprint(stdout, text)
-	return 0
+	return exitOK
 }
 
 // hasBase reports whether a path (in the scheduler's syntax) names base.
@@ -103,8 +97,8 @@ func remoteRecord(c *api.Client, cf campaignFlags, pos []string, rec campaign.Re
 	ctx, cancel := remoteContext()
 	defer cancel()
 	if len(rec.Point) > 0 && !json.Valid(rec.Point) {
-		fmt.Fprintln(stderr, "amkctl record: --config is not valid JSON")
-		return 2
+		fmt.Fprintln(stderr, "amkctl record: --schedule is not valid JSON")
+		return exitBadInput
 	}
 	id, err := cf.remoteCampaign(ctx, c, pos)
 	if err != nil {
@@ -128,7 +122,7 @@ func remoteRecord(c *api.Client, cf campaignFlags, pos []string, rec campaign.Re
 		return remoteFail(stderr, "record", err)
 	}
 	fmt.Fprint(stdout, text)
-	return 0
+	return exitOK
 }
 
 func remoteCampaigns(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
@@ -146,8 +140,8 @@ func remoteCampaigns(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int 
 	}
 	if len(reports) == 0 {
 		fmt.Fprintf(stdout, "no campaigns on the scheduler at %s\n", c.Server())
-		return 0
+		return exitOK
 	}
 	printCampaignTable(stdout, reports)
-	return 0
+	return exitOK
 }
