@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -24,11 +24,6 @@ import (
 )
 
 func init() { addVerb(newAutoresearchCmd) }
-
-func shapeOf(c model.Config) flywheel.Shape {
-	return flywheel.Shape{Hidden: c.Hidden, NLayers: c.NLayers, NHeads: c.NHeads, NKVHeads: c.NKVHeads,
-		HeadDim: c.HeadDim, Intermediate: c.Intermediate, Vocab: c.Vocab}
-}
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -66,8 +61,7 @@ func newAutoresearchCmd() *cobra.Command {
 		if *iters == 0 && *minutes == 0 {
 			*iters = 20
 		}
-		cfg, err := model.Load(pos0[0])
-		if err != nil {
+		if _, err := model.Load(pos0[0]); err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
 		target, err := ir.Target(*gpu)
@@ -102,13 +96,13 @@ func newAutoresearchCmd() *cobra.Command {
 		if skipped > 0 {
 			fmt.Fprintf(stderr, "corpus: skipped %d malformed lines\n", skipped)
 		}
-		settings := campaign.DefaultSettings()
-		settings.Overnight, settings.RestartAfter, settings.Epsilon = *overnight, *restartAfter, *epsilon
 		host, _ := os.Hostname()
-		start := campaign.Start{
-			Time: time.Now().UTC(), Model: pos0[0], Label: cfg.Name, GPU: target.Name, Device: dev, Name: *name,
-			Weights: *weights, Seed: *seed, Shape: shapeOf(cfg), Corpus: corpus, Cold: *cold, Settings: settings,
-			Env: flywheel.Env{Target: target.Name, Device: dev, DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()},
+		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights,
+			Seed: *seed, Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon}
+		start, err := req.Start(time.Now().UTC(), target, corpus,
+			flywheel.Env{Target: target.Name, Device: dev, DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()})
+		if err != nil {
+			return fail(exitBadInput, "%v", err)
 		}
 		ledger, created, err := ws.Create(start)
 		if err != nil {

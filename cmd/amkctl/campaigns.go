@@ -1,21 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/internal/version"
 )
 
 func init() {
@@ -26,6 +26,10 @@ func init() {
 	addVerb(newCampaignsCmd)
 }
 
+// The campaign verbs are written once against control.Campaigns: a local
+// workspace (--workspace DIR, the default) or a scheduler (--server URL or
+// $AMK_SERVER).
+
 // campaignVerb builds the command of a verb that acts on one campaign.
 func campaignVerb(use, short string) (*cobra.Command, campaignFlags) {
 	cmd := &cobra.Command{Use: use, Short: short}
@@ -33,9 +37,8 @@ func campaignVerb(use, short string) (*cobra.Command, campaignFlags) {
 }
 
 // campaignFlags selects a campaign: --campaign ID, a campaign id, or MODEL
-// --gpu G [--device D] [--name N], or the only campaign of the workspace.
-// With --server (or $AMK_SERVER) the verb acts on a scheduler, where a
-// campaign id may also be given as the only argument.
+// --gpu G [--device D] [--name N], or the only campaign there is; in the
+// workspace, or on a scheduler with --server.
 type campaignFlags struct {
 	workspace, id, gpu, device, name *string
 	jsonOut                          *bool
@@ -55,77 +58,82 @@ func addCampaignFlags(cmd *cobra.Command) campaignFlags {
 	}
 }
 
-func (cf campaignFlags) resolve(positional []string) (*runner.Workspace, string, error) {
-	if _, err := os.Stat(*cf.workspace); err != nil {
-		return nil, "", fmt.Errorf("no workspace at %s (run amkctl autoresearch first, or pass --workspace)", *cf.workspace)
-	}
-	ws, err := runner.OpenWorkspace(*cf.workspace)
+// open returns the scheduler's campaigns with --server (or $AMK_SERVER),
+// the workspace's otherwise; a workspace that does not exist is created
+// when create is set and an error otherwise. It reports failures itself
+// and returns their exit code.
+func (cf campaignFlags) open(verb string, create bool, stderr io.Writer) (control.Campaigns, int) {
+	return openCampaigns(verb, cf.remote, *cf.workspace, create, stderr)
+}
+
+func openCampaigns(verb string, remote remoteFlags, workspace string, create bool, stderr io.Writer) (control.Campaigns, int) {
+	client, err := remote.client()
 	if err != nil {
-		return nil, "", err
+		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+		return nil, exitBadInput
 	}
-	switch {
-	case *cf.id != "":
-		return ws, *cf.id, nil
-	case len(positional) == 1:
-		if *cf.gpu == "" {
-			if ws.Exists(positional[0]) {
-				return ws, positional[0], nil
-			}
-			return nil, "", fmt.Errorf("no campaign %q in %s; a MODEL needs --gpu to name a campaign (see amkctl campaigns)", positional[0], ws.Dir)
-		}
-		return ws, campaign.ID(positional[0], *cf.gpu, *cf.device, *cf.name), nil
-	case len(positional) > 1:
-		return nil, "", fmt.Errorf("unexpected arguments %q", positional[1:])
+	if client != nil {
+		return control.Remote{Client: client}, exitOK
 	}
-	ids, err := ws.IDs()
+	local, err := control.OpenLocal(workspace, create, flywheel.Env{AMKVersion: version.String()})
 	if err != nil {
-		return nil, "", err
+		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+		return nil, exitRejected
 	}
-	switch len(ids) {
-	case 0:
-		return nil, "", fmt.Errorf("ERROR: no campaign state in %s (start one with amkctl autoresearch)", ws.Dir)
-	case 1:
-		return ws, ids[0], nil
+	return local, exitOK
+}
+
+// selector is the campaign the positional arguments and flags name.
+func (cf campaignFlags) selector(pos []string) control.Selector {
+	sel := control.Selector{ID: *cf.id, GPU: *cf.gpu, Device: *cf.device, Name: *cf.name}
+	if len(pos) > 0 {
+		sel.Arg, sel.Extra = pos[0], pos[1:]
 	}
-	return nil, "", fmt.Errorf("%d campaigns in %s (%s): choose one with --campaign ID or MODEL --gpu G", len(ids), ws.Dir, strings.Join(ids, ", "))
+	return sel
+}
+
+// onCampaign opens the campaigns, resolves the one the arguments name and
+// runs fn on it, bounded by remoteTimeout.
+func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, fn func(ctx context.Context, cs control.Campaigns, id string) error) int {
+	cs, code := cf.open(verb, false, stderr)
+	if cs == nil {
+		return code
+	}
+	ctx, cancel := remoteContext()
+	defer cancel()
+	id, err := cs.Resolve(ctx, cf.selector(pos))
+	if err == nil {
+		err = fn(ctx, cs, id)
+	}
+	if err != nil {
+		return remoteFail(stderr, verb, err)
+	}
+	return exitOK
 }
 
 // printJSON prints v as indented JSON.
-func printJSON(w io.Writer, v any) int {
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return exitInternal
-	}
-	return exitOK
+	return enc.Encode(v)
 }
 
 func newStatusCmd() *cobra.Command {
 	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"print a campaign's status (baseline, best, speedup, plateau counter)")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		if c, err := cf.remote.client(); err != nil {
-			fmt.Fprintln(stderr, "amkctl status:", err)
-			return exitBadInput
-		} else if c != nil {
-			return remoteStatus(c, cf, pos, stdout, stderr)
-		}
-		ws, id, err := cf.resolve(pos)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl status:", err)
-			return exitRejected
-		}
-		c, err := ws.View(id)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl status:", err)
-			return exitRejected
-		}
-		now := time.Now().UTC()
-		if *cf.jsonOut {
-			return printJSON(stdout, c.StatusReport(now))
-		}
-		fmt.Fprint(stdout, c.StatusText(now))
-		return exitOK
+		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			if *cf.jsonOut {
+				rep, err := cs.Status(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, rep)
+			}
+			text, err := cs.StatusText(ctx, id)
+			fmt.Fprint(stdout, text)
+			return err
+		})
 	})
 	return cmd
 }
@@ -134,45 +142,17 @@ func newNextCmd() *cobra.Command {
 	cmd, cf := campaignVerb("next [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"continue-or-stop decision for a campaign (move-on criteria, hottest region)")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		if c, err := cf.remote.client(); err != nil {
-			fmt.Fprintln(stderr, "amkctl next:", err)
-			return exitBadInput
-		} else if c != nil {
-			return remoteNext(c, cf, pos, stdout, stderr)
-		}
-		ws, id, err := cf.resolve(pos)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl next:", err)
-			return exitRejected
-		}
-		now := time.Now().UTC()
-		var c *campaign.Campaign
-		// With the lock, a criterion that tripped is made to stick (the
-		// campaign flips to done); while a driver holds it, the driver does.
-		if l, err := ws.Open(id); err == nil {
-			if c = l.Campaign(); c.Status() == campaign.StatusOptimizing {
-				if _, err := l.Apply(campaign.Tick{Time: now}); err != nil && !errors.Is(err, campaign.ErrDone) {
-					l.Close()
-					fmt.Fprintln(stderr, "amkctl next:", err)
-					return exitRejected
-				}
+		return cf.onCampaign("next", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			n, err := cs.Next(ctx, id)
+			if err != nil {
+				return err
 			}
-			l.Close()
-		} else if errors.Is(err, runner.ErrLocked) {
-			if c, err = ws.View(id); err != nil {
-				fmt.Fprintln(stderr, "amkctl next:", err)
-				return exitRejected
+			if *cf.jsonOut {
+				return printJSON(stdout, n)
 			}
-		} else {
-			fmt.Fprintln(stderr, "amkctl next:", err)
-			return exitRejected
-		}
-		n := c.Next(now)
-		if *cf.jsonOut {
-			return printJSON(stdout, n)
-		}
-		fmt.Fprint(stdout, n.Text())
-		return exitOK
+			fmt.Fprint(stdout, n.Text())
+			return nil
+		})
 	})
 	return cmd
 }
@@ -181,41 +161,47 @@ func newReportCmd() *cobra.Command {
 	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"write a campaign's reports (markdown, JSON, SVG plot) and print its status")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		if c, err := cf.remote.client(); err != nil {
-			fmt.Fprintln(stderr, "amkctl report:", err)
-			return exitBadInput
-		} else if c != nil {
-			return remoteReport(c, cf, pos, stdout, stderr)
-		}
-		ws, id, err := cf.resolve(pos)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl report:", err)
-			return exitRejected
-		}
-		c, err := ws.View(id)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl report:", err)
-			return exitRejected
-		}
-		now := time.Now().UTC()
-		dir := ws.CampaignDir(id)
-		if err := runner.WriteReport(dir, c, now); err != nil {
-			fmt.Fprintln(stderr, "amkctl report:", err)
-			return exitRejected
-		}
-		agg := filepath.Join(dir, "aggregate_report.md")
-		if err := writeFileAtomic(agg, []byte(c.ReportMarkdown(now))); err != nil {
-			fmt.Fprintln(stderr, "amkctl report:", err)
-			return exitRejected
-		}
-		if *cf.jsonOut {
-			return printJSON(stdout, c.WakeUp(now))
-		}
-		fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)\n", agg, filepath.Join(dir, "report.md"))
-		fmt.Fprint(stdout, c.StatusText(now))
-		return exitOK
+		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			files, err := cs.WriteReport(ctx, id)
+			if err != nil {
+				return err
+			}
+			if *cf.jsonOut {
+				wake, err := cs.Report(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, wake)
+			}
+			text, err := cs.StatusText(ctx, id)
+			if err != nil {
+				return err
+			}
+			agg, wake := files.Dir, files.Dir
+			for _, f := range files.Files {
+				switch {
+				case hasBase(f, control.AggregateReport):
+					agg = f
+				case hasBase(f, "report.md"):
+					wake = f
+				}
+			}
+			where := ""
+			if _, remote := cs.(control.Remote); remote {
+				where = " on the scheduler's machine"
+			}
+			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)%s\n", agg, wake, where)
+			fmt.Fprint(stdout, text)
+			return nil
+		})
 	})
 	return cmd
+}
+
+// hasBase reports whether a path (in the syntax of the campaigns' machine)
+// names base.
+func hasBase(path, base string) bool {
+	return path == base || strings.HasSuffix(path, "/"+base) || strings.HasSuffix(path, `\`+base)
 }
 
 func newRecordCmd() *cobra.Command {
@@ -237,62 +223,49 @@ func newRecordCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "amkctl record: STATUS (kept, revert, tried, failed, crash, timeout, rejected) is required")
 			return exitBadInput
 		}
-		status, rest := pos[0], pos[1:]
-		client, err := cf.remote.client()
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl record:", err)
-			return exitBadInput
-		}
-		rec := campaign.Record{Time: time.Now().UTC(), Status: status, Correctness: *correctness, Kind: *kind,
-			ScheduleID: *schedID, Description: *desc, Source: *source}
 		opt := func(v float64) *float64 {
 			if v < 0 {
 				return nil
 			}
 			return &v
 		}
-		rec.LatencyUS, rec.PctOfRoofline, rec.BoundUS = opt(*latency), opt(*pct), opt(*bound)
+		req := api.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
+			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: *kind, ScheduleID: *schedID,
+			Description: *desc, Source: *source}
 		if *cfgPath != "" {
 			data, err := readInput(*cfgPath, 1<<20)
 			if err != nil {
 				fmt.Fprintln(stderr, "amkctl record:", err)
 				return exitBadInput
 			}
-			rec.Point = data
+			if !json.Valid(data) {
+				fmt.Fprintf(stderr, "amkctl record: --schedule %s is not valid JSON\n", *cfgPath)
+				return exitBadInput
+			}
+			req.Config = data
 		}
 		if *regions != "" {
-			if rec.Regions, err = parseRegions(*regions); err != nil {
+			var err error
+			if req.Regions, err = parseRegions(*regions); err != nil {
 				fmt.Fprintln(stderr, "amkctl record:", err)
 				return exitBadInput
 			}
 		}
-		if client != nil {
-			return remoteRecord(client, cf, rest, rec, stdout, stderr)
-		}
-		ws, id, err := cf.resolve(rest)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl record:", err)
-			return exitRejected
-		}
-		l, err := ws.Open(id)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl record:", err)
-			return exitRejected
-		}
-		defer l.Close()
-		dec, err := l.Apply(rec)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl record: refused:", err)
-			return exitRejected
-		}
-		for _, r := range dec.Rows {
-			fmt.Fprintf(stdout, "recorded experiment %d: %s %s\n", r.Experiment, r.Tag, r.Description)
-		}
-		if *cf.jsonOut {
-			return printJSON(stdout, l.Campaign().StatusReport(rec.Time))
-		}
-		fmt.Fprint(stdout, l.Campaign().StatusText(rec.Time))
-		return exitOK
+		return cf.onCampaign("record", pos[1:], stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			resp, err := cs.Record(ctx, id, req)
+			if err != nil {
+				return err
+			}
+			for _, r := range resp.Rows {
+				fmt.Fprintf(stdout, "recorded experiment %d: %s %s\n", r.Experiment, r.Tag, r.Description)
+			}
+			if *cf.jsonOut {
+				return printJSON(stdout, resp.Campaign)
+			}
+			text, err := cs.StatusText(ctx, id)
+			fmt.Fprint(stdout, text)
+			return err
+		})
 	})
 	return cmd
 }
@@ -323,40 +296,30 @@ func newCampaignsCmd() *cobra.Command {
 	workspace := cmd.Flags().String("workspace", "workspace", "workspace directory")
 	jsonOut := addJSONFlags(cmd, "print JSON")
 	cmd.RunE = runVerb(func(_ []string, stdout, stderr io.Writer) int {
-		if c, err := remote.client(); err != nil {
-			fmt.Fprintln(stderr, "amkctl campaigns:", err)
-			return exitBadInput
-		} else if c != nil {
-			return remoteCampaigns(c, *jsonOut, stdout, stderr)
+		cs, code := openCampaigns("campaigns", remote, *workspace, true, stderr)
+		if cs == nil {
+			return code
 		}
-		ws, err := runner.OpenWorkspace(*workspace)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl campaigns:", err)
-			return exitRejected
+		ctx, cancel := remoteContext()
+		defer cancel()
+		reports, err := cs.List(ctx)
+		if err != nil && reports == nil {
+			return remoteFail(stderr, "campaigns", err)
 		}
-		ids, err := ws.IDs()
-		if err != nil {
+		if err != nil { // some campaigns unreadable: say which, list the others
 			fmt.Fprintln(stderr, "amkctl campaigns:", err)
-			return exitRejected
-		}
-		now := time.Now().UTC()
-		var reports []campaign.StatusReport
-		for _, id := range ids {
-			c, err := ws.View(id)
-			if err != nil {
-				fmt.Fprintf(stderr, "amkctl campaigns: %s: %v\n", id, err)
-				continue
-			}
-			reports = append(reports, c.StatusReport(now))
 		}
 		if *jsonOut {
 			if reports == nil {
 				reports = []campaign.StatusReport{}
 			}
-			return printJSON(stdout, reports)
+			if err := printJSON(stdout, reports); err != nil {
+				return exitInternal
+			}
+			return exitOK
 		}
 		if len(reports) == 0 {
-			fmt.Fprintf(stdout, "no campaigns in %s\n", ws.Dir)
+			fmt.Fprintf(stdout, "no campaigns %s\n", cs.Where())
 			return exitOK
 		}
 		printCampaignTable(stdout, reports)

@@ -62,7 +62,9 @@
 //     themselves;
 //   - a verb that acts on one campaign starts from campaignVerb(use, short)
 //     (campaigns.go), which adds the campaign selectors, --workspace, --json
-//     and the remote flags;
+//     and the remote flags, and runs its body with cf.onCampaign against
+//     internal/control.Campaigns: written once, it works on a local
+//     workspace and, with --server, on a scheduler;
 //   - a verb that can act on a scheduler calls addRemoteFlags(cmd) (remote.go):
 //     that adds --server, --token and --token-file and lets
 //     "amkctl --server URL VERB" put those flags before the verb;

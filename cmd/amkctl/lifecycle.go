@@ -1,22 +1,16 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/version"
-	"github.com/amk-dev/amk/ir"
-	"github.com/amk-dev/amk/model"
-	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/internal/control"
 )
 
 func init() {
@@ -73,35 +67,31 @@ func newStartCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "amkctl start: --iters, --minutes and --workers must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
 			return exitBadInput
 		}
-		c, err := cf.remote.client()
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl start:", err)
+		cs, code := cf.open("start", true, stderr)
+		if cs == nil {
+			return code
+		}
+		_, remote := cs.(control.Remote)
+		if !remote && *sf.workers != 0 {
+			fmt.Fprintln(stderr, "amkctl start: --workers applies to a scheduler (--server); locally, pass --workers to amkctl autoresearch")
 			return exitBadInput
 		}
-		var resp api.CreateResponse
-		if c != nil {
-			ctx, cancel := remoteContext()
-			defer cancel()
-			if resp, err = c.Create(ctx, req); err != nil {
-				return remoteFail(stderr, "start", err)
-			}
-		} else {
-			if *sf.workers != 0 {
-				fmt.Fprintln(stderr, "amkctl start: --workers applies to a scheduler (--server); locally, pass --workers to amkctl autoresearch")
-				return exitBadInput
-			}
-			if resp, err = startLocal(*cf.workspace, req); err != nil {
-				fmt.Fprintln(stderr, "amkctl start:", err)
-				return exitRejected
-			}
+		ctx, cancel := remoteContext()
+		defer cancel()
+		resp, err := cs.Create(ctx, req)
+		if err != nil {
+			return remoteFail(stderr, "start", err)
 		}
 		if *cf.jsonOut {
-			return printJSON(stdout, resp)
+			if err := printJSON(stdout, resp); err != nil {
+				return exitInternal
+			}
+			return exitOK
 		}
 		if resp.Created {
-			where := "locally (run it with amkctl autoresearch, or let a scheduler on this workspace adopt it)"
-			if c != nil {
-				where = fmt.Sprintf("on %s with %d trial(s) in flight", c.Server(), resp.Workers)
+			where := cs.Where() + " (run it with amkctl autoresearch, or let a scheduler on this workspace adopt it)"
+			if remote {
+				where = fmt.Sprintf("%s with %d trial(s) in flight", cs.Where(), resp.Workers)
 			}
 			fmt.Fprintf(stderr, "created campaign %s %s\n", resp.ID, where)
 		} else {
@@ -112,46 +102,6 @@ func newStartCmd() *cobra.Command {
 		return exitOK
 	})
 	return cmd
-}
-
-// startLocal creates the campaign in a workspace without running it.
-func startLocal(workspace string, req api.CreateRequest) (api.CreateResponse, error) {
-	cfg, err := model.Load(req.Model)
-	if err != nil {
-		return api.CreateResponse{}, err
-	}
-	target, err := ir.Target(req.GPU)
-	if err != nil {
-		return api.CreateResponse{}, err
-	}
-	if req.Device != "cpu" && req.Device != "cuda" {
-		return api.CreateResponse{}, fmt.Errorf("--device must be cpu or cuda, got %q", req.Device)
-	}
-	ws, err := runner.OpenWorkspace(workspace)
-	if err != nil {
-		return api.CreateResponse{}, err
-	}
-	corpus, _, err := flywheel.ReadCorpus(ws.CorpusPath())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return api.CreateResponse{}, fmt.Errorf("corpus: %w", err)
-	}
-	s := campaign.DefaultSettings()
-	s.Overnight, s.RestartAfter, s.Epsilon, s.Budget = req.Overnight, *req.RestartAfter, *req.Epsilon, *req.Budget
-	if req.TrialTimeoutS != nil {
-		s.TrialTimeoutS = *req.TrialTimeoutS
-	}
-	s.MoveOn = req.MoveOn.Over(s.MoveOn)
-	host, _ := os.Hostname()
-	l, created, err := ws.Create(campaign.Start{
-		Time: time.Now().UTC(), Model: req.Model, Label: cfg.Name, GPU: target.Name, Device: req.Device, Name: req.Name,
-		Weights: req.Weights, Seed: req.Seed, Shape: shapeOf(cfg), Corpus: corpus, Cold: req.Cold, Settings: s,
-		Env: flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: req.Device + "@" + host, AMKVersion: version.String()},
-	})
-	if err != nil {
-		return api.CreateResponse{}, err
-	}
-	defer l.Close()
-	return api.CreateResponse{ID: l.ID(), Created: created, Campaign: l.Campaign().StatusReport(time.Now().UTC())}, nil
 }
 
 // lifecycleVerb is the constructor of pause, resume, stop or reopen.
@@ -214,76 +164,20 @@ func newBudgetCmd() *cobra.Command {
 // sendCommand applies an operator command on the scheduler or, without
 // one, to the local ledger (when no other process drives the campaign).
 func sendCommand(op string, cf campaignFlags, pos []string, req api.CommandRequest, stdout, stderr io.Writer) int {
-	c, err := cf.remote.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "amkctl %s: %v\n", op, err)
-		return exitBadInput
-	}
-	if c != nil {
-		ctx, cancel := remoteContext()
-		defer cancel()
-		id, err := cf.remoteCampaign(ctx, c, pos)
+	return cf.onCampaign(op, pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		resp, err := cs.Command(ctx, id, op, req)
 		if err != nil {
-			return remoteFail(stderr, op, err)
-		}
-		var resp api.CommandResponse
-		if op == campaign.OpBudget {
-			resp, err = c.SetBudget(ctx, id, *req.Budget)
-		} else {
-			resp, err = c.Command(ctx, id, op, req)
-		}
-		if err != nil {
-			return remoteFail(stderr, op, err)
+			return err
 		}
 		if *cf.jsonOut {
 			printLog(stderr, id, resp.Log)
 			return printJSON(stdout, resp.Campaign)
 		}
 		printLog(stdout, id, resp.Log)
-		text, err := c.StatusText(ctx, id)
-		if err != nil {
-			return remoteFail(stderr, op, err)
-		}
+		text, err := cs.StatusText(ctx, id)
 		fmt.Fprint(stdout, text)
-		return exitOK
-	}
-	return localCommand(op, cf, pos, req, stdout, stderr)
-}
-
-func localCommand(op string, cf campaignFlags, pos []string, req api.CommandRequest, stdout, stderr io.Writer) int {
-	ws, id, err := cf.resolve(pos)
-	if err != nil {
-		fmt.Fprintf(stderr, "amkctl %s: %v\n", op, err)
-		return exitRejected
-	}
-	l, err := ws.Open(id)
-	if errors.Is(err, runner.ErrLocked) {
-		fmt.Fprintf(stderr, "amkctl %s: %v\n  another process drives it: send the command to its scheduler (--server URL), or stop amkctl autoresearch first\n", op, err)
-		return exitRejected
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "amkctl %s: %v\n", op, err)
-		return exitRejected
-	}
-	defer l.Close()
-	now := time.Now().UTC()
-	ev := campaign.Command{Time: now, Op: op, Note: req.Note, Budget: req.Budget}
-	if req.MoveOn != nil {
-		mo := req.MoveOn.Over(l.Campaign().State().Settings.MoveOn)
-		ev.MoveOn = &mo
-	}
-	dec, err := l.Apply(ev)
-	if err != nil {
-		fmt.Fprintf(stderr, "amkctl %s: refused: %v\n", op, err)
-		return exitRejected
-	}
-	if *cf.jsonOut {
-		printLog(stderr, id, dec.Log)
-		return printJSON(stdout, l.Campaign().StatusReport(now))
-	}
-	printLog(stdout, id, dec.Log)
-	fmt.Fprint(stdout, l.Campaign().StatusText(now))
-	return exitOK
+		return err
+	})
 }
 
 func printLog(w io.Writer, id string, lines []string) {

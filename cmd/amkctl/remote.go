@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/internal/api"
 )
 
@@ -165,38 +164,4 @@ func remoteFail(stderr io.Writer, verb string, err error) int {
 	}
 	fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 	return exitRejected
-}
-
-// remoteCampaign names the campaign a remote verb acts on: --campaign ID,
-// MODEL --gpu G [--device D] [--name N], a campaign ID, or the scheduler's
-// only campaign.
-func (cf campaignFlags) remoteCampaign(ctx context.Context, c *api.Client, positional []string) (string, error) {
-	switch {
-	case *cf.id != "":
-		if len(positional) > 0 {
-			return "", fmt.Errorf("unexpected arguments %q", positional)
-		}
-		return *cf.id, nil
-	case len(positional) == 1 && *cf.gpu != "":
-		return campaign.ID(positional[0], *cf.gpu, *cf.device, *cf.name), nil
-	case len(positional) == 1:
-		return positional[0], nil
-	case len(positional) > 1:
-		return "", fmt.Errorf("unexpected arguments %q", positional[1:])
-	}
-	reports, err := c.Campaigns(ctx)
-	if err != nil {
-		return "", err
-	}
-	switch len(reports) {
-	case 0:
-		return "", fmt.Errorf("no campaigns on the scheduler at %s (start one with amkctl --server URL start MODEL --gpu G)", c.Server())
-	case 1:
-		return reports[0].ID, nil
-	}
-	ids := make([]string, len(reports))
-	for i, r := range reports {
-		ids[i] = r.ID
-	}
-	return "", fmt.Errorf("%d campaigns on the scheduler (%s): choose one by id or with --campaign ID", len(ids), strings.Join(ids, ", "))
 }

@@ -57,7 +57,10 @@ func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 		if ws == nil {
 			ws = []api.Worker{}
 		}
-		return printJSON(stdout, ws)
+		if err := printJSON(stdout, ws); err != nil {
+			return exitInternal
+		}
+		return exitOK
 	}
 	if len(ws) == 0 {
 		fmt.Fprintf(stdout, "no live workers on the scheduler at %s\n", c.Server())
@@ -89,7 +92,10 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 		if qs == nil {
 			qs = []api.Queue{}
 		}
-		return printJSON(stdout, qs)
+		if err := printJSON(stdout, qs); err != nil {
+			return exitInternal
+		}
+		return exitOK
 	}
 	if len(qs) == 0 {
 		fmt.Fprintf(stdout, "no queues yet on the scheduler at %s\n", c.Server())
