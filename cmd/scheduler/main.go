@@ -100,11 +100,11 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err != nil {
 		return err
 	}
-	lock, err := lockWorkspace(ws.Dir)
+	lock, err := ws.LockForScheduler()
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Close()
 	token, err := apiToken(cfg, ws.Dir, log)
 	if err != nil {
 		return err
