@@ -11,10 +11,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
-	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/trial"
-	"github.com/amk-dev/amk/validate"
-	"github.com/amk-dev/amk/vm"
 )
 
 func init() { addVerb(newGenerateCmd) }
@@ -61,20 +58,12 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err != nil || len(ids) == 0 {
 		return fail(exitBadInput, "--prompt-ids needs at least one token id (%v)", err)
 	}
-	if g.maxTokens < 0 {
-		return fail(exitBadInput, "--max-tokens must be >= 0")
+	if g.device != "cpu" && g.device != "cuda" {
+		return fail(exitBadInput, "--device must be cpu or cuda, got %q", g.device)
 	}
 	cfg, err := model.Load(pos0[0])
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
-	}
-	for _, id := range ids {
-		if int(id) >= cfg.Vocab {
-			return fail(exitBadInput, "prompt token %d is outside the vocabulary [0, %d)", id, cfg.Vocab)
-		}
-	}
-	if len(ids)+g.maxTokens > cfg.MaxSeq {
-		return fail(exitBadInput, "prompt + max-tokens = %d exceeds the model's max_seq %d", len(ids)+g.maxTokens, cfg.MaxSeq)
 	}
 	target, err := ir.Target(g.gpu)
 	if err != nil {
@@ -82,91 +71,49 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	}
 	point, err := loadPoint(g.cfgPath)
 	if err != nil {
-		return fail(exitBadInput, "config: %v", err)
+		return fail(exitBadInput, "--schedule: %v", err)
+	}
+	d := trial.Decode{Config: cfg, Target: target, Point: point, Prompt: ids, Tokens: g.maxTokens, Verify: g.verify}
+	if err := d.Check(); err != nil {
+		return fail(exitBadInput, "%v", err)
 	}
 	if g.device == "cuda" {
 		return generateOnGPU(cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
 	}
-	if g.device != "cpu" {
-		return fail(exitBadInput, "--device must be cpu or cuda, got %q", g.device)
-	}
-	var w model.Weights
 	if g.weights != "" {
-		w, err = model.LoadSafetensors(g.weights, cfg)
+		d.Weights, err = model.LoadSafetensors(g.weights, cfg)
 	} else {
-		w, err = model.InitWeights(cfg, trial.WeightSeed)
+		d.Weights, err = model.InitWeights(cfg, trial.WeightSeed)
 	}
 	if err != nil {
 		return fail(exitBadInput, "weights: %v", err)
 	}
-	prog, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: 0})
+	res, err := trial.GreedyDecode(context.Background(), d)
 	if err != nil {
 		return fail(exitRejected, "%v", err)
 	}
-	if rep := validate.Validate(prog); !rep.OK {
-		return fail(exitRejected, "lowered program rejected: %s", rep.Reason(4))
+	printTokens(stdout, res.Tokens)
+	if !g.verify {
+		return exitOK
 	}
-	var oracle *model.Eager
-	if g.verify {
-		if oracle, err = model.NewEager(cfg, w); err != nil {
-			return fail(exitBadInput, "eager: %v", err)
-		}
+	for _, m := range res.Mismatches {
+		fmt.Fprintf(stderr, "position %d: MISMATCH vs eager (%s, max abs err %.3g)\n", m.Pos, m.Reason, m.MaxAbsErr)
 	}
-	var kv map[string]*tensor.Tensor
-	var generated []int32
-	tok := ids[0]
-	total := len(ids) + g.maxTokens
-	mismatches := 0
-	// Positions 0..total-2: the prompt's tokens are fed in turn; from the last
-	// prompt position on, each step's greedy token is the next step's input.
-	for pos := 0; pos < total-1; pos++ {
-		if pos > 0 {
-			if err := schedule.Reposition(prog, pos); err != nil {
-				if prog, err = schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: pos}); err != nil {
-					return fail(exitRejected, "%v", err)
-				}
-				if rep := validate.Validate(prog); !rep.OK {
-					return fail(exitRejected, "program rejected at position %d: %s", pos, rep.Reason(4))
-				}
-			}
-		}
-		step, err := trial.RunStep(prog, w, tok, pos, kv)
-		if err != nil {
-			return fail(exitRejected, "reference VM at position %d: %v", pos, err)
-		}
-		kv = step.KV
-		next := model.Argmax(step.Logits)
-		if oracle != nil {
-			want, err := oracle.Step(tok, pos)
-			if err != nil {
-				return fail(exitRejected, "eager at position %d: %v", pos, err)
-			}
-			cmp := vm.Compare(step.Logits, want, cfg.Vocab, cfg.DType)
-			if !cmp.Pass || model.Argmax(want) != next {
-				mismatches++
-				fmt.Fprintf(stderr, "position %d: MISMATCH vs eager (%s, max abs err %.3g)\n", pos, cmp.Reason, cmp.MaxAbsErr)
-			}
-		}
-		if pos+1 < len(ids) {
-			tok = ids[pos+1]
-			continue
-		}
-		generated = append(generated, next)
-		tok = next
+	if len(res.Mismatches) > 0 {
+		fmt.Fprintf(stderr, "verify: %d of %d steps disagree with the eager oracle\n", len(res.Mismatches), res.Steps)
+		return exitRejected
 	}
-	strs := make([]string, len(generated))
-	for i, g := range generated {
-		strs[i] = fmt.Sprint(g)
-	}
-	fmt.Fprintln(stdout, strings.Join(strs, " "))
-	if oracle != nil {
-		if mismatches > 0 {
-			fmt.Fprintf(stderr, "verify: %d of %d steps disagree with the eager oracle\n", mismatches, total-1)
-			return exitRejected
-		}
-		fmt.Fprintf(stderr, "verify: all %d steps match the eager oracle (%s tolerance); tokens identical\n", total-1, cfg.DType)
-	}
+	fmt.Fprintf(stderr, "verify: all %d steps match the eager oracle (%s tolerance); tokens identical\n", res.Steps, cfg.DType)
 	return exitOK
+}
+
+// printTokens prints token ids on one line.
+func printTokens(w io.Writer, tokens []int32) {
+	strs := make([]string, len(tokens))
+	for i, tok := range tokens {
+		strs[i] = fmt.Sprint(tok)
+	}
+	fmt.Fprintln(w, strings.Join(strs, " "))
 }
 
 // greedyDecoder is what the CUDA launcher offers for a whole decode on the
@@ -202,11 +149,7 @@ func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget,
 		fmt.Fprintln(stderr, "amkctl generate: GPU decode:", err)
 		return exitRejected
 	}
-	strs := make([]string, len(tokens))
-	for i, tok := range tokens {
-		strs[i] = fmt.Sprint(tok)
-	}
-	fmt.Fprintln(stdout, strings.Join(strs, " "))
+	printTokens(stdout, tokens)
 	if !verify {
 		return exitOK
 	}
