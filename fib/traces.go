@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/ir"
 )
 
 // Latency kinds (the verdict's latency_kind).
@@ -125,12 +126,13 @@ func TracesFromFacts(def *Definition, w Workload, run RunInfo, facts []Fact) (tr
 		}
 		ev := &Evaluation{Status: status, Environment: env, Timestamp: run.Timestamp, Log: factLog(f)}
 		switch status {
-		case StatusPassed:
-			ev.Correctness = &Correctness{Extra: map[string]any{"amk_correctness": f.Correctness}}
-			ev.Performance = &Performance{LatencyMS: *f.LatencyUS / 1000}
-		case StatusIncorrectNumerical:
+		case StatusPassed, StatusIncorrectNumerical:
+			// results.tsv keeps the verdict, not the error maxima: NaN says "not recorded".
 			ev.Correctness = &Correctness{MaxRelativeError: Float(math.NaN()), MaxAbsoluteError: Float(math.NaN()),
 				Extra: map[string]any{"amk_correctness": f.Correctness}}
+		}
+		if status == StatusPassed {
+			ev.Performance = &Performance{LatencyMS: ir.RoundTo(*f.LatencyUS/1000, 9)}
 		}
 		sol := SolutionName(f.Solution)
 		traces = append(traces, Trace{Definition: def.Name, Workload: w, Solution: &sol, Evaluation: ev})
@@ -200,7 +202,7 @@ func Facts(traces []Trace) ([]Fact, error) {
 			return nil, fmt.Errorf("trace %d: status %s but the verdict says %s", i, t.Evaluation.Status, f.Correctness)
 		}
 		if p := t.Evaluation.Performance; (p != nil) != (f.LatencyUS != nil) ||
-			p != nil && math.Abs(p.LatencyMS*1000-*f.LatencyUS) > 1e-9*math.Max(1, *f.LatencyUS) {
+			p != nil && math.Abs(p.LatencyMS*1000-*f.LatencyUS) > 1e-6 { // latency_ms keeps 9 decimals
 			return nil, fmt.Errorf("trace %d: performance and the verdict's latency disagree", i)
 		}
 		if got := t.Evaluation.Environment.Libs["amk_latency_kind"]; got != f.Kind ||

@@ -72,7 +72,7 @@ func validateNaming(ps *problems, d *Definition) {
 	if d.OpType != "" && !opTypeCharset.MatchString(d.OpType) {
 		ps.addf("op_type", "%q: use lower-case letters, digits and underscores", d.OpType)
 	} else if d.OpType != "" && !slices.Contains(OpTypes, d.OpType) {
-		ps.warn("op_type", fmt.Sprintf("%q is not one of seed 003's op_types (%s)", d.OpType, strings.Join(OpTypes, ", ")))
+		ps.warn("op_type", fmt.Sprintf("%q is not in seed 003's list of op_types", d.OpType))
 	}
 	if d.Name == "" {
 		return
