@@ -88,9 +88,6 @@ const MaxFileBytes = 16 << 20
 // or not a Definition (amkctl fib validate exits 2 on it).
 var ErrNotDefinition = errors.New("not a Definition")
 
-// definitionKeys are the top-level fields of a Definition.
-var definitionKeys = []string{"name", "op_type", "description", "tags", "axes", "constraints", "inputs", "outputs", "reference"}
-
 // ParseDefinition decodes one Definition. The error (wrapping
 // ErrNotDefinition) is for bytes that are not JSON, not an object, or an
 // object with none of a Definition's structural fields; everything else

@@ -109,7 +109,7 @@ func rawObject(data []byte) (Ordered[json.RawMessage], error) {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, errNotObject
 	}
-	var out Ordered[json.RawMessage]
+	out := Ordered[json.RawMessage]{} // {} is an object with no entries, not null
 	seen := map[string]bool{}
 	for dec.More() {
 		kt, err := dec.Token()
