@@ -112,3 +112,27 @@ func TestTuneInstructionFibOnTheCPU(t *testing.T) {
 		t.Errorf("OP with --fib: exit %d", code)
 	}
 }
+
+// Loop-1 rows (loop=instruction) become measured-gpu Traces of the small
+// export's op Definitions; other models are refused.
+func TestFibExportLoop1Rows(t *testing.T) {
+	results, out := filepath.Join(t.TempDir(), "results.tsv"), t.TempDir()
+	us := 41.5
+	if err := flywheel.AppendRows(results,
+		flywheel.Row{Experiment: 0, Tag: flywheel.TagKept, Loop: flywheel.LoopInstruction, Model: "inst:rmsnorm", GPU: "h200",
+			Regime: flywheel.RegimeSingle, Correctness: flywheel.CorrectPass, LatencyUS: &us, KernelID: "rmsnorm[v0]"},
+		flywheel.Row{Experiment: 1, Tag: flywheel.TagRevert, Loop: flywheel.LoopInstruction, Model: "inst:gemv_tile", GPU: "h200",
+			Regime: flywheel.RegimeSingle, Correctness: flywheel.CorrectFail, KernelID: "gemv_tile[v1 threads=512]"}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errOut := runCmd(t, "fib", "export", "small", "--gpu", "h200", "-o", out, "--results", results)
+	if code != exitOK || !strings.Contains(stdout, "2 Loop-1 verdicts as Traces (measured-gpu)") {
+		t.Fatalf("exit %d\n%s%s", code, stdout, errOut)
+	}
+	if code, stdout, _ := runCmd(t, "fib", "validate", out); code != exitOK || !strings.Contains(stdout, "2 traces hold") {
+		t.Errorf("exit %d\n%s", code, stdout)
+	}
+	if code, _, _ := runCmd(t, "fib", "export", "llama-8b", "--gpu", "h200", "-o", t.TempDir(), "--results", results); code != exitBadInput {
+		t.Errorf("Loop-1 rows on llama-8b: exit %d", code)
+	}
+}
