@@ -55,6 +55,9 @@ type Dataset struct {
 	// Broken names the Definitions that break a rule, with the first.
 	Broken  map[string]string
 	Reports []FileReport
+	// single is set when one file was read: a workload or trace line whose
+	// Definition is elsewhere is then a warning, not a broken rule.
+	single bool
 }
 
 // ReadDataset reads a file or a directory. A directory is walked: *.json
@@ -71,7 +74,7 @@ func ReadDataset(path string) (*Dataset, error) {
 	}
 	var files []string
 	if !info.IsDir() {
-		files = []string{path}
+		files, ds.single = []string{path}, true
 	} else {
 		err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -218,8 +221,12 @@ func (ds *Dataset) readLines(path, kind string) {
 		r.Name = t.Definition
 		d := ds.Definitions[t.Definition]
 		if d == nil {
-			r.Problems = append(r.Problems, Problem{Field: "definition", Level: Error,
-				Reason: fmt.Sprintf("no Definition %q in this dataset", t.Definition)})
+			level := Error
+			if ds.single {
+				level = Warning
+			}
+			r.Problems = append(r.Problems, Problem{Field: "definition", Level: level,
+				Reason: fmt.Sprintf("no Definition %q read with it: only its structure is checked", t.Definition)})
 		}
 		r.Problems = append(r.Problems, ValidateTrace(d, t)...)
 		if kind == KindWorkload && !t.WorkloadOnly() {

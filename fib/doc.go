@@ -8,14 +8,16 @@
 // expression language (ParseExpr: a small Python subset over axis names),
 // the export of the Definitions and workloads of every op of a model's
 // decode step (Export), the export of a campaign's or a Loop 1 run's
-// verdicts as Traces and their reading back (CampaignTraces, Facts), the
-// dataset directory layout (Dataset, ReadDataset, WriteDataset), the table
-// that maps a Definition onto an amk micro-kernel (Map), and plain Go
-// implementations of the Definitions' semantics (the semantics*.go files)
-// that the reference VM is checked against.
+// verdicts as Traces and their reading back (CampaignTraces,
+// InstructionTraces, Facts), the dataset directory layout (ReadDataset,
+// WriteDefinitions, WriteTraces), the table that maps a Definition onto an
+// amk micro-kernel (Map, mapTable), plain Go implementations of the
+// Definitions' semantics (semantics.go) that the reference VM is checked
+// against (package fib/loop1), and the reports of the amkctl fib verbs
+// (report.go: WriteValidation, WriteMappings, RunExport).
 //
-// The package is pure: no Redis, no network, no os/exec; it reads and
-// writes files only in the dataset functions.
+// The package is pure: no Redis, no network, no os/exec. It touches files
+// only where it reads or writes a dataset or reads a campaign's ledger.
 //
 // Dataset layout (the public flashinfer-bench TraceSet):
 //
