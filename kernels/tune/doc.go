@@ -13,8 +13,9 @@
 // denominators positive). NewShapedCase cuts the same way from a model and
 // batch of the caller's choosing (a FlashInfer-Bench workload's shape, see
 // package fib/loop1), picking the group by task label. The reference
-// numerics are the CPU reference VM on that program (Case.Reference); OpBytes is its HBM traffic (the rows,
-// windows and table rows the tasks touch), the traffic of the roofline.
+// numerics are the CPU reference VM on that program (Case.Reference);
+// OpBytes is its HBM traffic (the rows, windows and table rows the tasks
+// touch), the traffic of the roofline.
 //
 // Proposals. Knobs(op) are the block size and every search knob of
 // kernels.KnobSpace the op's kernel reads (qc, read only by the quantized
