@@ -25,6 +25,8 @@ type CaseSpec struct {
 	Label      string // task label of the group: "final_norm", "lm_head", "L0.attention", ...
 	// Partitions is the split-KV factor of the lowering (1: one attention task per sequence).
 	Partitions int
+	// Note says what the mapping assumed, if anything.
+	Note string
 }
 
 // Mapping says whether amk can serve a Definition, with its cases (one per
@@ -213,7 +215,7 @@ func tensorsOfRank(set Ordered[TensorSpec], r int) []Named[TensorSpec] {
 	return out
 }
 
-// shapeKinds checks that each named axis is const or var as wanted.
+// axisValue is an axis's value: its const value, else the workload's.
 func axisValue(d *Definition, w *Workload, name string) (int64, bool) {
 	if v, ok := d.ConstAxes()[name]; ok {
 		return v, true
@@ -224,6 +226,7 @@ func axisValue(d *Definition, w *Workload, name string) (int64, bool) {
 	return w.Axes.Get(name)
 }
 
+// needConst adds a reason for each named axis that is not const.
 func needConst(d *Definition, reasons *[]string, what string, axes ...string) {
 	for _, a := range axes {
 		if ax, _ := d.Axes.Get(a); ax.Type != AxisConst {
@@ -250,12 +253,10 @@ func dimOK(reasons *[]string, name string, v int64) int {
 	return int(v)
 }
 
-var floatLine = regexp.MustCompile(`(?m)^%s\s*=\s*([0-9.eE+\-]+)\s*$`)
-
 // referenceConstant reads NAME = <float> from a reference (the constants
 // amk's exported references declare), else def.
 func referenceConstant(d *Definition, name string, def float64) float64 {
-	re := regexp.MustCompile(fmt.Sprintf(floatLine.String(), regexp.QuoteMeta(name)))
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\s*=\s*([0-9.eE+\-]+)\s*$`)
 	if m := re.FindStringSubmatch(d.Reference); m != nil {
 		if v, err := strconv.ParseFloat(m[1], 64); err == nil && v > 0 {
 			return v
@@ -275,7 +276,10 @@ func matchRMSNorm(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) 
 		reasons = append(reasons, "the weight or the output does not share the input's hidden axis")
 	}
 	needConst(d, &reasons, "hidden size", hiddenAx)
-	eps := referenceConstant(d, "EPS", 1e-6)
+	// eps: the workload's scalar input, else the EPS constant of amk's
+	// references, else the dataset's usual 1e-6 (said in the case's note).
+	const defaultEps = 1e-6
+	eps := referenceConstant(d, "EPS", 0)
 	for _, in := range d.Inputs {
 		if in.Value.Scalar() && w != nil {
 			spec, _ := w.Inputs.Get(in.Name)
@@ -284,6 +288,10 @@ func matchRMSNorm(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) 
 			}
 		}
 	}
+	note := ""
+	if eps == 0 {
+		eps, note = defaultEps, "eps 1e-6 assumed: no eps input and no EPS constant in the reference"
+	}
 	if len(reasons) > 0 || w == nil {
 		return CaseSpec{}, reasons
 	}
@@ -291,7 +299,8 @@ func matchRMSNorm(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) 
 	b, _ := axisValue(d, w, batchAx)
 	cfg := baseModel(d.Name, dt)
 	cfg.Hidden, cfg.RMSEps = dimOK(&reasons, hiddenAx, h), eps
-	return CaseSpec{Op: ir.OpRMSNORM, Model: cfg, Batch: dimOK(&reasons, batchAx, b), Pos: casePos, Label: "final_norm", Partitions: 1}, reasons
+	return CaseSpec{Op: ir.OpRMSNORM, Model: cfg, Batch: dimOK(&reasons, batchAx, b), Pos: casePos, Label: "final_norm", Partitions: 1,
+		Note: note}, reasons
 }
 
 func matchGEMM(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) {

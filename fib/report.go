@@ -79,8 +79,12 @@ func WriteMappings(w io.Writer, ms []Mapping) {
 			mapped++
 			fmt.Fprintf(w, "[MAPPED]   %s (%s) -> %s, %d Loop-1 case(s)\n", m.Definition, m.OpType, m.Op, len(m.Cases))
 			for _, c := range m.Cases {
-				fmt.Fprintf(w, "           workload %s: %s %s batch %d (%s)\n", c.Workload, strings.ToLower(c.Op.String()),
-					c.Model.DType, c.Batch, caseShape(c))
+				note := ""
+				if c.Note != "" {
+					note = "; " + c.Note
+				}
+				fmt.Fprintf(w, "           workload %s: %s %s batch %d (%s%s)\n", c.Workload, strings.ToLower(c.Op.String()),
+					c.Model.DType, c.Batch, caseShape(c), note)
 			}
 			for _, r := range m.Reasons {
 				fmt.Fprintf(w, "           not served: %s\n", r)
