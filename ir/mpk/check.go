@@ -248,7 +248,6 @@ func (c *checker) program() *ir.Program {
 	return p
 }
 
-
 func (c *checker) cycles() bool {
 	p := c.program()
 	if p == nil {

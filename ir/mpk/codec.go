@@ -284,8 +284,10 @@ func tensorsValue(ts []Tensor) pyjson.Value {
 	return pyjson.ArrayValue(out...)
 }
 
-func i64(v int64) pyjson.Value  { return pyjson.IntValue(v) }
-func u64(v uint64) pyjson.Value { return pyjson.Value{Kind: pyjson.Int, Num: strconv.FormatUint(v, 10)} }
+func i64(v int64) pyjson.Value { return pyjson.IntValue(v) }
+func u64(v uint64) pyjson.Value {
+	return pyjson.Value{Kind: pyjson.Int, Num: strconv.FormatUint(v, 10)}
+}
 
 func i64s(vs []int64) pyjson.Value {
 	out := make([]pyjson.Value, len(vs))
