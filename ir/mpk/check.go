@@ -122,8 +122,8 @@ func Check(g *Graph, opt CheckOptions) Report {
 		c.triggerCounts()
 		cyclic := c.cycles()
 		c.simulate()
-		if !cyclic {
-			c.races()
+		if !cyclic && c.counts[CodeDeadlock] == 0 {
+			c.races() // a race needs both tasks to run
 		}
 	}
 	for code, n := range c.counts {
@@ -208,7 +208,7 @@ func (c *checker) triggerCounts() {
 		k := ev.Kind()
 		used := len(c.waiters[e]) > 0 || k.Launches() || k == KindEndOfTaskGraph
 		if used && len(c.triggers[e]) > ev.NumTriggers {
-			c.errf(CodeExtraTrigger, "event %s needs %d triggers but %d tasks trigger it (%s): it fires before all of them finish, and its count runs ahead in later iterations",
+			c.errf(CodeExtraTrigger, "event %s needs %d trigger(s) but %d tasks trigger it (%s): it fires before all of them finish, and its count runs ahead in later iterations",
 				c.eventName(e), ev.NumTriggers, len(c.triggers[e]), list(c.triggers[e]))
 		}
 		if len(c.waiters[e]) > 0 && ev.NumTriggers == 0 {

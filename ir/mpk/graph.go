@@ -218,3 +218,14 @@ func (t Tensor) Footprint() (lo, hi int64) {
 	}
 	return t.Offset, t.Offset + ((last+1)*int64(bits)+7)/8
 }
+
+// Numbering is the event-type numbering the graph's events use (Mirage's
+// when no event says otherwise).
+func (g *Graph) Numbering() Numbering {
+	for _, ev := range g.Events {
+		if _, n, ok := kindOf(ev.EventType); ok {
+			return n
+		}
+	}
+	return NumberingMirage
+}

@@ -1,6 +1,10 @@
 package mpk
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // simulate runs one iteration the way MPK's runtime does: the begin task (or,
 // in a graph without one, first_tasks) starts it; a task runs once its
@@ -100,19 +104,37 @@ func (c *checker) simulate() {
 	c.deadlocks(launched, ran, count, fired, end)
 }
 
-// deadlocks reports the events that never fire although tasks wait on them
-// (or, for the end-of-graph event, although the next iteration needs it).
-// A root event is one whose shortfall no other stuck event explains; the
-// events stuck only because of a root are summarised.
+// deadlocks reports the events that never fire although tasks need them:
+// tasks wait on them, they would launch tasks, or (the end-of-graph event)
+// the next iteration needs them. A root event is one whose shortfall no
+// other stuck event explains; the events stuck only because of a root are
+// summarised.
 func (c *checker) deadlocks(launched []int, ran []bool, count []int, fired []bool, end int) {
 	g := c.g
-	stuckOnUnfired := func(t int) bool {
-		dep := g.Tasks[t].DependentEvent
-		return launched[t] > 0 && !ran[t] && dep.Valid() && !fired[dep.Index()]
+	launchers := make([][]int, len(g.Tasks))
+	for e, ev := range g.Events {
+		if ev.Kind().Launches() {
+			for t := ev.FirstTaskID; t < ev.LastTaskID; t++ {
+				launchers[t] = append(launchers[t], e)
+			}
+		}
+	}
+	// blocked: task t did not run because an event it needs did not fire.
+	blocked := func(t int) bool {
+		if dep := g.Tasks[t].DependentEvent; launched[t] > 0 && dep.Valid() && !fired[dep.Index()] {
+			return true
+		}
+		for _, e := range launchers[t] {
+			if launched[t] == 0 && !fired[e] {
+				return true
+			}
+		}
+		return false
 	}
 	var consequences []int
 	for e, ev := range g.Events {
-		if fired[e] || (len(c.waiters[e]) == 0 && e != end) || ev.NumTriggers == 0 && e != end {
+		launches := ev.Kind().Launches() && ev.LastTaskID > ev.FirstTaskID
+		if fired[e] || len(c.waiters[e]) == 0 && !launches && e != end || ev.NumTriggers == 0 && e != end {
 			continue
 		}
 		var notRun, notLaunched []int
@@ -125,23 +147,29 @@ func (c *checker) deadlocks(launched []int, ran []bool, count []int, fired []boo
 			if launched[t] == 0 {
 				notLaunched = append(notLaunched, t)
 			}
-			explained = explained || stuckOnUnfired(t)
+			explained = explained || blocked(t)
 		}
 		if explained {
 			consequences = append(consequences, e)
 			continue
 		}
-		waiters := "tasks " + list(c.waiters[e]) + " wait on it"
+		var needs []string
+		if len(c.waiters[e]) > 0 {
+			needs = append(needs, "tasks "+list(c.waiters[e])+" wait on it")
+		}
+		if launches {
+			needs = append(needs, fmt.Sprintf("tasks [%d, %d) it launches never start", ev.FirstTaskID, ev.LastTaskID))
+		}
 		if e == end {
-			waiters = "the next iteration never starts"
+			needs = append(needs, "the next iteration never starts")
 		}
 		switch {
 		case len(c.triggers[e]) < ev.NumTriggers:
 			c.errf(CodeDeadlock, "event %s can never collect its num_triggers %d: only %d task(s) %s trigger it; %s",
-				c.eventName(e), ev.NumTriggers, len(c.triggers[e]), list(c.triggers[e]), waiters)
+				c.eventName(e), ev.NumTriggers, len(c.triggers[e]), list(c.triggers[e]), strings.Join(needs, "; "))
 		default:
 			c.errf(CodeDeadlock, "event %s never collects its num_triggers %d (reached %d): of the tasks %s that trigger it, %s never ran (%s never launched); %s",
-				c.eventName(e), ev.NumTriggers, count[e], list(c.triggers[e]), list(notRun), list(notLaunched), waiters)
+				c.eventName(e), ev.NumTriggers, count[e], list(c.triggers[e]), list(notRun), list(notLaunched), strings.Join(needs, "; "))
 		}
 	}
 	if len(consequences) > 0 && c.counts[CodeCycle] == 0 {
@@ -153,12 +181,12 @@ func (c *checker) deadlocks(launched []int, ran []bool, count []int, fired []boo
 	}
 	var never []int
 	for t := range g.Tasks {
-		if launched[t] == 0 && g.Tasks[t].TaskType != TaskTerminate {
+		if launched[t] == 0 && g.Tasks[t].TaskType != TaskTerminate && !blocked(t) {
 			never = append(never, t)
 		}
 	}
 	if len(never) > 0 {
-		c.warnf(CodeLaunch, "tasks %s are never launched in an iteration", list(never))
+		c.warnf(CodeLaunch, "tasks %s are never launched in an iteration: no event's range holds them", list(never))
 	}
 }
 
