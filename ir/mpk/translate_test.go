@@ -150,3 +150,34 @@ func TestExportRefusesWhatMPKCannotExpress(t *testing.T) {
 		}
 	}
 }
+
+// The cost model ranks an imported graph through its translation: an amk
+// export predicts exactly what its program predicts, and a graph Mirage's
+// rules wrote gets a finite prediction above the HBM floor.
+func TestImportedGraphsArePredicted(t *testing.T) {
+	target, err := ir.Target("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := lowered(t, "small")
+	g, err := mpk.Decode(exported(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := mpk.ToProgram(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := schedule.Predict(p, target, schedule.Default()).PredictedUS
+	if got := schedule.Predict(back, target, schedule.Default()).PredictedUS; got != want {
+		t.Fatalf("predicted %v µs through MPK, %v µs directly", got, want)
+	}
+	hand, err := mpk.ToProgram(readGraph(t, filepath.Join("testdata", "good", "hand_mirage.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := schedule.Predict(hand, target, schedule.Default())
+	if !(c.PredictedUS > 0) || c.PredictedUS < c.BandwidthBoundUS || c.NTasks != 7 {
+		t.Fatalf("hand-written graph: %+v", c)
+	}
+}
