@@ -43,20 +43,24 @@ const (
 
 // Finding is one problem, named in MPK's ids (task positions, event indices).
 type Finding struct {
-	Code    string
-	Message string
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Report is the outcome of Check.
 type Report struct {
-	OK       bool
-	Errors   []Finding
-	Warnings []Finding
-	Tasks    int
-	Events   int
-	Workers  int
-	QueueLen int
+	Format   string    `json:"format"` // always "mpk-task-graph"
+	OK       bool      `json:"ok"`
+	Errors   []Finding `json:"errors"`
+	Warnings []Finding `json:"warnings"`
+	Tasks    int       `json:"tasks"`
+	Events   int       `json:"events"`
+	Workers  int       `json:"workers"`
+	QueueLen int       `json:"queue_len"`
 }
+
+// ReportFormat is Report.Format.
+const ReportFormat = "mpk-task-graph"
 
 // String is the human report: a headline, then one line per finding.
 func (r Report) String() string {
@@ -82,6 +86,8 @@ type checker struct {
 	counts   map[string]int
 	triggers [][]int // per event: the tasks that signal it
 	waiters  [][]int // per event: the tasks whose dependent_event it is
+	prog     *ir.Program
+	progDone bool
 }
 
 func (c *checker) add(warning bool, code, format string, args ...any) {
@@ -117,7 +123,7 @@ func Check(g *Graph, opt CheckOptions) Report {
 		opt.GPUs = 1
 	}
 	c := &checker{g: g, opt: opt, counts: map[string]int{},
-		rep: Report{Tasks: len(g.Tasks), Events: len(g.Events), Workers: opt.Workers, QueueLen: opt.QueueLen}}
+		rep: Report{Format: ReportFormat, Errors: []Finding{}, Warnings: []Finding{}, Tasks: len(g.Tasks), Events: len(g.Events), Workers: opt.Workers, QueueLen: opt.QueueLen}}
 	if c.structure() {
 		c.triggerCounts()
 		cyclic := c.cycles()
@@ -237,6 +243,10 @@ func list(xs []int) string {
 // whose dependency graph the cycle and race checks walk: task i there is
 // MPK task i.
 func (c *checker) program() *ir.Program {
+	if c.progDone {
+		return c.prog
+	}
+	c.progDone = true
 	side := c.g.AMK
 	c.g.AMK = nil
 	p, err := ToProgram(c.g)
@@ -245,6 +255,7 @@ func (c *checker) program() *ir.Program {
 		c.errf(CodeEventID, "%v", err)
 		return nil
 	}
+	c.prog = p
 	return p
 }
 
