@@ -1,6 +1,7 @@
 package mpk
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -23,8 +24,8 @@ const (
 // top-level object with an "all_tasks" key), so that a caller can tell it
 // from an amk program before decoding either.
 func Looks(data []byte) bool {
-	if len(data) > MaxGraphBytes {
-		return false
+	if len(data) > MaxGraphBytes || !bytes.Contains(data, []byte(`"all_tasks"`)) {
+		return false // the cheap test first: an amk program is never parsed twice
 	}
 	root, err := pyjson.Parse(data)
 	if err != nil || root.Kind != pyjson.Object {
