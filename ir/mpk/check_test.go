@@ -1,6 +1,7 @@
 package mpk_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/ir/mpk"
@@ -18,5 +19,23 @@ func TestExportsOfLoweredPresetsAreValid(t *testing.T) {
 				t.Fatal(rep)
 			}
 		})
+	}
+}
+
+// A graph too large for the happens-before table is still checked, and says
+// that its races were not.
+func TestRaceCheckBoundIsReported(t *testing.T) {
+	g := &mpk.Graph{Events: []mpk.Event{
+		{EventType: mpk.EventCode(mpk.NumberingMirage, mpk.KindLaunchDependentTasks), NumTriggers: 1, FirstTaskID: 1, LastTaskID: 1<<15 + 2},
+		{EventType: mpk.EventCode(mpk.NumberingMirage, mpk.KindEndOfTaskGraph), NumTriggers: 1},
+	}}
+	g.Tasks = append(g.Tasks, mpk.Task{TaskType: mpk.TaskBeginTaskGraph, TriggerEvent: mpk.MakeEventID(0, 0, false), DependentEvent: mpk.InvalidEventID})
+	for len(g.Tasks) < 1<<15+2 {
+		g.Tasks = append(g.Tasks, mpk.Task{TaskType: 121, TriggerEvent: mpk.InvalidEventID, DependentEvent: mpk.InvalidEventID})
+	}
+	g.Tasks[1].TriggerEvent = mpk.MakeEventID(0, 1, false)
+	rep := mpk.Check(g, mpk.CheckOptions{Workers: 128, QueueLen: 1024})
+	if !rep.OK || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "races not checked") {
+		t.Fatal(rep)
 	}
 }

@@ -6,6 +6,13 @@ import (
 	"github.com/amk-dev/amk/ir"
 )
 
+// Bounds on the race check's work: the happens-before table is tasks^2 bits
+// (128 MiB at the task limit), and each pair of views is compared once.
+const (
+	maxRaceTasks = 1 << 15
+	maxRacePairs = 1 << 27
+)
+
 // access is one task's view of a base tensor.
 type access struct {
 	task  int
@@ -18,6 +25,10 @@ type access struct {
 // reader (race). Ordered means one task is a transitive predecessor of the
 // other through trigger -> dependent_event (or launching event) edges.
 func (c *checker) races() {
+	if n := len(c.g.Tasks); n > maxRaceTasks {
+		c.warnf(CodeRace, "races not checked: %d tasks, over the %d the happens-before table is sized for", n, maxRaceTasks)
+		return
+	}
 	p := c.program()
 	if p == nil {
 		return
@@ -57,6 +68,7 @@ func (c *checker) races() {
 		bases = append(bases, b)
 	}
 	sort.Strings(bases)
+	pairs := 0
 	for _, base := range bases {
 		if base == "nullptr" {
 			continue
@@ -68,6 +80,10 @@ func (c *checker) races() {
 			} else {
 				reads = append(reads, a)
 			}
+		}
+		if pairs += len(writes) * (len(writes) + len(reads)); pairs > maxRacePairs {
+			c.warnf(CodeRace, "races checked only up to tensor %q: more than %d view pairs to compare", base, maxRacePairs)
+			return
 		}
 		for i, w := range writes {
 			for _, o := range writes[i+1:] {
