@@ -165,6 +165,9 @@ func (c *checker) structure() bool {
 		default:
 			numbering = int(n)
 		}
+		if ok && n == NumberingSeed && e == 0 {
+			c.warnf(CodeEventType, "event_type codes follow seed 002's numbering (0-5); Mirage's runtime reads 900-911")
+		}
 		if ev.NumTriggers < 0 {
 			c.errf(CodeDeadlock, "all_events[%d].num_triggers is %d", e, ev.NumTriggers)
 		}
@@ -181,17 +184,26 @@ func (c *checker) structure() bool {
 			c.errf(CodeTaskRange, "first_tasks[%d] is task %d, outside all_tasks [0, %d)", i, f, len(g.Tasks))
 		}
 	}
+	// A worker waits only on events of its own gpu, and signals a non-NVSHMEM
+	// event only on its own gpu: those ids name the gpu the file is for.
+	own, ownTask := -1, -1
 	for t := range g.Tasks {
 		for _, ref := range []struct {
-			id   EventID
-			name string
-		}{{g.Tasks[t].TriggerEvent, "trigger_event"}, {g.Tasks[t].DependentEvent, "dependent_event"}} {
+			id    EventID
+			name  string
+			local bool
+		}{{g.Tasks[t].TriggerEvent, "trigger_event", !g.Tasks[t].TriggerEvent.NVSHMEM()}, {g.Tasks[t].DependentEvent, "dependent_event", true}} {
 			switch id := ref.id; {
 			case !id.Valid():
 			case !id.Canonical() || id.Index() >= len(g.Events):
 				c.errf(CodeEventID, "task %d %s %d (%s) names no event of all_events (%d events)", t, ref.name, uint64(id), id, len(g.Events))
 			case id.GPU() >= c.opt.GPUs:
 				c.errf(CodeGPU, "task %d %s %s is an event of gpu %d; the launch has %d gpu(s)", t, ref.name, id, id.GPU(), c.opt.GPUs)
+			case ref.local && own >= 0 && id.GPU() != own:
+				c.errf(CodeGPU, "task %d %s %s is on gpu %d, but task %d's local events are on gpu %d; a worker waits on and signals only its own gpu's events (NVSHMEM ones aside)",
+					t, ref.name, id, id.GPU(), ownTask, own)
+			case ref.local:
+				own, ownTask = id.GPU(), t
 			}
 		}
 	}

@@ -88,7 +88,9 @@
 //
 // Check works on the graph as MPK runs it and names MPK task positions and
 // event indices. Structure first: event ids that name no event (event-id),
-// events of a gpu the launch does not have (gpu-id), unknown or mixed
+// events of a gpu the launch does not have, or a dependent_event or
+// non-NVSHMEM trigger_event on another gpu than the file's other local
+// events (MPK's worker asserts both are its own gpu's) (gpu-id), unknown or mixed
 // event_type numberings (event-type), launching ranges or first_tasks
 // outside all_tasks (task-range). Then trigger accounting: more triggering
 // tasks than num_triggers on an event that orders something
@@ -105,4 +107,15 @@
 // compared pairwise: two unordered tasks writing overlapping bytes
 // (overlap), or a task reading bytes an unordered task writes (race);
 // ordered means a path of trigger -> dependent_event/launching-event edges.
+//
+// A multi-GPU launch has one task_graph.json per gpu. An NVSHMEM event
+// collects triggers from every gpu; amk assumes, as Mirage's generator
+// writes them, that every gpu's graph is the same up to gpu ids, so the
+// triggers arriving at an event are as many as this file's tasks that
+// signal it on any gpu, and they arrive when this file's do.
+// hand_nvshmem_gpu0.json is such a graph. The worker queues are modelled as
+// one scheduler owning every worker, dealing each launched range
+// round-robin; a range whose share per worker exceeds the queue length is
+// reported (a worker may drain while the range is enqueued, so this is the
+// case that can overflow, not one that must).
 package mpk

@@ -215,27 +215,37 @@ func launchersOf(events []Event, nTasks int) [][]int {
 }
 
 func programFromMPK(g *Graph) (*ir.Program, error) {
+	// Each event keeps the gpu id and NVSHMEM flag it is waited on with (or
+	// first signalled with); a task signalling it under another id (an
+	// NVSHMEM signal to a peer gpu) keeps its own in meta.mpk.
 	places := make([]eventPlace, len(g.Events))
+	triggerPlace := make([]*eventPlace, len(g.Tasks))
 	untriggered := false
-	for m := range g.Tasks {
-		t := &g.Tasks[m]
-		for _, ref := range []struct {
-			id   EventID
-			path string
-		}{{t.TriggerEvent, "all_tasks[" + strconv.Itoa(m) + "].trigger_event"}, {t.DependentEvent, "all_tasks[" + strconv.Itoa(m) + "].dependent_event"}} {
-			if err := eventRef(g, ref.id, ref.path); err != nil {
+	for pass := 0; pass < 2; pass++ {
+		for m := range g.Tasks {
+			t := &g.Tasks[m]
+			id, path := t.DependentEvent, "all_tasks["+strconv.Itoa(m)+"].dependent_event"
+			if pass == 1 {
+				id, path = t.TriggerEvent, "all_tasks["+strconv.Itoa(m)+"].trigger_event"
+				untriggered = untriggered || !id.Valid()
+			}
+			if err := eventRef(g, id, path); err != nil {
 				return nil, err
 			}
-			if !ref.id.Valid() {
+			if !id.Valid() {
 				continue
 			}
-			pl := &places[ref.id.Index()]
-			if pl.seen && (pl.gpu != ref.id.GPU() || pl.nvshmem != ref.id.NVSHMEM()) {
-				return nil, fmt.Errorf("%s: %s, but event %d is named %s elsewhere; amk keeps one id per event", ref.path, ref.id, ref.id.Index(), MakeEventID(pl.gpu, ref.id.Index(), pl.nvshmem))
+			here := eventPlace{gpu: id.GPU(), nvshmem: id.NVSHMEM(), seen: true}
+			switch pl := &places[id.Index()]; {
+			case !pl.seen:
+				*pl = here
+			case *pl == here:
+			case pass == 0:
+				return nil, fmt.Errorf("%s: %s, but event %d is waited on as %s elsewhere; amk keeps one id per event", path, id, id.Index(), MakeEventID(pl.gpu, id.Index(), pl.nvshmem))
+			default:
+				triggerPlace[m] = &here
 			}
-			*pl = eventPlace{gpu: ref.id.GPU(), nvshmem: ref.id.NVSHMEM(), seen: true}
 		}
-		untriggered = untriggered || !t.TriggerEvent.Valid()
 	}
 	p := ir.NewProgram()
 	p.SetMeta("model", pyjson.StringValue("mpk"))
@@ -338,6 +348,9 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 				pyjson.IntValue(int64(mt.RequestID)), pyjson.IntValue(int64(mt.ExpertOffset)), pyjson.IntValue(int64(mt.KVIdx)),
 				pyjson.IntValue(int64(mt.MergeTaskOffset)), pyjson.IntValue(int64(mt.TaskOffset)))),
 			pyjson.M("inputs", ins), pyjson.M("outputs", outs), pyjson.M("waits_on_launcher", pyjson.BoolValue(dependsOnLauncher)))
+		if tp := triggerPlace[m]; tp != nil {
+			metaTasks[m].Set("trigger_gpu", pyjson.ArrayValue(pyjson.IntValue(int64(tp.gpu)), pyjson.BoolValue(tp.nvshmem)))
+		}
 	}
 	metaEvents := make([]pyjson.Value, len(g.Events))
 	for e, ev := range g.Events {

@@ -120,6 +120,10 @@ func graphFromImported(p *ir.Program) (*Graph, error) {
 			KVIdx: int(head[4]), MergeTaskOffset: int(head[5]), TaskOffset: int(head[6]), TriggerEvent: InvalidEventID, DependentEvent: InvalidEventID}
 		if t.OutCounter != noTrigger {
 			task.TriggerEvent = id(t.OutCounter)
+			if tg, ok := mt.Get("trigger_gpu"); ok {
+				f := r.arr(tg, path+".trigger_gpu", 2)
+				task.TriggerEvent = MakeEventID(int(r.int(f[0], path+".trigger_gpu")), t.OutCounter, f[1].Kind == pyjson.Bool && f[1].B)
+			}
 		}
 		views := func(key string, ids []int) []Tensor {
 			vs := r.arr(r.get(mt, path, key), path+"."+key, len(ids))

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata/good exports, testdata
 
 // The runtime the committed testdata is checked for: few workers with short
 // queues, so that a queue overflow takes a small file to show.
-var testdataRuntime = mpk.CheckOptions{Workers: 4, QueueLen: 32}
+var testdataRuntime = mpk.CheckOptions{Workers: 4, QueueLen: 32, GPUs: 2}
 
 // mutation breaks a good graph in one way; code is the finding it must cause.
 type mutation struct {
@@ -60,11 +60,12 @@ func unorderedRead(g *mpk.Graph, _ mpk.CheckOptions) bool {
 	return false
 }
 
-// unknownGPU: a task signals its event as an event of gpu 1.
-func unknownGPU(g *mpk.Graph, _ mpk.CheckOptions) bool {
+// unknownGPU: a task signals its event as an event of the first gpu the
+// launch does not have.
+func unknownGPU(g *mpk.Graph, opt mpk.CheckOptions) bool {
 	for t := range g.Tasks {
 		if tr := g.Tasks[t].TriggerEvent; tr.Valid() {
-			g.Tasks[t].TriggerEvent = mpk.MakeEventID(1, tr.Index(), tr.NVSHMEM())
+			g.Tasks[t].TriggerEvent = mpk.MakeEventID(max(opt.GPUs, 1), tr.Index(), tr.NVSHMEM())
 			return true
 		}
 	}
@@ -169,8 +170,9 @@ func cycle(g *mpk.Graph, _ mpk.CheckOptions) bool {
 	for e := range g.Events {
 		tr := triggersOf(g, e)
 		for _, y := range consumers(g, e) {
-			if len(tr) > 0 && g.Tasks[y].TriggerEvent.Valid() {
-				g.Tasks[tr[0]].DependentEvent = g.Tasks[y].TriggerEvent
+			if yt := g.Tasks[y].TriggerEvent; len(tr) > 0 && yt.Valid() {
+				// waited on as this gpu's event (the testdata graphs are gpu 0's)
+				g.Tasks[tr[0]].DependentEvent = mpk.MakeEventID(0, yt.Index(), yt.NVSHMEM())
 				return true
 			}
 		}

@@ -83,9 +83,6 @@ func TestMPKRoundTripGivesTheSameGraph(t *testing.T) {
 		g.AMK = nil // translate what MPK itself says, task for task
 		want := mpk.Encode(g)
 		p, err := mpk.ToProgram(g)
-		if err != nil && strings.Contains(file, "unknown-gpu") && strings.Contains(err.Error(), "amk keeps one id per event") {
-			continue // one event named with two gpu ids: amk says it cannot carry that
-		}
 		if err != nil {
 			t.Errorf("%s: %v", file, err)
 			continue
