@@ -188,7 +188,11 @@ func programFromSidecar(g *Graph) (*ir.Program, error) {
 			root.Set(k, v)
 		}
 	}
-	return ir.FromValue(root)
+	p, err := ir.FromValue(root)
+	if err != nil {
+		return nil, fmt.Errorf("the amk sidecar, read as a program: %w", err)
+	}
+	return p, nil
 }
 
 // eventPlace is the gpu id and NVSHMEM flag an event is referred to with.
@@ -295,9 +299,6 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 		kind := ir.Weight
 		if ti.written {
 			kind = ir.Activation
-		}
-		if elems > int64(^uint32(0)>>1) {
-			return nil, fmt.Errorf("tensor %q: %d elements, more than an amk buffer dimension holds", name, elems)
 		}
 		p.AddBuffer(ir.Buffer{Name: name, Kind: kind, DType: dt, Shape: []int{int(elems)}})
 	}
