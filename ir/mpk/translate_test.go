@@ -2,7 +2,9 @@ package mpk_test
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -176,5 +178,46 @@ func TestImportedGraphsArePredicted(t *testing.T) {
 	c := schedule.Predict(hand, target, schedule.Default())
 	if !(c.PredictedUS > 0) || c.PredictedUS < c.BandwidthBoundUS || c.NTasks != 7 {
 		t.Fatalf("hand-written graph: %+v", c)
+	}
+}
+
+// Every program of the validator's testdata (good and bad) either comes back
+// byte for byte through MPK or is refused with the field MPK cannot hold.
+func TestValidatorTestdataRoundTrips(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "validate", "testdata", "*", "*.json"))
+	identical := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ir.Decode(data)
+		if err != nil {
+			continue // a malformed-file case
+		}
+		g, err := mpk.ToGraph(p, mpk.ExportOptions{})
+		if err != nil {
+			if !regexp.MustCompile(`^(tasks|buffers|counters)\[\d+\]`).MatchString(err.Error()) {
+				t.Errorf("%s: refused without naming the field: %v", f, err)
+			}
+			continue
+		}
+		g, err = mpk.Decode(mpk.Encode(g))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := mpk.ToProgram(g)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if !bytes.Equal(ir.Encode(back), ir.Encode(p)) {
+			t.Errorf("%s: the program differs after the round trip", f)
+			continue
+		}
+		identical++
+	}
+	if identical < 60 {
+		t.Fatalf("only %d of %d programs round-trip", identical, len(files))
 	}
 }
