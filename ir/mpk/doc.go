@@ -79,7 +79,10 @@
 // to the furthest byte any view reaches (written tensors ACTIVATION, the
 // rest WEIGHT), est_bytes is the bytes of the task's views, and meta.mpk
 // keeps the task types, metadata, views and the event table, so ToGraph
-// writes the same graph back. What does not carry over is an error naming
+// writes the same graph back. Such a program serves checking and the cost
+// model: its opcodes stand in for MPK's kernels and carry no params, so
+// amk's validator rejects it for missing params and its VM cannot run it.
+// What does not carry over is an error naming
 // the field: an event id naming no event, one event named with two gpu
 // ids, two thresholds on one counter, more operands than a TaskDesc holds,
 // a task with several waits besides its launching event.
