@@ -67,6 +67,9 @@
 // event 1's range. What MPK has no field for (op, params, labels, SM
 // placement, cost hints, buffer kinds and dtypes, target, config, pages,
 // meta) goes under the top-level key "amk", which MPK's loader ignores.
+// Mirage's scripts/parse_task_graph.py reads such an export (checked by hand
+// on the toy export: the summary, events and task views print; amk's task
+// types show as UNKNOWN(1003) and the like).
 //
 // ToProgram inverts that exactly when the "amk" key is present, taking
 // operands, out_counter and waits from the graph itself (so an edited graph
