@@ -83,17 +83,20 @@ type checker struct {
 	g        *Graph
 	opt      CheckOptions
 	rep      Report
-	counts   map[string]int
-	triggers [][]int // per event: the tasks that signal it
-	waiters  [][]int // per event: the tasks whose dependent_event it is
+	counts   map[string]int // findings per code (warnings under warningKey+code)
+	triggers [][]int        // per event: the tasks that signal it
+	waiters  [][]int        // per event: the tasks whose dependent_event it is
 	prog     *ir.Program
 	progDone bool
 }
 
 func (c *checker) add(warning bool, code, format string, args ...any) {
-	c.counts[code]++
-	n := c.counts[code]
-	if n > maxFindings {
+	key := code
+	if warning {
+		key = warningKey + code
+	}
+	c.counts[key]++
+	if c.counts[key] > maxFindings {
 		return
 	}
 	f := Finding{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -103,6 +106,10 @@ func (c *checker) add(warning bool, code, format string, args ...any) {
 		c.rep.Errors = append(c.rep.Errors, f)
 	}
 }
+
+// warningKey prefixes a warning's code in checker.counts, which otherwise
+// counts errors.
+const warningKey = "warning:"
 
 func (c *checker) errf(code, format string, args ...any)  { c.add(false, code, format, args...) }
 func (c *checker) warnf(code, format string, args ...any) { c.add(true, code, format, args...) }
@@ -132,9 +139,20 @@ func Check(g *Graph, opt CheckOptions) Report {
 			c.races() // a race needs both tasks to run
 		}
 	}
-	for code, n := range c.counts {
-		if n > maxFindings {
-			c.rep.Errors = append(c.rep.Errors, Finding{Code: code, Message: fmt.Sprintf("... and %d more %s findings", n-maxFindings, code)})
+	keys := make([]string, 0, len(c.counts))
+	for key := range c.counts {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		if n := c.counts[key]; n > maxFindings {
+			code, warning := strings.CutPrefix(key, warningKey)
+			f := Finding{Code: code, Message: fmt.Sprintf("... and %d more %s findings", n-maxFindings, code)}
+			if warning {
+				c.rep.Warnings = append(c.rep.Warnings, f)
+			} else {
+				c.rep.Errors = append(c.rep.Errors, f)
+			}
 		}
 	}
 	sort.SliceStable(c.rep.Errors, func(i, j int) bool { return c.rep.Errors[i].Code < c.rep.Errors[j].Code })

@@ -1,6 +1,7 @@
 package mpk_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +38,21 @@ func TestRaceCheckBoundIsReported(t *testing.T) {
 	rep := mpk.Check(g, mpk.CheckOptions{Workers: 128, QueueLen: 1024})
 	if !rep.OK || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0].Message, "races not checked") {
 		t.Fatal(rep)
+	}
+}
+
+// A warning (here: no end-of-graph event) does not stop the race check, and
+// is not counted as an error.
+func TestWarningsDoNotHideRaces(t *testing.T) {
+	g := readGraph(t, filepath.Join("testdata", "good", "hand_seed.json"))
+	g.Events[2].EventType = mpk.EventCode(mpk.NumberingSeed, mpk.KindEmpty)
+	rep := mpk.Check(g, mpk.CheckOptions{})
+	if !rep.OK || len(rep.Warnings) != 2 {
+		t.Fatalf("without an end event:\n%s", rep)
+	}
+	g.Tasks[4].Outputs[0].Offset = g.Tasks[3].Outputs[0].Offset
+	rep = mpk.Check(g, mpk.CheckOptions{})
+	if rep.OK || len(rep.Errors) != 1 || rep.Errors[0].Code != mpk.CodeOverlap {
+		t.Fatalf("overlap without an end event:\n%s", rep)
 	}
 }
