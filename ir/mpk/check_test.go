@@ -56,3 +56,13 @@ func TestWarningsDoNotHideRaces(t *testing.T) {
 		t.Fatalf("overlap without an end event:\n%s", rep)
 	}
 }
+
+// A task in two launching ranges runs twice per iteration.
+func TestDoubleLaunchIsReported(t *testing.T) {
+	g := readGraph(t, filepath.Join("testdata", "good", "hand_seed.json"))
+	g.FirstTasks = append(g.FirstTasks, 3) // task 3 is also in e1's range
+	rep := mpk.Check(g, mpk.CheckOptions{})
+	if rep.OK || !strings.Contains(rep.String(), "error[launch]: task 3 (TASK_LINEAR) is launched twice in one iteration: it runs twice and over-counts e2") {
+		t.Fatalf("%s", rep)
+	}
+}

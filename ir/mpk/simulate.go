@@ -38,7 +38,11 @@ func (c *checker) simulate() {
 	launch := func(t int) {
 		launched[t]++
 		if launched[t] == 2 {
-			c.errf(CodeLaunch, "%s is launched twice in one iteration: it runs twice and over-counts e%d", c.taskName(t), g.Tasks[t].TriggerEvent.Index())
+			what := "it runs twice"
+			if trig := g.Tasks[t].TriggerEvent; trig.Valid() {
+				what += " and over-counts e" + strconv.Itoa(trig.Index())
+			}
+			c.errf(CodeLaunch, "%s is launched twice in one iteration: %s", c.taskName(t), what)
 		}
 		if launched[t] > 1 {
 			return
