@@ -86,7 +86,7 @@ func TestEveryRule(t *testing.T) {
 		{"tag flag", func(m map[string]any) { m["tags"] = []string{"fused", "hot path"} }, `error: tags[1]: "hot path": a flag has no spaces`},
 		{"stage value", func(m map[string]any) { m["tags"] = []string{"stage:train"} }, `warning: tags[0]: stage "train" is neither of the seed's stages`},
 		{"quantization value", func(m map[string]any) { m["tags"] = []string{"quantization:int3"} }, `warning: tags[0]: quantization "int3" is not a dtype`},
-		{"naming: op_type in name", func(m map[string]any) { m["name"] = "attention_h32_kv8_d128" }, `error: name: "attention_h32_kv8_d128" does not follow {op_type}_{props}_{constants}`},
+		{"naming: op_type in name", func(m map[string]any) { m["name"] = "attention_h32_kv8_d128" }, `warning: name: "attention_h32_kv8_d128" does not follow {op_type}_{props}_{constants}`},
 		{"naming: charset", func(m map[string]any) { m["name"] = "gqa-contiguous h32" }, "error: name: \"gqa-contiguous h32\": a name is letters, digits and underscores"},
 		{"naming: constants", func(m map[string]any) { m["name"] = "gqa_contiguous_decode_h32_kv8" }, "warning: name: the const axis head_dim = 128 does not appear in the name"},
 		{"type for op_type", func(m map[string]any) { m["type"] = m["op_type"]; delete(m, "op_type") }, `error: op_type: required field missing (the file has "type": the field is "op_type")`},
