@@ -118,13 +118,16 @@ func newAutoresearchCmd() *cobra.Command {
 			verb, ledger.ID(), st.ExperimentsRun, ledger.Dir(), *workers, dev)
 
 		models := trial.NewModelCache(0)
-		eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
-			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
-		}
-		disp := dispatch.NewLocal(*workers, eval)
-		defer disp.Close()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		eval := guardDevice(ctx, dev, func(ctx context.Context, spec trial.Spec) trial.Outcome {
+			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
+		}, stderr, func() {
+			fmt.Fprintln(stderr, "amkctl autoresearch: the GPU is wedged (a trial ignored its cancellation); stopping the run")
+			stop()
+		})
+		disp := dispatch.NewLocal(*workers, eval)
+		defer disp.Close()
 		progress := runner.NewProgress(stderr, *iters)
 		drv := &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: *workers, Progress: progress}
 		sum, err := drv.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
