@@ -341,7 +341,8 @@ func (p *Progress) outcome(c *campaign.Campaign, now time.Time, dec campaign.Dec
 	eta := ""
 	if planned > 0 && p.done > 0 {
 		per := time.Since(p.started) / time.Duration(p.done)
-		eta = " eta " + (per * time.Duration(max(0, planned-st.ExperimentsRun))).Round(time.Second).String()
+		// An upper bound: a plateau or a move-on criterion may end it sooner.
+		eta = " eta <= " + (per * time.Duration(max(0, planned-st.ExperimentsRun))).Round(time.Second).String()
 	}
 	status := fmt.Sprintf("[%s] iter %d/%s best %s (%s of floor) speedup %s%s",
 		st.ID, st.ExperimentsRun, target(planned), best, pct, speed, eta)
