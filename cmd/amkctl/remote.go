@@ -151,7 +151,7 @@ func remoteContext() (context.Context, context.CancelFunc) {
 }
 
 // remoteFail reports a remote error with a hint for the usual causes.
-func remoteFail(stderr io.Writer, verb string, err error) int {
+func campaignFail(stderr io.Writer, verb string, err error) int {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 		fmt.Fprintf(stderr, "amkctl %s: unauthorized: %s\n  pass the scheduler's token with --token, $%s or --token-file (default %s)\n",
