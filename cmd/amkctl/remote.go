@@ -150,7 +150,9 @@ func remoteContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), remoteTimeout)
 }
 
-// remoteFail reports a remote error with a hint for the usual causes.
+// campaignFail reports the error of a campaign verb, local or remote (a
+// scheduler's message as it is, with a hint when the token is missing or
+// wrong), and returns exitRejected.
 func campaignFail(stderr io.Writer, verb string, err error) int {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
