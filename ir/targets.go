@@ -84,24 +84,28 @@ func (t *GpuTarget) MatrixPeakTFLOPS(dtype string) float64 {
 // wait in: the larger of L2 and a memory-side last-level cache.
 func (t *GpuTarget) PrefetchCacheBytes() int64 { return max(t.L2Bytes, t.LastLevelCacheBytes) }
 
-// PipelineTiming is the instruction-level timing of one SM/CU as data, in
-// core clock cycles, for the pipeline package's simulator: the latency from
-// issue to completion and the issue interval (cycles between two issues of
-// the class on one wave) of each op class, and the cost of a wait that
-// actually stalls. Figures are estimates from public ISA and tuning
-// documents, not measurements (no such device is attached to amk).
+// PipelineTiming is the instruction-level timing of one wave on one SM/CU
+// as data, in core clock cycles, for the pipeline package's simulator. The
+// figures are for one op of each class of a GEMM micro-kernel's schedule
+// (Quadrant says which MMA sub-tile). Estimates from public ISA and tuning
+// documents, not measurements: no such device is attached to amk.
 type PipelineTiming struct {
-	GlobalLoadLatency int // DRAM/L2 -> LDS tile load (LOAD_A/LOAD_B)
-	GlobalLoadIssue   int
-	LDSLoadLatency    int // LDS -> register fragment load (MMA_LOAD_A/MMA_LOAD_B)
-	LDSLoadIssue      int
-	MMALatency        int // one matrix instruction group on a register quadrant
-	MMAIssue          int // the matrix pipe's busy cycles per MMA (back-to-back rate)
-	ComputeLatency    int // a generic vector op (COMPUTE)
-	ComputeIssue      int
-	WaitOverhead      int // cycles a wait that stalls costs beyond the stall itself
-	BarrierLatency    int // a workgroup barrier at a half boundary
-	Source            string
+	Quadrant     string   // the MMA quadrant the figures are for, e.g. "32x32 output, K=64 per partition, fp8"
+	GlobalLoad   OpTiming // LOAD_A/LOAD_B: a sub-tile DRAM/L2 -> LDS
+	LDSLoad      OpTiming // MMA_LOAD_A/MMA_LOAD_B: a fragment LDS -> registers
+	MMA          OpTiming // one register quadrant's matrix instructions
+	Compute      OpTiming // a generic vector op
+	WaitOverhead int      // cycles a counter wait that stalls costs beyond the stall
+	Barrier      int      // the workgroup barrier at every half (LDS stage) boundary
+	Source       string
+}
+
+// OpTiming is one op class's timing: Latency from issue until its result
+// can be used, Busy cycles its execution unit is occupied (the next op of
+// the class starts no sooner), Issue cycles the wave's in-order issue is
+// held (no later op of the wave issues sooner).
+type OpTiming struct {
+	Latency, Busy, Issue int
 }
 
 // BandwidthBoundUS is the honest single-stream decode floor: the time to
@@ -212,25 +216,31 @@ var targets = []GpuTarget{
 }
 
 // Instruction-level timing of the AMD CUs, in cycles at the engine clock,
-// for the pipeline simulator's FP8 GEMM quadrant (a 32x32 output sub-tile
-// of one wave, K = 64 per partition: 2*32*32*64 = 131072 flops per MMA).
-// Derived from the public peaks above and public CDNA 3 / CDNA 4 ISA and
-// tuning documents, rounded; estimates, not measurements:
-//   - MMAIssue: the matrix core of one SIMD does 1024 dense FP8 flops per
-//     clock on CDNA 3 (2614.9 TFLOPS / 304 CUs / 4 SIMDs / 2.1 GHz) and 2048
-//     on CDNA 4 (5033.2 / 256 / 4 / 2.4), so a quadrant keeps it busy 128
-//     and 64 cycles; MMALatency adds 16 cycles before the result is readable.
-//   - LDS fragment loads (a 32x64 FP8 fragment, 2 KB per wave): about 64
-//     cycles of LDS latency plus the transfer at 128 B/clk (CDNA 3) or
-//     256 B/clk (CDNA 4, doubled LDS read bandwidth).
-//   - Global tile loads hit L2 or the Infinity Cache in a GEMM (operand
-//     tiles are re-read by many workgroups): about 500 cycles.
+// for an FP8 GEMM quadrant: a 32x32 output sub-tile of one wave with K = 64
+// per partition (2*32*32*64 = 131072 flops per MMA). Derived from the
+// public peaks above and public CDNA 3 / CDNA 4 ISA documents, rounded;
+// estimates, not measurements:
+//   - MMA: one SIMD's matrix core does 1024 dense FP8 flops per clock on
+//     CDNA 3 (2614.9 TFLOPS / 304 CUs / 4 SIMDs / 2.1 GHz) and 2048 on
+//     CDNA 4 (5033.2 / 256 / 4 / 2.4), so a quadrant keeps it busy 128
+//     cycles (four 32x32x16 instructions) or 64 (one 32x32x64); issuing
+//     them holds the wave 4 cycles each; the result is readable 16 cycles
+//     after the pipe drains.
+//   - LDS fragment loads (32x64 FP8, 2 KB per wave, two 128-bit reads):
+//     about 64 cycles of LDS latency plus the transfer at 128 B/clk
+//     (CDNA 3) or 256 B/clk (CDNA 4, doubled LDS read bandwidth).
+//   - Global sub-tile loads: an L2 hit (GEMM operand tiles are re-read by
+//     many workgroups), about 125-145 ns = 300 cycles.
 var (
-	cdna3Pipeline = PipelineTiming{GlobalLoadLatency: 500, GlobalLoadIssue: 16, LDSLoadLatency: 80, LDSLoadIssue: 16,
-		MMALatency: 144, MMAIssue: 128, ComputeLatency: 8, ComputeIssue: 4, WaitOverhead: 4, BarrierLatency: 32,
+	cdna3Pipeline = PipelineTiming{Quadrant: "32x32 output, K=64 per partition, fp8",
+		GlobalLoad: OpTiming{Latency: 300, Busy: 16, Issue: 16}, LDSLoad: OpTiming{Latency: 80, Busy: 16, Issue: 8},
+		MMA: OpTiming{Latency: 144, Busy: 128, Issue: 16}, Compute: OpTiming{Latency: 8, Busy: 4, Issue: 4},
+		WaitOverhead: 4, Barrier: 32,
 		Source: "estimate from public CDNA 3 peaks and ISA documents, not measured"}
-	cdna4Pipeline = PipelineTiming{GlobalLoadLatency: 500, GlobalLoadIssue: 16, LDSLoadLatency: 72, LDSLoadIssue: 8,
-		MMALatency: 80, MMAIssue: 64, ComputeLatency: 8, ComputeIssue: 4, WaitOverhead: 4, BarrierLatency: 32,
+	cdna4Pipeline = PipelineTiming{Quadrant: "32x32 output, K=64 per partition, fp8",
+		GlobalLoad: OpTiming{Latency: 300, Busy: 16, Issue: 16}, LDSLoad: OpTiming{Latency: 72, Busy: 8, Issue: 8},
+		MMA: OpTiming{Latency: 80, Busy: 64, Issue: 4}, Compute: OpTiming{Latency: 8, Busy: 4, Issue: 4},
+		WaitOverhead: 4, Barrier: 32,
 		Source: "estimate from public CDNA 4 peaks and ISA documents, not measured"}
 )
 

@@ -32,9 +32,9 @@ func TestAMDTargetsAreRecorded(t *testing.T) {
 func TestTargetReturnsADeepCopy(t *testing.T) {
 	a, _ := Target("mi355x")
 	a.MatrixTFLOPS["fp8"] = 1
-	a.Pipeline.MMAIssue = 1
+	a.Pipeline.MMA.Busy = 1
 	b, _ := Target("mi355x")
-	if b.MatrixTFLOPS["fp8"] == 1 || b.Pipeline.MMAIssue == 1 {
+	if b.MatrixTFLOPS["fp8"] == 1 || b.Pipeline.MMA.Busy == 1 {
 		t.Fatal("editing a returned target changed the registry")
 	}
 }
