@@ -90,14 +90,14 @@ func (t *GpuTarget) PrefetchCacheBytes() int64 { return max(t.L2Bytes, t.LastLev
 // (Quadrant says which MMA sub-tile). Estimates from public ISA and tuning
 // documents, not measurements: no such device is attached to amk.
 type PipelineTiming struct {
-	Quadrant     string   // the MMA quadrant the figures are for, e.g. "32x32 output, K=64 per partition, fp8"
-	GlobalLoad   OpTiming // LOAD_A/LOAD_B: a sub-tile DRAM/L2 -> LDS
-	LDSLoad      OpTiming // MMA_LOAD_A/MMA_LOAD_B: a fragment LDS -> registers
-	MMA          OpTiming // one register quadrant's matrix instructions
-	Compute      OpTiming // a generic vector op
-	WaitOverhead int      // cycles a counter wait that stalls costs beyond the stall
-	Barrier      int      // the workgroup barrier at every half (LDS stage) boundary
-	Source       string
+	Quadrant     string   `json:"quadrant"`      // the MMA quadrant the figures are for
+	GlobalLoad   OpTiming `json:"global_load"`   // LOAD_A/LOAD_B: a sub-tile DRAM/L2 -> LDS
+	LDSLoad      OpTiming `json:"lds_load"`      // MMA_LOAD_A/MMA_LOAD_B: a fragment LDS -> registers
+	MMA          OpTiming `json:"mma"`           // one register quadrant's matrix instructions
+	Compute      OpTiming `json:"compute"`       // a generic vector op
+	WaitOverhead int      `json:"wait_overhead"` // cycles a counter wait that stalls costs beyond the stall
+	Barrier      int      `json:"barrier"`       // the workgroup barrier at every half (LDS stage) boundary
+	Source       string   `json:"source"`
 }
 
 // OpTiming is one op class's timing: Latency from issue until its result
@@ -105,7 +105,9 @@ type PipelineTiming struct {
 // the class starts no sooner), Issue cycles the wave's in-order issue is
 // held (no later op of the wave issues sooner).
 type OpTiming struct {
-	Latency, Busy, Issue int
+	Latency int `json:"latency"`
+	Busy    int `json:"busy"`
+	Issue   int `json:"issue"`
 }
 
 // BandwidthBoundUS is the honest single-stream decode floor: the time to

@@ -16,18 +16,18 @@ const (
 
 // Timing is the simulator's prediction for a schedule on a target.
 type Timing struct {
-	Target             string
-	Schedule           string
-	CyclesPerIteration float64 // steady state, one main iteration (all partitions)
-	MMABusyPerIter     float64 // cycles the matrix pipe is busy per iteration: the ideal
-	MMAUtilisation     float64 // MMABusyPerIter / CyclesPerIteration, in [0, 1]
-	PrologueCycles     int     // issue of the first op to the first main-loop op
-	StallVM            float64 // per iteration: cycles the wave waited on the global counter
-	StallLDS           float64 // per iteration: cycles the wave waited on the LDS counter
-	StallMMAPipe       float64 // per iteration: cycles an MMA waited for the busy matrix pipe
-	BarrierCycles      float64 // per iteration
-	Latencies          ir.PipelineTiming
-	Kind               string // always "predicted"
+	Target             string            `json:"target"`
+	Schedule           string            `json:"schedule"`
+	CyclesPerIteration float64           `json:"cycles_per_iteration"`         // steady state, one main iteration (both partitions)
+	MMABusyPerIter     float64           `json:"mma_busy_per_iteration"`       // cycles the matrix pipe is busy per iteration: the ideal
+	MMAUtilisation     float64           `json:"mma_utilisation"`              // MMABusyPerIter / CyclesPerIteration, in [0, 1]
+	PrologueCycles     int               `json:"prologue_cycles"`              // from the first op to the end of the prologue's drain
+	StallVM            float64           `json:"stall_global_per_iteration"`   // cycles the wave waited on the global counter
+	StallLDS           float64           `json:"stall_lds_per_iteration"`      // cycles the wave waited on the LDS counter
+	StallMMAPipe       float64           `json:"stall_mma_pipe_per_iteration"` // cycles an MMA waited for the busy matrix pipe
+	BarrierCycles      float64           `json:"barrier_per_iteration"`
+	Latencies          ir.PipelineTiming `json:"latencies"`
+	Kind               string            `json:"latency_kind"` // always "predicted"
 }
 
 // Simulate predicts a safe schedule's steady-state MMA utilisation on a

@@ -113,3 +113,21 @@ func TestTuneProvesAndRanks(t *testing.T) {
 		t.Fatalf("the seed's 4-wave variant is not among the best (rank %d)", seedRank)
 	}
 }
+
+func TestRenderings(t *testing.T) {
+	tm, err := Simulate(load(t, "amd-4wave-fp8"), target(t, "mi355x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := tm.Text()
+	for _, want := range []string{"amd-4wave-fp8 on mi355x", "predicted MMA utilisation", "LDS fragment 72/8/8",
+		"MMA 80/64/4", "latency_kind: predicted", "nothing here was measured"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+	lines := Check(load(t, "4wave-mutant-no-cross-half")).Lines()
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "[reg-raw] half ") || !strings.HasPrefix(lines[len(lines)-1], "note: [dead-prologue]") {
+		t.Errorf("lines: %q", lines)
+	}
+}
