@@ -131,3 +131,20 @@ func TestRenderings(t *testing.T) {
 		t.Errorf("lines: %q", lines)
 	}
 }
+
+func TestSummarise(t *testing.T) {
+	tg := target(t, "mi355x")
+	cs, err := Tune(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Summarise(cs, tg, 3)
+	rejected := 0
+	for _, n := range s.RejectedBy {
+		rejected += n
+	}
+	if s.Safe+s.Rejected != s.Variants || rejected != s.Rejected || len(s.Best) != 3 || s.Best[0].Rank != 1 ||
+		s.Seed4Wave == nil || s.LatencyKind != "predicted" || s.RejectedBy[RuleReorder] == 0 {
+		t.Fatalf("%+v", s)
+	}
+}
