@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -22,13 +23,13 @@ const (
 // body: partition (half) and mini-iter (1-based; 0 in the prologue), op and
 // the LDS stage involved (-1 none).
 type Finding struct {
-	Rule     string
-	Advisory bool
-	Half     int // partition within an iteration, -1 for the prologue or a body-wide finding
-	Mini     int
-	Op       string
-	Stage    int
-	Message  string
+	Rule     string `json:"rule"`
+	Advisory bool   `json:"advisory"`
+	Half     int    `json:"half"` // partition within an iteration, -1 for the prologue or a body-wide finding
+	Mini     int    `json:"mini_iter"`
+	Op       string `json:"op"`
+	Stage    int    `json:"stage"`
+	Message  string `json:"message"`
 }
 
 func (f Finding) String() string {
@@ -66,6 +67,19 @@ func (r Report) Hazards() []Finding {
 
 // Safe reports whether the schedule has no hazard.
 func (r Report) Safe() bool { return len(r.Hazards()) == 0 }
+
+// MarshalJSON writes {"safe", "hazards" (a count), "findings"}.
+func (r Report) MarshalJSON() ([]byte, error) {
+	findings := r.Findings
+	if findings == nil {
+		findings = []Finding{}
+	}
+	return json.Marshal(struct {
+		Safe     bool      `json:"safe"`
+		Hazards  int       `json:"hazards"`
+		Findings []Finding `json:"findings"`
+	}{r.Safe(), len(r.Hazards()), findings})
+}
 
 // checkIterations is how many main iterations the checker unrolls: the
 // first (fed by the prologue) and two steady-state ones, enough for every

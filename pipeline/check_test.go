@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -183,5 +184,21 @@ func TestGeneratorReproducesTheSeed(t *testing.T) {
 	if !reflect.DeepEqual(gen, seed) {
 		a, _ := Encode(gen)
 		t.Fatalf("the generated 4-wave variant differs from testdata:\n%s", a)
+	}
+}
+
+func TestReportJSON(t *testing.T) {
+	out, err := json.Marshal(Check(load(t, "4wave-mutant-auto-prologue")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Safe     bool
+		Hazards  int
+		Findings []Finding
+	}
+	if err := json.Unmarshal(out, &back); err != nil || back.Safe || back.Hazards == 0 ||
+		back.Findings[0].Rule != RulePrologue || back.Findings[0].Mini != 1 {
+		t.Fatalf("%s: %+v %v", out, back, err)
 	}
 }
