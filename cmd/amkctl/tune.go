@@ -16,6 +16,7 @@ import (
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
+	"github.com/amk-dev/amk/pipeline"
 )
 
 // openTuneDevice opens the Loop-1 device of a CUDA ordinal and returns it
@@ -29,6 +30,16 @@ func newTuneInstructionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tune-instruction OP --gpu G --budget N [--dtype fp32|fp16|bf16] [--results FILE] [--device cuda|cuda:N]",
 		Short: "Loop 1: tune one micro-kernel's -D knobs on the local GPU (JSON on stdout; exit 0 iff every built variant is correct)",
+		Long: `tune-instruction OP builds, checks and times -D variants of one CUDA
+micro-kernel on the local GPU (a -tags cuda build).
+
+OP gemm_pipeline is the FP8 GEMM micro-kernel whose knob is its pipeline
+schedule (seed 004): every variant of a small space (MMA order, cross-stage
+rotation, prologue form, ordering) is proved by the hazard checker and the
+safe ones are ranked by predicted MMA utilisation on --gpu (an AMD part:
+mi300x, mi325x, mi355x). Nothing is built or run, no GPU is needed, and the
+JSON says latency_kind "predicted"; --budget is the number of ranked
+variants reported. Exit 0 when some variant is safe.`,
 	}
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "GPU target record of the roofline (amkctl targets lists them)")
@@ -48,7 +59,10 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(exitBadInput, "exactly one OP is required (e.g. gemv_tile, rmsnorm, attention_tile)")
+		return fail(exitBadInput, "exactly one OP is required (e.g. gemv_tile, rmsnorm, attention_tile, gemm_pipeline)")
+	}
+	if pos[0] == pipeline.TuneOp {
+		return tunePipeline(gpuName, budget, stdout, stderr)
 	}
 	op, err := tune.ParseOp(pos[0])
 	if err != nil {
