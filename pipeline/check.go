@@ -173,6 +173,7 @@ func analyze(s *Schedule, iters int) ([]*inst, []Finding) {
 			for i, pl := range order {
 				in := c.newInst(pl.Op, pl.Mini, it, p, "body")
 				in.halfStart = i == 0
+				in.drain = i == 0 && it == 0 && p == 0 // the prologue's drain
 				c.issue(in)
 			}
 		}
@@ -396,9 +397,6 @@ func retire(list []*inst, upTo *inst) []*inst {
 
 func (c *checker) issue(in *inst) {
 	c.stream = append(c.stream, in)
-	if in.iter == 0 && in.part == 0 && in.halfStart {
-		in.drain = true
-	}
 	deps := c.producers(in)
 	if in.iter < 0 { // the prologue's waits are exact
 		for _, p := range deps {
@@ -445,7 +443,7 @@ func (c *checker) excess(in *inst, deps []producer) {
 		if need != nil {
 			msg += fmt.Sprintf("; draining to %s of %s would do", need.op, need.where())
 		}
-		c.report(c.at(in, RuleExcessWait, true, -1, msg+" (a rule without config match)"))
+		c.report(c.at(in, RuleExcessWait, true, -1, msg+" (a rule without config match drains its whole class)"))
 	}
 }
 

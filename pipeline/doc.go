@@ -57,7 +57,8 @@
 //
 // Simulate runs a safe schedule on a target's ir.PipelineTiming (latency,
 // unit busy cycles and issue hold per op class, a wait's overhead, a
-// barrier per half) for one wave in issue order with the derived waits,
+// barrier per half) for one wave in issue order with the derived waits
+// (an MMA also waits for its quadrant's previous MMA, the accumulator),
 // and predicts the steady-state cycles per iteration and the MMA
 // utilisation (matrix-pipe busy / cycles). Predictions only: the figures
 // are estimates and no AMD device is attached to amk.

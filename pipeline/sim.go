@@ -39,7 +39,8 @@ type Timing struct {
 // of its class's Busy cycles) and its derived waits are met — a wait on a
 // counter lasts until the op it drains to and every earlier op of that
 // counter completed (Latency after issue), plus WaitOverhead when it
-// stalls; every partition starts with a workgroup barrier (Barrier cycles);
+// stalls; an MMA also waits for the previous MMA of its quadrant (the
+// accumulator) to complete; every partition starts with a workgroup barrier (Barrier cycles);
 // the prologue ends with a full drain.
 func Simulate(s *Schedule, t *ir.GpuTarget) (Timing, error) {
 	if t == nil || t.Pipeline == nil {
@@ -69,6 +70,7 @@ func Simulate(s *Schedule, t *ir.GpuTarget) (Timing, error) {
 	drained := make(map[*inst]int, len(stream)) // completion of this op and every earlier op of its counter
 	lastDone := map[Class]int{}                 // running max of completions per class
 	unitFree := map[Class]int{}
+	accumulator := map[[2]int]int{} // when each quadrant's last MMA result is ready
 	cursor := 0
 	var iterStart [simIterations]int
 	var stallVM, stallLDS, stallPipe, barrier float64
@@ -109,12 +111,18 @@ func Simulate(s *Schedule, t *ir.GpuTarget) (Timing, error) {
 		cl := in.op.Kind.Class()
 		ot := timing(cl)
 		start := max(ready, unitFree[cl])
+		if cl == MMAClass { // an MMA accumulates into its quadrant's previous result
+			start = max(start, accumulator[in.op.Quadrant])
+		}
 		if cl == MMAClass && measured(in) {
 			stallPipe += float64(start - ready)
 		}
 		unitFree[cl] = start + ot.Busy
 		cursor = start + ot.Issue
 		done[in] = start + ot.Latency
+		if cl == MMAClass {
+			accumulator[in.op.Quadrant] = done[in]
+		}
 		lastDone[cl] = max(lastDone[cl], done[in])
 		drained[in] = lastDone[cl]
 	}
