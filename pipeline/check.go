@@ -344,7 +344,7 @@ func (r EdgeRule) inScope(p, consumer *inst) bool {
 
 // plannedWaits derives the waits of the edge rules before a main-loop
 // consumer: the newest covered producer per counter.
-func (c *checker) plannedWaits(in *inst, true_ []producer) (vm, lds *inst) {
+func (c *checker) plannedWaits(in *inst, deps []producer) (vm, lds *inst) {
 	newest := func(cur, x *inst) *inst {
 		if cur == nil || x.seq > cur.seq {
 			return x
@@ -357,7 +357,7 @@ func (c *checker) plannedWaits(in *inst, true_ []producer) (vm, lds *inst) {
 		}
 		var cands []*inst
 		if r.ConfigMatch {
-			for _, p := range true_ {
+			for _, p := range deps {
 				if p.in.op.Kind.Class() == r.From {
 					cands = append(cands, p.in)
 				}
@@ -443,11 +443,11 @@ func (c *checker) excess(in *inst, deps []producer) {
 		if need != nil {
 			msg += fmt.Sprintf("; draining to %s of %s would do", need.op, need.where())
 		}
-		c.report(c.at(in, RuleExcessWait, true, -1, msg+" (a rule without config match drains its whole class)"))
+		c.report(c.finding(in, RuleExcessWait, true, -1, msg+" (a rule without config match drains its whole class)"))
 	}
 }
 
-func (c *checker) at(in *inst, rule string, advisory bool, stage int, msg string) Finding {
+func (c *checker) finding(in *inst, rule string, advisory bool, stage int, msg string) Finding {
 	half := in.part
 	if in.iter < 0 {
 		half = -1
@@ -493,7 +493,7 @@ func (c *checker) missingWait(in *inst, p producer) {
 	if stage < 0 {
 		stage = p.in.stage
 	}
-	c.report(c.at(in, p.rule, false, stage, msg))
+	c.report(c.finding(in, p.rule, false, stage, msg))
 }
 
 // execute applies an op's data flow.
@@ -514,7 +514,7 @@ func (c *checker) execute(in *inst) {
 		in.reads = k
 		st := c.slot(k)
 		if !st.loaded {
-			c.report(c.at(in, RuleLDSRead, false, in.stage, fmt.Sprintf("reads LDS stage %d %s sub %d, which no "+
+			c.report(c.finding(in, RuleLDSRead, false, in.stage, fmt.Sprintf("reads LDS stage %d %s sub %d, which no "+
 				"global load has filled", k.stage, k.operand, k.sub)))
 		}
 		in.kblk = st.kblk
@@ -554,7 +554,7 @@ func (c *checker) consume(in *inst, ri [2]int) {
 			if i < len(r.history)-1 {
 				over = r.history[i+1].writer
 			}
-			c.report(c.at(in, RuleRegWrite, false, wantStage, fmt.Sprintf("%s held k-block %d (from %s of %s) "+
+			c.report(c.finding(in, RuleRegWrite, false, wantStage, fmt.Sprintf("%s held k-block %d (from %s of %s) "+
 				"but %s of %s overwrote it before %s consumed it", name, want, h.writer.op, h.writer.where(),
 				over.op, over.where(), in.op)))
 			return
@@ -562,10 +562,10 @@ func (c *checker) consume(in *inst, ri [2]int) {
 	}
 	if !r.valid || r.writer == nil {
 		if in.iter == 0 {
-			c.report(c.at(in, RulePrologue, false, wantStage, fmt.Sprintf("reads %s, which neither the prologue nor "+
+			c.report(c.finding(in, RulePrologue, false, wantStage, fmt.Sprintf("reads %s, which neither the prologue nor "+
 				"the body before it loads: the prologue must produce what the first iteration reads", name)))
 		} else {
-			c.report(c.at(in, RuleWrongData, false, wantStage, fmt.Sprintf("reads %s, which nothing has loaded", name)))
+			c.report(c.finding(in, RuleWrongData, false, wantStage, fmt.Sprintf("reads %s, which nothing has loaded", name)))
 		}
 		return
 	}
@@ -578,7 +578,7 @@ func (c *checker) consume(in *inst, ri [2]int) {
 			msg += "; the derived prologue copies the body's cross-stage fragment load, which at k_base=0 reads " +
 				"the next stage; a bootstrap pair of same-stage fragment loads after the prologue fixes it"
 		}
-		c.report(c.at(in, RulePrologue, false, wantStage, msg))
+		c.report(c.finding(in, RulePrologue, false, wantStage, msg))
 		return
 	}
 	var why string
@@ -595,7 +595,7 @@ func (c *checker) consume(in *inst, ri [2]int) {
 		why = fmt.Sprintf("its fragment load %s of %s read stage %d after a global load had already "+
 			"overwritten k-block %d with k-block %d", w.op, w.where(), r.stage, want, r.kblk)
 	}
-	c.report(c.at(in, RuleWrongData, false, wantStage, fmt.Sprintf("reads %s holding k-block %d, but half %d "+
+	c.report(c.finding(in, RuleWrongData, false, wantStage, fmt.Sprintf("reads %s holding k-block %d, but half %d "+
 		"computes k-block %d: %s", name, r.kblk, in.part, want, why)))
 }
 
@@ -607,7 +607,7 @@ func (c *checker) deadPrologue() {
 		}
 		ri := regIndex(in.op.Kind, in.op.Sub)
 		if !c.usedBy[in] {
-			c.report(c.at(in, RuleDeadLoad, true, in.stage, fmt.Sprintf("the %s's %s into %s is overwritten "+
+			c.report(c.finding(in, RuleDeadLoad, true, in.stage, fmt.Sprintf("the %s's %s into %s is overwritten "+
 				"before any MMA reads it: the prologue produces more than the first iteration reads",
 				in.origin, in.op, regName(ri))))
 		}
