@@ -53,6 +53,7 @@ func TestPipelineVerbsBadInput(t *testing.T) {
 		{"pipeline", "simulate", schedulePath("amd-4wave-fp8"), "--gpu", "nosuch"},
 		{"pipeline"},
 		{"tune-instruction", "gemm_pipeline", "--gpu", "h200"},
+		{"tune-instruction", "gemv_tile", "--gpu", "mi300x"},
 	} {
 		if code, _, errOut := runCmd(t, args...); code != exitBadInput || errOut == "" {
 			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)

@@ -76,6 +76,10 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
+	if target.IsAMD() {
+		return fail(exitBadInput, "%s is an AMD target: the CUDA micro-kernels do not build for it (the AMD Loop-1 op is %s, predicted)",
+			target.Name, pipeline.TuneOp)
+	}
 	if budget < 1 {
 		return fail(exitBadInput, "--budget must be >= 1")
 	}
