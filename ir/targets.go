@@ -233,6 +233,11 @@ var targets = []GpuTarget{
 //     (CDNA 3) or 256 B/clk (CDNA 4, doubled LDS read bandwidth).
 //   - Global sub-tile loads: an L2 hit (GEMM operand tiles are re-read by
 //     many workgroups), about 125-145 ns = 300 cycles.
+//
+// Cross-check: the public MI355X cost model of Modular's pipeline
+// scheduling framework (global load 200, LDS fragment load 20, MMA 16
+// cycles for its 16x16x128 quadrant) has the same ordering: a fragment
+// load outlasts one MMA, a global load outlasts a whole half.
 var (
 	cdna3Pipeline = PipelineTiming{Quadrant: "32x32 output, K=64 per partition, fp8",
 		GlobalLoad: OpTiming{Latency: 300, Busy: 16, Issue: 16}, LDSLoad: OpTiming{Latency: 80, Busy: 16, Issue: 8},
