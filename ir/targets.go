@@ -236,8 +236,8 @@ var targets = []GpuTarget{
 //
 // Cross-check: the public MI355X cost model of Modular's pipeline
 // scheduling framework (global load 200, LDS fragment load 20, MMA 16
-// cycles for its 16x16x128 quadrant) has the same ordering as cdna4Pipeline: a fragment
-// load outlasts one MMA, a global load outlasts a whole half.
+// cycles for its 16x16x128 quadrant) orders them as cdna4Pipeline does: a
+// fragment load outlasts one MMA, a global load outlasts a whole half.
 var (
 	cdna3Pipeline = PipelineTiming{Quadrant: "32x32 output, K=64 per partition, fp8",
 		GlobalLoad: OpTiming{Latency: 300, Busy: 16, Issue: 16}, LDSLoad: OpTiming{Latency: 80, Busy: 16, Issue: 8},
