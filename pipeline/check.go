@@ -117,6 +117,7 @@ type inst struct {
 	// planned waits before issue: drain the counter down to (and
 	// including) this op; nil = no wait.
 	waitVM, waitLDS *inst
+	vmcnt, lgkmcnt  int  // the waits as counter values (ops left outstanding), -1 = no wait
 	drain           bool // a full drain before this op (after the prologue)
 	halfStart       bool // the first op of a partition (a barrier precedes it)
 }
@@ -209,8 +210,11 @@ func (c *checker) prologue(order []Placed) {
 		for stage := 0; stage < c.s.Partitions; stage++ {
 			for _, k := range []Kind{LoadA, LoadB} {
 				for sub := 0; sub < c.s.Quadrants; sub++ {
-					in := c.newInst(Op{Kind: k, Sub: sub, Stage: Same}, 0, -1, 0, "prologue")
-					in.stage = stage
+					rel := Same
+					if stage != 0 {
+						rel = Cross
+					}
+					in := c.newInst(Op{Kind: k, Sub: sub, Stage: rel}, 0, -1, 0, "prologue")
 					c.issue(in)
 				}
 			}
@@ -383,6 +387,20 @@ func (c *checker) plannedWaits(in *inst, deps []producer) (vm, lds *inst) {
 	return vm, lds
 }
 
+// outstandingAfter is a wait's counter value: how many ops of the list
+// were issued after the one it drains to (-1: no wait).
+func outstandingAfter(list []*inst, upTo *inst) int {
+	if upTo == nil {
+		return -1
+	}
+	for i, x := range list {
+		if x == upTo {
+			return len(list) - 1 - i
+		}
+	}
+	return -1 // already complete: no wait needed
+}
+
 func retire(list []*inst, upTo *inst) []*inst {
 	if upTo == nil {
 		return list
@@ -400,15 +418,16 @@ func (c *checker) issue(in *inst) {
 	deps := c.producers(in)
 	if in.iter < 0 { // the prologue's waits are exact
 		for _, p := range deps {
-			if p.in.op.Kind.Class() == GlobalLoad {
+			if p.in.op.Kind.Class() == GlobalLoad && (in.waitVM == nil || p.in.seq > in.waitVM.seq) {
 				in.waitVM = p.in
-			} else {
+			} else if p.in.op.Kind.Class() == FragmentLoad && (in.waitLDS == nil || p.in.seq > in.waitLDS.seq) {
 				in.waitLDS = p.in
 			}
 		}
 	} else {
 		in.waitVM, in.waitLDS = c.plannedWaits(in, deps)
 	}
+	in.vmcnt, in.lgkmcnt = outstandingAfter(c.vm, in.waitVM), outstandingAfter(c.lds, in.waitLDS)
 	c.excess(in, deps)
 	c.vm, c.lds = retire(c.vm, in.waitVM), retire(c.lds, in.waitLDS)
 	for _, p := range deps {

@@ -202,3 +202,28 @@ func TestReportJSON(t *testing.T) {
 		t.Fatalf("%s: %+v %v", out, back, err)
 	}
 }
+
+// The listing shows the derived waits: with the cross-half rule the
+// 4-wave schedule drains the previous half's cross-stage fragments
+// (lgkmcnt(1): all but the fragment just issued) before each half's
+// MMA(0,0); without it that wait is missing.
+func TestListingShowsTheDerivedWaits(t *testing.T) {
+	firstMMA := func(name string) string {
+		for _, l := range Listing(load(t, name)) {
+			if strings.HasPrefix(l, "mini-iter 1") && strings.HasSuffix(l, "MMA(0,0)") {
+				return l
+			}
+		}
+		return ""
+	}
+	if l := firstMMA("amd-4wave-fp8"); !strings.Contains(l, "s_waitcnt lgkmcnt(1)") {
+		t.Errorf("4-wave MMA(0,0): %q", l)
+	}
+	if l := firstMMA("4wave-mutant-no-cross-half"); l == "" || strings.Contains(l, "lgkmcnt") {
+		t.Errorf("no-cross-half MMA(0,0): %q", l)
+	}
+	l := Listing(load(t, "amd-4wave-fp8"))
+	if len(l) < 20 || !strings.Contains(strings.Join(l, "\n"), "MMA_LOAD_B[stage=cross, sub=0] -> stage 1") {
+		t.Errorf("listing: %q", l)
+	}
+}

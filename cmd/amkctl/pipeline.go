@@ -29,7 +29,7 @@ func newPipelineCmd() *cobra.Command {
 		return exitBadInput
 	})
 	check := &cobra.Command{
-		Use:   "check FILE [--json]",
+		Use:   "check FILE [--json] [--listing]",
 		Short: "prove a pipeline schedule free of hazards, or list them one per line",
 		Long: `check reads a pipeline schedule ("-" reads standard input; format
 amk-pipeline/1, see the pipeline package) and proves it: every fragment load
@@ -38,16 +38,24 @@ fragment load reads it, no register quadrant is overwritten before its MMA
 read it, the prologue leaves exactly what the first iteration reads, the
 reorder puts no wrong-stage fragment before a same-partition MMA, and the
 edge rules derive every wait needed. Each hazard is one line naming the half,
-mini-iter, op and LDS stage; advisories start with "note:".
+mini-iter, op and LDS stage; advisories start with "note:". --listing first
+prints the prologue and a steady-state iteration with the derived waits as
+s_waitcnt vmcnt(N)/lgkmcnt(N).
 Exit status: 0 safe, 1 hazards found, 2 not a schedule (unreadable or malformed).`,
 	}
 	checkJSON := addJSONFlags(check, "print the findings as JSON")
+	listing := check.Flags().Bool("listing", false, "first print the issue stream the checker proves, with the derived counter waits")
 	check.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		s, code := loadPipelineSchedule("check", args, stderr)
 		if s == nil {
 			return code
 		}
 		r := pipeline.Check(s)
+		if *listing && !*checkJSON {
+			for _, l := range pipeline.Listing(s) {
+				fmt.Fprintln(stdout, l)
+			}
+		}
 		if *checkJSON {
 			out, _ := json.MarshalIndent(map[string]any{"schedule": s.Name, "report": r}, "", "  ")
 			fmt.Fprintf(stdout, "%s\n", out)

@@ -29,6 +29,10 @@ func TestPipelineCheckVerb(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d; stdout %q stderr %q", c.file, code, c.code, out, errOut)
 		}
 	}
+	if code, out, _ := runCmd(t, "pipeline", "check", "--listing", schedulePath("amd-4wave-fp8")); code != exitOK ||
+		!strings.Contains(out, "s_waitcnt lgkmcnt(1)         MMA(0,0)") || !strings.Contains(out, "[SAFE]") {
+		t.Errorf("--listing: exit %d %q", code, out)
+	}
 	code, out, _ := runCmd(t, "pipeline", "check", "--json", schedulePath("4wave-mutant-no-cross-half"))
 	var rep struct {
 		Schedule string
