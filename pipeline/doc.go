@@ -49,7 +49,8 @@
 // and reorder (double_buffer_reorder placed a cross-stage fragment before a
 // same-partition MMA). Advisory: excess-wait (a derived wait drains past
 // every true producer) and dead-prologue (a prologue fragment nobody
-// reads). Not modelled: other waves (cross-wave LDS visibility is the
+// reads). Listing prints the proved issue stream with the derived waits as
+// counter values (s_waitcnt vmcnt(N) lgkmcnt(N)). Not modelled: other waves (cross-wave LDS visibility is the
 // barrier's job), register hazards inside an MMA's own execution, deeper
 // pipelines than two stages.
 //
