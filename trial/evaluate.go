@@ -128,6 +128,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject("%v", err)
 	}
 	v.GPU = target.Name
+	if target.IsAMD() {
+		v.Notes = append(v.Notes, target.Name+" is an AMD target: predicted only (no AMD device is attached to amk)")
+	}
 	done := st.start(StageParse)
 	point, err := schedule.ParsePoint(pointBytes(spec.Point))
 	done()
