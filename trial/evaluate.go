@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/validate"
@@ -116,37 +117,44 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict, *Timing, map[string]float64, *Failure) {
 	var regions map[string]float64
 	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}}
-	reject := func(format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
+	// reject writes a seed-001 rejected verdict: valid and correct false, no
+	// latency and no floor, the reason, and a note saying where it stopped.
+	reject := func(note, format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
 		reason := fmt.Sprintf(format, args...)
-		v.Valid = false
+		incorrect := false
+		v.Valid, v.Correct, v.BoundUS = false, &incorrect, nil
 		v.RejectedReason = &reason
+		v.Notes = append(v.Notes, note)
 		return v, nil, nil, nil
 	}
 	target, err := ir.Target(spec.GPU)
 	if err != nil {
-		return reject("%v", err)
+		return reject(NoteUnknownTarget, "%v", err)
 	}
 	v.GPU = target.Name
 	done := st.start(StageParse)
-	point, err := schedule.ParsePoint(pointBytes(spec.Point))
+	point, ignored, err := parseSpecPoint(spec.Point)
 	done()
+	if len(ignored) > 0 {
+		v.Notes = append(v.Notes, IgnoredKeysNote(ignored))
+	}
 	if err != nil {
-		return reject("malformed ScheduleConfig: %v", err)
+		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
 	lm, err := opts.Models.Get(spec.Model, spec.Weights)
 	if err != nil {
-		return reject("model: %v", err)
+		return reject(NoteModel, "model: %v", err)
 	}
 	v.Model = lm.Config.Name
 	if spec.Pos < 0 || spec.Pos >= lm.Config.MaxSeq {
-		return reject("position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
+		return reject(NotePosition, "position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
 	}
 	done = st.start(StageLower)
 	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos})
 	done()
 	if err != nil {
-		return reject("lowering failed: %v", err)
+		return reject(NoteLowering, "lowering failed: %v", err)
 	}
 	v.Tasks, v.NBuffers, v.NCounters = len(prog.Tasks), len(prog.Buffers), len(prog.Counters)
 	wb := prog.TotalWeightBytes()
@@ -160,10 +168,10 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	rep := validate.Validate(prog)
 	done()
 	if !rep.OK {
-		return reject("%s", rep.Reason(4))
+		return reject(NoteValidate, "%s", rep.Reason(4))
 	}
 	if err := schedule.CheckLaunch(point, target); err != nil {
-		return reject("%v", err)
+		return reject(NoteLaunch, "%v", err)
 	}
 	v.Valid = true
 	regions = regionShares(schedule.Predict(prog, target, point))
@@ -230,11 +238,24 @@ func incumbentPoint(spec Spec, v *Verdict) *schedule.Point {
 	return &p
 }
 
-func pointBytes(raw []byte) []byte {
+// parseSpecPoint reads a spec's config dict (empty: the default point) and
+// names the keys amk read past (schedule.IgnoredKeys).
+func parseSpecPoint(raw []byte) (schedule.Point, []string, error) {
 	if len(strings.TrimSpace(string(raw))) == 0 {
-		return []byte("{}")
+		return schedule.Default(), nil, nil
 	}
-	return raw
+	v, err := pyjson.ParseUnique(raw)
+	if err != nil {
+		return schedule.Point{}, nil, err
+	}
+	p, err := schedule.PointFromValue(v)
+	return p, schedule.IgnoredKeys(v), err
+}
+
+// IgnoredKeysNote is the verdict note naming the config keys amk read past
+// (unknown keys are not an error, seed 000, but never go unmentioned).
+func IgnoredKeysNote(keys []string) string {
+	return "ignored unknown config key(s), not evaluated: " + strings.Join(keys, ", ")
 }
 
 func finiteOrNil(x float64) *float64 {

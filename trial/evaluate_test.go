@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestDefaultToyIsValidCorrectAndPredicted(t *testing.T) {
 	if math.Abs(*v.PctOfRoofline-wantPct)/wantPct > 1e-3 {
 		t.Fatalf("pct_of_roofline %v, want latency/bound*100 = %v", *v.PctOfRoofline, wantPct)
 	}
-	if v.ScheduleID != "sch_c92f8dd66d" || v.Tasks != 27 || v.NBuffers != 37 || v.NCounters != 22 {
+	if v.ScheduleID != "sch_c3af28020e" || v.Tasks != 27 || v.NBuffers != 37 || v.NCounters != 22 {
 		t.Fatalf("unexpected identity/size fields: %+v", v)
 	}
 }
@@ -70,8 +71,14 @@ func TestMalformedConfigsAreCleanRejections(t *testing.T) {
 			if v.Valid || v.RejectedReason == nil || *v.RejectedReason == "" {
 				t.Fatalf("want valid=false with a reason, got %+v", v)
 			}
-			if v.LatencyUS != nil || v.LatencyKind != nil || v.Correct != nil {
-				t.Fatalf("a rejected config carries a latency or correctness claim: %+v", v)
+			if v.LatencyUS != nil || v.LatencyKind != nil || v.PctOfRoofline != nil || v.BoundUS != nil || v.MaxAbsErr != nil {
+				t.Fatalf("a rejected config carries a latency, floor or error figure: %+v", v)
+			}
+			if v.Correct == nil || *v.Correct {
+				t.Fatalf("a rejected verdict must say correct=false (seed 001), got %v", v.Correct)
+			}
+			if len(v.Notes) == 0 || !strings.Contains(strings.Join(v.Notes, " "), "rejected") && !strings.Contains(strings.Join(v.Notes, " "), "REJECTED") {
+				t.Fatalf("the notes do not explain the rejection: %q", v.Notes)
 			}
 		})
 	}
@@ -201,5 +208,41 @@ func TestSplitKVMatchesWholeWindow(t *testing.T) {
 		Options{Models: testModels}).Verdict
 	if v.Tasks <= whole.Tasks {
 		t.Fatalf("split-KV program has %d tasks, whole-window %d: the split did not happen", v.Tasks, whole.Tasks)
+	}
+}
+
+// TestRejectedVerdictsMatchSeed001: each rejecting stage names itself in the
+// notes; a launch-config rejection has no floor.
+func TestRejectedVerdictsMatchSeed001(t *testing.T) {
+	for point, note := range map[string]string{
+		`{"threads_per_block": 7}`:           NoteLaunch,
+		`{"pipelining_depth": "deep"}`:       NoteMalformedConfig,
+		`{"sm_assignment": {"99999": 9999}}`: NoteLowering,
+	} {
+		v := evalToy(t, point, Options{}).Verdict
+		if v == nil || v.Valid || !slices.Contains(v.Notes, note) {
+			t.Errorf("%s: want a rejection noted %q, got %+v", point, note, v)
+			continue
+		}
+		out, _ := json.Marshal(v)
+		if !strings.Contains(string(out), `"correct":false`) || !strings.Contains(string(out), `"bound_us":null`) {
+			t.Errorf("%s: verdict JSON %s lacks correct=false or bound_us=null", point, out)
+		}
+	}
+}
+
+// TestIgnoredConfigKeysAreNamed: a misspelt key is not an error (seed 000)
+// but the verdict names it.
+func TestIgnoredConfigKeysAreNamed(t *testing.T) {
+	v := evalToy(t, `{"tilling": {"gemv": {"N_tile": 512}}, "pipelining_depth": 2}`, Options{}).Verdict
+	if v == nil || !v.Valid {
+		t.Fatalf("want a valid verdict, got %+v", v)
+	}
+	if !slices.Contains(v.Notes, IgnoredKeysNote([]string{"'tilling'"})) {
+		t.Errorf("notes %q do not name the ignored key 'tilling'", v.Notes)
+	}
+	if v := evalToy(t, `{"pipelining_depth": 1, "pipelining_depth": 3}`, Options{}).Verdict; v == nil || v.Valid ||
+		!strings.Contains(*v.RejectedReason, "duplicate key") {
+		t.Errorf("a repeated key was not rejected: %+v", v)
 	}
 }

@@ -71,7 +71,7 @@ func TestValidateVerbJSON(t *testing.T) {
 func TestValidateVerbBadInput(t *testing.T) {
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "malformed.json")
-	if err := os.WriteFile(malformed, []byte(`{"tasks": [{"id": 0, "op": "FOO"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(malformed, []byte(`{"ir_version": "0.2.0", "tasks": [{"id": 0, "op": "FOO"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	truncated := filepath.Join(dir, "truncated.json")
@@ -124,7 +124,7 @@ func TestIRRoundtripVerb(t *testing.T) {
 	}
 	dir := t.TempDir()
 	f := filepath.Join(dir, "v.json")
-	if err := os.WriteFile(f, []byte(`{"ir_version": "7.0"}`), 0o644); err != nil {
+	if err := os.WriteFile(f, []byte(`{"ir_version": "7.0", "tasks": []}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errOut := runCmd(t, "ir", "roundtrip", f); code != 2 || !strings.Contains(errOut, "IR major version mismatch: file 7.0 vs runtime 0.2.0") {
