@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"mime"
 	"net/http"
 	"slices"
 	"sort"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/pyjson"
 )
 
 // Server defaults.
@@ -198,19 +201,35 @@ func writeText(w http.ResponseWriter, contentType, text string) {
 	_, _ = io.WriteString(w, text)
 }
 
-// decode reads a JSON body into v: size-limited, unknown fields refused,
-// exactly one value. An empty body is accepted when optional.
+// decode reads a JSON body into v: declared as JSON (or undeclared),
+// size-limited, unknown fields refused, no key twice (encoding/json would
+// keep the last one, and matches keys without regard to case, so "Name" and
+// "name" count as one key), exactly one value. An empty body is accepted
+// when optional.
 func (s *server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		var extra json.RawMessage
-		if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
-			return apiError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: data after the request object")
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return apiError(http.StatusUnsupportedMediaType, CodeMediaType, "Content-Type %q is not application/json", ct)
 		}
-		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err == nil {
+			var extra json.RawMessage
+			if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
+				return apiError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: data after the request object")
+			}
+			if tree, perr := pyjson.Parse(body); perr == nil {
+				if d := pyjson.FindDuplicateKeyFold(tree); d != nil {
+					return apiError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: %v", d)
+				}
+			}
+			return nil
+		}
 	}
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError

@@ -321,3 +321,55 @@ func TestNewServerNeedsAToken(t *testing.T) {
 		t.Fatal("a server without a token was built")
 	}
 }
+
+// TestBodiesMustBeOneUnambiguousJSONObject: a repeated key (also one that
+// differs only in case, which encoding/json would merge) and a body declared
+// as anything but JSON are refused before anything happens.
+func TestBodiesMustBeOneUnambiguousJSONObject(t *testing.T) {
+	srv, _ := newServer(t)
+	post := func(contentType, body string) reply {
+		t.Helper()
+		req, err := http.NewRequest("POST", srv.URL+"/v1/campaigns", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		r := reply{status: resp.StatusCode, body: string(data)}
+		_ = json.Unmarshal(data, &r.err)
+		return r
+	}
+	for _, c := range []struct {
+		name, contentType, body string
+		status                  int
+		code, msg               string
+	}{
+		{"repeated key", "application/json", `{"model": "toy", "gpu": "h200", "gpu": "h100"}`, 400, api.CodeMalformedJSON, `duplicate key "gpu"`},
+		{"repeated nested key", "application/json", `{"model": "toy", "gpu": "h200", "budget": {"iterations": 1, "iterations": 9}}`, 400, api.CodeMalformedJSON, `duplicate key "iterations" in budget`},
+		{"case-folded repeat", "application/json", `{"model": "toy", "gpu": "h200", "GPU": "h100"}`, 400, api.CodeMalformedJSON, `duplicate key "GPU"`},
+		{"text/plain", "text/plain", toyBody, 415, api.CodeMediaType, "not application/json"},
+		{"form", "application/x-www-form-urlencoded", toyBody, 415, api.CodeMediaType, "not application/json"},
+		{"garbage type", "%%%", toyBody, 415, api.CodeMediaType, "not application/json"},
+	} {
+		r := post(c.contentType, c.body)
+		if r.status != c.status || r.err.Code != c.code || !strings.Contains(r.err.Message, c.msg) {
+			t.Errorf("%s: %d %q %q, want %d %s with %q", c.name, r.status, r.err.Code, r.err.Message, c.status, c.code, c.msg)
+		}
+	}
+	if r := call(t, srv, "GET", "/v1/campaigns", "", ""); r.status != 200 || strings.TrimSpace(r.body) != "[]" {
+		t.Fatalf("a refused body created a campaign: %d %s", r.status, r.body)
+	}
+	for _, ct := range []string{"application/json; charset=utf-8", "application/merge-patch+json", ""} {
+		if r := post(ct, toyBody); r.status != 201 && r.status != 200 {
+			t.Errorf("Content-Type %q refused: %d %s", ct, r.status, r.body)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package pyjson
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // DuplicateKey is an object key that appears more than once in a document.
 // Python's json.loads keeps the last value silently; amk's readers of
@@ -23,23 +26,33 @@ func (d *DuplicateKey) Error() string {
 // in document order), or nil when every object's keys are distinct. Its
 // work is linear in the size of the tree.
 func FindDuplicateKey(v Value) *DuplicateKey {
-	return findDuplicate(v, "")
+	return findDuplicate(v, "", false)
 }
 
-func findDuplicate(v Value, path string) *DuplicateKey {
+// FindDuplicateKeyFold is FindDuplicateKey with keys compared without regard
+// to case, as Go's encoding/json matches them to struct fields.
+func FindDuplicateKeyFold(v Value) *DuplicateKey {
+	return findDuplicate(v, "", true)
+}
+
+func findDuplicate(v Value, path string, fold bool) *DuplicateKey {
 	switch v.Kind {
 	case Object:
 		if len(v.Obj) > 1 {
 			seen := make(map[string]struct{}, len(v.Obj))
 			for _, m := range v.Obj {
-				if _, dup := seen[m.Key]; dup {
+				k := m.Key
+				if fold {
+					k = strings.ToLower(k)
+				}
+				if _, dup := seen[k]; dup {
 					return &DuplicateKey{Path: path, Key: m.Key}
 				}
-				seen[m.Key] = struct{}{}
+				seen[k] = struct{}{}
 			}
 		}
 		for _, m := range v.Obj {
-			if d := findDuplicate(m.Val, childPath(path, m.Key)); d != nil {
+			if d := findDuplicate(m.Val, childPath(path, m.Key), fold); d != nil {
 				return d
 			}
 		}
@@ -48,7 +61,7 @@ func findDuplicate(v Value, path string) *DuplicateKey {
 			if e.Kind != Object && e.Kind != Array {
 				continue
 			}
-			if d := findDuplicate(e, path+"["+strconv.Itoa(i)+"]"); d != nil {
+			if d := findDuplicate(e, path+"["+strconv.Itoa(i)+"]", fold); d != nil {
 				return d
 			}
 		}
