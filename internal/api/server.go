@@ -20,6 +20,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/model"
 )
 
 // Server defaults.
@@ -46,6 +47,10 @@ type Options struct {
 	// DefaultCommandTimeout when zero.
 	MaxBody        int64
 	CommandTimeout time.Duration
+	// ModelsDir is where the files a request may name (a config.json as
+	// "model", a safetensors file as "weights") must lie, named relative to
+	// it; empty allows presets only (model.ResolveUnder).
+	ModelsDir string
 }
 
 type server struct {
@@ -337,6 +342,9 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	if err := checkCreate(&req); err != nil {
 		return err
 	}
+	if err := s.confineFiles(&req); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
 	defer cancel()
 	id, created, workers, err := s.Service.Create(ctx, req)
@@ -383,6 +391,25 @@ func checkCreate(req *CreateRequest) error {
 		}
 	}
 	return checkMoveOn(req.MoveOn)
+}
+
+// confineFiles resolves the request's model and weights under ModelsDir:
+// presets pass, files must lie inside the directory (the API never opens a
+// path the operator did not put there, nor says whether one exists).
+func (s *server) confineFiles(req *CreateRequest) error {
+	m, err := model.ResolveUnder("model", req.Model, s.ModelsDir, true)
+	if err != nil {
+		return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
+	}
+	req.Model = m
+	if req.Weights != "" {
+		w, err := model.ResolveUnder("weights", req.Weights, s.ModelsDir, false)
+		if err != nil {
+			return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
+		}
+		req.Weights = w
+	}
+	return nil
 }
 
 // MaxWorkers bounds a campaign's trials in flight.

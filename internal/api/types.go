@@ -11,8 +11,8 @@ import (
 // CreateRequest is the body of POST /v1/campaigns. Model and GPU are
 // required; everything else has the defaults of `amkctl autoresearch`.
 type CreateRequest struct {
-	// Model is a preset name or a path to a HuggingFace config.json on the
-	// scheduler's machine.
+	// Model is a preset name or a path to a HuggingFace config.json (or its
+	// directory) relative to the scheduler's models directory (models_dir).
 	Model string `json:"model"`
 	GPU   string `json:"gpu"`
 	// Device is "cpu" (predicted latencies, the default) or "cuda".
