@@ -328,8 +328,10 @@ func (p *Progress) outcome(c *campaign.Campaign, now time.Time, dec campaign.Dec
 		per := time.Since(p.started) / time.Duration(p.done)
 		eta = " eta " + (per * time.Duration(max(0, p.Target-p.done))).Round(time.Second).String()
 	}
-	status := fmt.Sprintf("[%s] iter %d/%s best %s (%s of floor) speedup %s%s",
-		st.ID, st.ExperimentsRun, target(p.Target), best, pct, speed, eta)
+	// This run's count against this run's target; the campaign's total
+	// apart (after a resume the total exceeds the run's target).
+	status := fmt.Sprintf("[%s] run %d/%s (experiment %d) best %s (%s of floor) speedup %s%s",
+		st.ID, p.done, target(p.Target), st.ExperimentsRun, best, pct, speed, eta)
 	if p.Terminal {
 		for _, r := range dec.Rows {
 			p.clear()

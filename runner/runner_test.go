@@ -303,3 +303,32 @@ func TestCrashLeftoversAreRepairedOnOpen(t *testing.T) {
 		t.Fatalf("trials.jsonl after repair holds trials %v, want %v (one per row)", got, want)
 	}
 }
+
+// TestProgressCountsThisRunAfterAResume: the live line counts this run's
+// outcomes against this run's target, with the campaign total apart (it
+// said "iter 170/10" after a resume).
+func TestProgressCountsThisRunAfterAResume(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	runCampaign(t, ws, 6)
+	l, _, err := ws.Create(toyStart(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := dispatch.NewLocal(1, evaluator)
+	defer d.Close()
+	var out strings.Builder
+	p := NewProgress(&out, 3)
+	if _, err := (&Driver{Ledger: l, Dispatcher: d, Workers: 1, Progress: p}).Run(context.Background(), Limits{Iterations: 3}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"run 1/3 (experiment 7)", "run 3/3 (experiment 9)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("progress lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "run 9/3") {
+		t.Errorf("progress counts the campaign total against the run's target:\n%s", text)
+	}
+}
