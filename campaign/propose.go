@@ -39,8 +39,7 @@ func (c *Campaign) proposeN(now time.Time, n int) (Decision, error) {
 		d.Log = append(d.Log, logs...)
 		if !ok {
 			c.st.Exhausted = true
-			msg := fmt.Sprintf("search space exhausted: no untried point in %d draws (%d points tried)",
-				c.st.Settings.MaxDraws, len(c.st.Tried))
+			msg := c.exhaustedMessage()
 			d.Log = append(d.Log, msg)
 			if len(c.st.InFlight) == 0 && len(d.Enqueue) == 0 {
 				c.finish(now, msg)
