@@ -24,6 +24,9 @@ type Options struct {
 	// Models caches models, weights and oracle logits across trials; nil
 	// means a private cache per call (slow for big models).
 	Models *ModelCache
+	// Environment is the evaluator's fingerprint stamped on the verdict and
+	// the outcome; empty means Environment(Launcher.Name()).
+	Environment string
 }
 
 // Timing is a launcher's answer for one correct program.
@@ -99,6 +102,10 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	if opts.Models == nil {
 		opts.Models = NewModelCache(0)
 	}
+	if opts.Environment == "" {
+		opts.Environment = Environment(opts.Launcher.Name())
+	}
+	out.Worker = opts.Environment // also on a failure, which has no verdict
 	st := stages{}
 	v, timing, regions, err := evaluate(ctx, spec, opts, st)
 	out.Stages = st
@@ -116,7 +123,7 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 
 func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict, *Timing, map[string]float64, *Failure) {
 	var regions map[string]float64
-	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}}
+	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}, Environment: opts.Environment}
 	// reject writes a seed-001 rejected verdict: valid and correct false, no
 	// latency and no floor, the reason, and a note saying where it stopped.
 	reject := func(note, format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {

@@ -246,3 +246,24 @@ func TestIgnoredConfigKeysAreNamed(t *testing.T) {
 		t.Errorf("a repeated key was not rejected: %+v", v)
 	}
 }
+
+// TestEnvironmentFingerprint: every verdict and outcome says what produced
+// it; a caller's own fingerprint (a fleet worker's) wins.
+func TestEnvironmentFingerprint(t *testing.T) {
+	out := evalToy(t, `{}`, Options{})
+	if out.Verdict == nil || !strings.HasPrefix(out.Verdict.Environment, "host=") ||
+		!strings.Contains(out.Verdict.Environment, `device="cpu"`) || !strings.Contains(out.Verdict.Environment, " go=go") {
+		t.Fatalf("verdict environment %q", out.Verdict.Environment)
+	}
+	if out.Worker != out.Verdict.Environment {
+		t.Errorf("outcome worker %q != verdict environment %q", out.Worker, out.Verdict.Environment)
+	}
+	js, _ := json.Marshal(out)
+	if !strings.Contains(string(js), `"environment":"host=`) {
+		t.Errorf("the trial record lacks the environment: %s", js)
+	}
+	fp := "host=w1 target=h200 device=cuda device_name=\"H200\""
+	if out := evalToy(t, `{"threads_per_block": 7}`, Options{Environment: fp}); out.Worker != fp || out.Verdict.Environment != fp {
+		t.Errorf("a given fingerprint was not used: %q / %+v", out.Worker, out.Verdict)
+	}
+}

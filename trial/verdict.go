@@ -30,6 +30,9 @@ type Verdict struct {
 	NBuffers       int      `json:"n_buffers"`
 	NCounters      int      `json:"n_counters"`
 	Notes          []string `json:"notes"`
+	// Environment fingerprints the evaluator (trial.Environment, or the
+	// fleet worker's fingerprint); an amk addition to seed 001's fields.
+	Environment string `json:"environment,omitempty"`
 }
 
 // Notes of a rejected verdict, one per stage that can reject (seed 001: a
