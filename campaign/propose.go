@@ -62,7 +62,7 @@ func (c *Campaign) issue(now time.Time, cand candidate) trial.Spec {
 	spec := trial.Spec{
 		CampaignID: c.st.ID, TrialID: id, Model: c.st.Model, Weights: c.st.Weights,
 		GPU: c.st.GPU, Device: c.st.Device, Point: pointJSON(cand.p), Source: cand.source,
-		Token: s.Token, Pos: s.Pos, TimeoutSeconds: s.TrialTimeoutS,
+		Token: s.Token, Pos: s.Pos, Batch: s.Batch, TimeoutSeconds: s.TrialTimeoutS,
 	}
 	inf := &InFlight{ScheduleID: cand.id, Region: c.st.Region, Opening: cand.opening, IssuedAt: now}
 	if c.st.Device == "cuda" && c.st.Best != nil && len(c.st.Best.Point) > 0 {

@@ -61,6 +61,7 @@ type TimeRequest struct {
 	Expected []float32
 	Token    int
 	Pos      int
+	Batch    int // sequences in the program (>= 1)
 }
 
 // CPULauncher returns the cost model's prediction, labelled predicted.
@@ -74,7 +75,7 @@ func (CPULauncher) Time(ctx context.Context, req TimeRequest) (Timing, error) {
 	c := schedule.Predict(req.Program, req.Target, req.Point)
 	t := Timing{LatencyUS: c.PredictedUS, Kind: KindPredicted}
 	if req.Incumbent != nil {
-		inc, err := schedule.Lower(req.Model.Config, req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos})
+		inc, err := schedule.Lower(req.Model.Config, req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos, B: req.Batch})
 		if err == nil {
 			ic := schedule.Predict(inc, req.Target, *req.Incumbent).PredictedUS
 			ratio := c.PredictedUS / ic
@@ -157,8 +158,15 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	if spec.Pos < 0 || spec.Pos >= lm.Config.MaxSeq {
 		return reject(NotePosition, "position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
 	}
+	batch := max(1, spec.Batch)
+	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
+		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
+	}
+	if batch > 1 && spec.Device == "cuda" {
+		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher binds one sequence", batch)
+	}
 	done = st.start(StageLower)
-	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos})
+	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos, B: batch})
 	done()
 	if err != nil {
 		return reject(NoteLowering, "lowering failed: %v", err)
@@ -187,7 +195,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	}
 
 	done = st.start(StageReferenceVM)
-	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, target, point)
+	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, batch, target, point)
 	done()
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
@@ -209,7 +217,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 
 	done = st.start(StageTiming)
 	timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: prog,
-		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos})
+		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos, Batch: batch})
 	done()
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "timing"); f != nil {

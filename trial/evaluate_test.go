@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/vm"
 )
 
 var testModels = NewModelCache(0)
@@ -265,5 +269,56 @@ func TestEnvironmentFingerprint(t *testing.T) {
 	fp := "host=w1 target=h200 device=cuda device_name=\"H200\""
 	if out := evalToy(t, `{"threads_per_block": 7}`, Options{Environment: fp}); out.Worker != fp || out.Verdict.Environment != fp {
 		t.Errorf("a given fingerprint was not used: %q / %+v", out.Worker, out.Verdict)
+	}
+}
+
+// TestBatchedLoweringIsCheckedEndToEnd: B > 1 lowers GEMM tiles and every
+// sequence of the batch is checked against its own eager decode (history
+// included), before any latency.
+func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
+	for _, pos := range []int{0, 5} {
+		spec := Spec{Model: "toy-2L", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: 11, Pos: pos, Batch: 3}
+		out := Evaluate(context.Background(), spec, Options{Models: testModels})
+		v := out.Verdict
+		if v == nil || !v.Valid || v.Correct == nil || !*v.Correct || v.LatencyUS == nil {
+			t.Fatalf("pos %d: batched toy-2L not valid+correct with a latency: %+v %+v", pos, v, out.Failure)
+		}
+		if *v.Top1Agreement != 1 || *v.MaxAbsErr > 1e-4 || !strings.Contains(strings.Join(v.Notes, " "), "batch B=3") {
+			t.Errorf("pos %d: top1 %v max_abs_err %v notes %q", pos, *v.Top1Agreement, *v.MaxAbsErr, v.Notes)
+		}
+		single := Evaluate(context.Background(), Spec{Model: "toy-2L", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: 11, Pos: pos},
+			Options{Models: testModels}).Verdict
+		if v.Tasks == single.Tasks && *v.LatencyUS == *single.LatencyUS {
+			t.Errorf("pos %d: the batch did not change the program or its prediction", pos)
+		}
+	}
+	lm, err := testModels.Get("toy-2L", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check is sensitive to which sequence is which: rows decoded in the
+	// wrong order fail it.
+	tg, _ := ir.Target("h100")
+	prog, err := schedule.Lower(lm.Config, tg, schedule.Default(), schedule.LowerOptions{Pos: 0, B: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped, err := RunBatchStep(prog, lm.Weights, []int32{int32(RowToken(11, 1, lm.Config.Vocab)), 11}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := lm.eagerLogits(11, 0)
+	if c := vm.Compare(swapped.Logits[:lm.Config.Vocab], want, lm.Config.Vocab, lm.Config.DType); c.Pass {
+		t.Error("row 0 decoded from the wrong token passed the eager comparison")
+	}
+	for _, bad := range []Spec{
+		{Model: "toy", GPU: "h100", Device: "cuda", Point: json.RawMessage(`{}`), Batch: 2},
+		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: -1},
+		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: schedule.MaxBatch + 1},
+	} {
+		v := Evaluate(context.Background(), bad, Options{Models: testModels}).Verdict
+		if v == nil || v.Valid || !slices.Contains(v.Notes, NoteBatch) {
+			t.Errorf("batch %d on %s: want a rejection, got %+v", bad.Batch, bad.Device, v)
+		}
 	}
 }

@@ -46,4 +46,5 @@ const (
 	NoteValidate        = "validate() REJECTED, schedule never launches (agent-safety)"
 	NoteLaunch          = "launch config infeasible, REJECTED before launch (agent-safety)"
 	NoteDeviceRefused   = "the device's loader refused the program, REJECTED before launch"
+	NoteBatch           = "batch size not supported here, rejected, no launch"
 )

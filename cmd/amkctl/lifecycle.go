@@ -136,6 +136,9 @@ func startLocal(workspace string, req api.CreateRequest) (api.CreateResponse, er
 	}
 	s := campaign.DefaultSettings()
 	s.Overnight, s.RestartAfter, s.Epsilon, s.Budget = req.Overnight, *req.RestartAfter, *req.Epsilon, *req.Budget
+	if req.Batch != nil {
+		s.Batch = *req.Batch
+	}
 	if req.TrialTimeoutS != nil {
 		s.TrialTimeoutS = *req.TrialTimeoutS
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
 )
 
 // Server defaults.
@@ -384,6 +385,10 @@ func checkCreate(req *CreateRequest) error {
 		return bad("field \"device\": %q is not cpu or cuda", req.Device)
 	case req.Workers < 0 || req.Workers > MaxWorkers:
 		return bad("field \"workers\": %d is not in 0..%d", req.Workers, MaxWorkers)
+	case req.Batch != nil && (*req.Batch < 1 || *req.Batch > schedule.MaxBatch):
+		return bad("field \"batch\": %d is not in 1..%d", *req.Batch, schedule.MaxBatch)
+	case req.Batch != nil && *req.Batch > 1 && req.Device == "cuda":
+		return bad("field \"batch\": batched lowering (B>1) is evaluated on device cpu only")
 	}
 	if req.Budget != nil {
 		if err := checkBudget(*req.Budget); err != nil {

@@ -31,6 +31,9 @@ type CreateRequest struct {
 	Explore       *float64 `json:"explore_fraction,omitempty"`
 	MinGain       *float64 `json:"min_gain,omitempty"`
 	TrialTimeoutS *float64 `json:"trial_timeout_s,omitempty"`
+	// Batch is the decode batch every trial lowers and checks (B > 1:
+	// GEMM tiles; CPU evaluation only).
+	Batch *int `json:"batch,omitempty"`
 	// Budget bounds the whole campaign (0 = unbounded).
 	Budget *campaign.Budget `json:"budget,omitempty"`
 	// MoveOn overrides some of the move-on criteria.

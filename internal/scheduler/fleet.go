@@ -481,6 +481,7 @@ func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaig
 	setIf(&s.Explore, req.Explore)
 	setIf(&s.MinGain, req.MinGain)
 	setIf(&s.TrialTimeoutS, req.TrialTimeoutS)
+	setIf(&s.Batch, req.Batch)
 	if req.Budget != nil {
 		s.Budget = *req.Budget
 	}
