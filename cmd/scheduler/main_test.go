@@ -536,3 +536,13 @@ func TestShortStoredTokenIsReplaced(t *testing.T) {
 		t.Fatalf("a generated token was not reused: %q %q %v", again, replaced, err)
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != exitOK || strings.TrimSpace(stderr.String()) == "" {
+		t.Fatalf("--version: exit %d, %q", code, stderr.String())
+	}
+	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != exitUsage {
+		t.Fatalf("unknown flag: exit %d", code)
+	}
+}
