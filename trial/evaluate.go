@@ -267,11 +267,13 @@ func parseSpecPoint(raw []byte) (schedule.Point, []string, error) {
 	return p, schedule.IgnoredKeys(v), err
 }
 
-// IgnoredKeysNote is the verdict note naming the config keys amk read past
-// (unknown keys are not an error, seed 000, but never go unmentioned).
-func IgnoredKeysNote(keys []string) string {
-	return "ignored unknown config key(s), not evaluated: " + strings.Join(keys, ", ")
-}
+// IgnoredKeysPrefix starts the verdict note naming the config keys amk
+// read past (unknown keys are not an error, seed 000, but never go
+// unmentioned).
+const IgnoredKeysPrefix = "ignored unknown config key(s), not evaluated: "
+
+// IgnoredKeysNote is that note for keys.
+func IgnoredKeysNote(keys []string) string { return IgnoredKeysPrefix + strings.Join(keys, ", ") }
 
 func finiteOrNil(x float64) *float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) {

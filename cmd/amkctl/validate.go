@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -24,21 +25,38 @@ func newValidateCmd() *cobra.Command {
 report: [VALID] or [REJECTED] with the stats, then one line per error and
 warning; with several files each report starts with the file name. --json
 prints the report object (several files: a JSON array of {file, report}).
+A file must be a program (an object with ir_version and tasks); a larger file
+than --max-bytes, or one with more tasks, buffers or counters than
+--max-items, is refused before any work.
 Exit status: 0 all valid, 1 some program rejected, 2 some file unreadable or
 malformed.`,
 	}
 	asJSON := addJSONFlags(cmd, "print each report as JSON instead of text")
+	lim := addProgramLimitFlags(cmd)
 	cmd.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
 		if len(files) == 0 {
 			fmt.Fprintln(stderr, "amkctl validate: at least one FILE is required (\"-\" reads standard input)")
 			return exitBadInput
 		}
-		return validateFiles(files, *asJSON, stdout, stderr)
+		if lim.MaxBytes <= 0 || lim.MaxItems <= 0 {
+			fmt.Fprintln(stderr, "amkctl validate: --max-bytes and --max-items must be positive")
+			return exitBadInput
+		}
+		return validateFiles(files, *asJSON, *lim, stdout, stderr)
 	})
 	return cmd
 }
 
-func validateFiles(files []string, asJSON bool, stdout, stderr io.Writer) int {
+// addProgramLimitFlags adds --max-bytes and --max-items, the bounds on a
+// program file (ir.Limits; defaults far above the largest real program).
+func addProgramLimitFlags(cmd *cobra.Command) *ir.Limits {
+	lim := &ir.Limits{}
+	cmd.Flags().Int64Var(&lim.MaxBytes, "max-bytes", ir.MaxProgramBytes, "largest program file read, in bytes (a 70B-shape program is about 18 MB)")
+	cmd.Flags().IntVar(&lim.MaxItems, "max-items", ir.MaxProgramItems, "most tasks, buffers, counters or pages in one program")
+	return lim
+}
+
+func validateFiles(files []string, asJSON bool, lim ir.Limits, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
@@ -46,7 +64,7 @@ func validateFiles(files []string, asJSON bool, stdout, stderr io.Writer) int {
 	var reports []fileReport
 	status := exitOK
 	for _, f := range files {
-		p, err := loadProgram(f)
+		p, err := loadProgram(f, lim)
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, err)
 			status = exitBadInput
@@ -105,7 +123,7 @@ Exit status 2 on an unreadable or malformed file.`,
 			fmt.Fprintln(stderr, "amkctl ir roundtrip: exactly one FILE is required")
 			return exitBadInput
 		}
-		p, err := loadProgram(files[0])
+		p, err := loadProgram(files[0], ir.Limits{})
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl ir roundtrip: %s: %v\n", files[0], err)
 			return exitBadInput
@@ -117,12 +135,23 @@ Exit status 2 on an unreadable or malformed file.`,
 	return cmd
 }
 
-// loadProgram reads and decodes a program file; errors name the JSON path
-// (ir.DecodeError) or the byte offset (a syntax error).
-func loadProgram(path string) (*ir.Program, error) {
-	data, err := readInput(path, ir.MaxProgramBytes)
+// loadProgram reads and decodes a program file within lim (zero fields:
+// the defaults); errors name the JSON path (ir.DecodeError), the byte
+// offset (a syntax error) or the limit and its flag.
+func loadProgram(path string, lim ir.Limits) (*ir.Program, error) {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = ir.MaxProgramBytes
+	}
+	data, err := readInput(path, lim.MaxBytes)
 	if err != nil {
+		if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
+			return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
+		}
 		return nil, err
 	}
-	return ir.Decode(data)
+	p, err := ir.DecodeLimited(data, lim)
+	if errors.Is(err, ir.ErrTooLarge) {
+		return nil, fmt.Errorf("%v (raise --max-items or --max-bytes if the program is genuine)", err)
+	}
+	return p, err
 }

@@ -139,3 +139,34 @@ func TestIRRoundtripVerb(t *testing.T) {
 		t.Errorf("ir -h: code %d %q", code, out)
 	}
 }
+
+// TestValidateRefusesForeignAndOversizedInput: a JSON document that is not a
+// program is malformed (exit 2), never an empty valid program; the size and
+// item limits are flags with clear errors.
+func TestValidateRefusesForeignAndOversizedInput(t *testing.T) {
+	dir := t.TempDir()
+	for name, doc := range map[string]string{"empty.json": `{}`, "foo.json": `{"foo": 1}`, "list.json": `[]`,
+		"dup.json": `{"ir_version": "0.2.0", "tasks": [], "tasks": []}`} {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCmd(t, "validate", f)
+		if code != 2 || strings.Contains(out, "[VALID]") || errOut == "" {
+			t.Errorf("%s: code %d, stdout %q, stderr %q; want exit 2 and an error", doc, code, out, errOut)
+		}
+	}
+	good := filepath.Join(testdata, "good", "ir_smoke_chain.json")
+	if code, _, errOut := runCmd(t, "validate", "--max-bytes", "100", good); code != 2 || !strings.Contains(errOut, "--max-bytes") {
+		t.Errorf("over --max-bytes: code %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "validate", "--max-items", "1", good); code != 2 || !strings.Contains(errOut, "--max-items") {
+		t.Errorf("over --max-items: code %d, %q", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "validate", "--max-bytes", "0", good); code != 2 {
+		t.Errorf("--max-bytes 0: code %d", code)
+	}
+	if code, out, _ := runCmd(t, "validate", good); code != 0 || !strings.Contains(out, "[VALID]") {
+		t.Errorf("default limits: code %d %q", code, out)
+	}
+}
