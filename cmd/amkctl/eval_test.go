@@ -2,11 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -40,5 +43,21 @@ func TestEvalNamesIgnoredKeysAndMatchesTheReferenceID(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "eval", "toy", "--gpu", "h100", "--batch", "2", "--device", "cpu"); code != 0 {
 		t.Errorf("--batch 2 on cpu: code %d", code)
+	}
+}
+
+// TestQueuesExplainsProcessedCounts: the text output says why a trials
+// queue shows more processed tasks than results (11 vs 8 after a campaign
+// with three retried attempts).
+func TestQueuesExplainsProcessedCounts(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`[{"queue": "trials:h200", "processed_total": 11, "failed_total": 3},
+			{"queue": "results", "processed_total": 8, "failed_total": 0}]`))
+	}))
+	defer srv.Close()
+	code, out, errOut := runCmd(t, "--server", srv.URL, "queues")
+	if code != 0 || !strings.Contains(out, "trials:h200") || !strings.Contains(out, api.QueueCountsNote) {
+		t.Fatalf("queues: code %d\n%s\n%s", code, out, errOut)
 	}
 }
