@@ -26,7 +26,12 @@ var ErrLocked = errors.New("campaign is locked by another process")
 var ErrNoCampaign = errors.New("no such campaign")
 
 // Workspace is a directory of campaigns sharing one flywheel corpus.
-type Workspace struct{ Dir string }
+type Workspace struct {
+	Dir string
+	// Corpus, when set, is the corpus file used instead of
+	// Dir/flywheel/corpus.jsonl (the reference's --corpus flag).
+	Corpus string
+}
 
 // OpenWorkspace creates the workspace directory if needed.
 func OpenWorkspace(dir string) (*Workspace, error) {
@@ -43,7 +48,12 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 func (w *Workspace) CampaignDir(id string) string { return filepath.Join(w.Dir, "campaigns", id) }
 
 // CorpusPath is the workspace's flywheel corpus.
-func (w *Workspace) CorpusPath() string { return filepath.Join(w.Dir, "flywheel", "corpus.jsonl") }
+func (w *Workspace) CorpusPath() string {
+	if w.Corpus != "" {
+		return w.Corpus
+	}
+	return filepath.Join(w.Dir, "flywheel", "corpus.jsonl")
+}
 
 // IDs lists the campaigns of the workspace, sorted.
 func (w *Workspace) IDs() ([]string, error) {

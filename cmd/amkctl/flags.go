@@ -129,7 +129,9 @@ type inputTooLarge struct {
 	limit int64
 }
 
-func (e *inputTooLarge) Error() string { return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit) }
+func (e *inputTooLarge) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit)
+}
 
 // writeFileAtomic writes data to path through a temporary file and a rename,
 // so a crash never leaves a half-written file.
