@@ -72,3 +72,73 @@ func VerifyProgram(ctx context.Context, prog *ir.Program, lm *LoadedModel, token
 	}
 	return res, nil
 }
+
+// SuiteCase is one built-in proof of VerifySuite.
+type SuiteCase struct {
+	Name   string        `json:"name"`
+	Result *ProgramCheck `json:"result,omitempty"`
+	Error  string        `json:"error,omitempty"`
+}
+
+// OK reports whether the case lowered, validated and matched the oracle.
+func (c SuiteCase) OK() bool {
+	return c.Error == "" && c.Result != nil && c.Result.Valid && c.Result.Correct
+}
+
+// VerifySuite is the built-in proof that the reference VM reproduces the
+// eager oracle (the reference's `amk verify`): the toy presets lowered on
+// h200 under the default schedule and under points that exercise every
+// lowering path (thin and wide tiles, round-robin placement, split-KV
+// attention with its combine, a later position, a batch), each checked by
+// VerifyProgram.
+func VerifySuite(ctx context.Context, models *ModelCache) []SuiteCase {
+	type variant struct {
+		name   string
+		edit   func(p *schedule.Point)
+		pos, b int
+	}
+	variants := []variant{
+		{name: "default", edit: func(*schedule.Point) {}},
+		{name: "N_tile=16 round_robin depth=0", edit: func(p *schedule.Point) {
+			p.Config.SetTile("gemv", "N_tile", 16)
+			p.Config.SMAssignment = ir.SMAssignment{Policy: schedule.PolicyRoundRobin}
+			p.Config.PipeliningDepth = 0
+		}},
+		{name: "N_tile=512 tpb=128", edit: func(p *schedule.Point) {
+			p.Config.SetTile("gemv", "N_tile", 512)
+			p.Config.ThreadsPerBlock = 128
+		}},
+		{name: "split-KV n_partitions=4 at pos 40", edit: func(p *schedule.Point) {
+			p.Config.SetTile("attention", "n_partitions", 4)
+		}, pos: 40},
+		{name: "batch B=3 at pos 5", edit: func(*schedule.Point) {}, pos: 5, b: 3},
+	}
+	target, _ := ir.Target("h200")
+	var out []SuiteCase
+	for _, preset := range []string{"toy", "toy-2L"} {
+		lm, err := models.Get(preset, "")
+		for _, v := range variants {
+			c := SuiteCase{Name: preset + ": " + v.name}
+			if err != nil {
+				c.Error = err.Error()
+				out = append(out, c)
+				continue
+			}
+			p := schedule.Default()
+			v.edit(&p)
+			prog, lerr := schedule.Lower(lm.Config, target, p, schedule.LowerOptions{Pos: v.pos, B: v.b})
+			if lerr != nil {
+				c.Error = "lowering: " + lerr.Error()
+				out = append(out, c)
+				continue
+			}
+			res, verr := VerifyProgram(ctx, prog, lm, DefaultToken)
+			if verr != nil {
+				c.Error = verr.Error()
+			}
+			c.Result = res
+			out = append(out, c)
+		}
+	}
+	return out
+}

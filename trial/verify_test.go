@@ -48,3 +48,15 @@ func TestVerifyProgram(t *testing.T) {
 		t.Errorf("a rejected program: %+v %v", res, err)
 	}
 }
+
+func TestVerifySuitePasses(t *testing.T) {
+	cases := VerifySuite(context.Background(), testModels)
+	if len(cases) != 10 {
+		t.Fatalf("%d cases", len(cases))
+	}
+	for _, c := range cases {
+		if !c.OK() {
+			t.Errorf("%s: %+v %s", c.Name, c.Result, c.Error)
+		}
+	}
+}

@@ -41,3 +41,36 @@ func TestLoopAndReferencePaths(t *testing.T) {
 		t.Errorf("autoresearch --batch 2: code %d", code)
 	}
 }
+
+func TestVerifyVerb(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "p.json")
+	if code, _, errOut := runCmd(t, "lower", "toy-2L", "--gpu", "h100", "--pos", "2", "-o", prog); code != 0 {
+		t.Fatalf("lower: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCmd(t, "verify", prog); code != 0 || !strings.HasPrefix(out, "PASS") {
+		t.Fatalf("verify: %d %q %q", code, out, errOut)
+	}
+	data, _ := os.ReadFile(prog)
+	tampered := filepath.Join(dir, "t.json")
+	// Every norm's epsilon changed: the program still validates but
+	// computes something else.
+	edited := strings.ReplaceAll(string(data), `"eps": 1e-06`, `"eps": 10.0`)
+	if edited == string(data) {
+		t.Fatal("the fixture edit did not apply")
+	}
+	if err := os.WriteFile(tampered, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCmd(t, "verify", tampered); code != 1 || !strings.HasPrefix(out, "FAIL") {
+		t.Errorf("tampered: %d %q", code, out)
+	}
+	foreign := filepath.Join(dir, "f.json")
+	_ = os.WriteFile(foreign, []byte(`{"foo": 1}`), 0o644)
+	if code, _, _ := runCmd(t, "verify", foreign); code != 2 {
+		t.Errorf("foreign JSON: %d", code)
+	}
+	if code, out, _ := runCmd(t, "verify"); code != 0 || strings.Count(out, "PASS") != 10 {
+		t.Errorf("built-in proofs: %d\n%s", code, out)
+	}
+}
