@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"sync"
+
+	"github.com/amk-dev/amk/internal/version"
 )
 
 // Environment fingerprints where a verdict was produced: host, device (the
@@ -21,7 +22,7 @@ func Environment(launcherName string) string {
 		if err != nil || host == "" {
 			host = "unknown"
 		}
-		envBase = fmt.Sprintf("build=%s go=%s os=%s/%s cpus=%d", BuildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
+		envBase = fmt.Sprintf("build=%s go=%s os=%s/%s cpus=%d", version.String(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 		envHost = host
 	})
 	return fmt.Sprintf("host=%s device=%s %s", envHost, strconv.Quote(launcherName), envBase)
@@ -31,23 +32,3 @@ var (
 	envOnce          sync.Once
 	envHost, envBase string
 )
-
-// BuildVersion is the module version of the running binary and, when the
-// build recorded it, the first 12 digits of its VCS revision ("unknown"
-// when neither is known).
-func BuildVersion() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	if v == "" {
-		v = "unknown"
-	}
-	return v
-}

@@ -74,3 +74,13 @@ func TestVerifyVerb(t *testing.T) {
 		t.Errorf("built-in proofs: %d\n%s", code, out)
 	}
 }
+
+func TestDoctorVerb(t *testing.T) {
+	code, out, errOut := runCmd(t, "doctor", "--workspace", t.TempDir())
+	if code != 0 || !strings.Contains(out, "numerics") || !strings.Contains(out, "status") {
+		t.Fatalf("doctor: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, _ := runCmd(t, "doctor", "extra"); code != 2 {
+		t.Errorf("doctor with an argument: %d", code)
+	}
+}
