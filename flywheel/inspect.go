@@ -1,6 +1,7 @@
 package flywheel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -194,4 +195,28 @@ func ImportReferenceState(data []byte) (st ReferenceState, rec Record, ok bool, 
 	}
 	rec, ok = importLine([]byte(pyjson.Compact(line, false)))
 	return st, rec, ok, nil
+}
+
+// ParseAnyCorpus reads a corpus in either format: each line is taken as an
+// amk record, else as a reference (AMK) corpus line (ImportReference's
+// rules); skipped counts lines that are neither.
+func ParseAnyCorpus(data []byte) (recs []Record, skipped int) {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		if v, err := pyjson.Parse(line); err == nil {
+			if r, err := RecordFromValue(v); err == nil {
+				recs = append(recs, r)
+				continue
+			}
+		}
+		if r, ok := importLine(line); ok {
+			recs = append(recs, r)
+			continue
+		}
+		skipped++
+	}
+	return recs, skipped
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 
@@ -85,3 +86,22 @@ func FuzzImportReferenceState(f *testing.F) {
 		}
 	})
 }
+
+func TestParseAnyCorpus(t *testing.T) {
+	ref, err := os.ReadFile("testdata/reference_corpus.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refRecs, _, _ := ImportReference(strings.NewReader(string(ref)))
+	var amk []byte
+	for i := range refRecs {
+		amk = append(amk, pyjsonLine(refRecs[i])...)
+	}
+	mixed := append(append(append([]byte{}, ref...), amk...), []byte("not json\n")...)
+	recs, skipped := ParseAnyCorpus(mixed)
+	if len(recs) != 2*len(refRecs) || skipped < 1 {
+		t.Fatalf("%d records (want %d), %d skipped", len(recs), 2*len(refRecs), skipped)
+	}
+}
+
+func pyjsonLine(r Record) []byte { return []byte(pyjson.Compact(r.Value(), false) + "\n") }

@@ -84,3 +84,32 @@ func TestDoctorVerb(t *testing.T) {
 		t.Errorf("doctor with an argument: %d", code)
 	}
 }
+
+// TestCorpusVerb: AMK's state, results.tsv and corpus come in, and the
+// summary joins AMK's rows to the imported point by schedule id.
+func TestCorpusVerb(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	fly := filepath.Join("..", "..", "flywheel", "testdata")
+	code, out, errOut := runCmd(t, "corpus", "import", "--workspace", ws, "--state", filepath.Join(fly, "amk_orchestration_state.json"),
+		"--results", filepath.Join(fly, "amk_results.tsv"))
+	if code != 0 || !strings.Contains(out, "sch_35332a9ac1") || !strings.Contains(out, "added to") || !strings.Contains(out, "3 rows, 1 join") {
+		t.Fatalf("import: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, _ := runCmd(t, "corpus", "import", "--workspace", ws, "--state", filepath.Join(fly, "amk_orchestration_state.json")); code != 0 || !strings.Contains(out, "already in") {
+		t.Errorf("second import: %d %s", code, out)
+	}
+	code, out, errOut = runCmd(t, "corpus", "merge", "--workspace", ws, filepath.Join(fly, "reference_corpus.jsonl"), filepath.Join(fly, "reference_corpus.jsonl"))
+	if code != 0 || !strings.Contains(out, "added") {
+		t.Fatalf("merge: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runCmd(t, "corpus", "--workspace", ws, "--results", filepath.Join(fly, "amk_results.tsv"))
+	if code != 0 || !strings.Contains(out, "toy(1L)") || !strings.Contains(out, "1 join a corpus point") {
+		t.Fatalf("inspect: %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"corpus", "import"}, {"corpus", "bogus"}, {"corpus", "merge"},
+		{"corpus", "import", "--state", filepath.Join(fly, "amk_results.tsv")}} {
+		if code, _, _ := runCmd(t, args...); code != 2 {
+			t.Errorf("%v: code %d", args, code)
+		}
+	}
+}
