@@ -61,3 +61,32 @@ func TestResolveUnderConfinesFilesToTheModelsDirectory(t *testing.T) {
 		t.Error("a preset name was accepted for a weights file")
 	}
 }
+
+// FuzzResolveUnder: whatever name a request sends, the answer is a preset,
+// a path inside the models directory, or a refusal.
+func FuzzResolveUnder(f *testing.F) {
+	for _, s := range []string{"toy", "llama/config.json", "../x", "/etc/passwd", "a/../../b", "~root", "", ".", "llama/..", "escape.json"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	models := filepath.Join(dir, "models")
+	if err := os.MkdirAll(filepath.Join(models, "llama"), 0o755); err != nil {
+		f.Fatal(err)
+	}
+	if err := os.Symlink(dir, filepath.Join(models, "escape.json")); err != nil {
+		f.Fatal(err)
+	}
+	root, _ := filepath.EvalSymlinks(models)
+	f.Fuzz(func(t *testing.T, name string) {
+		got, err := ResolveUnder("model", name, models, true)
+		if err != nil {
+			return
+		}
+		if _, perr := Preset(got); perr == nil && got == name {
+			return
+		}
+		if rel, rerr := filepath.Rel(root, got); rerr != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Fatalf("%q resolved outside the models directory: %s", name, got)
+		}
+	})
+}

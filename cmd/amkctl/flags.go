@@ -111,6 +111,9 @@ func readInput(path string, limit int64) ([]byte, error) {
 			return nil, err
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > limit {
+			return nil, &inputTooLarge{path: path, limit: limit} // refused before reading
+		}
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
