@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/validate"
 )
 
@@ -25,9 +26,11 @@ func newValidateCmd() *cobra.Command {
 report: [VALID] or [REJECTED] with the stats, then one line per error and
 warning; with several files each report starts with the file name. --json
 prints the report object (several files: a JSON array of {file, report}).
-A file must be a program (an object with ir_version and tasks); a larger file
-than --max-bytes, or one with more tasks, buffers or counters than
---max-items, is refused before any work.
+A task_graph.json of Mirage's persistent kernel is recognised and checked in
+MPK's terms ("MPK task graph: ..."; amkctl mpk check takes the launch's flags).
+Any other file must be a program (an object with ir_version and tasks); a
+file larger than --max-bytes, or a program with more tasks, buffers or
+counters than --max-items, is refused before any work.
 Exit status: 0 all valid, 1 some program rejected, 2 some file unreadable or
 malformed.`,
 	}
@@ -42,7 +45,7 @@ malformed.`,
 			fmt.Fprintln(stderr, "amkctl validate: --max-bytes and --max-items must be positive")
 			return exitBadInput
 		}
-		return validateFiles(files, *asJSON, *lim, stdout, stderr)
+		return validateFiles(files, mpk.CheckOptions{}, *lim, *asJSON, stdout, stderr)
 	})
 	return cmd
 }
@@ -56,7 +59,9 @@ func addProgramLimitFlags(cmd *cobra.Command) *ir.Limits {
 	return lim
 }
 
-func validateFiles(files []string, asJSON bool, lim ir.Limits, stdout, stderr io.Writer) int {
+// validateFiles validates program files (within lim) and MPK task graphs
+// (the latter for the launch mpkOpt describes).
+func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSON bool, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
@@ -64,23 +69,22 @@ func validateFiles(files []string, asJSON bool, lim ir.Limits, stdout, stderr io
 	var reports []fileReport
 	status := exitOK
 	for _, f := range files {
-		p, err := loadProgram(f, lim)
+		text, raw, ok, err := validateFile(f, mpkOpt, lim)
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, err)
 			status = exitBadInput
 			continue
 		}
-		rep := validate.Validate(p)
-		if !rep.OK && status == exitOK {
+		if !ok && status == exitOK {
 			status = exitRejected
 		}
 		switch {
 		case asJSON:
-			reports = append(reports, fileReport{File: f, Report: rep.JSON()})
+			reports = append(reports, fileReport{File: f, Report: raw})
 		case len(files) > 1:
-			fmt.Fprintf(stdout, "%s: %s\n", f, rep.String())
+			fmt.Fprintf(stdout, "%s: %s\n", f, text)
 		default:
-			fmt.Fprintln(stdout, rep.String())
+			fmt.Fprintln(stdout, text)
 		}
 	}
 	switch {
@@ -94,6 +98,24 @@ func validateFiles(files []string, asJSON bool, lim ir.Limits, stdout, stderr io
 		fmt.Fprintf(stdout, "%s\n", out)
 	}
 	return status
+}
+
+// validateFile checks one file: an MPK task graph (recognised by its
+// all_tasks key) or an amk program.
+func validateFile(f string, mpkOpt mpk.CheckOptions, lim ir.Limits) (text string, raw json.RawMessage, ok bool, err error) {
+	data, err := readProgramFile(f, lim)
+	if err != nil {
+		return "", nil, false, err
+	}
+	if mpk.Looks(data) {
+		return checkMPK(data, mpkOpt)
+	}
+	p, err := decodeProgram(data, lim)
+	if err != nil {
+		return "", nil, false, err
+	}
+	rep := validate.Validate(p)
+	return rep.String(), rep.JSON(), rep.OK, nil
 }
 
 // newIRCmd is "ir", the program-file tools; today "ir roundtrip".
@@ -139,16 +161,27 @@ Exit status 2 on an unreadable or malformed file.`,
 // the defaults); errors name the JSON path (ir.DecodeError), the byte
 // offset (a syntax error) or the limit and its flag.
 func loadProgram(path string, lim ir.Limits) (*ir.Program, error) {
+	data, err := readProgramFile(path, lim)
+	if err != nil {
+		return nil, err
+	}
+	return decodeProgram(data, lim)
+}
+
+// readProgramFile reads a program file of at most lim.MaxBytes.
+func readProgramFile(path string, lim ir.Limits) ([]byte, error) {
 	if lim.MaxBytes <= 0 {
 		lim.MaxBytes = ir.MaxProgramBytes
 	}
 	data, err := readInput(path, lim.MaxBytes)
-	if err != nil {
-		if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
-			return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
-		}
-		return nil, err
+	if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
 	}
+	return data, err
+}
+
+// decodeProgram is ir.DecodeLimited naming the flags of its limits.
+func decodeProgram(data []byte, lim ir.Limits) (*ir.Program, error) {
 	p, err := ir.DecodeLimited(data, lim)
 	if errors.Is(err, ir.ErrTooLarge) {
 		return nil, fmt.Errorf("%v (raise --max-items or --max-bytes if the program is genuine)", err)
