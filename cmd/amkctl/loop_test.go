@@ -113,3 +113,17 @@ func TestCorpusVerb(t *testing.T) {
 		}
 	}
 }
+
+func TestStartBatch(t *testing.T) {
+	ws := t.TempDir()
+	if code, _, errOut := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "3", "--workspace", ws); code != 0 {
+		t.Fatalf("start --batch 3: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu", "ledger.json"))
+	if err != nil || !strings.Contains(string(data), `"batch":3`) {
+		t.Fatalf("the campaign's settings lack batch 3: %v", err)
+	}
+	if code, _, _ := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "0", "--workspace", ws, "--name", "z"); code != 2 {
+		t.Errorf("--batch 0: code %d", code)
+	}
+}
