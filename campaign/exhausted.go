@@ -15,9 +15,8 @@ func (c *Campaign) SpacePoints() int {
 
 // exhaustedMessage is the plain statement of an exhausted search space.
 func (c *Campaign) exhaustedMessage() string {
-	return fmt.Sprintf("search space exhausted: all %d points of the %s search space on %s have been tried "+
-		"(%d distinct points tried, no untried point in %d draws)",
-		c.SpacePoints(), c.st.Device, c.st.GPU, len(c.st.Tried), c.st.Settings.MaxDraws)
+	return fmt.Sprintf("search space exhausted: %d of the %d points of the %s search space on %s tried, "+
+		"and %d random draws found no other", len(c.st.Tried), c.SpacePoints(), c.st.Device, c.st.GPU, c.st.Settings.MaxDraws)
 }
 
 // Widen says what would give an exhausted campaign new points to try (nil

@@ -123,7 +123,7 @@ func (c *Campaign) StatusText(now time.Time) string {
 		line("  move-on      : %s", st.MoveOnReason)
 	}
 	if st.Exhausted && st.Status != StatusDone {
-		line("  search space : EXHAUSTED, all %d points tried; waiting for %d trial(s) in flight", c.SpacePoints(), len(st.InFlight))
+		line("  search space : EXHAUSTED (%d of %d points tried); waiting for %d trial(s) in flight", len(st.Tried), c.SpacePoints(), len(st.InFlight))
 	}
 	line("")
 	return b.String()
@@ -247,7 +247,7 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("- Experiments run: %d (%d kept)", st.ExperimentsRun, st.ExperimentsKept)
 	add("- Consecutive reverts at stop: %d", st.ConsecutiveReverts)
 	if st.Exhausted {
-		add("- **Search space exhausted**: all %d points were tried; this is the end of the space, not a stall", c.SpacePoints())
+		add("- **Search space exhausted**: %d of its %d points tried and no other found; this is the end of the space, not a stall", len(st.Tried), c.SpacePoints())
 	}
 	add("")
 	add("## Result")

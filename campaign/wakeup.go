@@ -122,7 +122,7 @@ func (w WakeUp) Markdown() string {
 		add("")
 		add("## Search space exhausted")
 		add("")
-		add("All %d points of this campaign's search space were tried: the run ended because nothing was left to try, not because it stalled. To go further:", w.SearchSpacePoints)
+		add("This campaign's search space (%d points) is used up: the run ended because nothing was left to try, not because it stalled. To go further:", w.SearchSpacePoints)
 		add("")
 		for _, s := range w.Widen {
 			add("- %s", s)
