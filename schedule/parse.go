@@ -21,7 +21,7 @@ import (
 func ParsePoint(data []byte) (Point, error) {
 	v, err := pyjson.ParseUnique(data)
 	if err != nil {
-		return Point{}, fmt.Errorf("malformed ScheduleConfig: %v", err)
+		return Point{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return PointFromValue(v)
 }
@@ -67,10 +67,15 @@ func IgnoredKeys(v pyjson.Value) []string {
 	return out
 }
 
+// ErrMalformed is the error of a config that is not a JSON object at all;
+// its text is "malformed ScheduleConfig: ...". A type or range problem in a
+// well-formed object is reported without that prefix.
+var ErrMalformed = errors.New("malformed ScheduleConfig")
+
 // PointFromValue is ParsePoint on an already parsed JSON value.
 func PointFromValue(v pyjson.Value) (Point, error) {
 	if v.Kind != pyjson.Object {
-		return Point{}, fmt.Errorf("malformed ScheduleConfig: expected a JSON object, got %s", pyType(v))
+		return Point{}, fmt.Errorf("%w: expected a JSON object, got %s", ErrMalformed, pyType(v))
 	}
 	var c checker
 	p := Default()

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -147,6 +148,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		v.Notes = append(v.Notes, IgnoredKeysNote(ignored))
 	}
 	if err != nil {
+		if errors.Is(err, schedule.ErrMalformed) { // already says so
+			return reject(NoteMalformedConfig, "%v", err)
+		}
 		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()

@@ -84,6 +84,9 @@ func TestMalformedConfigsAreCleanRejections(t *testing.T) {
 			if len(v.Notes) == 0 || !strings.Contains(strings.Join(v.Notes, " "), "rejected") && !strings.Contains(strings.Join(v.Notes, " "), "REJECTED") {
 				t.Fatalf("the notes do not explain the rejection: %q", v.Notes)
 			}
+			if n := strings.Count(*v.RejectedReason, "malformed ScheduleConfig"); n > 1 {
+				t.Fatalf("the prefix is repeated: %q", *v.RejectedReason)
+			}
 		})
 	}
 }

@@ -57,7 +57,7 @@ otherwise.`,
 			return exitBadInput
 		}
 		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
-		out := trial.Evaluate(context.Background(), spec, trial.Options{Launcher: launcher})
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
 				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {
