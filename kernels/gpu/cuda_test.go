@@ -31,17 +31,16 @@ func (w testLog) Write(p []byte) (int, error) {
 
 func openCUDA(t *testing.T) *Launcher {
 	t.Helper()
-	nvcc := os.Getenv("AMK_NVCC")
-	if nvcc == "" {
+	if os.Getenv(build.EnvNVCC) == "" {
 		t.Skip("AMK_NVCC not set")
 	}
-	cache := os.Getenv(EnvCache)
+	cache := os.Getenv(build.EnvCache)
 	if cache == "" {
 		cache = t.TempDir()
 	}
 	t.Setenv("AMK_GPU_CUDA_CHILD", "1") // the child inherits it
 	l, err := Open(context.Background(), ChildConfig{Executable: os.Args[0], Subcommand: []string{"-test.run=^$"},
-		Toolchain: build.Toolchain{NVCC: nvcc, HostArgs: strings.Fields(os.Getenv(EnvNVCCArgs))}, CacheDir: cache, Log: testLog{t}}, Options{})
+		Toolchain: build.ToolchainFromEnv(), CacheDir: cache, Log: testLog{t}}, Options{})
 	if err != nil {
 		t.Fatalf("opening the CUDA launcher: %v", err)
 	}

@@ -41,8 +41,8 @@
 //
 // Processes: Open starts the child as a hidden subcommand of the running
 // binary (ChildCommand, served by ChildMain) with the operator's toolchain
-// (ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS) and the host's shared
-// build cache (CacheDirFromEnv: AMK_KERNEL_CACHE). Nothing here imports
+// (build.ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS) and the host's
+// shared build cache (build.CacheDirFromEnv: AMK_KERNEL_CACHE). Nothing here imports
 // gorgonia.org/cu: the default build compiles and tests everything with a
 // fake device; only the child's launch.Open needs the cuda build tag.
 package gpu

@@ -46,6 +46,13 @@ func fakeChildHandler(ctx context.Context, op string, body json.RawMessage) (any
 		return os.Getpid(), nil
 	case "hang": // a kernel that never returns
 		time.Sleep(time.Hour)
+	case "wedge": // a kernel that never returns, in a child that will not go when killed
+		pid, err := leaveStuckHolder()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "holder %d\n", pid)
+		time.Sleep(time.Hour)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "simulated device fault: illegal address")
 		os.Exit(3)
