@@ -42,12 +42,13 @@ func findNVCC() string {
 	return ""
 }
 
-// TestKernelsCompileWithoutSpills compiles every spot variant of the kernel
-// sources (SpotVariants) with the nvcc that findNVCC finds, for
-// $AMK_NVCC_ARCH (default sm_90), in parallel ($AMK_BUILD_JOBS, default
-// GOMAXPROCS), into $AMK_KERNEL_CACHE when set (a GPU visit warms its cache
-// this way). It fails on any compile error and on any kernel that spills
-// registers; without an nvcc it is skipped with a message.
+// TestKernelsCompileWithoutSpills compiles kernel variants with the nvcc
+// that findNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
+// ($AMK_BUILD_JOBS, default GOMAXPROCS), into $AMK_KERNEL_CACHE when set (a
+// GPU visit warms its cache this way). The variants are ExtremeVariants, or
+// SpotVariants with AMK_KERNEL_VARIANTS=spot. It fails on any compile error
+// and on any kernel that spills registers beyond spillBudget (none below
+// 512 threads); without an nvcc it is skipped with a message.
 func TestKernelsCompileWithoutSpills(t *testing.T) {
 	nvcc := findNVCC()
 	if nvcc == "" {
@@ -74,7 +75,14 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	}
 	t.Logf("%s for %s, %d jobs: %s", nvcc, arch, jobs, version[strings.LastIndex(version, "\n")+1:])
 
-	variants := SpotVariants()
+	variants := ExtremeVariants()
+	switch set := os.Getenv("AMK_KERNEL_VARIANTS"); set {
+	case "spot":
+		variants = SpotVariants()
+	case "", "extreme":
+	default:
+		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want spot or extreme", set)
+	}
 	type result struct {
 		a   *Artifact
 		err error
@@ -117,9 +125,15 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 			t.Errorf("%s: no resource usage in the nvcc log:\n%s", name, r.a.Log)
 		}
 		seen := map[string]bool{}
+		budget := spillBudget(variants[i])
 		for _, k := range res {
 			seen[k.Kernel] = true
-			if k.Spills() {
+			switch {
+			case !k.Spills():
+			case k.SpillStoreBytes <= budget && k.SpillLoadBytes <= budget:
+				t.Logf("%s: %s spills %d/%d B within the %d B allowed at %d threads (%d registers)",
+					name, k.Kernel, k.SpillStoreBytes, k.SpillLoadBytes, budget, variants[i].Threads(), k.Registers)
+			default:
 				t.Errorf("%s: %s spills registers (%d registers, %d B spill stores, %d B spill loads)",
 					name, k.Kernel, k.Registers, k.SpillStoreBytes, k.SpillLoadBytes)
 			}
@@ -130,6 +144,18 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 			}
 		}
 	}
+}
+
+// spillBudget is the spill (bytes, stores and loads each) a variant may
+// have: none, except at 512 threads and more, where one resident block per
+// SM caps a thread at 65536/threads = 128 registers while the VM kernel
+// needs about 206 (nvcc 11.8, sm_90: 12 B spilled in amk_megakernel, 36 B in
+// amk_entry_gemv_tile). Those builds may spill up to 64 B; more fails.
+func spillBudget(v kernels.Variant) int {
+	if v.Threads() >= 512 {
+		return 64
+	}
+	return 0
 }
 
 // summarize is one line per variant: the VM kernel's registers and stack,

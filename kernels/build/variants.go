@@ -1,6 +1,10 @@
 package build
 
-import "github.com/amk-dev/amk/kernels"
+import (
+	"slices"
+
+	"github.com/amk-dev/amk/kernels"
+)
 
 // SpotVariants is the default variant followed by every variant that moves
 // one knob (of the search and config scopes) to another of its choices: the
@@ -22,4 +26,28 @@ func SpotVariants() []kernels.Variant {
 		}
 	}
 	return out
+}
+
+// ExtremeVariants is the default variant, every config-scope choice (the
+// block sizes) and the search knobs all at their smallest and all at their
+// largest choices: the few builds with the least and the most register
+// pressure, which `make test` compiles when an nvcc is at hand.
+func ExtremeVariants() []kernels.Variant {
+	out := []kernels.Variant{kernels.DefaultVariant()}
+	lo, hi := kernels.DefaultVariant(), kernels.DefaultVariant()
+	for _, k := range kernels.KnobSpace() {
+		switch k.Scope {
+		case kernels.ScopeConfig:
+			for _, c := range k.Choices {
+				if c != k.Default {
+					v := kernels.DefaultVariant()
+					v[k.Name] = c
+					out = append(out, v)
+				}
+			}
+		case kernels.ScopeSearch:
+			lo[k.Name], hi[k.Name] = slices.Min(k.Choices), slices.Max(k.Choices)
+		}
+	}
+	return append(out, lo, hi)
 }
