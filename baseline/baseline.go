@@ -136,23 +136,32 @@ type Report struct {
 	Reason      string `json:"reason,omitempty"`
 }
 
+// Fits reports whether f is a valid file for a model of cfg's shape
+// (vocabulary, max_seq, token range), before any weights are loaded.
+func (f *File) Fits(cfg model.Config) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	if len(f.Logits[0]) != cfg.Vocab {
+		return fmt.Errorf("the baseline has %d logits a position, model %s has a vocabulary of %d", len(f.Logits[0]), cfg.Name, cfg.Vocab)
+	}
+	if len(f.Inputs) > cfg.MaxSeq {
+		return fmt.Errorf("the baseline has %d positions, model %s has max_seq %d", len(f.Inputs), cfg.Name, cfg.MaxSeq)
+	}
+	for p, t := range f.Inputs {
+		if t < 0 || int(t) >= cfg.Vocab {
+			return fmt.Errorf("input %d at position %d is outside the vocabulary [0, %d)", t, p, cfg.Vocab)
+		}
+	}
+	return nil
+}
+
 // Check replays f's inputs through amk's eager oracle with cfg and w and
 // compares every position's logits at cfg's dtype tolerance. It passes iff
 // every position does. An error means the file does not fit the model.
 func Check(f *File, cfg model.Config, w model.Weights) (*Report, error) {
-	if err := f.validate(); err != nil {
+	if err := f.Fits(cfg); err != nil {
 		return nil, err
-	}
-	if len(f.Logits[0]) != cfg.Vocab {
-		return nil, fmt.Errorf("the baseline has %d logits a position, model %s has a vocabulary of %d", len(f.Logits[0]), cfg.Name, cfg.Vocab)
-	}
-	if len(f.Inputs) > cfg.MaxSeq {
-		return nil, fmt.Errorf("the baseline has %d positions, model %s has max_seq %d", len(f.Inputs), cfg.Name, cfg.MaxSeq)
-	}
-	for p, t := range f.Inputs {
-		if t < 0 || int(t) >= cfg.Vocab {
-			return nil, fmt.Errorf("input %d at position %d is outside the vocabulary [0, %d)", t, p, cfg.Vocab)
-		}
 	}
 	e, err := model.NewEager(cfg, w)
 	if err != nil {

@@ -59,6 +59,9 @@ func ExportHF(dir string, cfg model.Config, w model.Weights) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, WeightsFile)); err != nil {
 		return err
 	}
