@@ -5,44 +5,48 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 )
 
-func init() {
-	register(command{name: "targets", summary: "list the GPU target records and model presets", run: runTargets})
-}
+func init() { addVerb(newTargetsCmd) }
 
-func runTargets(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("targets", "targets", stderr)
-	if _, err := parseArgs(fs, args); err != nil {
-		return flagExit(err)
+func newTargetsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "targets",
+		Short: "list the GPU target records and model presets",
+		Args:  cobra.NoArgs,
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TARGET\tARCH\tSMS\tHBM GB/s\tMEASURED GB/s\tNOTE")
-	for _, name := range ir.TargetNames() {
-		t, _ := ir.Target(name)
-		arch := "-"
-		if t.IsCUDA() {
-			arch = fmt.Sprintf("sm_%d", t.SMArch)
+	cmd.RunE = runVerb(func(_ []string, stdout, _ io.Writer) int {
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TARGET\tARCH\tSMS\tHBM GB/s\tMEASURED GB/s\tNOTE")
+		for _, name := range ir.TargetNames() {
+			t, _ := ir.Target(name)
+			arch := "-"
+			if t.IsCUDA() {
+				arch = fmt.Sprintf("sm_%d", t.SMArch)
+			}
+			meas := "-"
+			if t.MeasuredBWGBs > 0 {
+				meas = fmt.Sprint(t.MeasuredBWGBs)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%s\t%s\n", t.Name, arch, t.NumSMs, t.HBMBandwidthGBs, meas, t.Note)
 		}
-		meas := "-"
-		if t.MeasuredBWGBs > 0 {
-			meas = fmt.Sprint(t.MeasuredBWGBs)
+		tw.Flush()
+		fmt.Fprintln(stdout)
+		tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tLAYERS\tHIDDEN\tHEADS/KV\tDTYPE\tWEIGHT MB")
+		for _, name := range model.PresetNames() {
+			c, err := model.Preset(name)
+			if err != nil {
+				continue
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d/%d\t%s\t%.1f\n", name, c.NLayers, c.Hidden, c.NHeads, c.NKVHeads, c.DType, float64(c.WeightBytes())/1e6)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%s\t%s\n", t.Name, arch, t.NumSMs, t.HBMBandwidthGBs, meas, t.Note)
-	}
-	tw.Flush()
-	fmt.Fprintln(stdout)
-	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tLAYERS\tHIDDEN\tHEADS/KV\tDTYPE\tWEIGHT MB")
-	for _, name := range model.PresetNames() {
-		c, err := model.Preset(name)
-		if err != nil {
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d/%d\t%s\t%.1f\n", name, c.NLayers, c.Hidden, c.NHeads, c.NKVHeads, c.DType, float64(c.WeightBytes())/1e6)
-	}
-	tw.Flush()
-	return 0
+		tw.Flush()
+		return exitOK
+	})
+	return cmd
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
 )
@@ -21,54 +23,58 @@ import (
 // tune-instruction is refused.
 var openTuneDevice func(ordinal int) (tune.Device, func() error, error)
 
-func init() {
-	register(command{name: "tune-instruction", summary: "Loop 1: tune one micro-kernel's -D knobs on the local GPU (JSON on stdout; exit 0 iff every built variant is correct)", run: runTuneInstruction})
-}
+func init() { addVerb(newTuneInstructionCmd) }
 
-func runTuneInstruction(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("tune-instruction", "tune-instruction OP --gpu G --budget N [--dtype fp32|fp16|bf16] [--results FILE] [--device cuda|cuda:N]", stderr)
-	gpu := fs.String("gpu", "h100", "GPU target record of the roofline (amkctl targets lists them)")
+func newTuneInstructionCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "tune-instruction OP --gpu G --budget N [--dtype fp32|fp16|bf16] [--results FILE] [--device cuda|cuda:N]",
+		Short: "Loop 1: tune one micro-kernel's -D knobs on the local GPU (JSON on stdout; exit 0 iff every built variant is correct)",
+	}
+	fs := cmd.Flags()
+	gpu := addGPUFlag(cmd, "h100", "GPU target record of the roofline (amkctl targets lists them)")
 	budget := fs.Int("budget", 6, "variants to try (variant 0 is the built-in defaults)")
 	dtype := fs.String("dtype", "fp32", "dtype of the case: fp32, fp16 or bf16")
-	results := fs.String("results", filepath.Join("workspace", "results.tsv"), "results.tsv to append one loop=instruction row per variant to (empty: none)")
+	results := fs.String("results", filepath.Join("workspace", "results.tsv"), "results.tsv to append one loop=instruction row per variant to; empty: none")
 	device := fs.String("device", "cuda", "CUDA device: cuda (ordinal 0) or cuda:N")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
+	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		return tuneInstruction(pos, *gpu, *budget, *dtype, *results, *device, stdout, stderr)
+	})
+	return cmd
+}
+
+func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, device string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "amkctl tune-instruction: "+format+"\n", a...)
 		return code
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return fail(2, "exactly one OP is required (e.g. gemv_tile, rmsnorm, attention_tile)")
+		return fail(exitBadInput, "exactly one OP is required (e.g. gemv_tile, rmsnorm, attention_tile)")
 	}
 	op, err := tune.ParseOp(pos[0])
 	if err != nil {
-		return fail(2, "%v", err)
+		return fail(exitBadInput, "%v", err)
 	}
-	dt, err := tune.ParseDType(*dtype)
+	dt, err := tune.ParseDType(dtype)
 	if err != nil {
-		return fail(2, "%v", err)
+		return fail(exitBadInput, "%v", err)
 	}
-	target, err := ir.Target(*gpu)
+	target, err := ir.Target(gpuName)
 	if err != nil {
-		return fail(2, "%v", err)
+		return fail(exitBadInput, "%v", err)
 	}
-	if *budget < 1 {
-		return fail(2, "--budget must be >= 1")
+	if budget < 1 {
+		return fail(exitBadInput, "--budget must be >= 1")
 	}
-	ordinal, err := cudaOrdinal(*device)
+	ordinal, err := cudaOrdinal(device)
 	if err != nil {
-		return fail(2, "%v", err)
+		return fail(exitBadInput, "%v", err)
 	}
 	if openTuneDevice == nil {
-		return fail(2, "built without CUDA support (rebuild amkctl with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels")
+		return fail(exitBadInput, "built without CUDA support (rebuild amkctl with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels")
 	}
 	dev, release, err := openTuneDevice(ordinal)
 	if err != nil {
-		return fail(2, "CUDA device %d: %v", ordinal, err)
+		return fail(exitBadInput, "CUDA device %d: %v", ordinal, err)
 	}
 	defer func() {
 		if err := release(); err != nil {
@@ -77,22 +83,22 @@ func runTuneInstruction(args []string, stdout, stderr io.Writer) int {
 	}()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, tuneErr := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: *budget, Results: *results, Log: stderr})
+	sum, tuneErr := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: budget, Results: results, Log: stderr})
 	if tuneErr != nil {
 		fmt.Fprintln(stderr, "amkctl tune-instruction:", tuneErr)
 		if sum == nil {
-			return 1
+			return exitRejected
 		}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(sum); err != nil {
-		return fail(1, "%v", err)
+		return fail(exitInternal, "%v", err)
 	}
 	if tuneErr == nil && sum.OK() {
-		return 0
+		return exitOK
 	}
-	return 1
+	return exitRejected
 }
 
 // cudaOrdinal parses cuda, cuda:N or N.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,9 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/trial"
 )
@@ -55,7 +56,7 @@ func main() {
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := flag.NewFlagSet("gpuworker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("gpuworker", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]")
@@ -65,11 +66,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		fs.PrintDefaults()
 	}
 	config.WorkerFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "gpuworker: %v (gpuworker -h lists the flags)\n", err)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "gpuworker", version.String())
+		return exitOK
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gpuworker: unexpected argument %q\n", fs.Arg(0))

@@ -515,3 +515,13 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 		t.Fatalf("scheduler exit %d:\n%s", code, logs)
 	}
 }
+
+func TestVersionFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != exitOK || strings.TrimSpace(stderr.String()) == "" {
+		t.Fatalf("--version: exit %d, %q", code, stderr.String())
+	}
+	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != exitUsage {
+		t.Fatalf("unknown flag: exit %d", code)
+	}
+}
