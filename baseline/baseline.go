@@ -120,6 +120,7 @@ type Step struct {
 	TheirArgmax int32   `json:"their_argmax"`
 	OurArgmax   int32   `json:"our_argmax"`
 	MaxAbsErr   float64 `json:"max_abs_err"`
+	KL          float64 `json:"kl"` // mean KL(softmax(ours) || softmax(theirs)), nats
 	Pass        bool    `json:"pass"`
 	Reason      string  `json:"reason,omitempty"`
 }
@@ -176,7 +177,7 @@ func Check(f *File, cfg model.Config, w model.Weights) (*Report, error) {
 		}
 		cmp := vm.Compare(f.Logits[p], ours, cfg.Vocab, cfg.DType)
 		st := Step{Pos: p, Input: tok, TheirArgmax: model.Argmax(f.Logits[p]), OurArgmax: model.Argmax(ours),
-			MaxAbsErr: cmp.MaxAbsErr, Pass: cmp.Pass, Reason: cmp.Reason}
+			MaxAbsErr: cmp.MaxAbsErr, KL: cmp.KL, Pass: cmp.Pass, Reason: cmp.Reason}
 		if st.TheirArgmax == st.OurArgmax {
 			rep.ArgmaxAgree++
 		}

@@ -81,9 +81,9 @@ func checkBaseline(args []string, file, weights string, jsonOut bool, stdout, st
 		}
 	} else {
 		fmt.Fprintf(stdout, "%s vs amk eager (%s, %s weights)\n", rep.Implementation, m.Config.Name, m.Source)
-		fmt.Fprintln(stdout, "POS  INPUT  THEIR_ARGMAX  OUR_ARGMAX  MAX_ABS_ERR  PASS")
+		fmt.Fprintln(stdout, "POS  INPUT  THEIR_ARGMAX  OUR_ARGMAX  MAX_ABS_ERR  KL          PASS")
 		for _, s := range rep.Steps {
-			fmt.Fprintf(stdout, "%-4d %-6d %-13d %-11d %-12.4g %v\n", s.Pos, s.Input, s.TheirArgmax, s.OurArgmax, s.MaxAbsErr, s.Pass)
+			fmt.Fprintf(stdout, "%-4d %-6d %-13d %-11d %-12.4g %-11.3g %v\n", s.Pos, s.Input, s.TheirArgmax, s.OurArgmax, s.MaxAbsErr, s.KL, s.Pass)
 		}
 		verdict := "PASS: the same model"
 		if !rep.Pass {
