@@ -80,8 +80,9 @@ cat >"$work/sources.list" <<EOF
 deb ${signed}$mirror bookworm main non-free
 EOF
 apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=$work/parts"
-	-o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1
-	-o APT::Sandbox::User=root -qq)
+	-o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1 -qq)
+# As root, apt downloads as the _apt user, which cannot write into $work.
+[ "$(id -u)" = 0 ] && apt_opts+=(-o APT::Sandbox::User=root)
 echo "debian-cuda.sh: reading the package index of $mirror (bookworm main non-free)" >&2
 apt-get "${apt_opts[@]}" update >&2
 

@@ -23,7 +23,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 . scripts/gpu/lib.sh
-visit_start run-1 525
+visit_start run-1 500
 
 step env 60 bash -c 'nvidia-smi; echo; nvcc --version; echo; ldd bin/amkctl bin/gpu.test; echo; nproc; free -g; df -h /tmp;
   python3 -c "import torch, transformers; print(\"torch\", torch.__version__, \"transformers\", transformers.__version__)";

@@ -22,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 . scripts/gpu/lib.sh
-visit_start run-2 525
+visit_start run-2 500
 POS=${POS:-32}
 case "$TARGET" in h200) HBM=4800 ;; *) HBM=3350 ;; esac
 
@@ -48,7 +48,7 @@ for m in small llama-1b; do
 	  rc=\$?; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d[\"timing\"], indent=1))' \
 	    /tmp/baseline-$m.json > $R/torch-timing-$m.json; exit \$rc"
 done
-step autoresearch 200 bash -c "amkctl autoresearch small --gpu $TARGET --device cuda --iters 8 --workspace /tmp/amk-ws --json > $R/autoresearch.json;
+step autoresearch 200 bash -c "amkctl autoresearch small --gpu $TARGET --device cuda --iters 8 --minutes 3.2 --workspace /tmp/amk-ws --json > $R/autoresearch.json;
 	rc=\$?; cp -r /tmp/amk-ws/campaigns $R/ 2>/dev/null; exit \$rc"
 step tune-gemv 150 bash -c "amkctl tune-instruction gemv_tile --gpu $TARGET --budget 6 --dtype bf16 --results $R/tune-results.tsv > $R/tune-gemv.json"
 step ncu-small 150 bash -c "ncu --clock-control none --target-processes all -k amk_megakernel -c 1 \
