@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -131,6 +132,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	point, err := schedule.ParsePoint(pointBytes(spec.Point))
 	done()
 	if err != nil {
+		if errors.Is(err, schedule.ErrMalformed) { // already says so
+			return reject("%v", err)
+		}
 		return reject("malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/validate"
@@ -28,7 +29,7 @@ func loadPoint(path string) (schedule.Point, error) {
 
 func newLowerCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "lower MODEL --gpu G [--schedule cfg.json] [--pos P] [--out prog.json]",
+		Use:               "lower MODEL --gpu G [--schedule cfg.json] [--pos P] [--out prog.json] [--format amk|mpk]",
 		Short:             "lower a model + config into a validated program JSON",
 		ValidArgsFunction: completeModels,
 	}
@@ -36,13 +37,18 @@ func newLowerCmd() *cobra.Command {
 	cfgPath := addScheduleFlag(cmd, "schedule config JSON file, or - for stdin; empty: the canonical default config")
 	pos := cmd.Flags().Int("pos", 0, "decode position")
 	outPath := cmd.Flags().StringP("out", "o", "-", "output file, - for stdout")
+	format := cmd.Flags().String("format", "amk", "amk (a program file) or mpk (an MPK task_graph.json)")
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
-		return lower(pos0, *gpu, *cfgPath, *pos, *outPath, stdout, stderr)
+		return lower(pos0, *gpu, *cfgPath, *pos, *outPath, *format, stdout, stderr)
 	})
 	return cmd
 }
 
-func lower(pos0 []string, gpu, cfgPath string, pos int, outPath string, stdout, stderr io.Writer) int {
+func lower(pos0 []string, gpu, cfgPath string, pos int, outPath, format string, stdout, stderr io.Writer) int {
+	if format != "amk" && format != "mpk" {
+		fmt.Fprintf(stderr, "amkctl lower: --format %q: amk or mpk\n", format)
+		return exitBadInput
+	}
 	if len(pos0) != 1 {
 		fmt.Fprintln(stderr, "amkctl lower: exactly one MODEL is required")
 		return exitBadInput
@@ -73,6 +79,14 @@ func lower(pos0 []string, gpu, cfgPath string, pos int, outPath string, stdout, 
 		return exitRejected
 	}
 	data := ir.Encode(prog)
+	if format == "mpk" {
+		g, err := mpk.ToGraph(prog, mpk.ExportOptions{})
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl lower: --format mpk:", err)
+			return exitRejected
+		}
+		data = mpk.Encode(g)
+	}
 	if outPath == "-" {
 		fmt.Fprintln(stdout, string(data))
 		return exitOK
@@ -80,6 +94,9 @@ func lower(pos0 []string, gpu, cfgPath string, pos int, outPath string, stdout, 
 	if err := writeFileAtomic(outPath, data); err != nil {
 		fmt.Fprintln(stderr, "amkctl lower:", err)
 		return exitBadInput
+	}
+	if format == "mpk" {
+		outPath += " (MPK task graph)"
 	}
 	fmt.Fprintf(stderr, "wrote %s: %d tasks, %d buffers, %d counters, schedule %s\n", outPath, len(prog.Tasks), len(prog.Buffers), len(prog.Counters), point.ID())
 	return exitOK

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/validate"
 )
 
@@ -24,6 +25,8 @@ func newValidateCmd() *cobra.Command {
 report: [VALID] or [REJECTED] with the stats, then one line per error and
 warning; with several files each report starts with the file name. --json
 prints the report object (several files: a JSON array of {file, report}).
+A task_graph.json of Mirage's persistent kernel is recognised and checked in
+MPK's terms ("MPK task graph: ..."; amkctl mpk check takes the launch's flags).
 Exit status: 0 all valid, 1 some program rejected, 2 some file unreadable or
 malformed.`,
 	}
@@ -33,12 +36,14 @@ malformed.`,
 			fmt.Fprintln(stderr, "amkctl validate: at least one FILE is required (\"-\" reads standard input)")
 			return exitBadInput
 		}
-		return validateFiles(files, *asJSON, stdout, stderr)
+		return validateFiles(files, mpk.CheckOptions{}, *asJSON, stdout, stderr)
 	})
 	return cmd
 }
 
-func validateFiles(files []string, asJSON bool, stdout, stderr io.Writer) int {
+// validateFiles validates program files and MPK task graphs (the latter
+// for the launch mpkOpt describes).
+func validateFiles(files []string, mpkOpt mpk.CheckOptions, asJSON bool, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
@@ -46,23 +51,22 @@ func validateFiles(files []string, asJSON bool, stdout, stderr io.Writer) int {
 	var reports []fileReport
 	status := exitOK
 	for _, f := range files {
-		p, err := loadProgram(f)
+		text, raw, ok, err := validateFile(f, mpkOpt)
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, err)
 			status = exitBadInput
 			continue
 		}
-		rep := validate.Validate(p)
-		if !rep.OK && status == exitOK {
+		if !ok && status == exitOK {
 			status = exitRejected
 		}
 		switch {
 		case asJSON:
-			reports = append(reports, fileReport{File: f, Report: rep.JSON()})
+			reports = append(reports, fileReport{File: f, Report: raw})
 		case len(files) > 1:
-			fmt.Fprintf(stdout, "%s: %s\n", f, rep.String())
+			fmt.Fprintf(stdout, "%s: %s\n", f, text)
 		default:
-			fmt.Fprintln(stdout, rep.String())
+			fmt.Fprintln(stdout, text)
 		}
 	}
 	switch {
@@ -76,6 +80,24 @@ func validateFiles(files []string, asJSON bool, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s\n", out)
 	}
 	return status
+}
+
+// validateFile checks one file: an MPK task graph (recognised by its
+// all_tasks key) or an amk program.
+func validateFile(f string, mpkOpt mpk.CheckOptions) (text string, raw json.RawMessage, ok bool, err error) {
+	data, err := readInput(f, ir.MaxProgramBytes)
+	if err != nil {
+		return "", nil, false, err
+	}
+	if mpk.Looks(data) {
+		return checkMPK(data, mpkOpt)
+	}
+	p, err := ir.Decode(data)
+	if err != nil {
+		return "", nil, false, err
+	}
+	rep := validate.Validate(p)
+	return rep.String(), rep.JSON(), rep.OK, nil
 }
 
 // newIRCmd is "ir", the program-file tools; today "ir roundtrip".
