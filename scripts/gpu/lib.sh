@@ -11,7 +11,7 @@ visit_start() {
 	VISIT=$1
 	VISIT_T0=$(date +%s)
 	VISIT_DEADLINE=$((VISIT_T0 + $2))
-	OUT=${OUT:-$PWD/gpu-out}
+	OUT=${OUT:-${TMPDIR:-/tmp}/amk-gpu-out}
 	mkdir -p "$OUT"
 	R=$(mktemp -d "${TMPDIR:-/tmp}/amk-$VISIT.XXXXXX")/$VISIT
 	mkdir -p "$R"
