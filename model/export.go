@@ -30,13 +30,15 @@ func HFConfigJSON(cfg Config) ([]byte, error) {
 		"vocab_size":              cfg.Vocab,
 		"num_hidden_layers":       cfg.NLayers,
 		"rms_norm_eps":            cfg.RMSEps,
-		"rope_theta":              cfg.RopeTheta,
+		"rope_theta":              cfg.RopeTheta, // transformers < 5
+		"rope_parameters":         map[string]any{"rope_type": "default", "rope_theta": cfg.RopeTheta},
 		"max_position_embeddings": cfg.MaxSeq,
 		"tie_word_embeddings":     cfg.TiedEmbeddings,
 		"hidden_act":              "silu",
 		"attention_bias":          false,
 		"mlp_bias":                false,
-		"torch_dtype":             dtype,
+		"torch_dtype":             dtype, // transformers < 5
+		"dtype":                   dtype,
 		"bos_token_id":            1,
 		"eos_token_id":            2,
 	}
