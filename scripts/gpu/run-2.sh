@@ -14,7 +14,8 @@
 #               correctness PASS first); roofline.md: GB/s and % of HBM on
 #               the bytes a decode step streams (roofline.py)
 #  torch-*      PyTorch eager and CUDA-graph decode step on the same weights
-#               (amkctl export-weights -> torch_baseline.py), then
+#               at the same position $POS (amkctl export-weights ->
+#               torch_baseline.py: prompt 1,2,3 then greedy up to $POS), then
 #               amkctl check-baseline: the same model, position by position
 #  autoresearch 8 measured trials of `amkctl autoresearch small --device cuda`
 #  tune-gemv    Loop 1 `tune-instruction gemv_tile` (bf16), per-SM bytes/s
@@ -42,7 +43,7 @@ for m in small llama-1b; do
 	# The baseline file of llama-1b is large (128256 logits a position): it
 	# stays on the machine; its check report comes back.
 	step "torch-$m" 200 bash -c "amkctl export-weights $m --out /tmp/hf-$m &&
-	  python3 scripts/gpu/torch_baseline.py --model-dir /tmp/hf-$m --name $m --prompt 1,2,3 --new-tokens 16 \
+	  python3 scripts/gpu/torch_baseline.py --model-dir /tmp/hf-$m --name $m --prompt 1,2,3 --new-tokens $((POS - 2)) \
 	    --warmup 20 --replays 200 --out /tmp/baseline-$m.json &&
 	  amkctl check-baseline $m --file /tmp/baseline-$m.json --json > $R/check-baseline-$m.json;
 	  rc=\$?; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d[\"timing\"], indent=1))' \
