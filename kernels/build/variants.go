@@ -28,22 +28,21 @@ func SpotVariants() []kernels.Variant {
 	return out
 }
 
-// ExtremeVariants is the default variant, every config-scope choice (the
-// block sizes) and the search knobs all at their smallest and all at their
-// largest choices: the few builds with the least and the most register
-// pressure, which `make test` compiles when an nvcc is at hand.
+// ExtremeVariants is the default variant, the largest block size of the
+// config scope (the tightest register cap) and the search knobs all at
+// their smallest and all at their largest choices: the few builds with the
+// least and the most register pressure, which `make test` compiles when an
+// nvcc is at hand.
 func ExtremeVariants() []kernels.Variant {
 	out := []kernels.Variant{kernels.DefaultVariant()}
 	lo, hi := kernels.DefaultVariant(), kernels.DefaultVariant()
 	for _, k := range kernels.KnobSpace() {
 		switch k.Scope {
 		case kernels.ScopeConfig:
-			for _, c := range k.Choices {
-				if c != k.Default {
-					v := kernels.DefaultVariant()
-					v[k.Name] = c
-					out = append(out, v)
-				}
+			if c := slices.Max(k.Choices); c != k.Default {
+				v := kernels.DefaultVariant()
+				v[k.Name] = c
+				out = append(out, v)
 			}
 		case kernels.ScopeSearch:
 			lo[k.Name], hi[k.Name] = slices.Min(k.Choices), slices.Max(k.Choices)
