@@ -43,13 +43,16 @@ type Cost struct {
 	PredictedUS      float64 // the headline: max(MakespanUS, BandwidthBoundUS, BytesBoundUS)
 	MakespanUS       float64 // simulated end of the last task
 	TotalWorkUS      float64 // every task run alone on one SM, summed
-	BandwidthBoundUS float64 // weights / spec HBM bandwidth: the roofline floor
-	BytesBoundUS     float64 // Σ est_bytes / achievable HBM bandwidth
-	FlopsBoundUS     float64 // Σ est_flops / achievable fp16 rate
-	RegionUS         map[string]float64
-	NTasks           int
-	NSMsUsed         int
-	Notes            []string
+	BandwidthBoundUS float64 // streamed bytes (ir.Program.StreamedBytes) / spec HBM bandwidth: the roofline floor
+	// AllWeightsBoundUS is the seed's floor, every weight byte (the whole
+	// embedding table included) / spec HBM bandwidth; a second figure only.
+	AllWeightsBoundUS float64
+	BytesBoundUS      float64 // Σ est_bytes / achievable HBM bandwidth
+	FlopsBoundUS      float64 // Σ est_flops / achievable fp16 rate
+	RegionUS          map[string]float64
+	NTasks            int
+	NSMsUsed          int
+	Notes             []string
 }
 
 // Predict estimates the single-stream decode latency of a program on a
@@ -75,8 +78,9 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 	}
 	c.BytesBoundUS = totalBytes / m.bw
 	c.FlopsBoundUS = totalFlops / (m.flopsPerSM * float64(m.numSMs))
-	c.BandwidthBoundUS = t.BandwidthBoundUS(p.TotalWeightBytes())
-	if p.TotalWeightBytes() == 0 || math.IsNaN(c.BandwidthBoundUS) {
+	c.BandwidthBoundUS = t.BandwidthBoundUS(p.StreamedBytes())
+	c.AllWeightsBoundUS = t.BandwidthBoundUS(p.TotalWeightBytes())
+	if p.StreamedBytes() == 0 || math.IsNaN(c.BandwidthBoundUS) {
 		c.BandwidthBoundUS = c.BytesBoundUS
 	}
 

@@ -211,7 +211,7 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 		return trial.Timing{}, classify(err, "time")
 	}
 	_ = l.unload(ctx, cand)
-	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.TotalWeightBytes()), notes), nil
+	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.StreamedBytes()), notes), nil
 }
 
 // timing turns the child's comparison into the trial's Timing. The
