@@ -10,11 +10,11 @@ package ir
 //
 // Numerics, on every executor: the dot products accumulate in float32.
 // Staging output is rounded to the activation's dtype, exactly as the unfused
-// RMSNORM / SILU_MUL would store it. The ADD epilogue adds the residual to
-// the float32 sums and rounds once (the device's GEMV_ADD). The RoPE and
-// append epilogues first round the sums to the activation's dtype (the
-// unfused projection's output), then rotate in float32 and round to the
-// destination's dtype, so they match the unfused chain bit for bit.
+// RMSNORM / SILU_MUL would store it. Every epilogue first rounds the sums to
+// the activation's dtype (the unfused projection's output), then adds the
+// residual or rotates in float32 and rounds to the destination's dtype. So a
+// fused program computes its unfused twin's values bit for bit; fusion
+// changes where values live, never what they are.
 
 // FusedStaging is what a pattern does to the activation before the GEMV.
 type FusedStaging int
@@ -45,8 +45,9 @@ type FusedPattern struct {
 	Staging  FusedStaging
 	Epilogue FusedEpilogue
 	// Inputs names the task's inputs in order: "x" (or "gate", "up"),
-	// "norm_w", "W", "residual", "pos", "cache". The output is "out" or,
-	// for the append epilogues, the KV cache itself.
+	// "norm_w", "W", "residual", "pos". The output is "out" or, for the
+	// append epilogues, the KV cache (written, never read: sibling tiles
+	// write the same cache at other heads).
 	Inputs []string
 	// Required lists the params beyond K, N_tile and n_off.
 	Required []string
@@ -62,7 +63,6 @@ const (
 	RoleW        = "W"
 	RoleResidual = "residual"
 	RolePos      = "pos"
-	RoleCache    = "cache"
 )
 
 // Fused pattern ids.
@@ -99,10 +99,10 @@ var fusedPatterns = [fusedPatternCount]FusedPattern{
 		[]string{"eps", "hidden", "head_dim", "theta"}, "q tile: norm staging, RoPE epilogue; " +
 			fusedPatternParamsNote + fusedNormParamsNote + fusedRoPEParamsNote},
 	{FusedNormGEMVRoPEApp, "NORM_GEMV_ROPE_APPEND", StageRMSNorm, EpilogueRoPEAppend,
-		[]string{RoleX, RoleNormW, RoleW, RolePos, RoleCache}, []string{"eps", "hidden", "head_dim", "theta", "N", "pos"},
+		[]string{RoleX, RoleNormW, RoleW, RolePos}, []string{"eps", "hidden", "head_dim", "theta", "N", "pos"},
 		"k tile: norm staging, RoPE + KV append epilogue; " + fusedPatternParamsNote + fusedNormParamsNote +
 			fusedRoPEParamsNote + fusedAppendParamsNote},
-	{FusedNormGEMVAppend, "NORM_GEMV_APPEND", StageRMSNorm, EpilogueAppend, []string{RoleX, RoleNormW, RoleW, RoleCache},
+	{FusedNormGEMVAppend, "NORM_GEMV_APPEND", StageRMSNorm, EpilogueAppend, []string{RoleX, RoleNormW, RoleW},
 		[]string{"eps", "hidden", "head_dim", "N", "pos"}, "v tile: norm staging, KV append epilogue; " +
 			fusedPatternParamsNote + fusedNormParamsNote + fusedAppendParamsNote},
 	{FusedSiLUGEMV, "SILU_GEMV", StageSiLUMul, EpilogueNone, []string{RoleGate, RoleUp, RoleW}, nil,
@@ -111,10 +111,10 @@ var fusedPatterns = [fusedPatternCount]FusedPattern{
 		"down projection: silu(gate)*up staging, residual add epilogue; " + fusedPatternParamsNote},
 	{FusedGEMVRoPE, "GEMV_ROPE", StageNone, EpilogueRoPE, []string{RoleX, RoleW, RolePos}, []string{"head_dim", "theta"},
 		"q tile with a RoPE epilogue; " + fusedPatternParamsNote + fusedRoPEParamsNote},
-	{FusedGEMVRoPEAppend, "GEMV_ROPE_APPEND", StageNone, EpilogueRoPEAppend, []string{RoleX, RoleW, RolePos, RoleCache},
+	{FusedGEMVRoPEAppend, "GEMV_ROPE_APPEND", StageNone, EpilogueRoPEAppend, []string{RoleX, RoleW, RolePos},
 		[]string{"head_dim", "theta", "N", "pos"}, "k tile with RoPE + KV append; " + fusedPatternParamsNote +
 			fusedRoPEParamsNote + fusedAppendParamsNote},
-	{FusedGEMVAppend, "GEMV_APPEND", StageNone, EpilogueAppend, []string{RoleX, RoleW, RoleCache},
+	{FusedGEMVAppend, "GEMV_APPEND", StageNone, EpilogueAppend, []string{RoleX, RoleW},
 		[]string{"head_dim", "N", "pos"}, "v tile with a KV append epilogue; " + fusedPatternParamsNote + fusedAppendParamsNote},
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
@@ -153,8 +154,24 @@ func partitions(c *ir.ScheduleConfig, numSMs, kvLen, b int) int {
 	return max(1, min(maxPartitions, numSMs, np, ceilDiv(kvLen, minKVPerShard)))
 }
 
-// estimateTasks counts the tasks the lowering will emit.
+// tilesPerSM is the config's tiling.gemv.tiles_per_sm (0: the reference's
+// N_tile rule).
+func (l *lowerer) tilesPerSM() int {
+	v, _ := l.cfg.Tile("gemv", "tiles_per_sm")
+	return max(v, 0)
+}
+
+// estimateTasks bounds the tasks the lowering will emit (exact for the
+// reference lowering; with tiles_per_sm, each of a layer's four phases and
+// the lm_head adds at most tiles_per_sm x num_SMs tiles).
 func estimateTasks(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
+	if tps, ok := cfg.Tile("gemv", "tiles_per_sm"); ok && tps > 0 {
+		return estimateReference(m, cfg, numSMs, kvLen, b) + (4*m.NLayers+1)*min(tps, maxTilesPerSM)*numSMs
+	}
+	return estimateReference(m, cfg, numSMs, kvLen, b)
+}
+
+func estimateReference(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
 	tiles := func(n int) int { return ceilDiv(n, gemvNTile(cfg, n)) }
 	qd, kd := m.QDim(), m.KVDim()
 	attn := 1
@@ -171,11 +188,18 @@ func (l *lowerer) lower() {
 	l.posIn = l.io(PosInput)
 	l.reshape = l.io(ReshapeInput)
 	h := l.embed()
-	for layer := 0; layer < m.NLayers; layer++ {
-		h = l.layer(layer, h)
+	if f := fusionsOf(l.cfg); f.any() || l.tilesPerSM() > 0 {
+		for layer := 0; layer < m.NLayers; layer++ {
+			h = l.deviceLayer(layer, h, f)
+		}
+		l.deviceHead(h, f)
+	} else {
+		for layer := 0; layer < m.NLayers; layer++ {
+			h = l.layer(layer, h)
+		}
+		hf := l.rmsnorm("final_norm", "hf", l.keys.FinalNorm, h)
+		l.linear("lm_head", LogitsOutput, l.keys.LMHead, hf, m.Hidden, m.Vocab, ir.IOOutput)
 	}
-	hf := l.rmsnorm("final_norm", "hf", l.keys.FinalNorm, h)
-	l.linear("lm_head", LogitsOutput, l.keys.LMHead, hf, m.Hidden, m.Vocab, ir.IOOutput)
 
 	p.SetMeta("model", pyjson.StringValue(modelName(m)))
 	p.SetMeta("gpu", pyjson.StringValue(l.t.Name))
@@ -246,10 +270,11 @@ func (l *lowerer) waitsFor(ts ...tensor) []ir.Wait {
 	var w [ir.MaxWaits]ir.Wait
 	n := 0
 	for _, t := range ts {
-		if t.ctr >= 0 {
-			w[n] = ir.Wait{Counter: t.ctr, Threshold: t.thr}
-			n++
+		if t.ctr < 0 || slices.Contains(w[:n], ir.Wait{Counter: t.ctr, Threshold: t.thr}) {
+			continue // an external, or a sibling on the same (shared) counter
 		}
+		w[n] = ir.Wait{Counter: t.ctr, Threshold: t.thr}
+		n++
 	}
 	return l.waits.take(w[:n]...)
 }

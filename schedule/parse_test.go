@@ -131,13 +131,19 @@ func TestPointRoundTrip(t *testing.T) {
 	if p.ID() != again.ID() {
 		t.Errorf("re-parsed id %s != %s", again.ID(), p.ID())
 	}
-	// Reserved knobs do not enter the id (R11, R15).
+	// Reserved knobs do not enter the id (R11, R15); a fusion group the
+	// lowering consumes does.
 	q := p.Clone()
-	q.Config.FusionGrouping = nil
 	q.Config.PageAllocation = "graph_color"
 	q.Config.SetTile("attention", "kv_block", 128)
 	if q.ID() != p.ID() {
 		t.Errorf("reserved knobs changed the id: %s vs %s", q.ID(), p.ID())
+	}
+	off, unconsumed := p.Clone(), p.Clone()
+	off.Config.FusionGrouping = [][]string{}
+	unconsumed.Config.FusionGrouping = [][]string{{"embed"}}
+	if off.ID() == p.ID() || unconsumed.ID() != off.ID() {
+		t.Errorf("fusion ids: gate_up %s, none %s, an unconsumed group %s", p.ID(), off.ID(), unconsumed.ID())
 	}
 	// Knobs at their defaults and absent knobs are the same point.
 	r := p.Clone()

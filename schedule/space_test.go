@@ -48,12 +48,12 @@ func TestSpaceShape(t *testing.T) {
 			effective[dev][k.Path] = k.Effective
 		}
 	}
-	for _, path := range []string{PathKVBlock, PathFusion, PathPages} {
+	for _, path := range []string{PathKVBlock, PathPages} {
 		if effective["cpu"][path] || effective["cuda"][path] {
 			t.Errorf("%s should be reserved", path)
 		}
 	}
-	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB} {
+	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB, PathFusion, PathTilesPerSM} {
 		if !effective["cpu"][path] || !effective["cuda"][path] {
 			t.Errorf("%s should be effective on both devices", path)
 		}

@@ -5,7 +5,7 @@ import "github.com/amk-dev/amk/ir"
 // fused checks a FUSED task that names an ir.FusedPattern: every input
 // plays its role (float activations, a float [N, K] weight, an RMSNorm
 // weight of hidden values, a residual the size of the output, integer
-// positions, the KV cache the task writes), the tile lies inside the
+// positions; an append's output is a KV cache), the tile lies inside the
 // projection and the weight, a RoPE epilogue's tile is whole heads (the
 // rotation pairs column i with i + head_dim/2, so a tile that cuts a head
 // would rotate values outside its tile), and an append writes one row of
@@ -80,9 +80,9 @@ func (tc *taskCheck) fused(pat ir.FusedPattern) {
 }
 
 // projectionWidth is N for the tile's bounds: the output viewed as [m, N],
-// or params.N for a cache-writing pattern, whose cache must be the input
-// it names, hold m sequences, rows of N values and the position; 0 after
-// a reported problem.
+// or params.N for a cache-writing pattern, whose output must be a KV cache
+// of m sequences, rows of N values and the position; 0 after a reported
+// problem.
 func (tc *taskCheck) projectionWidth(pat ir.FusedPattern, o *ir.Buffer, m int64) int64 {
 	if !pat.WritesCache() {
 		if res := tc.in[max(pat.Role(ir.RoleResidual), 0)]; pat.Role(ir.RoleResidual) >= 0 && numel(res) != numel(o) {
@@ -94,9 +94,8 @@ func (tc *taskCheck) projectionWidth(pat ir.FusedPattern, o *ir.Buffer, m int64)
 		}
 		return numel(o) / m
 	}
-	cache := tc.in[pat.Role(ir.RoleCache)]
-	if cache.ID != o.ID || o.Kind != ir.KVCache {
-		tc.fail(CodeFusedPattern, o, "pattern %s writes the KV cache it names: output #%d ('%s', %s) is not input #%d ('%s')", pat.Name, o.ID, o.Name, o.Kind, cache.ID, cache.Name)
+	if o.Kind != ir.KVCache {
+		tc.fail(CodeFusedPattern, o, "pattern %s appends to a KV cache: output #%d ('%s') is a %s buffer", pat.Name, o.ID, o.Name, o.Kind)
 		return 0
 	}
 	rank := len(o.Shape)

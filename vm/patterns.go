@@ -11,8 +11,8 @@ import (
 // numerics the pattern table documents: staging through the unfused op's
 // kernel into a scratch of the activation's dtype, the tile's dot products
 // in float32 (the one opLinear), then the epilogue. Every step reuses the
-// unfused kernels, so a fused program differs from its unfused twin only
-// where the table says so (the ADD epilogue rounds once).
+// unfused kernels and rounds where the unfused chain stores, so a fused
+// program computes its unfused twin's values bit for bit.
 func runPattern(pat ir.FusedPattern, in, out []*tensor.Tensor, p ir.Params) error {
 	if len(in) != len(pat.Inputs) {
 		return fmt.Errorf("%s takes %d inputs %v, got %d", pat.Name, len(pat.Inputs), pat.Inputs, len(in))
@@ -110,7 +110,7 @@ func epilogue(pat ir.FusedPattern, in []*tensor.Tensor, out *tensor.Tensor, p ir
 			return fmt.Errorf("%s: residual holds %d values, want %d×%d", pat.Name, len(res), M, N)
 		}
 		for j := range tile {
-			tile[j] += res[m*N+nOff+j]
+			tile[j] = tensor.Round(act, tile[j]) + res[m*N+nOff+j]
 		}
 	case ir.EpilogueRoPE, ir.EpilogueRoPEAppend:
 		hd, err := needInt(p, "head_dim")

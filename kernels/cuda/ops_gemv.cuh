@@ -135,13 +135,13 @@ __device__ __forceinline__ void amk_rows_tail(const float* __restrict__ xs, cons
 }
 
 /* Output epilogue for row n of one x row m: the warp's partial sums are reduced and lane 0 stores
- * acc (+ bias[n]) (+ residual[m, n]). */
+ * acc (+ bias[n]), or round(acc) + residual[m, n] rounded again (ir.FusedGEMVAdd's numerics). */
 __device__ __forceinline__ void amk_gemv_store(const amk_buffer_t& out, int64_t o, float acc, const amk_buffer_t* bias,
                                                int64_t n, const amk_buffer_t* res) {
     acc = amk_warp_sum(acc);
     if (amk_lane() == 0) {
         if (bias) acc += amk_ld(*bias, n);
-        if (res) acc += amk_ld(*res, o);
+        if (res) acc = amk_round_to(out.dtype, acc) + amk_ld(*res, o); /* GEMV then ADD, bit for bit */
         amk_st(out, o, acc);
     }
 }
