@@ -53,12 +53,12 @@ func TestSpaceShape(t *testing.T) {
 			t.Errorf("%s should be reserved", path)
 		}
 	}
-	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB, PathFusion, PathTilesPerSM} {
+	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB} {
 		if !effective["cpu"][path] || !effective["cuda"][path] {
 			t.Errorf("%s should be effective on both devices", path)
 		}
 	}
-	for _, path := range []string{PathSmem, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
+	for _, path := range []string{PathSmem, PathFusion, PathTilesPerSM, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
 		"kernel_knobs.cpa_stages", "kernel_knobs.cpa_cols"} {
 		if effective["cpu"][path] || !effective["cuda"][path] {
 			t.Errorf("%s should be effective on cuda only", path)
