@@ -68,7 +68,9 @@
 // KV_APPEND (rank 3/4, pos bounds-checked, R28), ADD, MUL, GELU, SILU_MUL,
 // SOFTMAX (last dim), DEQUANT, ALLREDUCE_SHARD (sum on one device), COPY,
 // SAMPLE_ARGMAX (integer index into integer outputs, R27) and FUSED as the
-// GEMV_ADD pattern only. Math is fp32, stored with round-to-nearest-even.
+// patterns of ir.FusedPatterns (RMSNorm or SiLU·up staging into the x cache,
+// residual-add, RoPE and KV-append epilogues; a params.recipe is VM-only).
+// Math is fp32, stored with round-to-nearest-even.
 // The VM dispatches them and amk_entry_<op> kernels run them standalone for
 // Loop 1, so a knob Loop 1 keeps is the code the VM runs (R29).
 //
