@@ -109,8 +109,8 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 // costModel holds the per-target rates and the point's timing knobs.
 type costModel struct {
 	c          CostParams // the target's costs
-	bw         float64 // shared achievable HBM bytes per µs
-	flopsPerSM float64 // flops per µs per SM
+	bw         float64    // shared achievable HBM bytes per µs
+	flopsPerSM float64    // flops per µs per SM
 	numSMs     int
 	warps      int
 	depth      int
