@@ -67,7 +67,7 @@ var opTable = [opCount]OpSpec{
 	{OpKVAppend, "KV_APPEND", 2, 2, 1, []string{"pos"}, "append new k/v into the KV cache at pos (in place)"},
 	{OpSampleArgmax, "SAMPLE_ARGMAX", 1, 1, 1, nil, "greedy logits -> next token"},
 	{OpAttentionCombine, "ATTENTION_COMBINE", 2, 8, 1, nil, "merge per-KV-block (acc, m, l) flash partials"},
-	{OpFUSED, "FUSED", 1, Variadic, 1, []string{"recipe"}, "a fused subgraph described by params.recipe"},
+	{OpFUSED, "FUSED", 1, Variadic, 1, []string{"recipe"}, "a fused subgraph: params.recipe (VM only), or a FusedPatterns pattern named in params.flags bits 16-31 (then its params replace recipe)"},
 }
 
 // Ops lists every opcode in code order.

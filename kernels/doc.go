@@ -21,8 +21,9 @@
 // Queue q holds the tasks with SM == q in task-list order: exactly the order
 // the validator proves to be a linear extension of the DAG (R21);
 // MarshalProgram re-proves it (and acyclicity and wait satisfiability) before
-// anything reaches a device. Each block: grid.sync() once, then for each
-// queue entry: (a) weight prefetch — with pipelining_depth d the block keeps
+// anything reaches a device. Each block (no entry grid.sync: the cooperative
+// launch already makes every block resident; AMK_ENTRY_GRID_SYNC=1 restores
+// it), for each queue entry: (a) weight prefetch — with pipelining_depth d the block keeps
 // the weight rows of its next d projection instructions streaming into L2
 // (weights never wait on counters, so this overlaps HBM with the dependency
 // spin); (b) copy the instruction to shared memory and bounds-check it;
@@ -30,13 +31,15 @@
 // (e) signal. The kernel's end is the exit barrier.
 //
 // Sync (cuda/sync.cuh, seed 000 §8): signal = __syncthreads, thread 0
-// device-scope release fence (fence.acq_rel.gpu on sm_70+, the ABI's
-// sanctioned form B; __threadfence before) + atomicAdd(counter, 1),
-// __syncthreads. wait = thread 0 polls each (counter, threshold) with
-// ld.acquire.gpu (atomicAdd(c, 0) before sm_70) — counters only grow, so
-// satisfied waits are not re-read — with 64 busy polls and then exponential
-// __nanosleep backoff (32 ns to 4 us); a fence after the last acquire and a
-// __syncthreads publish the data to the block.
+// red.release.gpu.global.add(counter, 1) on sm_70+ (a release reduction:
+// the barrier makes the block's stores visible to thread 0, the release
+// orders them before the increment; before sm_70 a __threadfence +
+// atomicAdd), __syncthreads. wait = thread 0 polls each (counter, threshold)
+// with ld.acquire.gpu (atomicAdd(c, 0) before sm_70) — counters only grow,
+// so satisfied waits are not re-read — with 64 busy polls and then
+// exponential __nanosleep backoff (32 ns, capped at AMK_BACKOFF_MAX_NS =
+// 256 ns); a fence after the last acquire and a __syncthreads publish the
+// data to the block.
 //
 // # Watchdog and aborts (R23, R25)
 //

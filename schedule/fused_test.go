@@ -8,10 +8,10 @@ import (
 	"github.com/amk-dev/amk/validate"
 )
 
-// fusedProgram lowers toy-2L at the device default (every fusion on).
+// fusedProgram lowers toy-2L with every fusion on.
 func fusedProgram(t *testing.T) *ir.Program {
 	t.Helper()
-	return mustLower(t, mustPreset(t, "toy-2L"), mustTarget(t, "h100"), DeviceDefault(), LowerOptions{Pos: 3})
+	return mustLower(t, mustPreset(t, "toy-2L"), mustTarget(t, "h100"), FullyFused(), LowerOptions{Pos: 3})
 }
 
 // findTask returns the first task whose label starts with prefix.
@@ -26,9 +26,9 @@ func findTask(t *testing.T, p *ir.Program, prefix string) *ir.Task {
 	return nil
 }
 
-// The device default's layer is five hops of fused tasks, and the
-// validator proves it.
-func TestDeviceDefaultIsFusedAndValid(t *testing.T) {
+// The fully fused layer is five hops of fused tasks (the device default,
+// without the RoPE epilogue, seven), and the validator proves it.
+func TestFullyFusedIsFusedAndValid(t *testing.T) {
 	p := fusedProgram(t)
 	if rep := validate.Validate(p); !rep.OK {
 		t.Fatalf("device default rejected: %s", rep.Reason(4))
@@ -51,8 +51,11 @@ func TestDeviceDefaultIsFusedAndValid(t *testing.T) {
 			t.Errorf("no %s task", pat.Name)
 		}
 	}
-	if h := HopsPerLayer(mustPreset(t, "toy-2L"), mustTarget(t, "h100"), DeviceDefault()); h != 5 {
-		t.Errorf("device default: %d hops per layer, want 5", h)
+	if h := HopsPerLayer(mustPreset(t, "toy-2L"), mustTarget(t, "h100"), FullyFused()); h != 5 {
+		t.Errorf("fully fused: %d hops per layer, want 5", h)
+	}
+	if h := HopsPerLayer(mustPreset(t, "toy-2L"), mustTarget(t, "h100"), DeviceDefault()); h != 7 {
+		t.Errorf("device default: %d hops per layer, want 7", h)
 	}
 }
 

@@ -127,11 +127,31 @@ func fusionChoices() []pyjson.Value {
 }
 
 // DeviceDefault is the device-shaped default point: Default with one tile
-// per SM in every projection phase and every fused lowering on. Default
-// stays the reference's default_config (R12, its schedule ids are pinned).
+// per SM in every projection phase, round_robin placement (one phase's
+// tiles on distinct SMs; LPT over the whole program pairs some) and every
+// fused lowering on except rope_epilogue, whose whole-head tiles cannot fill
+// the SMs on the q|k|v phase (small: 24 of 132): the default fills every
+// SM and pays two hops more per layer (7, not 5). Default stays the
+// reference's default_config (R12, its schedule ids are pinned).
 func DeviceDefault() Point {
 	p := Default()
 	p.Config.SetTile("gemv", "tiles_per_sm", 1)
+	p.Config.SMAssignment = ir.SMAssignment{Policy: PolicyRoundRobin}
+	var on []string
+	for _, f := range AllFusions() {
+		if f != FuseRoPEEpi {
+			on = append(on, f)
+		}
+	}
+	p.Config.FusionGrouping = FusionGrouping(on...)
+	return p
+}
+
+// FullyFused is DeviceDefault with every fused lowering on: five hops per
+// layer (q|k|v, attention, o, gate|up, down), the q|k|v phase on whole-head
+// tiles.
+func FullyFused() Point {
+	p := DeviceDefault()
 	p.Config.FusionGrouping = FusionGrouping(AllFusions()...)
 	return p
 }

@@ -33,8 +33,9 @@ func fusedCheckModel(t *testing.T, name string) model.Config {
 // lowering on, none on (tiles per SM only), and all but one.
 func fusedPoints() map[string]schedule.Point {
 	pts := map[string]schedule.Point{}
-	all := schedule.DeviceDefault()
+	all := schedule.FullyFused()
 	pts["all"] = all
+	pts["device default"] = schedule.DeviceDefault()
 	none := all.Clone()
 	none.Config.FusionGrouping = [][]string{}
 	pts["tiles_per_sm only"] = none

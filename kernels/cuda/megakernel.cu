@@ -3,7 +3,9 @@
  *
  * amk_megakernel (cooperative launch, gridDim.x == prog.num_queues <= proven co-residency, one
  * block per SM, blockDim.x == AMK_THREADS):
- *   1. grid.sync() once at entry, so every block starts after every other is resident;
+ *   1. no entry barrier: the cooperative launch already guarantees every block is resident and
+ *      the host zeroes the counters before it, so a grid.sync() would only cost a grid-wide
+ *      round trip (AMK_ENTRY_GRID_SYNC=1 restores it for a comparison);
  *   2. block q walks queue q (task-list order, the order the validator proves) and for each
  *      instruction:
  *        a. weight prefetch: with prog.prefetch_depth = d > 0 the block keeps the weight rows of
@@ -28,6 +30,10 @@
 #include "ops.cuh"
 
 namespace cg = cooperative_groups;
+
+#ifndef AMK_ENTRY_GRID_SYNC
+#define AMK_ENTRY_GRID_SYNC 0
+#endif
 
 /* Copy one instruction into shared memory; ends with a barrier. */
 __device__ __forceinline__ void amk_load_inst(amk_instruction_t& dst, const amk_instruction_t* src) {
@@ -77,8 +83,8 @@ __device__ __forceinline__ void amk_prefetch_weights(const amk_program_t& prog, 
 extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(const amk_program_t* __restrict__ pp) {
     const amk_program_t prog = *pp;
     __shared__ amk_instruction_t s_inst;
-    /* Launch-shape errors are uniform across blocks: every block traps and returns before the
-     * grid barrier, so nothing waits on a block that is gone. */
+    /* Launch-shape errors are uniform across blocks: every block traps and returns before its
+     * queue (and before the optional grid barrier), so nothing waits on a block that is gone. */
     if (blockDim.x != AMK_THREADS) {
         amk_trap(prog, AMK_TRAP_LAUNCH, -1, -1, (int32_t)blockDim.x);
         return;
@@ -87,7 +93,9 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
         amk_trap(prog, AMK_TRAP_LAUNCH, -1, -1, (int32_t)gridDim.x);
         return;
     }
+#if AMK_ENTRY_GRID_SYNC
     cg::this_grid().sync();
+#endif
 
     const int32_t* queue = prog.queue_flat + prog.queue_off[blockIdx.x];
     const int32_t len = prog.queue_len[blockIdx.x];

@@ -23,20 +23,22 @@ func TestDeviceDefaultProgramsFitTheDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, b := range []int{1, 2} {
-				prog, err := schedule.Lower(cfg, tg, schedule.DeviceDefault(), schedule.LowerOptions{Pos: 7, B: b})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := kernels.CheckDevice(prog); err != nil {
-					t.Fatalf("%s on %s B=%d: %v", name, g, b, err)
-				}
-				plan, err := kernels.PlanSmem(prog, kernels.DefaultVariant(), tg.SmemBytesPerBlockOptin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(plan.Notes) > 0 {
-					t.Errorf("%s on %s B=%d: a tile leaves its fast path: %v", name, g, b, plan.Notes)
+			for _, pt := range []schedule.Point{schedule.DeviceDefault(), schedule.FullyFused()} {
+				for _, b := range []int{1, 2} {
+					prog, err := schedule.Lower(cfg, tg, pt, schedule.LowerOptions{Pos: 7, B: b})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := kernels.CheckDevice(prog); err != nil {
+						t.Fatalf("%s on %s B=%d: %v", name, g, b, err)
+					}
+					plan, err := kernels.PlanSmem(prog, kernels.DefaultVariant(), tg.SmemBytesPerBlockOptin)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(plan.Notes) > 0 {
+						t.Errorf("%s on %s B=%d: a tile leaves its fast path: %v", name, g, b, plan.Notes)
+					}
 				}
 			}
 		}
