@@ -273,6 +273,51 @@ __device__ __forceinline__ void amk_gemv_generic_row(const amk_buffer_t& x, int6
     }
 }
 
+/* ---- activation staging ------------------------------------------------------------------
+ * One x row into the fp32 x cache. The dtype is resolved once per row (not per element); an
+ * aligned row moves in 16-byte vectors, each thread issuing AMK_STAGE_UNROLL loads before its
+ * first store, so several loads per thread are in flight. Activations are written by other SMs
+ * in this launch: plain (coherent) loads after the wait's acquire, never the read-only path. */
+#define AMK_STAGE_UNROLL 2
+
+template <typename T>
+__device__ __forceinline__ void amk_stage_typed(const T* __restrict__ src, int K, float* __restrict__ xs) {
+    constexpr int V = amk_vec<T>::N;
+    const int nvec = ((uintptr_t)src & 15) == 0 ? K / V : 0;
+    const uint4* __restrict__ vsrc = reinterpret_cast<const uint4*>(src);
+    for (int v0 = threadIdx.x; v0 < nvec; v0 += AMK_THREADS * AMK_STAGE_UNROLL) {
+        uint4 r[AMK_STAGE_UNROLL];
+#pragma unroll
+        for (int u = 0; u < AMK_STAGE_UNROLL; ++u) {
+            const int v = v0 + u * AMK_THREADS;
+            if (v < nvec) r[u] = vsrc[v];
+        }
+#pragma unroll
+        for (int u = 0; u < AMK_STAGE_UNROLL; ++u) {
+            const int v = v0 + u * AMK_THREADS;
+            if (v < nvec) {
+                float f[V];
+                amk_vec<T>::cvt(r[u], f);
+#pragma unroll
+                for (int i = 0; i < V; ++i) xs[v * V + i] = f[i];
+            }
+        }
+    }
+    for (int k = nvec * V + threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_vec<T>::one(src, k);
+}
+
+/* xs[0:K] = x[base : base + K] as fp32 (no barrier: the caller syncs). */
+__device__ __forceinline__ void amk_stage_x(const amk_buffer_t& x, int64_t base, int K, float* __restrict__ xs) {
+    switch (x.dtype) {
+        case AMK_F32:  amk_stage_typed<float>((const float*)x.ptr + base, K, xs); break;
+        case AMK_F16:  amk_stage_typed<__half>((const __half*)x.ptr + base, K, xs); break;
+        case AMK_BF16: amk_stage_typed<__nv_bfloat16>((const __nv_bfloat16*)x.ptr + base, K, xs); break;
+        default:
+            for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, base + k);
+            break;
+    }
+}
+
 /* Shared-memory budget of one GEMV tile (mirrors kernels.gemvSmemBytes in Go). */
 __device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
 __device__ __forceinline__ uint32_t amk_gemv_ring_bytes() {
@@ -327,7 +372,7 @@ __device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const 
     constexpr int QC = AMK_QGEMV_COLS;
     for (int64_t m = 0; m < M; ++m) {
         if (use_smem) {
-            for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, m * K + k);
+            amk_stage_x(x, m * K, K, xs);
             __syncthreads();
         }
         for (int t = amk_warp() * QC; t < N_tile; t += AMK_WARPS * QC) {
@@ -420,7 +465,7 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
     if (vec_ok && xb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb;
 #endif
     for (int64_t m = 0; m < M; ++m) {
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, m * K + k);
+        amk_stage_x(x, m * K, K, xs);
         __syncthreads();
         switch (W.dtype) {
             case AMK_F16:
@@ -487,23 +532,20 @@ __device__ __forceinline__ void amk_fused_stage(const amk_program_t& prog, const
     const amk_buffer_t x = prog.buffers[inst.inputs[0]];
     const amk_buffer_t aux = prog.buffers[inst.inputs[1]]; /* norm_w or up */
     const int64_t base = m * K;
+    amk_stage_x(x, base, K, xs);
     if (f.staging == 1) {
+        __syncthreads(); /* vector staging wrote elements other threads read below */
         float ss = 0.f;
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS) {
-            const float v = amk_ld(x, base + k);
-            xs[k] = v;
-            ss = fmaf(v, v, ss);
-        }
+        for (int k = threadIdx.x; k < K; k += AMK_THREADS) ss = fmaf(xs[k], xs[k], ss);
         const float r = rsqrtf(amk_block_sum(ss, s_red) / (float)K + inst.params.eps);
         for (int k = threadIdx.x; k < K; k += AMK_THREADS)
             xs[k] = amk_round_to(x.dtype, xs[k] * r * amk_ld(aux, k));
     } else if (f.staging == 2) {
+        __syncthreads(); /* as above */
         for (int k = threadIdx.x; k < K; k += AMK_THREADS) {
-            const float g = amk_ld(x, base + k);
+            const float g = xs[k];
             xs[k] = amk_round_to(x.dtype, g / (1.f + expf(-g)) * amk_ld(aux, base + k));
         }
-    } else {
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, base + k);
     }
     __syncthreads();
 }
