@@ -23,8 +23,9 @@
 // MarshalProgram re-proves it (and acyclicity and wait satisfiability) before
 // anything reaches a device. Each block (no entry grid.sync: the cooperative
 // launch already makes every block resident; AMK_ENTRY_GRID_SYNC=1 restores
-// it), for each queue entry: (a) weight prefetch — with pipelining_depth d the block keeps
-// the weight rows of its next d projection instructions streaming into L2
+// it), for each queue entry: (a) weight prefetch — with pipelining_depth d
+// the block keeps the weight rows of its next d projection instructions, at
+// most AMK_PREFETCH_WINDOW_BYTES (256 KiB) of them ahead, streaming into L2
 // (weights never wait on counters, so this overlaps HBM with the dependency
 // spin); (b) copy the instruction to shared memory and bounds-check it;
 // (c) wait; (d) dispatch the micro-kernel (the whole block cooperates);
