@@ -55,7 +55,7 @@ var opTable = [opCount]OpSpec{
 	{OpLAYERNORM, "LAYERNORM", 2, 3, 1, []string{"eps", "hidden"}, "LayerNorm(x, w[, b])"},
 	{OpGEMVTile, "GEMV_TILE", 2, 3, 1, []string{"K", "N_tile", "n_off"}, "out[..,n_off:n_off+N_tile] = x @ W[n_off:..].T"},
 	{OpGEMMTile, "GEMM_TILE", 2, 3, 1, []string{"M_tile", "K", "N_tile", "n_off"}, "tiled GEMM (batch rows)"},
-	{OpAttentionTile, "ATTENTION_TILE", 3, 4, 1, []string{"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads"}, "GQA attention over a KV window"},
+	{OpAttentionTile, "ATTENTION_TILE", 3, 4, 1, []string{"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads"}, "GQA attention over a KV window; n_off/N_tile: a KV-head slice (its query heads only)"},
 	{OpROPE, "ROPE", 2, 2, 1, []string{"head_dim", "theta"}, "Llama rotate-half rotary embedding"},
 	{OpSiLUMul, "SILU_MUL", 2, 2, 1, nil, "SwiGLU silu(gate)*up"},
 	{OpGELU, "GELU", 1, 1, 1, nil, "exact (erf) GELU"},

@@ -315,7 +315,8 @@ func embedRowBytes(p *Program, t *Task, table *Buffer) int64 {
 }
 
 // kvWindowBytes is what an attention task reads from one cache: kv_len rows
-// of every sequence (a cache is [max_seq, n_kv, hd] or [B, max_seq, n_kv, hd]).
+// of every sequence (a cache is [max_seq, n_kv, hd] or [B, max_seq, n_kv,
+// hd]), of its KV heads only when it is a KV-head slice.
 func kvWindowBytes(t *Task, cache *Buffer) int64 {
 	r := len(cache.Shape)
 	if r < 3 || cache.Shape[r-3] <= 0 {
@@ -324,6 +325,11 @@ func kvWindowBytes(t *Task, cache *Buffer) int64 {
 	seq := int64(cache.Shape[r-3])
 	perPos := cache.NBytes() / seq
 	kvLen := min(max(t.Params.IntOr("kv_len", seq), 0), seq)
+	// A KV-head slice (n_off, N_tile) reads only its heads' rows.
+	if nkv := int64(cache.Shape[r-2]); nkv > 0 && t.Params.Has("N_tile") {
+		heads := min(max(t.Params.IntOr("N_tile", nkv), 0), nkv)
+		return kvLen * perPos / nkv * heads
+	}
 	return kvLen * perPos
 }
 

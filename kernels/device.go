@@ -213,6 +213,11 @@ func attentionUnsupported(p *ir.Program, t *ir.Task) string {
 	if nh <= 0 || nkv <= 0 || nh%nkv != 0 {
 		return fmt.Sprintf("n_heads %d must be a positive multiple of n_kv_heads %d", nh, nkv)
 	}
+	if n := t.Params.IntOr("N_tile", 0); n > 0 {
+		if off := t.Params.IntOr("n_off", 0); off < 0 || off+n > nkv {
+			return fmt.Sprintf("KV-head slice [%d, %d) outside the %d KV heads", off, off+n, nkv)
+		}
+	}
 	if kc.DType != vc.DType || !kc.DType.IsFloat() {
 		return fmt.Sprintf("KV caches must share one float dtype, got %s and %s", kc.DType, vc.DType)
 	}

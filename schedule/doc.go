@@ -24,9 +24,10 @@
 // model; the kernels read both from the program's config). On "cuda" only:
 // smem_bytes_per_block and the kernel knobs (kernel build and launch; the
 // cost model does not model them, so a CPU campaign neither draws nor
-// features them), and the device lowering's tiling.gemv.tiles_per_sm and
-// fusion_grouping (they change the program everywhere, but the cost model
-// has no calibrated hop or streaming costs yet). Reserved (recorded,
+// features them), and the device lowering's tiling.gemv.tiles_per_sm,
+// tiling.attention.kv_head_split and fusion_grouping (they change the
+// program everywhere, but the cost model has no calibrated hop or
+// streaming costs yet). Reserved (recorded,
 // normalised to their defaults, never drawn, not features, not in
 // Complexity): tiling.attention.kv_block, page_allocation. A fusion group
 // that matches no entry of Fusions is recorded and normalised away.
@@ -38,9 +39,13 @@
 // lm_head) split into tiles_per_sm x num_SMs tiles of one width, and the
 // fused lowerings of Fusions (qkv, gate_up, norm_staging, rope_epilogue,
 // residual_epilogue, silu_staging, reshape_view) replace glue tasks by
-// ir.FusedPatterns tiles. DeviceDefault is that lowering's default (seven
-// hops per layer, every SM streaming every phase), FullyFused adds the RoPE
-// epilogue (five hops, whole-head q|k|v tiles). Depth, HopsPerLayer,
+// ir.FusedPatterns tiles. kv_head_split = 1 (any lowering) makes each
+// attention, or split-KV shard, one ATTENTION_TILE per KV head (params
+// n_off, N_tile) on one counter: KV head x KV chunk across SMs, the query
+// heads of a GQA group sharing their K/V rows. DeviceDefault is the device
+// lowering's default (seven hops per layer, every SM streaming every
+// phase), FullyFused adds the RoPE epilogue (five hops, whole-head q|k|v
+// tiles). Depth, HopsPerLayer,
 // PhaseTiles and BytesInFlightPerSM measure a point's shape
 // (docs/results/roofline-design.md).
 //

@@ -8,7 +8,7 @@ import (
 	"github.com/amk-dev/amk/validate"
 )
 
-// fusedProgram lowers toy-2L with every fusion on.
+// fusedProgram lowers toy-2L with every fusion on and attention per KV head.
 func fusedProgram(t *testing.T) *ir.Program {
 	t.Helper()
 	return mustLower(t, mustPreset(t, "toy-2L"), mustTarget(t, "h100"), FullyFused(), LowerOptions{Pos: 3})
@@ -98,6 +98,14 @@ func TestMutatedFusedProgramsAreRejected(t *testing.T) {
 			o := findTask(t, p, "L0.o_proj[t0]")
 			setParam(o, "flags", ir.FusedPatternFlags(999))
 		}, []string{validate.CodeFusedPattern}},
+		{"two KV-head attention slices on the same heads", func(t *testing.T, p *ir.Program) {
+			a := findTask(t, p, "L0.attention.h1")
+			setParam(a, "n_off", 0)
+		}, []string{validate.CodeTileCoverage}},
+		{"a KV-head slice past the KV heads", func(t *testing.T, p *ir.Program) {
+			a := findTask(t, p, "L0.attention.h1")
+			setParam(a, "N_tile", 2)
+		}, []string{validate.CodeTileBounds}},
 		{"a norm-staged tile missing its norm weight", func(t *testing.T, p *ir.Program) {
 			g := findTask(t, p, "L0.gate_proj[t0]")
 			g.Inputs = []int{g.Inputs[0], g.Inputs[2]}

@@ -127,15 +127,17 @@ func fusionChoices() []pyjson.Value {
 }
 
 // DeviceDefault is the device-shaped default point: Default with one tile
-// per SM in every projection phase, round_robin placement (one phase's
-// tiles on distinct SMs; LPT over the whole program pairs some) and every
-// fused lowering on except rope_epilogue, whose whole-head tiles cannot fill
-// the SMs on the q|k|v phase (small: 24 of 132): the default fills every
-// SM and pays two hops more per layer (7, not 5). Default stays the
-// reference's default_config (R12, its schedule ids are pinned).
+// per SM in every projection phase, attention split per KV head,
+// round_robin placement (one phase's tiles on distinct SMs; LPT over the
+// whole program pairs some) and every fused lowering on except
+// rope_epilogue, whose whole-head tiles cannot fill the SMs on the q|k|v
+// phase (small: 24 of 132): the default fills every SM and pays two hops
+// more per layer (7, not 5). Default stays the reference's default_config
+// (R12, its schedule ids are pinned).
 func DeviceDefault() Point {
 	p := Default()
 	p.Config.SetTile("gemv", "tiles_per_sm", 1)
+	p.Config.SetTile("attention", "kv_head_split", 1)
 	p.Config.SMAssignment = ir.SMAssignment{Policy: PolicyRoundRobin}
 	var on []string
 	for _, f := range AllFusions() {

@@ -174,9 +174,13 @@ func estimateTasks(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int
 func estimateReference(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
 	tiles := func(n int) int { return ceilDiv(n, gemvNTile(cfg, n)) }
 	qd, kd := m.QDim(), m.KVDim()
-	attn := 1
+	slices := 1
+	if v, ok := cfg.Tile("attention", "kv_head_split"); ok && v > 0 {
+		slices = m.NKVHeads
+	}
+	attn := slices
 	if p := partitions(cfg, numSMs, kvLen, b); p > 1 {
-		attn = p + 1
+		attn = p*slices + 1
 	}
 	perLayer := 12 + attn - 1 + tiles(qd) + 2*tiles(kd) + tiles(m.Hidden) + 2*tiles(m.Intermediate) + tiles(m.Hidden)
 	return 2 + m.NLayers*perLayer + tiles(m.Vocab)
@@ -416,14 +420,33 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 		}
 		return l.params.take(ps...)
 	}
+	// With tiling.attention.kv_head_split each attention (or split-KV shard)
+	// is one task per KV head: the query heads of a GQA group share its K/V
+	// rows, the slices run on distinct SMs and signal one counter.
+	slices := 1
+	if v, ok := l.cfg.Tile("attention", "kv_head_split"); ok && v > 0 {
+		slices = nkv
+	}
+	sliced := func(ps []ir.Param, h int) []ir.Param {
+		if slices == 1 {
+			return ps
+		}
+		return l.params.take(append(append([]ir.Param{}, ps...), ir.IntParam("n_off", int64(h)), ir.IntParam("N_tile", 1))...)
+	}
 	if P <= 1 {
 		ob := l.activation(out, l.shape(l.b, m.QDim()))
 		ctr := l.p.AddCounter(name)
-		l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(ob),
-			OutCounter: ctr, Waits: l.waitsFor(q, kc, vc), Params: attnParams(0, l.kvLen, false), Label: name,
-			EstBytes: attentionBytes(l.b, l.kvLen, nkv, hd, l.dbytes),
-			EstFlops: attentionFlops(l.b, nh, hd, l.kvLen)})
-		return tensor{ob, ctr, 1}
+		for h := 0; h < slices; h++ {
+			label := name
+			if slices > 1 {
+				label = fmt.Sprintf("%s.h%d", name, h)
+			}
+			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(ob),
+				OutCounter: ctr, Waits: l.waitsFor(q, kc, vc), Params: sliced(attnParams(0, l.kvLen, false), h), Label: label,
+				EstBytes: attentionBytes(l.b, l.kvLen, nkv, hd, l.dbytes) / int64(slices),
+				EstFlops: attentionFlops(l.b, nh, hd, l.kvLen) / int64(slices)})
+		}
+		return tensor{ob, ctr, slices}
 	}
 	shard := ceilDiv(l.kvLen, P)
 	parts := make([]tensor, 0, P)
@@ -436,11 +459,18 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 		part := l.activation(fmt.Sprintf("%s.part%d", out, i), l.shape(nh, hd+2))
 		label := fmt.Sprintf("%s.s%d", name, i)
 		pc := l.p.AddCounter(label)
-		sm := i % l.t.NumSMs
-		l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(part),
-			OutCounter: pc, Waits: l.waitsFor(q, kc, vc), Params: attnParams(ks, kl, true), SM: &sm, Label: label,
-			EstBytes: attentionBytes(1, kl, nkv, hd, l.dbytes), EstFlops: attentionFlops(1, nh, hd, kl)})
-		parts = append(parts, tensor{part, pc, 1})
+		for h := 0; h < slices; h++ {
+			sm := (i*slices + h) % l.t.NumSMs
+			tl := label
+			if slices > 1 {
+				tl = fmt.Sprintf("%s.h%d", label, h)
+			}
+			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(part),
+				OutCounter: pc, Waits: l.waitsFor(q, kc, vc), Params: sliced(attnParams(ks, kl, true), h), SM: &sm, Label: tl,
+				EstBytes: attentionBytes(1, kl, nkv, hd, l.dbytes) / int64(slices),
+				EstFlops: attentionFlops(1, nh, hd, kl) / int64(slices)})
+		}
+		parts = append(parts, tensor{part, pc, slices})
 	}
 	ob := l.activation(out, l.shape(1, m.QDim()))
 	cc := l.p.AddCounter(name)

@@ -146,6 +146,9 @@ func (p Point) Normalize() Point {
 	if tps, ok := c.Tile("gemv", "tiles_per_sm"); ok {
 		out.SetTile("gemv", "tiles_per_sm", min(tps, maxTilesPerSM))
 	}
+	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
+		out.SetTile("attention", "kv_head_split", 1)
+	}
 	if np, ok := c.Tile("attention", "n_partitions"); ok && np > 1 {
 		out.SetTile("attention", "n_partitions", min(np, maxPartitions))
 	}

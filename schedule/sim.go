@@ -229,7 +229,11 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 			st.pf = min((1-m.exposed)*st.bytes, m.l2Share)
 		}
 	case t.Op == ir.OpAttentionTile:
-		warps = min(warps, int(max(1, t.Params.IntOr("n_heads", 1))))
+		heads := t.Params.IntOr("n_heads", 1)
+		if nkv := t.Params.IntOr("n_kv_heads", 0); nkv > 0 && t.Params.Has("N_tile") {
+			heads = heads / nkv * t.Params.IntOr("N_tile", nkv) // a KV-head slice: its GQA groups
+		}
+		warps = min(warps, int(max(1, heads)))
 	}
 	if st.bytes > 0 {
 		st.cap = float64(warps) * m.c.InflightPerWarp / m.c.HBMLatencyUS

@@ -32,6 +32,7 @@ const (
 	PathKVBlock      = "tiling.attention.kv_block"
 	PathFusion       = "fusion_grouping"
 	PathTilesPerSM   = "tiling.gemv.tiles_per_sm"
+	PathKVHeadSplit  = "tiling.attention.kv_head_split"
 	PathSMAssignment = "sm_assignment"
 	PathDepth        = "pipelining_depth"
 	PathPages        = "page_allocation"
@@ -74,6 +75,9 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 			Scope: deviceLoweringScope(cuda), Note: "tiles per SM in every projection phase (q|k|v, gate|up, o, down, " +
 				"lm_head): the tile count is a multiple of the SM count so every SM streams; 0 = the " +
 				"reference's N_tile rule (at most 64 tiles per projection)"},
+		{Path: PathKVHeadSplit, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "1: one attention task per KV head (x split-KV shard) on " +
+				"distinct SMs, the GQA group's query heads sharing its K/V rows; 0: all heads in one task"},
 		{Path: PathFusion, Choices: fusionChoices(), Default: pyjson.ArrayValue(), Effective: cuda,
 			Scope: deviceLoweringScope(cuda), Note: "fused lowerings (schedule.Fusions): none, all, or all " +
 				"but one; each removes hops per layer (fused tasks are ir.FusedPatterns)"},
@@ -171,6 +175,9 @@ func (p Point) KnobValue(path string) pyjson.Value {
 	case PathTilesPerSM:
 		v, _ := c.Tile("gemv", "tiles_per_sm")
 		return intV(v)
+	case PathKVHeadSplit:
+		v, _ := c.Tile("attention", "kv_head_split")
+		return intV(min(max(v, 0), 1))
 	case PathSMAssignment, PathFusion:
 		v, _ := ir.ConfigValue(c).Get(path)
 		return v
@@ -248,6 +255,12 @@ func (p *Point) SetKnob(path string, v pyjson.Value) bool {
 			c.DeleteTile("gemv", "tiles_per_sm")
 		} else {
 			c.SetTile("gemv", "tiles_per_sm", n)
+		}
+	case PathKVHeadSplit:
+		if n <= 0 {
+			c.DeleteTile("attention", "kv_head_split")
+		} else {
+			c.SetTile("attention", "kv_head_split", 1)
 		}
 	case PathDepth:
 		c.PipeliningDepth = n

@@ -285,7 +285,8 @@ func (tc *taskCheck) kvAppend() {
 // attention checks ATTENTION_TILE [q, k_cache, v_cache]: q [n_heads, hd]
 // with rank-3 caches or q [B, n_heads, hd] with rank-4 caches, head counts
 // (GQA: n_heads a multiple of n_kv_heads), the KV window inside the cache,
-// and the output size (a [n_heads, hd+2] flash partial with flags bit 1).
+// a KV-head slice (n_off, N_tile) inside the KV heads, and the output size
+// (a [n_heads, hd+2] flash partial with flags bit 1).
 func (tc *taskCheck) attention() {
 	q, k, v, o := tc.in[0], tc.in[1], tc.in[2], tc.out[0]
 	hd, ok1 := tc.param("head_dim")
@@ -329,6 +330,9 @@ func (tc *taskCheck) attention() {
 		case kvStart+kvLen > maxSeq:
 			tc.fail(CodeKVBounds, k, "KV window [%d, %d) exceeds the %d rows of KV cache #%d ('%s')", kvStart, kvStart+kvLen, maxSeq, k.ID, k.Name)
 		}
+	}
+	if off, cnt, sliced := attentionSlice(tc.t, nkv); sliced && (off < 0 || cnt <= 0 || off+cnt > nkv) {
+		tc.fail(CodeTileBounds, o, "KV-head slice n_off=%d N_tile=%d outside the %d KV heads", off, cnt, nkv)
 	}
 	want := batch * nh * hd
 	if flags, ok := tc.param("flags"); ok && flags&ir.FlagPartialWrite != 0 {

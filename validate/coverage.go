@@ -63,6 +63,9 @@ func (c *checker) coverBuffer(buf *ir.Buffer, ws []int32) {
 		if r.rows.all {
 			r.rows = span{lo: 0, hi: rows}
 		}
+		if r.cols.all {
+			r.cols = span{lo: 0, hi: cols}
+		}
 		if r.cols.hi > cols || r.rows.hi > rows {
 			return // out of bounds, reported by checkBounds
 		}

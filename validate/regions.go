@@ -40,6 +40,9 @@ func (a region) disjoint(b region) bool {
 // of the cache viewed as one row of max_seq·row values per sequence.
 func (c *checker) writeRegion(t *ir.Task) region {
 	pat, fused := ir.FusedPatternByID(ir.TaskFusedPattern(t))
+	if t.Op == ir.OpAttentionTile {
+		return c.attentionRegion(t)
+	}
 	if t.Op != ir.OpGEMVTile && t.Op != ir.OpGEMMTile && !fused {
 		return region{whole: true}
 	}
@@ -88,6 +91,50 @@ func (c *checker) fusedRegion(t *ir.Task, pat ir.FusedPattern, r region) region 
 	r.view = dim(out, -3) * row
 	r.cols = span{lo: pos*row + r.cols.lo, hi: pos*row + r.cols.hi}
 	return r
+}
+
+// attentionSlice reads an ATTENTION_TILE's KV-head slice (params n_off,
+// N_tile); sliced is false when the task covers every KV head.
+func attentionSlice(t *ir.Task, nkv int64) (off, cnt int64, sliced bool) {
+	o, ok1 := paramInt(t, "n_off")
+	n, ok2 := paramInt(t, "N_tile")
+	if !ok1 && !ok2 {
+		return 0, nkv, false
+	}
+	if !ok1 {
+		o = 0
+	}
+	if !ok2 {
+		n = nkv - o
+	}
+	return o, n, true
+}
+
+// attentionRegion is a KV-head slice's footprint: the query heads of its
+// KV heads, i.e. columns [h0·hd, h1·hd) of a [B, n_heads·hd] output, or rows
+// [h0, h1) of a [n_heads, hd+2] flash partial (both natural views). A task
+// over every KV head covers its whole output.
+func (c *checker) attentionRegion(t *ir.Task) region {
+	hd, ok1 := paramInt(t, "head_dim")
+	nh, ok2 := paramInt(t, "n_heads")
+	nkv, ok3 := paramInt(t, "n_kv_heads")
+	if !ok1 || !ok2 || !ok3 || hd <= 0 || nkv <= 0 || nh%nkv != 0 || len(t.Outputs) != 1 {
+		return region{whole: true}
+	}
+	off, cnt, sliced := attentionSlice(t, nkv)
+	if !sliced || off < 0 || cnt <= 0 || off+cnt > nkv {
+		return region{whole: true}
+	}
+	rep := nh / nkv
+	h0, h1 := off*rep, (off+cnt)*rep
+	if flags, ok := paramInt(t, "flags"); ok && flags&ir.FlagPartialWrite != 0 {
+		return region{rows: span{lo: h0, hi: h1}, cols: span{all: true}}
+	}
+	out := c.buffer(t.Outputs[0])
+	if out == nil || dim(out, -1) != nh*hd {
+		return region{whole: true}
+	}
+	return region{rows: span{all: true}, cols: span{lo: h0 * hd, hi: h1 * hd}}
 }
 
 // stagedRows is M, the rows of the activation a fused tile reads (x or

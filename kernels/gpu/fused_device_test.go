@@ -11,7 +11,8 @@ import (
 
 // The device lowering's fused programs pass the device check (every task
 // is a pattern amk_op_fused runs) and their shared-memory plan holds the
-// RoPE/append tiles, for small and llama-1b on h100 and h200, B = 1 and 2.
+// RoPE/append tiles, for small and llama-1b on h100 and h200, B = 1 and 2,
+// with attention per KV head (and x 4 split-KV shards at B = 1).
 func TestDeviceDefaultProgramsFitTheDevice(t *testing.T) {
 	for _, name := range []string{"small", "llama-1b"} {
 		cfg, err := model.Preset(name)
@@ -23,9 +24,11 @@ func TestDeviceDefaultProgramsFitTheDevice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, pt := range []schedule.Point{schedule.DeviceDefault(), schedule.FullyFused()} {
+			split := schedule.DeviceDefault()
+			split.Config.SetTile("attention", "n_partitions", 4)
+			for _, pt := range []schedule.Point{schedule.DeviceDefault(), schedule.FullyFused(), split} {
 				for _, b := range []int{1, 2} {
-					prog, err := schedule.Lower(cfg, tg, pt, schedule.LowerOptions{Pos: 7, B: b})
+					prog, err := schedule.Lower(cfg, tg, pt, schedule.LowerOptions{Pos: 40, B: b})
 					if err != nil {
 						t.Fatal(err)
 					}
