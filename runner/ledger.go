@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
@@ -80,7 +78,7 @@ type Ledger struct {
 	id   string
 	dir  string
 	c    *campaign.Campaign
-	lock *os.File
+	lock *flywheel.FileLock
 }
 
 type ledgerFile struct {
@@ -174,21 +172,39 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 
 func (w *Workspace) lockNew(id string) (*Ledger, error) {
 	dir := w.CampaignDir(id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	lock, err := flywheel.TryLock(filepath.Join(dir, "lock"), fmt.Sprintf("pid %d", os.Getpid()))
+	var held *flywheel.HeldError
+	if errors.As(err, &held) {
+		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, held.Holder)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(f.Name())
-		f.Close()
-		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, strings.TrimSpace(string(holder)))
+	return &Ledger{ws: w, id: id, dir: dir, lock: lock}, nil
+}
+
+// ErrWorkspaceInUse means another scheduler holds the workspace.
+var ErrWorkspaceInUse = errors.New("in use by another scheduler")
+
+// LockForScheduler takes the workspace's scheduler lock, so that one
+// scheduler at a time serves a workspace; Close the lock to release it. The
+// error names the holder when another scheduler has it.
+func (w *Workspace) LockForScheduler() (*flywheel.FileLock, error) {
+	host, _ := os.Hostname()
+	path := filepath.Join(w.Dir, "scheduler.lock")
+	lock, err := flywheel.TryLock(path, fmt.Sprintf("pid %d on %s", os.Getpid(), host))
+	var held *flywheel.HeldError
+	if errors.As(err, &held) {
+		who := held.Holder
+		if who == "" {
+			who = "unknown process"
+		}
+		return nil, fmt.Errorf("workspace %s is %w (%s holds %s); run one scheduler per workspace", w.Dir, ErrWorkspaceInUse, who, path)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d\n", os.Getpid())), 0)
-	return &Ledger{ws: w, id: id, dir: dir, lock: f}, nil
+	if err != nil {
+		return nil, fmt.Errorf("workspace lock: %w", err)
+	}
+	return lock, nil
 }
 
 func (l *Ledger) path(name string) string { return filepath.Join(l.dir, name) }

@@ -112,9 +112,10 @@ type costModel struct {
 	bw         float64    // shared achievable HBM bytes per µs
 	flopsPerSM float64    // flops per µs per SM
 	numSMs     int
-	warps      int
+	warps      int     // warps (AMD: wavefronts) per block
+	inflight   float64 // bytes one warp/wavefront keeps in flight
 	depth      int
-	l2Share    float64 // L2 bytes per SM: a bound on what one SM can prefetch
+	l2Share    float64 // L2 (or Infinity Cache) bytes per SM: a bound on what one SM can prefetch
 	l2PerSM    float64 // L2 bytes per µs per SM
 	exposed    float64 // exposed fraction of a prefetchable tile
 	policy     ir.SMAssignment
@@ -127,11 +128,12 @@ func newCostModel(t *ir.GpuTarget, pt Point) *costModel {
 	return &costModel{
 		c:          c,
 		bw:         max(t.HBMBandwidthGBs, 1e-9) * 1e3 * c.AchievableBW,
-		flopsPerSM: max(t.FP16TFLOPS, 1e-9) * 1e6 * c.AchievableFlop / float64(numSMs),
+		flopsPerSM: max(t.MatrixPeakTFLOPS("fp16"), 1e-9) * 1e6 * c.AchievableFlop / float64(numSMs),
 		numSMs:     numSMs,
-		warps:      max(1, pt.Config.ThreadsPerBlock/32),
+		warps:      max(1, pt.Config.ThreadsPerBlock/t.Wavefront()),
+		inflight:   c.InflightPerLane * float64(t.Wavefront()),
 		depth:      depth,
-		l2Share:    float64(t.L2Bytes) / float64(numSMs),
+		l2Share:    float64(t.PrefetchCacheBytes()) / float64(numSMs),
 		l2PerSM:    max(t.HBMBandwidthGBs, 1e-9) * 1e3 * c.L2BWFactor / float64(numSMs),
 		exposed:    max(c.MinExposed, 1/(1+float64(depth)*c.PipelineGain)),
 		policy:     pt.Config.SMAssignment,

@@ -17,7 +17,7 @@ type CostParams struct {
 
 	// Streaming.
 	HBMLatencyUS    float64 // one HBM round trip
-	InflightPerWarp float64 // bytes one warp keeps in flight
+	InflightPerLane float64 // bytes one thread keeps in flight (x the warp/wavefront width per warp)
 	// MaxSMStreamGBs caps one SM's stream rate whatever its bytes in flight
 	// (0: no cap beyond Little's law).
 	MaxSMStreamGBs  float64
@@ -38,7 +38,7 @@ func DefaultCostParams() CostParams {
 	return CostParams{
 		AchievableBW: 0.80, AchievableFlop: 0.70,
 		DispatchUS: 0.25, SignalUS: 0.50, WakeUS: 0.60,
-		HBMLatencyUS: 0.60, InflightPerWarp: 2048, L2BWFactor: 2.5,
+		HBMLatencyUS: 0.60, InflightPerLane: 64, L2BWFactor: 2.5,
 		TileFixedUS: 0.10, PrefetchIssueUS: 0.04, PipelineGain: 0.6, MinExposed: 0.5,
 		StagingUS: 0.15, EpilogueUS: 0.10,
 	}

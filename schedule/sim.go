@@ -236,7 +236,7 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 		warps = min(warps, int(max(1, heads)))
 	}
 	if st.bytes > 0 {
-		st.cap = float64(warps) * m.c.InflightPerWarp / m.c.HBMLatencyUS
+		st.cap = float64(warps) * m.inflight / m.c.HBMLatencyUS
 		if m.c.MaxSMStreamGBs > 0 {
 			st.cap = min(st.cap, m.c.MaxSMStreamGBs*1e3)
 		}

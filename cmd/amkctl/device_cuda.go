@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/kernels/launch"
@@ -21,10 +23,17 @@ import (
 func init() {
 	openCUDALauncher = openSupervisedLauncher
 	openTuneDevice = openLaunchDevice
-	register(command{name: gpu.ChildCommand, summary: "(internal) the supervised CUDA launcher process behind --device cuda",
-		run: func(args []string, stdout, stderr io.Writer) int {
-			return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
-		}})
+	addVerb(func() *cobra.Command {
+		return &cobra.Command{
+			Use:                gpu.ChildCommand,
+			Short:              "(internal) the supervised CUDA launcher process behind --device cuda",
+			Hidden:             true,
+			DisableFlagParsing: true,
+			RunE: runVerb(func(args []string, stdout, stderr io.Writer) int {
+				return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
+			}),
+		}
+	})
 }
 
 func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {

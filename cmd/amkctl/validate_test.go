@@ -96,8 +96,8 @@ func TestValidateVerbBadInput(t *testing.T) {
 	if code, _, _ := runCmd(t, "validate"); code != 2 {
 		t.Errorf("no files: code %d", code)
 	}
-	if code, _, errOut := runCmd(t, "validate", "-h"); code != 0 || !strings.Contains(errOut, "usage: amkctl validate FILE... [--json]") {
-		t.Errorf("-h: code %d, %q", code, errOut)
+	if code, out, _ := runCmd(t, "validate", "-h"); code != 0 || !strings.Contains(out, "amkctl validate FILE... [--json]") {
+		t.Errorf("-h: code %d, %q", code, out)
 	}
 	if code, _, _ := runCmd(t, "validate", "--bogus", bad); code != 2 {
 		t.Errorf("unknown flag: code %d", code)
@@ -135,7 +135,7 @@ func TestIRRoundtripVerb(t *testing.T) {
 			t.Errorf("%v: code %d", args, code)
 		}
 	}
-	if code, out, _ := runCmd(t, "ir", "-h"); code != 0 || !strings.Contains(out, "usage: amkctl ir roundtrip FILE") {
+	if code, out, _ := runCmd(t, "ir", "-h"); code != 0 || !strings.Contains(out, "amkctl ir roundtrip FILE") {
 		t.Errorf("ir -h: code %d %q", code, out)
 	}
 }

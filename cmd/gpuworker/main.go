@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,9 +15,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
+	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/trial"
 )
@@ -29,10 +31,6 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 )
-
-// stopGrace is how long a cancelled evaluation may take to return before the
-// device counts as wedged.
-const stopGrace = 30 * time.Second
 
 // deps are the parts tests replace.
 type deps struct {
@@ -55,7 +53,7 @@ func main() {
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := flag.NewFlagSet("gpuworker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("gpuworker", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]")
@@ -65,11 +63,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		fs.PrintDefaults()
 	}
 	config.WorkerFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "gpuworker: %v (gpuworker -h lists the flags)\n", err)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "gpuworker", version.String())
+		return exitOK
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gpuworker: unexpected argument %q\n", fs.Arg(0))
@@ -112,16 +116,16 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	}
 	m.SetInfo(devInfo.Name, devInfo.Driver, fp.Version)
 
-	grace := stopGrace
+	grace := dispatch.DefaultStopGrace
 	if d.stopGrace > 0 {
 		grace = d.stopGrace
 	}
 	// One model cache for the worker's life: models, weights and oracle
 	// logits are loaded once, not per trial.
 	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0)}
-	dog := newWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
+	dog := dispatch.NewWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return d.evaluate(ctx, spec, opts)
-	}, cfg.TrialTimeout, grace, m, log)
+	}, dispatch.WatchdogOptions{Limit: cfg.TrialTimeout, StopGrace: grace, Observer: m, Log: log})
 
 	wopts, err := cfg.WorkerOptions()
 	if err != nil {
@@ -168,8 +172,8 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: finishing or handing back the current trial", "grace", cfg.ShutdownGrace)
-	case <-dog.wedged:
-		failure = dog.health()
+	case <-dog.Wedged():
+		failure = dog.Health()
 		log.Error("shutting down: device wedged; exiting so that a supervisor restarts the worker")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+grace+5*time.Second)
@@ -184,11 +188,11 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 }
 
 // handler serves /metrics and /healthz.
-func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *watchdog) http.Handler {
+func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *dispatch.Watchdog) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		for _, check := range []func() error{worker.Healthy, dog.health} {
+		for _, check := range []func() error{worker.Healthy, dog.Health} {
 			if err := check(); err != nil {
 				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
 				return

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,12 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/scheduler"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/runner"
 )
 
@@ -53,7 +54,7 @@ func main() {
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("scheduler", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: scheduler --redis ADDR --workspace DIR [--listen 127.0.0.1:8080] [--token-file F] [--config FILE]")
@@ -64,11 +65,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		fs.PrintDefaults()
 	}
 	config.SchedulerFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "scheduler: %v (scheduler -h lists the flags)\n", err)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "scheduler", version.String())
+		return exitOK
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "scheduler: unexpected argument %q\n", fs.Arg(0))
@@ -93,16 +100,16 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err != nil {
 		return err
 	}
-	lock, err := lockWorkspace(ws.Dir)
+	lock, err := ws.LockForScheduler()
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Close()
 	token, err := apiToken(cfg, ws.Dir, log)
 	if err != nil {
 		return err
 	}
-	log.Info("scheduler starting", "version", buildVersion(), "config", cfg)
+	log.Info("scheduler starting", "version", version.String(), "config", cfg)
 
 	dopts, err := cfg.DispatcherOptions()
 	if err != nil {
@@ -124,7 +131,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	fleet, err := scheduler.New(scheduler.Options{
 		Workspace: ws, Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
 		Targets: cfg.Targets, Logger: log, TickEvery: d.tickEvery, RescanEvery: d.rescanEvery,
-		Version: buildVersion(),
+		Version: version.String(),
 	})
 	if err != nil {
 		_ = disp.Close()

@@ -487,14 +487,7 @@ func (s *server) record(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(req.Status) == "" {
 		return apiError(http.StatusBadRequest, CodeBadValue, "field \"status\" is required (kept, revert, tried, failed, crash, timeout, rejected or baseline)")
 	}
-	ev := campaign.Record{Time: s.now(), Status: req.Status, Correctness: req.Correctness,
-		LatencyUS: req.LatencyUS, PctOfRoofline: req.PctOfRoofline, BoundUS: req.BoundUS, Kind: req.Kind,
-		Point: req.Config, ScheduleID: req.ScheduleID, Description: req.Description, Source: req.Source,
-		Regions: req.Regions}
-	if string(req.Config) == "null" {
-		ev.Point = nil
-	}
-	dec, err := s.do(r, ev, false)
+	dec, err := s.do(r, req.Event(s.now()), false)
 	if err != nil {
 		return err
 	}

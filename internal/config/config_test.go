@@ -2,7 +2,7 @@ package config
 
 import (
 	"errors"
-	"flag"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,7 +24,7 @@ func cleanEnv(t *testing.T) {
 
 func workerFrom(t *testing.T, args ...string) (Worker, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("gpuworker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("gpuworker", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	WorkerFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -35,7 +35,7 @@ func workerFrom(t *testing.T, args ...string) (Worker, error) {
 
 func schedulerFrom(t *testing.T, args ...string) (Scheduler, error) {
 	t.Helper()
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("scheduler", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	SchedulerFlags(fs)
 	if err := fs.Parse(args); err != nil {

@@ -2,8 +2,8 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"log/slog"
 	"os"
 	"strings"
@@ -60,11 +60,11 @@ var schedulerFlags = append(append([]flagSpec{
 }, redisFlags...), logFlags...)
 
 // SchedulerFlags registers the scheduler's flags on fs.
-func SchedulerFlags(fs *flag.FlagSet) { register(fs, schedulerFlags, schedulerDefaults()) }
+func SchedulerFlags(fs *pflag.FlagSet) { register(fs, schedulerFlags, schedulerDefaults()) }
 
 // LoadScheduler reads and validates the scheduler configuration; fs must
 // have been set up by SchedulerFlags and parsed.
-func LoadScheduler(fs *flag.FlagSet) (Scheduler, error) {
+func LoadScheduler(fs *pflag.FlagSet) (Scheduler, error) {
 	var s Scheduler
 	if err := load(fs, schedulerFlags, schedulerDefaults(), &s); err != nil {
 		return s, err
