@@ -228,7 +228,7 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 	}
 	notes = append(notes, fmt.Sprintf("the logits left by the %d timed launches equal the checked launch's bit for bit", launches))
 	_ = l.unload(ctx, cand)
-	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.TotalWeightBytes()), notes), nil
+	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.StreamedBytes()), notes), nil
 }
 
 // step launches handle once at (token, pos) and returns its logits.
