@@ -39,45 +39,7 @@
 
 #define AMK_CPA_CHUNK_BYTES 512 /* one 16-byte vector per lane */
 
-/* ---- 16-byte weight vectors ------------------------------------------------------------------ */
-template <typename T> struct amk_vec;
-template <> struct amk_vec<float> {
-    static constexpr int N = 4;
-    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
-        f[0] = __uint_as_float(r.x);
-        f[1] = __uint_as_float(r.y);
-        f[2] = __uint_as_float(r.z);
-        f[3] = __uint_as_float(r.w);
-    }
-    static __device__ __forceinline__ float one(const float* p, int64_t i) { return p[i]; }
-};
-template <> struct amk_vec<__half> {
-    static constexpr int N = 8;
-    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
-        const __half2* h = reinterpret_cast<const __half2*>(&r);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float2 t = __half22float2(h[i]);
-            f[2 * i] = t.x;
-            f[2 * i + 1] = t.y;
-        }
-    }
-    static __device__ __forceinline__ float one(const __half* p, int64_t i) { return __half2float(p[i]); }
-};
-template <> struct amk_vec<__nv_bfloat16> {
-    static constexpr int N = 8;
-    /* bf16 -> fp32 is exact: the bf16 bits are the high half of the float (works on every
-     * arch, no intrinsic needed). Element 2i is the low half of word i (little-endian). */
-    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
-        const uint32_t w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            f[2 * i] = __uint_as_float(w[i] << 16);
-            f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-        }
-    }
-    static __device__ __forceinline__ float one(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-};
+#include "vec.cuh"
 
 /* acc += dot(x[kb : kb+N], f[0:N]) with x read from shared memory as float4s. */
 template <int N>
