@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/trial"
@@ -260,10 +261,14 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	svg, err := chart.TrajectorySVG(w)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"report.json": append(js, '\n'),
 		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
-		"report.svg":  []byte(TrajectorySVG(w)),
+		"report.svg":  svg,
 	}
 	for name, data := range files {
 		if err := atomicfile.Write(dir+string(os.PathSeparator)+name, data); err != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -160,7 +161,7 @@ func TestCancelledRunLeavesTrialsInFlightForTheNextRun(t *testing.T) {
 	}
 }
 
-func TestTrajectorySVG(t *testing.T) {
+func TestReportSVG(t *testing.T) {
 	ws, _ := OpenWorkspace(t.TempDir())
 	runCampaign(t, ws, 6)
 	id := campaign.ID("toy-2L", "h100", "cpu", "")
@@ -168,8 +169,15 @@ func TestTrajectorySVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg := TrajectorySVG(c.WakeUp(time.Now()))
-	for _, want := range []string{"<svg", "HBM floor", "baseline", "<circle", "</svg>"} {
+	if err := WriteReport(ws.CampaignDir(id), c, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(ws.CampaignDir(id), "report.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(data)
+	for _, want := range []string{"<svg", "HBM floor", "baseline", "best so far", "</svg>"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("plot lacks %q", want)
 		}
