@@ -91,11 +91,11 @@ func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 		target string
 		want   int
 	}{
-		"no token":        {url.Values{}, nil, pause, 401},
-		"wrong token":     {url.Values{"token": {"nope"}}, nil, pause, 401},
-		"wrong header":    {url.Values{}, http.Header{"Authorization": {"Bearer nope"}}, pause, 401},
-		"token in URL":    {url.Values{}, nil, pause + "?token=" + testToken, 400},
-		"unknown action":  {url.Values{"token": {testToken}}, nil, s.srv.URL + "/ui/c/" + s.id + "/delete", 404},
+		"no token":       {url.Values{}, nil, pause, 401},
+		"wrong token":    {url.Values{"token": {"nope"}}, nil, pause, 401},
+		"wrong header":   {url.Values{}, http.Header{"Authorization": {"Bearer nope"}}, pause, 401},
+		"token in URL":   {url.Values{}, nil, pause + "?token=" + testToken, 400},
+		"unknown action": {url.Values{"token": {testToken}}, nil, s.srv.URL + "/ui/c/" + s.id + "/delete", 404},
 	} {
 		if a := post(t, tc.target, tc.form, tc.header); a.status != tc.want {
 			t.Errorf("%s: %d, want %d", name, a.status, tc.want)
