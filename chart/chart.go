@@ -44,6 +44,9 @@ type Chart struct {
 	LogY bool
 	// SoftMin and SoftMax, when set, are kept inside the y range.
 	SoftMin, SoftMax *float64
+	// XMin and XMax, when XMax > XMin, fix the x range (charts of a grid
+	// that share a time axis).
+	XMin, XMax float64
 }
 
 // Palette is the series colours, in order.
@@ -229,6 +232,9 @@ func build(c Chart) (*plot.Plot, error) {
 		if l.Name != "" {
 			p.Legend.Add(l.Name, ln)
 		}
+	}
+	if c.XMax > c.XMin {
+		p.X.Min, p.X.Max = c.XMin, c.XMax
 	}
 	if !any {
 		p.Title.Text += " (no data yet)"
