@@ -115,7 +115,7 @@ var scraping = []string{
 // readiness is true once every panel can have data: a best latency and a
 // speedup, stage timings, and rates over a few scrapes.
 var readiness = []string{
-	`amk_scheduler_best_latency_microseconds`,
+	`amk_scheduler_best_latency_seconds`,
 	`amk_scheduler_speedup_ratio`,
 	`sum(amk_worker_stage_duration_seconds_count) > 0`,
 	`sum(amk_worker_trial_duration_seconds_count) > 0`,
@@ -432,7 +432,33 @@ func chartOf(pr panelResult, t0 time.Time) chart.Chart {
 			c.Lines = append(c.Lines, l)
 		}
 	}
+	scaleSeconds(&c)
 	return c
+}
+
+// scaleSeconds writes a chart of sub-millisecond seconds in µs, as Grafana
+// picks a readable unit for "s".
+func scaleSeconds(c *chart.Chart) {
+	if c.Unit != "s" {
+		return
+	}
+	peak := 0.0
+	for _, l := range c.Lines {
+		for _, p := range l.Points {
+			if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+				peak = math.Max(peak, math.Abs(p.Y))
+			}
+		}
+	}
+	if peak == 0 || peak >= 1e-3 {
+		return
+	}
+	c.Unit = "µs"
+	for i := range c.Lines {
+		for j := range c.Lines[i].Points {
+			c.Lines[i].Points[j].Y *= 1e6
+		}
+	}
 }
 
 func unitSuffix(unit string) string {
