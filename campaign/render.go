@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 const rule = "============================================================"

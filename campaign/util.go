@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func pyjsonCompact(v pyjson.Value) string { return pyjson.Compact(v, false) }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Latency kinds a corpus record can carry (the trial package's values).

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func readFile(t *testing.T, path string) []byte {

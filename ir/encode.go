@@ -3,7 +3,7 @@ package ir
 import (
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Encode writes the program exactly as the reference's

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Buffer is a named tensor: a weight, an activation, a KV cache, a model

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // ArenaAlign is the alignment of every activation inside the scratch arena

@@ -5,8 +5,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // HFConfigError lists every reason a HuggingFace config.json cannot be

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // ParsePoint reads a point from a JSON config dict (with an optional

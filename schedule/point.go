@@ -3,8 +3,8 @@ package schedule
 import (
 	"sort"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // SM assignment policies.

@@ -3,8 +3,8 @@ package schedule
 import (
 	"fmt"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Reposition patches a lowered decode program for another position without

@@ -3,8 +3,8 @@ package validate
 import (
 	"math"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // checkDenseIDs is R18: every buffer, counter and task id must equal its list

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // maxParamInt bounds integer params so that index arithmetic cannot

@@ -3,8 +3,8 @@ package mpk
 import (
 	"fmt"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Fixed positions of the canonical layout (doc.go): the termination task and
