@@ -33,7 +33,7 @@ type result struct {
 	opening     bool
 	worker      string
 	newBest     bool // the result becomes the best
-	baseline    bool // the result is the canonical default's (R10)
+	baseline    bool // the result is the canonical default's (docs/spec/rules.md R10)
 }
 
 func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
@@ -197,7 +197,7 @@ func kindRank(kind string) int {
 	return 2
 }
 
-// better is seed 001's keep rule for a correct candidate with a latency:
+// better is docs/spec/loop.md's keep rule for a correct candidate with a latency:
 // no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain a measured
 // latency beats a predicted one, then the simpler point wins.
 func (c *Campaign) better(score float64, kind string, complexity int) (bool, string) {

@@ -21,7 +21,7 @@ var Columns = []string{
 // HeaderLine is the header as written to the file, without its newline.
 var HeaderLine = strings.Join(Columns, "\t")
 
-// Row tags (seed 001). A row's tag says what became of the experiment:
+// Row tags (docs/spec/loop.md). A row's tag says what became of the experiment:
 //
 //	kept      correct and the new incumbent
 //	tried     correct (PASS) but not kept: not a ≥ min_gain win

@@ -30,7 +30,7 @@ func (e *DecodeError) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
-// Decode reads a program from its JSON form (seed 000 §6). Unknown keys of
+// Decode reads a program from its JSON form (docs/spec/ir.md §6). Unknown keys of
 // target and config are dropped (additive compatibility); buffers and tasks
 // read their named keys and ignore others; a missing required key, a wrong
 // type, an unknown enum name or a major version mismatch is an error that

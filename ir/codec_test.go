@@ -31,7 +31,7 @@ func roundTrip(t *testing.T, data []byte) []byte {
 	return Encode(p)
 }
 
-// TestSeedExample: the seed 000 §6 example (target completed) decodes, and
+// TestSeedExample: the docs/spec/ir.md §6 example (target completed) decodes, and
 // encodes to exactly what the reference's to_json writes for it (the
 // canonical file was produced by the Python reference); the canonical form
 // round-trips byte for byte.

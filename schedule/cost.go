@@ -10,7 +10,7 @@ import (
 // Cost model constants (the formulas are in doc.go).
 const (
 	// AchievableBWFraction of the spec HBM bandwidth is the one pool every
-	// SM's streams share (R16).
+	// SM's streams share (docs/spec/rules.md R16).
 	AchievableBWFraction = 0.80
 	// AchievableFlopFraction of the spec fp16 rate, split evenly over SMs.
 	AchievableFlopFraction = 0.70
@@ -55,7 +55,7 @@ type Cost struct {
 // Predict estimates the single-stream decode latency of a program on a
 // target under a point's timing knobs (pipelining_depth, threads_per_block;
 // sm_assignment places the tasks of a program that carries no SMs). It is
-// deterministic and never below either HBM floor (R16).
+// deterministic and never below either HBM floor (docs/spec/rules.md R16).
 func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 	c := Cost{NTasks: len(p.Tasks), RegionUS: map[string]float64{}}
 	for _, r := range Regions {

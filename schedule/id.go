@@ -15,7 +15,7 @@ func hashID(v pyjson.Value) string {
 	return "sch_" + hex.EncodeToString(sum[:])[:10]
 }
 
-// ID is the one schedule id of a point (R11): the hash of the normalised
+// ID is the one schedule id of a point (docs/spec/rules.md R11): the hash of the normalised
 // config dict with the normalised "kernel_knobs" object embedded.
 func (p Point) ID() string { return hashID(p.Normalize().Value()) }
 

@@ -70,7 +70,7 @@ func TestParsePointRejects(t *testing.T) {
 }
 
 // Type-sane values that no launch supports parse, and CheckLaunch gives one
-// clear reason for them (R24).
+// clear reason for them (docs/spec/rules.md R24).
 func TestCheckLaunch(t *testing.T) {
 	tg := mustTarget(t, "rtx5090")
 	cases := []struct{ json, want string }{
@@ -131,7 +131,7 @@ func TestPointRoundTrip(t *testing.T) {
 	if p.ID() != again.ID() {
 		t.Errorf("re-parsed id %s != %s", again.ID(), p.ID())
 	}
-	// Reserved knobs do not enter the id (R11, R15).
+	// Reserved knobs do not enter the id (docs/spec/rules.md R11, R15).
 	q := p.Clone()
 	q.Config.FusionGrouping = nil
 	q.Config.PageAllocation = "graph_color"

@@ -44,7 +44,7 @@ func TestDefaultToyIsValidCorrectAndPredicted(t *testing.T) {
 	}
 }
 
-// Every malformed-config case of seed 001 is a clean valid=false with a
+// Every malformed-config case of docs/spec/loop.md is a clean valid=false with a
 // reason and no latency.
 func TestMalformedConfigsAreCleanRejections(t *testing.T) {
 	cases := map[string]string{

@@ -7,7 +7,7 @@ const (
 	KindPredicted   = "predicted"
 )
 
-// Verdict is the one structured result of evaluating a schedule (seed 001).
+// Verdict is the one structured result of evaluating a schedule (docs/spec/loop.md).
 // Pointer fields are JSON null when absent: no latency without correct=true,
 // no correctness claim for a rejected config.
 type Verdict struct {
