@@ -256,13 +256,13 @@ func (f *fuzzRun) number() *float64 {
 	case 0:
 		return nil
 	case 1:
-		return fptr(math.NaN())
+		return new(math.NaN())
 	case 2:
-		return fptr(math.Inf(1))
+		return new(math.Inf(1))
 	case 3:
-		return fptr(-float64(b))
+		return new(-float64(b))
 	default:
-		return fptr(10 + float64(b))
+		return new(10 + float64(b))
 	}
 }
 
@@ -297,7 +297,7 @@ func (f *fuzzRun) outcome(id int) trial.Outcome {
 		bound := 1.0
 		o.Verdict = &trial.Verdict{Valid: true, Correct: &yes, LatencyUS: &lat, LatencyKind: &kind, BoundUS: &bound}
 		if f.byte()%2 == 0 {
-			o.Ratio = fptr(0.9 + float64(f.byte()%25)/100)
+			o.Ratio = new(0.9 + float64(f.byte()%25)/100)
 		}
 	}
 	return o

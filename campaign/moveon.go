@@ -85,5 +85,5 @@ func (c *Campaign) Speedup() *float64 {
 	if b == nil || base == nil || b.Score <= 0 || base.Score <= 0 {
 		return nil
 	}
-	return fptr(round3(base.Score / b.Score))
+	return new(round3(base.Score / b.Score))
 }

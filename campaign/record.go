@@ -95,11 +95,11 @@ func (c *Campaign) classifyRecord(e Record) (result, error) {
 	switch family {
 	case flywheel.TagKept:
 		r.tag = flywheel.TagKept
-		r.score = fptr(*r.latency)
+		r.score = new(*r.latency)
 		r.newBest = c.st.Best == nil || *r.latency < c.st.Best.Score
 	case SourceBaseline:
 		r.baseline = true
-		r.score = fptr(*r.latency)
+		r.score = new(*r.latency)
 		r.tag = flywheel.TagTried
 		if keep, _ := c.better(*r.score, r.kind, r.complexity); keep {
 			r.tag, r.newBest = flywheel.TagKept, true
@@ -137,18 +137,18 @@ func (c *Campaign) recordNumbers(r *result, e Record) error {
 		if e.Kind != trial.KindMeasuredGPU && e.Kind != trial.KindPredicted {
 			return fmt.Errorf("a latency needs its kind (measured-gpu or predicted), got %q", e.Kind)
 		}
-		r.latency = fptr(*e.LatencyUS)
+		r.latency = new(*e.LatencyUS)
 	} else {
 		r.kind = ""
 	}
 	if e.BoundUS != nil {
-		r.bound = fptr(*e.BoundUS)
+		r.bound = new(*e.BoundUS)
 	}
 	switch {
 	case e.PctOfRoofline != nil:
-		r.pct = fptr(*e.PctOfRoofline)
+		r.pct = new(*e.PctOfRoofline)
 	case r.latency != nil && r.bound != nil:
-		r.pct = fptr(*r.latency / *r.bound * 100)
+		r.pct = new(*r.latency / *r.bound * 100)
 	}
 	return nil
 }

@@ -78,11 +78,11 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		w.Trajectory = []TrajectoryPoint{}
 	}
 	if b := st.Baseline; b != nil {
-		w.BaselineUS = fptr(b.LatencyUS)
+		w.BaselineUS = new(b.LatencyUS)
 	}
 	if b := st.Best; b != nil {
 		kind := b.Kind
-		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = fptr(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
+		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
 		if len(b.Point) > 0 {
 			w.BestConfig = b.Point
 		}

@@ -16,6 +16,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/amk-dev/amk/ir"
 )
 
 // Point is one sample.
@@ -190,7 +192,7 @@ func build(c Chart) (*plot.Plot, error) {
 	for i, l := range c.Lines {
 		xys := make(plotter.XYs, 0, len(l.Points))
 		for _, pt := range l.Points {
-			if finite(pt.X) && finite(pt.Y) && (!logY || pt.Y > 0) {
+			if ir.Finite(pt.X) && ir.Finite(pt.Y) && (!logY || pt.Y > 0) {
 				xys = append(xys, plotter.XY{X: pt.X, Y: pt.Y})
 			}
 		}
@@ -263,7 +265,7 @@ func (c Chart) span() (lo, hi float64, ok bool) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, l := range c.Lines {
 		for _, pt := range l.Points {
-			if finite(pt.Y) && finite(pt.X) {
+			if ir.Finite(pt.Y) && ir.Finite(pt.X) {
 				lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 			}
 		}
@@ -283,8 +285,6 @@ func (c Chart) span() (lo, hi float64, ok bool) {
 	}
 	return lo, hi, true
 }
-
-func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 // unitTicks appends a unit to the major tick labels of a marker.
 type unitTicks struct {

@@ -13,10 +13,8 @@ import (
 
 var keep = flag.String("chart.keep", "", "also write the test's pictures to this directory")
 
-func ptr(v float64) *float64 { return &v }
-
 func sample() campaign.WakeUp {
-	w := campaign.WakeUp{Campaign: "small / h200", BoundUS: ptr(40), BaselineUS: ptr(400)}
+	w := campaign.WakeUp{Campaign: "small / h200", BoundUS: new(40.0), BaselineUS: new(400.0)}
 	best := 400.0
 	for i := 1; i <= 30; i++ {
 		lat := 400 - float64(i*i%97)*3
@@ -24,7 +22,7 @@ func sample() campaign.WakeUp {
 		if kept {
 			best = lat
 		}
-		w.Trajectory = append(w.Trajectory, campaign.TrajectoryPoint{Experiment: i, Trial: i, LatencyUS: ptr(lat), Kept: kept, BestUS: ptr(best)})
+		w.Trajectory = append(w.Trajectory, campaign.TrajectoryPoint{Experiment: i, Trial: i, LatencyUS: new(lat), Kept: kept, BestUS: new(best)})
 	}
 	return w
 }

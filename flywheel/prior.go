@@ -124,7 +124,7 @@ func ProjectInert(p schedule.Point, inert []schedule.Knob) schedule.Point {
 
 func usable(r *Record, gpu, kind string) bool {
 	return r.GPU == gpu && r.LatencyKind == kind && r.Correctness == CorrectPass &&
-		finite(r.PctOfRoofline) && r.PctOfRoofline > 0
+		ir.Finite(r.PctOfRoofline) && r.PctOfRoofline > 0
 }
 
 func cmpFloat(a, b float64) int {

@@ -15,14 +15,13 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-func fp(f float64) *float64 { return &f }
 
 func TestSchedulerCollectorExportsEveryCampaign(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	improved := time.Unix(1_700_000_000, 0)
 	camps := []Campaign{{
 		ID: "toy-h200-cpu", Model: "toy", Target: "h200", Status: campaign.StatusOptimizing,
-		BestUS: fp(25.5), FloorUS: fp(0.5), BestPctOfRoofline: fp(5100), Speedup: fp(1.25),
+		BestUS: new(25.5), FloorUS: new(0.5), BestPctOfRoofline: new(5100.0), Speedup: new(1.25),
 		Trials:      map[string]int{flywheel.TagKept: 2, flywheel.TagTried: 5, flywheel.TagCrash: 1},
 		Experiments: 8, ConsecutiveReverts: 3, InFlight: 2, LastImprovement: improved,
 	}, {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 
 	"github.com/amk-dev/amk/flywheel"
@@ -259,7 +258,7 @@ func (l *loop) trial(ctx context.Context, i int, v kernels.Variant) Trial {
 		return l.crashed(tr, "run failed: "+err.Error())
 	}
 	cmp := vm.Compare(flatten(l.c.Outputs, out), l.ref, 1, l.c.DType)
-	if finite(cmp.MaxRelErr) {
+	if ir.Finite(cmp.MaxRelErr) {
 		e := round(cmp.MaxRelErr, 8)
 		tr.MaxRelErr = &e
 	}
@@ -274,17 +273,17 @@ func (l *loop) trial(ctx context.Context, i int, v kernels.Variant) Trial {
 	}
 	tr.Correct, tr.Correctness = true, flywheel.CorrectPass
 	l.sum.NCorrect++
-	if finite(spread) {
-		tr.Spread = ptr(round(spread, 4))
+	if ir.Finite(spread) {
+		tr.Spread = new(round(spread, 4))
 	}
 	if incUS > 0 {
-		tr.IncumbentUS, tr.Ratio = ptr(round(incUS, 4)), ptr(round(us/incUS, 4))
+		tr.IncumbentUS, tr.Ratio = new(round(incUS, 4)), new(round(us/incUS, 4))
 	}
 	if ok, note := launch.FloorGuard(us, l.boundUS); !ok {
 		tr.Note = note
 		return tr
 	}
-	tr.LatencyUS = ptr(round(us, 4))
+	tr.LatencyUS = new(round(us, 4))
 	tr.PctOfRoofline = l.pct(us)
 	// Correctness first, then a strict MinGain win over the best so far,
 	// both timed side by side.
@@ -382,11 +381,11 @@ func (l *loop) finish(ctx context.Context) {
 	default:
 		s.Notes = append(s.Notes, "the default variant was not correct: no baseline")
 	}
-	s.BestUS = ptr(round(best, 4))
+	s.BestUS = new(round(best, 4))
 	s.PctOfRoofline = l.pct(best)
 	if base > 0 {
-		s.BaselineUS = ptr(round(base, 4))
-		s.Speedup = ptr(round(base/best, 4))
+		s.BaselineUS = new(round(base, 4))
+		s.Speedup = new(round(base/best, 4))
 	}
 }
 
@@ -404,7 +403,7 @@ func (l *loop) pct(us float64) *float64 {
 	if !finitePositive(l.boundUS) || !finitePositive(us) {
 		return nil
 	}
-	return ptr(round(us/l.boundUS*100, 4))
+	return new(round(us/l.boundUS*100, 4))
 }
 
 // log writes the trial's row and its progress line.
@@ -453,10 +452,6 @@ func flatten(ids []int, out map[int]*tensor.Tensor) []float32 {
 	return vals
 }
 
-func ptr(x float64) *float64 { return &x }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-func finitePositive(x float64) bool { return finite(x) && x > 0 }
+func finitePositive(x float64) bool { return ir.Finite(x) && x > 0 }
 
 func round(x float64, n int) float64 { return ir.RoundTo(x, n) }
