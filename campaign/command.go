@@ -90,6 +90,10 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 		*st = saved
 		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; change the budget or criteria", ErrInvalid, reason)
 	}
+	if st.DoneAt != nil {
+		st.PausedSeconds += max(0, now.Sub(*st.DoneAt).Seconds())
+		st.DoneAt = nil
+	}
 	st.Status = StatusOptimizing
 	st.MoveOnReason = ""
 	return Decision{Log: []string{"reopened" + note}}, nil

@@ -46,6 +46,7 @@ func (c *Campaign) moveOn(now time.Time) (bool, string) {
 // finish marks the campaign done.
 func (c *Campaign) finish(now time.Time, reason string) {
 	c.closePause(now)
+	c.st.DoneAt = &now
 	c.st.Status = StatusDone
 	c.st.MoveOnReason = reason
 }

@@ -123,7 +123,7 @@ func (w WakeUp) Markdown() string {
 			s += fmt.Sprintf(", **%.3fx** faster than baseline", *w.SpeedupVsBaseline)
 		}
 		if w.BestPctOfRoofline != nil {
-			s += fmt.Sprintf(", %.0f%% of the HBM floor", *w.BestPctOfRoofline)
+			s += fmt.Sprintf(", %.0f%% of the HBM floor (100%% is the floor; above 100%% is slower than it)", *w.BestPctOfRoofline)
 		}
 		add("%s", s)
 	case w.BestUS != nil:
@@ -134,6 +134,10 @@ func (w WakeUp) Markdown() string {
 	if len(w.ImprovementMilestones) > 0 {
 		add("")
 		add("## Improvement milestones")
+		add("")
+		add("An experiment is a row of results.tsv, numbered in the order results arrived; a trial is the")
+		add("campaign's own evaluation it came from, numbered in the order trials were issued (-1 for an")
+		add("experiment an agent recorded). With trials in flight side by side the two orders differ.")
 		add("")
 		add("| experiment | trial | minutes | best (us) | source |")
 		add("|---:|---:|---:|---:|---|")
