@@ -3,8 +3,8 @@ package runner
 import (
 	"context"
 	"os"
-	"runtime"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/synctest"

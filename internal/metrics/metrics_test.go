@@ -15,7 +15,6 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-
 func TestSchedulerCollectorExportsEveryCampaign(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	improved := time.Unix(1_700_000_000, 0)
