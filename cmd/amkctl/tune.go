@@ -8,8 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -102,14 +100,4 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 }
 
 // cudaOrdinal parses cuda, cuda:N or N.
-func cudaOrdinal(s string) (int, error) {
-	s = strings.TrimSpace(strings.ToLower(s))
-	if s == "cuda" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--device must be cuda or cuda:N (Loop 1 needs a GPU), got %q", s)
-	}
-	return n, nil
-}
+func cudaOrdinal(s string) (int, error) { return tune.ParseCUDADevice(s) }
