@@ -264,6 +264,27 @@ func (d *decoder) target(v pyjson.Value, path string) *GpuTarget {
 	if x, ok := v.Get("note"); ok {
 		t.Note = d.stringOf(x, join(path, "note"))
 	}
+	if x, ok := v.Get("vendor"); ok {
+		t.Vendor = d.stringOf(x, join(path, "vendor"))
+		if t.Vendor != VendorNVIDIA && t.Vendor != VendorAMD {
+			d.fail(join(path, "vendor"), "unknown vendor %q (known: %s, %s)", t.Vendor, VendorNVIDIA, VendorAMD)
+		}
+	}
+	if x, ok := v.Get("wavefront_size"); ok {
+		t.WavefrontSize = d.intOf(x, join(path, "wavefront_size"))
+	}
+	if x, ok := v.Get("l1_bytes_per_sm"); ok {
+		t.L1BytesPerSM = d.intOf(x, join(path, "l1_bytes_per_sm"))
+	}
+	if x, ok := v.Get("last_level_cache_bytes"); ok {
+		t.LastLevelCacheBytes = d.int64Of(x, join(path, "last_level_cache_bytes"))
+	}
+	if x, ok := v.Get("matrix_tflops"); ok && d.object(x, join(path, "matrix_tflops")) {
+		t.MatrixTFLOPS = make(map[string]float64, len(x.Obj))
+		for _, m := range x.Obj {
+			t.MatrixTFLOPS[m.Key] = d.floatOf(m.Val, join(join(path, "matrix_tflops"), m.Key))
+		}
+	}
 	return t
 }
 

@@ -20,15 +20,20 @@ import (
 func ParsePoint(data []byte) (Point, error) {
 	v, err := pyjson.Parse(data)
 	if err != nil {
-		return Point{}, fmt.Errorf("malformed ScheduleConfig: %v", err)
+		return Point{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return PointFromValue(v)
 }
 
+// ErrMalformed is the error of a config that is not a JSON object at all;
+// its text is "malformed ScheduleConfig: ...". A type or range problem in a
+// well-formed object is reported without that prefix.
+var ErrMalformed = errors.New("malformed ScheduleConfig")
+
 // PointFromValue is ParsePoint on an already parsed JSON value.
 func PointFromValue(v pyjson.Value) (Point, error) {
 	if v.Kind != pyjson.Object {
-		return Point{}, fmt.Errorf("malformed ScheduleConfig: expected a JSON object, got %s", pyType(v))
+		return Point{}, fmt.Errorf("%w: expected a JSON object, got %s", ErrMalformed, pyType(v))
 	}
 	var c checker
 	p := Default()

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -127,10 +128,16 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject("%v", err)
 	}
 	v.GPU = target.Name
+	if target.IsAMD() {
+		v.Notes = append(v.Notes, target.Name+" is an AMD target: predicted only (no AMD device is attached to amk)")
+	}
 	done := st.start(StageParse)
 	point, err := schedule.ParsePoint(pointBytes(spec.Point))
 	done()
 	if err != nil {
+		if errors.Is(err, schedule.ErrMalformed) { // already says so
+			return reject("%v", err)
+		}
 		return reject("malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()

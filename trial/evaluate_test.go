@@ -73,6 +73,9 @@ func TestMalformedConfigsAreCleanRejections(t *testing.T) {
 			if v.LatencyUS != nil || v.LatencyKind != nil || v.Correct != nil {
 				t.Fatalf("a rejected config carries a latency or correctness claim: %+v", v)
 			}
+			if n := strings.Count(*v.RejectedReason, "malformed ScheduleConfig"); n > 1 {
+				t.Fatalf("the prefix is repeated: %q", *v.RejectedReason)
+			}
 		})
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
@@ -116,15 +116,48 @@ func newAutoresearchCmd() *cobra.Command {
 		st := ledger.Campaign().State()
 		fmt.Fprintf(stderr, "%s campaign %s (%d experiments so far) in %s; %d worker(s), device %s\n",
 			verb, ledger.ID(), st.ExperimentsRun, ledger.Dir(), *workers, dev)
+		summary := func(sum runner.RunSummary) int {
+			wake := ledger.Campaign().WakeUp(time.Now().UTC())
+			fmt.Fprintf(stderr, "report: %s/report.md (json, svg beside it); results: %s\n", ledger.Dir(), ledger.ResultsPath())
+			if *jsonOut {
+				summary := map[string]any{"campaign": ledger.ID(), "run": sum, "best_us": wake.BestUS, "best_kind": wake.BestKind,
+					"best_pct_of_roofline": wake.BestPctOfRoofline, "baseline_us": wake.BaselineUS, "speedup_vs_baseline": wake.SpeedupVsBaseline,
+					"best_config": wake.BestConfig, "report": ledger.Dir() + "/report.md"}
+				if err := printJSON(stdout, summary); err != nil {
+					return exitInternal
+				}
+			} else {
+				fmt.Fprint(stdout, ledger.Campaign().StatusText(time.Now().UTC()))
+			}
+			if wake.BestUS == nil {
+				return exitRejected
+			}
+			return exitOK
+		}
+		if !created && ledger.Campaign().Status() == campaign.StatusDone {
+			// Nothing to run, and nothing rewritten: say how to go on.
+			rep := ledger.Campaign().StatusReport(time.Now().UTC())
+			fmt.Fprintf(stderr, "campaign %s is done (%s) after %d experiments: nothing to run.\n"+
+				"  to continue it: amkctl reopen %s --workspace %s [--iters N] [--max-reverts N], then run this again;\n"+
+				"  or start another campaign on the same model with --name NAME\n",
+				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, ledger.ID(), *workspace)
+			return summary(runner.RunSummary{Status: rep.Status, Reason: rep.MoveOnReason, StopReason: "campaign already done"})
+		}
+		cfg, _ := model.Load(pos0[0])
+		fmt.Fprintf(stderr, "preparing: %s weights (%.1f MB) and the eager reference load with the first trial; its result follows\n",
+			cfg.Name, float64(cfg.WeightBytes())/1e6)
 
 		models := trial.NewModelCache(0)
-		eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
-			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
-		}
-		disp := dispatch.NewLocal(*workers, eval)
-		defer disp.Close()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		eval := guardDevice(ctx, dev, func(ctx context.Context, spec trial.Spec) trial.Outcome {
+			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
+		}, stderr, func() {
+			fmt.Fprintln(stderr, "amkctl autoresearch: the GPU is wedged (a trial ignored its cancellation); stopping the run")
+			stop()
+		})
+		disp := dispatch.NewLocal(*workers, eval)
+		defer disp.Close()
 		progress := runner.NewProgress(stderr, *iters)
 		drv := &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: *workers, Progress: progress}
 		sum, err := drv.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
@@ -132,26 +165,15 @@ func newAutoresearchCmd() *cobra.Command {
 		if err != nil {
 			return fail(exitRejected, "%v", err)
 		}
-		wake := ledger.Campaign().WakeUp(time.Now().UTC())
-		fmt.Fprintf(stderr, "stopped: %s; campaign %s", sum.StopReason, sum.Status)
+		fmt.Fprintf(stderr, "stopped: %s", sum.StopReason)
+		if sum.StopReason != "campaign "+sum.Status {
+			fmt.Fprintf(stderr, "; campaign %s", sum.Status)
+		}
 		if sum.Reason != "" {
 			fmt.Fprintf(stderr, " (%s)", sum.Reason)
 		}
-		fmt.Fprintf(stderr, "\nreport: %s/report.md (json, svg beside it); results: %s\n", ledger.Dir(), ledger.ResultsPath())
-		if *jsonOut {
-			summary := map[string]any{"campaign": ledger.ID(), "run": sum, "best_us": wake.BestUS, "best_kind": wake.BestKind,
-				"best_pct_of_roofline": wake.BestPctOfRoofline, "baseline_us": wake.BaselineUS, "speedup_vs_baseline": wake.SpeedupVsBaseline,
-				"best_config": wake.BestConfig, "report": ledger.Dir() + "/report.md"}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(summary)
-		} else {
-			fmt.Fprint(stdout, ledger.Campaign().StatusText(time.Now().UTC()))
-		}
-		if wake.BestUS == nil {
-			return exitRejected
-		}
-		return exitOK
+		fmt.Fprintln(stderr)
+		return summary(sum)
 	})
 	return cmd
 }

@@ -53,7 +53,7 @@ valid and correct, 1 otherwise.`,
 			return exitBadInput
 		}
 		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos}
-		out := trial.Evaluate(context.Background(), spec, trial.Options{Launcher: launcher})
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
 		if out.Failure != nil {
 			fmt.Fprintf(stderr, "amkctl eval: %s during %s: %s\n", out.Failure.Class, out.Failure.Phase, out.Failure.Message)
 			return exitRejected

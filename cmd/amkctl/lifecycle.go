@@ -80,7 +80,7 @@ func newStartCmd() *cobra.Command {
 		defer cancel()
 		resp, err := cs.Create(ctx, req)
 		if err != nil {
-			return remoteFail(stderr, "start", err)
+			return campaignFail(stderr, "start", err)
 		}
 		if *cf.jsonOut {
 			if err := printJSON(stdout, resp); err != nil {

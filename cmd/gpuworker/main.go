@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/pflag"
 
+	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/version"
@@ -30,10 +31,6 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 )
-
-// stopGrace is how long a cancelled evaluation may take to return before the
-// device counts as wedged.
-const stopGrace = 30 * time.Second
 
 // deps are the parts tests replace.
 type deps struct {
@@ -119,16 +116,16 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	}
 	m.SetInfo(devInfo.Name, devInfo.Driver, fp.Version)
 
-	grace := stopGrace
+	grace := dispatch.DefaultStopGrace
 	if d.stopGrace > 0 {
 		grace = d.stopGrace
 	}
 	// One model cache for the worker's life: models, weights and oracle
 	// logits are loaded once, not per trial.
 	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0)}
-	dog := newWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
+	dog := dispatch.NewWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return d.evaluate(ctx, spec, opts)
-	}, cfg.TrialTimeout, grace, m, log)
+	}, dispatch.WatchdogOptions{Limit: cfg.TrialTimeout, StopGrace: grace, Observer: m, Log: log})
 
 	wopts, err := cfg.WorkerOptions()
 	if err != nil {
@@ -175,8 +172,8 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: finishing or handing back the current trial", "grace", cfg.ShutdownGrace)
-	case <-dog.wedged:
-		failure = dog.health()
+	case <-dog.Wedged():
+		failure = dog.Health()
 		log.Error("shutting down: device wedged; exiting so that a supervisor restarts the worker")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+grace+5*time.Second)
@@ -191,11 +188,11 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 }
 
 // handler serves /metrics and /healthz.
-func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *watchdog) http.Handler {
+func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *dispatch.Watchdog) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		for _, check := range []func() error{worker.Healthy, dog.health} {
+		for _, check := range []func() error{worker.Healthy, dog.Health} {
 			if err := check(); err != nil {
 				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
 				return
