@@ -153,3 +153,28 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return data
 }
+
+// TestMCPJSONExample: the repository's .mcp.json registers amkctl mcp.
+func TestMCPJSONExample(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", ".mcp.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		MCPServers map[string]struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf(".mcp.json: %v", err)
+	}
+	amk, ok := doc.MCPServers["amk"]
+	if !ok || amk.Type != "stdio" || amk.Command != "go" || !slices.Equal(amk.Args[:3], []string{"run", "./cmd/amkctl", "mcp"}) {
+		t.Fatalf(".mcp.json's amk server: %+v", amk)
+	}
+	if code, _, stderr := runCmd(t, append([]string{"mcp", "--help"}, amk.Args[3:]...)...); code != exitOK {
+		t.Fatalf("amkctl mcp %v: exit %d %s", amk.Args[3:], code, stderr)
+	}
+}
