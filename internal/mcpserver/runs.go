@@ -76,11 +76,18 @@ type RunAnswer struct {
 	Next   string           `json:"next"`
 }
 
-// localRun is a campaign this server drives on the local workspace.
+// localRun is a campaign this server drives on the local workspace: it
+// holds the campaign's ledger (and so its lock) from startLocal to finish.
 type localRun struct {
 	id     string
+	ledger *runner.Ledger
 	driver *runner.Driver
+	// cancel ends a background run (nil for a loop call, which ends with
+	// its request).
 	cancel context.CancelFunc
+	// finish releases the ledger, the dispatcher and the launcher, forgets
+	// the run and closes done.
+	finish func()
 	done   chan struct{}
 	sum    RunSummary
 }
@@ -157,33 +164,35 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 		Cold: in.Cold, Overnight: in.Overnight, RestartAfter: in.RestartAfter, Epsilon: in.Epsilon, Workers: in.Workers}, nil
 }
 
-// startLocal creates (or finds) the campaign in the local workspace and
-// takes its lock; the caller runs it with run.
-// cancel, when set, is what the cancel tool calls to end the run.
-func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel context.CancelFunc) (*localRun, *runner.Ledger, api.CreateResponse, func(), error) {
+// startLocal creates (or finds) the campaign in the local workspace, takes
+// its lock and registers the run; the caller drives it, then calls
+// run.finish. cancel is the run's cancel function (nil for loop).
+func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel context.CancelFunc) (*localRun, api.CreateResponse, error) {
 	id := campaign.ID(req.Model, req.GPU, req.Device, req.Name)
 	if s.running(id) != nil {
-		return nil, nil, api.CreateResponse{}, nil, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
+		return nil, api.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
+	}
+	elsewhere := func(id string) error {
+		return fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", id)
 	}
 	resp, err := s.local.Create(ctx, req)
 	if errors.Is(err, runner.ErrLocked) {
-		return nil, nil, resp, nil, fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", id)
+		return nil, resp, elsewhere(id)
 	}
 	if err != nil {
-		return nil, nil, resp, nil, err
+		return nil, resp, err
 	}
 	launcher, _, release, err := s.launcher(req.Device)
 	if err != nil {
-		return nil, nil, resp, nil, err
+		return nil, resp, err
 	}
 	ledger, err := s.local.Workspace.Open(resp.ID)
 	if errors.Is(err, runner.ErrLocked) {
-		release()
-		return nil, nil, resp, nil, fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", resp.ID)
+		err = elsewhere(resp.ID)
 	}
 	if err != nil {
 		release()
-		return nil, nil, resp, nil, err
+		return nil, resp, err
 	}
 	workers := req.Workers
 	if workers <= 0 {
@@ -196,39 +205,41 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
 	}
 	disp := dispatch.NewLocal(workers, eval)
-	run := &localRun{id: resp.ID, driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers}, cancel: cancel, done: make(chan struct{})}
-	s.mu.Lock()
-	if _, busy := s.runs[resp.ID]; busy {
-		s.mu.Unlock()
+	run := &localRun{id: resp.ID, ledger: ledger, driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers},
+		cancel: cancel, done: make(chan struct{})}
+	free := func() {
 		_ = disp.Close()
 		_ = ledger.Close()
 		release()
-		return nil, nil, resp, nil, fmt.Errorf("campaign %s is already running in this server", resp.ID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.runs[resp.ID]; busy {
+		free()
+		return nil, resp, fmt.Errorf("campaign %s is already running in this server", resp.ID)
 	}
 	s.runs[resp.ID] = run
-	s.mu.Unlock()
-	cleanup := func() {
-		_ = disp.Close()
-		_ = ledger.Close()
-		release()
+	run.finish = func() {
+		free()
 		s.mu.Lock()
 		delete(s.runs, resp.ID)
 		s.mu.Unlock()
 		close(run.done)
 	}
-	return run, ledger, resp, cleanup, nil
+	return run, resp, nil
 }
 
 // drive runs the campaign to the limits or until ctx ends; notify, when
 // set, hears of every recorded experiment. A panic ends the run with an
 // error, not the server.
-func (run *localRun) drive(ctx context.Context, ledger *runner.Ledger, lim runner.Limits, notify func(done int, line string)) {
+func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(done int, line string)) {
 	defer func() {
 		if r := recover(); r != nil {
 			run.sum.Error = fmt.Sprintf("internal error: %v", r)
 		}
 	}()
 	if notify != nil {
+		ledger := run.ledger
 		first := ledger.Campaign().State().ExperimentsRun
 		last := 0
 		// The driver calls the progress writer on its own goroutine, between
@@ -274,15 +285,15 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 	if s.local == nil {
 		return s.remoteLoop(ctx, creq, in.Budget, notify)
 	}
-	run, ledger, resp, cleanup, err := s.startLocal(ctx, creq, nil)
+	run, resp, err := s.startLocal(ctx, creq, nil)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
 	total := float64(in.Budget)
-	run.drive(ctx, ledger, runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}, func(done int, line string) {
+	run.drive(ctx, runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}, func(done int, line string) {
 		notify(float64(done), total, line)
 	})
-	cleanup()
+	run.finish()
 	if err := ctx.Err(); err != nil {
 		return nil, RunAnswer{}, fmt.Errorf("loop cancelled after %d recorded experiment(s); campaign %s keeps them and resumes on the next loop or autoresearch: %w", run.sum.Recorded, resp.ID, err)
 	}
@@ -378,7 +389,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 			Next: "the scheduler runs it: watch it with status and next, read it with report"}, nil
 	}
 	runCtx, cancel := context.WithCancel(s.base)
-	run, ledger, resp, cleanup, err := s.startLocal(ctx, creq, cancel)
+	run, resp, err := s.startLocal(ctx, creq, cancel)
 	if err != nil {
 		cancel()
 		return nil, RunAnswer{}, err
@@ -387,8 +398,8 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 	go func() {
 		defer s.wg.Done()
 		defer cancel()
-		defer cleanup()
-		run.drive(runCtx, ledger, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
+		defer run.finish()
+		run.drive(runCtx, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
 		s.log.Info("background run ended", "campaign", run.id, "recorded", run.sum.Recorded, "stop", run.sum.StopReason, "error", run.sum.Error)
 	}()
 	rep, err := s.local.Status(ctx, resp.ID)

@@ -174,7 +174,7 @@ type TuneInput struct {
 	Device  string `json:"device,omitempty" jsonschema:"cuda (ordinal 0, the default) or cuda:N"`
 }
 
-func (s *Server) tuneInstruction(ctx context.Context, _ *mcp.CallToolRequest, in TuneInput) (*mcp.CallToolResult, *tune.Summary, error) {
+func (s *Server) tuneInstruction(ctx context.Context, req *mcp.CallToolRequest, in TuneInput) (*mcp.CallToolResult, *tune.Summary, error) {
 	op, err := tune.ParseOp(in.Op)
 	if err != nil {
 		return nil, nil, argError("op", err)
@@ -212,7 +212,14 @@ func (s *Server) tuneInstruction(ctx context.Context, _ *mcp.CallToolRequest, in
 		return nil, nil, fmt.Errorf("tune_instruction: CUDA device %d: %v", ordinal, err)
 	}
 	defer func() { _ = release() }()
-	sum, err := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: in.Budget, Results: in.Results, Log: io.Discard})
+	// Loop 1's log lines (build, verify, time per variant) become progress
+	// notifications: a count of lines, with no total.
+	notify, lines := progress(ctx, req), 0
+	log := lineWriter(func(line string) {
+		lines++
+		notify(float64(lines), 0, line)
+	})
+	sum, err := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: in.Budget, Results: in.Results, Log: log})
 	if err != nil && sum == nil {
 		return nil, nil, fmt.Errorf("tune_instruction: %v", err)
 	}
