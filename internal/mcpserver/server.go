@@ -76,7 +76,7 @@ func New(o Options) (*Server, error) {
 	s := &Server{opts: o, log: log, models: trial.NewModelCache(0), base: base, stop: stop, runs: map[string]*localRun{}}
 	s.local, _ = o.Campaigns.(*control.Local)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "amk", Title: "amk: safe GPU megakernel schedules", Version: o.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: log})
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(warnings{log.Handler()})})
 	s.addTools()
 	s.addResources()
 	return s, nil
@@ -93,6 +93,20 @@ loop runs that keep/revert loop for you; autoresearch runs it in the background
 -D knobs on a GPU): tune_instruction. Never edit kernel code, the VM or the
 validator through a schedule; a latency exists only for a correct config, and
 latency_kind says predicted (cost model) or measured-gpu.`
+
+// warnings passes on the SDK's warnings and errors only: its info lines
+// (a session connected, disconnected) are noise on an agent's stderr.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(attrs)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
 
 // MCP is the underlying SDK server (for transports: Run, Connect, the
 // streamable HTTP handler).
