@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,6 +144,54 @@ func TestMCPInspector(t *testing.T) {
 	bad := inspect("--method", "tools/call", "--tool-name", "eval", "--tool-arg", "model=toy", "--tool-arg", "gpu=h999")
 	if bad["isError"] != true || !strings.Contains(string(mustJSON(t, bad)), "argument gpu") {
 		t.Fatalf("a bad argument through the Inspector: %v", bad)
+	}
+}
+
+// TestMCPInspectorOverHTTP: the Inspector reaches amkctl mcp --http with
+// the bearer token, and is refused without it.
+func TestMCPInspectorOverHTTP(t *testing.T) {
+	inspector := inspectorBin(t)
+	server := amkctlAsMain(t, "mcp", "--workspace", filepath.Join(t.TempDir(), "ws"), "--http", "127.0.0.1:0", "--token", "mcp-token")
+	stderr, err := server.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = server.Process.Signal(os.Interrupt)
+		_ = server.Wait()
+	}()
+	lines := bufio.NewScanner(stderr)
+	url := ""
+	for url == "" && lines.Scan() {
+		if _, after, ok := strings.Cut(lines.Text(), "serving MCP (streamable HTTP) on "); ok {
+			url = after
+		}
+	}
+	if url == "" {
+		t.Fatal("amkctl mcp --http did not say where it serves")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	call := func(header ...string) ([]byte, error) {
+		argv := []string{"--cli", url, "--transport", "http", "--method", "tools/call", "--tool-name", "eval", "--tool-arg", "model=toy", "--tool-arg", "gpu=h100"}
+		argv = append(argv, header...)
+		return exec.Command(inspector, argv...).Output()
+	}
+	out, err := call("--header", "Authorization: Bearer mcp-token")
+	if err != nil {
+		t.Fatalf("eval over HTTP through the Inspector: %v\n%s", err, out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("the Inspector printed %s: %v", out, err)
+	}
+	if v, _ := res["structuredContent"].(map[string]any); v["ok"] != true || v["latency_kind"] != "predicted" {
+		t.Fatalf("eval over HTTP: %s", out)
+	}
+	if out, err := call(); err == nil {
+		t.Fatalf("the Inspector without the token got %s", out)
 	}
 }
 

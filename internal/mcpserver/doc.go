@@ -35,6 +35,13 @@
 // tool error with a message, never a protocol failure; a panic in a handler
 // is recovered into a tool error naming the tool (safe), and a background
 // run's panic ends that run only. Long calls (eval, loop, tune_instruction)
-// stop when the client cancels the request; loop sends one progress
-// notification per recorded experiment when the client asked for progress.
+// stop when the client cancels the request; when the client asked for
+// progress, loop sends one notification per recorded experiment and
+// tune_instruction one per line of Loop 1's log.
+//
+// # Transports
+//
+// Run serves one session on any SDK transport (amkctl mcp: stdio);
+// HTTPHandler serves MCP's streamable HTTP to clients with the bearer token,
+// and CheckLoopback keeps its listener on this machine.
 package mcpserver
