@@ -37,6 +37,10 @@ type CampaignInput struct {
 	Epsilon      *float64 `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
 }
 
+// maxWorkers bounds the trials one run keeps in flight (each is a
+// goroutine evaluating a model).
+const maxWorkers = 256
+
 // LoopInput is loop's arguments.
 type LoopInput struct {
 	CampaignInput
@@ -153,8 +157,8 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 	switch {
 	case in.Minutes < 0:
 		return api.CreateRequest{}, fmt.Errorf("argument minutes: must be >= 0, got %v", in.Minutes)
-	case in.Workers < 0:
-		return api.CreateRequest{}, fmt.Errorf("argument workers: must be >= 0, got %d", in.Workers)
+	case in.Workers < 0 || in.Workers > maxWorkers:
+		return api.CreateRequest{}, fmt.Errorf("argument workers: must be in [0, %d], got %d", maxWorkers, in.Workers)
 	case in.RestartAfter != nil && *in.RestartAfter < 1:
 		return api.CreateRequest{}, fmt.Errorf("argument restart_after: must be >= 1, got %d", *in.RestartAfter)
 	case in.Epsilon != nil && (*in.Epsilon < 0 || *in.Epsilon > 1):

@@ -324,6 +324,8 @@ func TestBadArguments(t *testing.T) {
 		{"propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": map[string]any{"pipelining_depth": "deep"}}, "argument incumbent"},
 		{"loop", map[string]any{"model": "toy", "gpu": "h100", "budget": -2}, "argument budget"},
 		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "epsilon": 2}, "argument epsilon"},
+		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "workers": 1000000}, "argument workers"},
+		{"loop", map[string]any{"model": "toy", "gpu": "h100", "budget": "many"}, "budget"},
 		{"tune_instruction", map[string]any{"op": "gemv_tile", "gpu": "h100"}, "without CUDA support"},
 		{"tune_instruction", map[string]any{"op": "fft", "gpu": "h100"}, "argument op"},
 		{"status", map[string]any{}, "no campaigns"},
