@@ -227,14 +227,12 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	return ""
 }
 
-// record logs and applies one outcome. Outcomes the campaign refuses
-// (duplicates of recorded trials, trials of another campaign) are logged and
-// dropped: they change nothing.
+// record applies one outcome (the ledger logs it to trials.jsonl with the
+// state, exactly once). Outcomes the campaign refuses (duplicates of
+// recorded trials, trials of another campaign) are logged and dropped: they
+// change nothing.
 func (d *Driver) record(o trial.Outcome) error {
 	l := d.Ledger
-	if err := l.AppendTrialLog(o); err != nil {
-		return fmt.Errorf("trials log: %w", err)
-	}
 	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o, Regions: o.Regions})
 	switch {
 	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial), errors.Is(err, campaign.ErrWrongCampaign):

@@ -10,9 +10,12 @@
 // {cols_per_warp 1, cpasync 1, cpa_stages 4, cpa_cols 2}. ParsePoint is the
 // strict reader of an agent's config dict (§5.3 type sanity; every problem
 // reported, joined by "; "); CheckLaunch adds the target-dependent launch
-// limits (R24). Point.ID is "sch_" + 10 hex digits of the SHA-1 of the
-// normalised point written as Python's json.dumps(sort_keys=True); ConfigID
-// hashes a bare config dict and reproduces the reference's historical ids.
+// limits (R24). Point.ID is the reference harness's id: "sch_" + 10
+// hex digits of the SHA-1 of the config as ScheduleConfig.to_dict() writes
+// it, with kernel_knobs embedded only when some knob is not at its default,
+// written as Python's json.dumps(sort_keys=True); campaigns hash normalised
+// points, so one campaign point has one id. ConfigID hashes a bare config
+// dict.
 //
 // # Search space (R15)
 //

@@ -359,3 +359,16 @@ func Features(p Point) []float64 {
 	}
 	return f
 }
+
+// SpaceSize is the number of distinct points of a space: the product of the
+// effective knobs' choice counts (reserved knobs are normalised away, so
+// they add no points).
+func SpaceSize(knobs []Knob) int {
+	n := 1
+	for _, k := range knobs {
+		if k.Effective && len(k.Choices) > 0 {
+			n *= len(k.Choices)
+		}
+	}
+	return n
+}

@@ -122,7 +122,7 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	}
 	// One model cache for the worker's life: models, weights and oracle
 	// logits are loaded once, not per trial.
-	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0)}
+	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0), Environment: fp.String()}
 	dog := dispatch.NewWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return d.evaluate(ctx, spec, opts)
 	}, dispatch.WatchdogOptions{Limit: cfg.TrialTimeout, StopGrace: grace, Observer: m, Log: log})

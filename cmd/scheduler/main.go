@@ -151,7 +151,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
 		return err
 	}
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log,
+	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
 	if err != nil {
 		return err
@@ -199,9 +199,12 @@ func apiToken(cfg config.Scheduler, workspace string, log *slog.Logger) (string,
 	if err != nil || token != "" {
 		return token, err
 	}
-	token, path, err := generatedToken(workspace)
+	token, path, replaced, err := generatedToken(workspace)
 	if err != nil {
 		return "", err
+	}
+	if replaced != "" {
+		log.Warn("API token file not reused: "+replaced, "token_file", path)
 	}
 	log.Warn("no API token configured; state-changing calls need the generated one (amkctl --token-file)", "token_file", path)
 	return token, nil

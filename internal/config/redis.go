@@ -98,9 +98,13 @@ func (r Redis) validate() []error {
 	return errs
 }
 
-// redacted is r with its password hidden.
+// redacted is r with its password hidden; a password read from a file is
+// shown as such (not as an empty password).
 func (r Redis) redacted() Redis {
-	if r.Password != "" {
+	switch {
+	case r.PasswordFile != "":
+		r.Password = "REDACTED (from password_file " + r.PasswordFile + ")"
+	case r.Password != "":
 		r.Password = "REDACTED"
 	}
 	if strings.Contains(r.Addr, "://") {

@@ -140,8 +140,8 @@ func TestLauncherRejectsKnobsTheKernelsRefuse(t *testing.T) {
 	if out.Failure != nil || v == nil || v.Valid || v.RejectedReason == nil || !strings.Contains(*v.RejectedReason, "kunroll") {
 		t.Fatalf("want valid=false naming kunroll: %+v %+v", out.Failure, v)
 	}
-	if v.Correct != nil || v.LatencyUS != nil {
-		t.Fatalf("a refused program carries claims: %+v", v)
+	if v.Correct == nil || *v.Correct || v.LatencyUS != nil || v.BoundUS != nil {
+		t.Fatalf("a refused program must say correct=false (seed 001) with no latency or floor: %+v", v)
 	}
 }
 
