@@ -113,9 +113,6 @@ func TestMCPInspector(t *testing.T) {
 		names = append(names, name)
 	}
 	for _, want := range []string{"doctor", "propose", "eval", "loop", "tune_instruction", "autoresearch", "status", "next", "report", "record", "campaigns"} {
-		if want == "doctor" && !slices.Contains(names, "doctor") {
-			continue // added with amkctl doctor
-		}
 		if !slices.Contains(names, want) {
 			t.Errorf("the Inspector lists %v, without %s", names, want)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/schedule"
 )
 
 // CampaignInput is what loop and autoresearch take: the campaign (created
@@ -35,6 +35,8 @@ type CampaignInput struct {
 	Overnight    bool     `json:"overnight,omitempty" jsonschema:"never stop on a plateau; basin-hop after restart_after non-improvements"`
 	RestartAfter *int     `json:"restart_after,omitempty" jsonschema:"non-improvements before an overnight basin hop (default 6)"`
 	Epsilon      *float64 `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
+	Batch        int      `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles, cpu only)"`
+	Weights      string   `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
 }
 
 // maxWorkers bounds the trials one run keeps in flight (each is a
@@ -163,9 +165,15 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 		return api.CreateRequest{}, fmt.Errorf("argument restart_after: must be >= 1, got %d", *in.RestartAfter)
 	case in.Epsilon != nil && (*in.Epsilon < 0 || *in.Epsilon > 1):
 		return api.CreateRequest{}, fmt.Errorf("argument epsilon: must be in [0, 1], got %v", *in.Epsilon)
+	case in.Batch < 0 || in.Batch > schedule.MaxBatch:
+		return api.CreateRequest{}, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
 	}
-	return api.CreateRequest{Model: in.Model, GPU: target.Name, Device: device, Name: in.Name, Seed: in.Seed,
-		Cold: in.Cold, Overnight: in.Overnight, RestartAfter: in.RestartAfter, Epsilon: in.Epsilon, Workers: in.Workers}, nil
+	req := api.CreateRequest{Model: in.Model, GPU: target.Name, Device: device, Name: in.Name, Weights: in.Weights, Seed: in.Seed,
+		Cold: in.Cold, Overnight: in.Overnight, RestartAfter: in.RestartAfter, Epsilon: in.Epsilon, Workers: in.Workers}
+	if in.Batch > 1 {
+		req.Batch = &in.Batch
+	}
+	return req, nil
 }
 
 // startLocal creates (or finds) the campaign in the local workspace, takes
@@ -205,10 +213,7 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 			workers = min(4, runtime.NumCPU())
 		}
 	}
-	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
-		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
-	}
-	disp := dispatch.NewLocal(workers, eval)
+	disp := dispatch.NewLocal(workers, s.evaluator(req.Device, launcher))
 	run := &localRun{id: resp.ID, ledger: ledger, driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers},
 		cancel: cancel, done: make(chan struct{})}
 	free := func() {

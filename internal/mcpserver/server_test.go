@@ -139,7 +139,7 @@ func TestListTools(t *testing.T) {
 		schemas[tool.Name] = schema
 	}
 	slices.Sort(names)
-	want := []string{"autoresearch", "campaigns", "cancel", "eval", "loop", "next", "propose", "record", "report", "status", "tune_instruction"}
+	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "propose", "record", "report", "status", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -149,7 +149,7 @@ func TestListTools(t *testing.T) {
 		t.Errorf("eval requires %v, want model and gpu", required)
 	}
 	props, _ := evalSchema["properties"].(map[string]any)
-	for _, p := range []string{"model", "gpu", "schedule", "device", "token_id", "pos", "weights"} {
+	for _, p := range []string{"model", "gpu", "schedule", "device", "token_id", "pos", "weights", "batch"} {
 		if _, ok := props[p]; !ok {
 			t.Errorf("eval schema lacks %s: %v", p, props)
 		}
@@ -320,6 +320,7 @@ func TestBadArguments(t *testing.T) {
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "device": "tpu"}, "argument device"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "device": "cuda"}, "-tags cuda"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "pos": -1}, "argument pos"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 5000}, "argument batch"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "colour": "red"}, "colour"},
 		{"propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": map[string]any{"pipelining_depth": "deep"}}, "argument incumbent"},
 		{"loop", map[string]any{"model": "toy", "gpu": "h100", "budget": -2}, "argument budget"},
@@ -342,8 +343,33 @@ func TestBadArguments(t *testing.T) {
 	if v.OK || v.Valid || v.RejectedReason == nil || v.LatencyUS != nil || v.LatencyKind != nil {
 		t.Fatalf("malformed knob: %+v", v)
 	}
+	var batched EvalAnswer
+	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 2}, &batched)
+	if !batched.OK || batched.LatencyUS == nil {
+		t.Fatalf("eval with batch 2: %+v", batched)
+	}
 	var surf surface
 	h.ok("propose", map[string]any{"model": "toy", "gpu": "h100"}, &surf)
+}
+
+func TestDoctor(t *testing.T) {
+	h := newHarness(t)
+	var r struct {
+		Checks []struct{ Name, Status, Detail string } `json:"checks"`
+		Ready  bool                                    `json:"ready"`
+		GPU    bool                                    `json:"gpu"`
+	}
+	h.ok("doctor", nil, &r)
+	if !r.Ready || r.GPU || len(r.Checks) < 3 {
+		t.Fatalf("doctor on a CPU-only server: %+v", r)
+	}
+	var workspace bool
+	for _, c := range r.Checks {
+		workspace = workspace || (c.Name == "workspace" && c.Status == "OK" && strings.Contains(c.Detail, h.local.Workspace.Dir))
+	}
+	if !workspace {
+		t.Errorf("doctor did not check the server's workspace %s: %+v", h.local.Workspace.Dir, r.Checks)
+	}
 }
 
 func TestSafeRecoversAPanic(t *testing.T) {

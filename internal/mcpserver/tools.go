@@ -10,8 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/internal/doctor"
 	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
@@ -25,6 +28,7 @@ import (
 const maxConfigBytes = 1 << 20
 
 func (s *Server) addTools() {
+	addTool(s, "doctor", "Check this machine (the one amkctl mcp runs on): build and runtime, CPUs and memory, the workspace, nvcc, whether this binary can open a GPU, and that the reference VM matches the eager oracle on toy. ready is false when a check failed; gpu says whether eval and loop can run with device cuda here.", s.doctor)
 	addTool(s, "propose", "Read the edit surface of Loop 2 (seed 001's propose): the incumbent schedule_config, its schedule_id and the search space (each knob's choices, default, whether it is effective). Edit ONE knob of schedule_config, then call eval.", s.propose)
 	addTool(s, "eval", "Evaluate one schedule config (seed 001's eval): lower, validate (deadlock- and race-freedom, launch feasibility), check the numerics against the eager oracle, and only then time it. Answers the verdict JSON; ok is true iff valid and correct (amkctl eval's exit code 0). latency_us is null unless correct; latency_kind says predicted (cost model) or measured-gpu.", s.eval)
 	addTool(s, "loop", "Run seed 001's keep/revert loop for budget trials and wait for it (the autoresearch engine; resumable: calling it again continues the campaign). Sends a progress notification per experiment; cancel the request to stop it. Answers the run, the campaign status and the wake-up report (best config, latency and its kind).", s.loop)
@@ -113,6 +117,7 @@ type EvalInput struct {
 	TokenID  *int           `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
 	Pos      int            `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
 	Weights  string         `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
@@ -133,6 +138,9 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	if in.Pos < 0 {
 		return nil, none, fmt.Errorf("argument pos: must be >= 0, got %d", in.Pos)
 	}
+	if in.Batch < 0 || in.Batch > schedule.MaxBatch {
+		return nil, none, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
+	}
 	point := pyjson.Indent(schedule.Default().Value())
 	if in.Schedule != nil {
 		var err error
@@ -149,8 +157,8 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	if in.TokenID != nil {
 		token = *in.TokenID
 	}
-	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos}
-	out := trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
+	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
+	out := s.evaluator(device, launcher)(ctx, spec)
 	if err := ctx.Err(); err != nil {
 		return nil, none, fmt.Errorf("eval cancelled: %w", err)
 	}
@@ -421,6 +429,35 @@ func (s *Server) launcher(device string) (trial.Launcher, string, func(), error)
 		}
 	}
 	return l, name, release, nil
+}
+
+// evaluator is the trial pipeline on launcher; on a GPU each trial runs
+// under the watchdog (a wall-clock limit, a panic as a crash, a device
+// that ignores cancellation reported wedged), as amkctl's --device cuda
+// runs and the gpuworker do.
+func (s *Server) evaluator(device string, launcher trial.Launcher) dispatch.Evaluator {
+	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
+		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
+	}
+	if device != "cuda" {
+		return eval
+	}
+	return dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: s.log}).Evaluate
+}
+
+// DoctorInput is doctor's arguments (none).
+type DoctorInput struct{}
+
+func (s *Server) doctor(ctx context.Context, _ *mcp.CallToolRequest, _ DoctorInput) (*mcp.CallToolResult, doctor.Report, error) {
+	workspace := s.opts.Workspace
+	if workspace == "" && s.local != nil {
+		workspace = s.local.Workspace.Dir
+	}
+	if workspace == "" {
+		workspace = "workspace"
+	}
+	r := doctor.Run(ctx, doctor.Options{Workspace: workspace, GPUProbe: s.opts.GPUProbe})
+	return nil, r, nil
 }
 
 // textAnd is a result whose text content is text; the structured content
