@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sort"
 	"time"
 
@@ -208,10 +207,7 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 	}
 	workers := req.Workers
 	if workers <= 0 {
-		workers = 1
-		if req.Device == "cpu" {
-			workers = min(4, runtime.NumCPU())
-		}
+		workers = runner.DefaultWorkers(req.Device)
 	}
 	disp := dispatch.NewLocal(workers, s.evaluator(req.Device, launcher))
 	run := &localRun{id: resp.ID, ledger: ledger, driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers},
