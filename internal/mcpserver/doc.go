@@ -20,8 +20,9 @@
 //   - tune_instruction: Loop 1 on the local GPU (a cuda build only);
 //   - autoresearch: creates or resumes a campaign and runs it in the
 //     background; answers at once with the campaign id;
-//   - cancel: ends this server's background run of a campaign (its state
-//     stays, the next autoresearch resumes it); on a scheduler, pauses it;
+//   - cancel: ends this server's run of a campaign, background or loop (its
+//     experiments stay; the next autoresearch or loop resumes it); on a
+//     scheduler, pauses it;
 //   - status, next, report, record, campaigns: the orchestrator, through
 //     internal/control.Campaigns, so they act on a local workspace or, with
 //     Options.Campaigns a control.Remote, on a scheduler.
@@ -34,7 +35,8 @@
 // schema violation, an unknown model or target, a malformed config) is a
 // tool error with a message, never a protocol failure; a panic in a handler
 // is recovered into a tool error naming the tool (safe), and a background
-// run's panic ends that run only. Long calls (eval, loop, tune_instruction)
+// run's panic ends that run only, and a wedged GPU (the dispatch watchdog)
+// ends the run it wedged. Long calls (eval, loop, tune_instruction)
 // stop when the client cancels the request; when the client asked for
 // progress, loop sends one notification per recorded experiment and
 // tune_instruction one per line of Loop 1's log.

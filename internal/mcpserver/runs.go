@@ -87,8 +87,7 @@ type localRun struct {
 	id     string
 	ledger *runner.Ledger
 	driver *runner.Driver
-	// cancel ends a background run (nil for a loop call, which ends with
-	// its request).
+	// cancel ends the run (the cancel tool, a wedged GPU).
 	cancel context.CancelFunc
 	// finish releases the ledger, the dispatcher and the launcher, forgets
 	// the run and closes done.
@@ -177,7 +176,7 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 
 // startLocal creates (or finds) the campaign in the local workspace, takes
 // its lock and registers the run; the caller drives it, then calls
-// run.finish. cancel is the run's cancel function (nil for loop).
+// run.finish. cancel ends the context the caller drives it with.
 func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel context.CancelFunc) (*localRun, api.CreateResponse, error) {
 	id := campaign.ID(req.Model, req.GPU, req.Device, req.Name)
 	if s.running(id) != nil {
@@ -209,7 +208,8 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 	if workers <= 0 {
 		workers = runner.DefaultWorkers(req.Device)
 	}
-	disp := dispatch.NewLocal(workers, s.evaluator(req.Device, launcher))
+	eval, wedged := s.evaluator(req.Device, launcher)
+	disp := dispatch.NewLocal(workers, eval)
 	run := &localRun{id: resp.ID, ledger: ledger, driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers},
 		cancel: cancel, done: make(chan struct{})}
 	free := func() {
@@ -230,6 +230,17 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 		delete(s.runs, resp.ID)
 		s.mu.Unlock()
 		close(run.done)
+	}
+	if wedged != nil {
+		// As amkctl autoresearch does: a wedged GPU ends the run.
+		go func() {
+			select {
+			case <-wedged:
+				s.log.Error("the GPU is wedged (a trial ignored its cancellation); ending the run", "campaign", resp.ID)
+				cancel()
+			case <-run.done:
+			}
+		}()
 	}
 	return run, resp, nil
 }
@@ -290,16 +301,18 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 	if s.local == nil {
 		return s.remoteLoop(ctx, creq, in.Budget, notify)
 	}
-	run, resp, err := s.startLocal(ctx, creq, nil)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	run, resp, err := s.startLocal(ctx, creq, cancel)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
 	total := float64(in.Budget)
-	run.drive(ctx, runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}, func(done int, line string) {
+	run.drive(runCtx, runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}, func(done int, line string) {
 		notify(float64(done), total, line)
 	})
 	run.finish()
-	if err := ctx.Err(); err != nil {
+	if err := runCtx.Err(); err != nil {
 		return nil, RunAnswer{}, fmt.Errorf("loop cancelled after %d recorded experiment(s); campaign %s keeps them and resumes on the next loop or autoresearch: %w", run.sum.Recorded, resp.ID, err)
 	}
 	ans, err := s.finished(ctx, resp, run.sum)
@@ -431,9 +444,6 @@ func (s *Server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in Selector
 	run := s.running(id)
 	if run == nil {
 		return nil, RunAnswer{}, fmt.Errorf("campaign %s is not running in this server (running here: %v)", id, s.runningIDs())
-	}
-	if run.cancel == nil {
-		return nil, RunAnswer{}, fmt.Errorf("campaign %s is run by a loop call of this server: cancel that request instead", id)
 	}
 	run.cancel()
 	select {

@@ -34,7 +34,7 @@ func (s *Server) addTools() {
 	addTool(s, "loop", "Run seed 001's keep/revert loop for budget trials and wait for it (the autoresearch engine; resumable: calling it again continues the campaign). Sends a progress notification per experiment; cancel the request to stop it. Answers the run, the campaign status and the wake-up report (best config, latency and its kind).", s.loop)
 	addTool(s, "tune_instruction", "Loop 1: tune one ABI micro-kernel's -D knobs on the local GPU (build, verify against the per-op reference, time, keep on a >= 1% win). Needs an amkctl built with -tags cuda on a machine with a GPU.", s.tuneInstruction)
 	addTool(s, "autoresearch", "Create (or resume) a campaign and run it in the background; answers at once with the campaign id. Watch it with status, next and report; end this server's run with cancel. With a scheduler, the scheduler runs it.", s.autoresearch)
-	addTool(s, "cancel", "End this server's background run of a campaign (the campaign keeps its state; autoresearch resumes it). On a scheduler: pause the campaign.", s.cancel)
+	addTool(s, "cancel", "End this server's run of a campaign (a background autoresearch, or a loop another call waits for); the campaign keeps its experiments and autoresearch or loop resumes it. On a scheduler: pause the campaign.", s.cancel)
 	addTool(s, "status", "A campaign's status: baseline, best (with its latency kind), speedup, plateau counter, counts by outcome. With no selector: the only campaign there is.", s.status)
 	addTool(s, "next", "The continue-or-stop decision of a campaign (move-on criteria: plateau, near the floor, time budget, speedup) and its hottest region.", s.next)
 	addTool(s, "report", "Write a campaign's report files (report.md, report.json, report.svg, aggregate_report.md) and answer the wake-up report: best config, latency and kind, speedup over the default schedule, milestones.", s.report)
@@ -158,7 +158,8 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		token = *in.TokenID
 	}
 	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
-	out := s.evaluator(device, launcher)(ctx, spec)
+	eval, _ := s.evaluator(device, launcher)
+	out := eval(ctx, spec)
 	if err := ctx.Err(); err != nil {
 		return nil, none, fmt.Errorf("eval cancelled: %w", err)
 	}
@@ -435,14 +436,16 @@ func (s *Server) launcher(device string) (trial.Launcher, string, func(), error)
 // under the watchdog (a wall-clock limit, a panic as a crash, a device
 // that ignores cancellation reported wedged), as amkctl's --device cuda
 // runs and the gpuworker do.
-func (s *Server) evaluator(device string, launcher trial.Launcher) dispatch.Evaluator {
-	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
+// wedged closes when the GPU ignored a cancellation (never on the CPU).
+func (s *Server) evaluator(device string, launcher trial.Launcher) (eval dispatch.Evaluator, wedged <-chan struct{}) {
+	eval = func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
 	}
 	if device != "cuda" {
-		return eval
+		return eval, nil
 	}
-	return dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: s.log}).Evaluate
+	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: s.log})
+	return dog.Evaluate, dog.Wedged()
 }
 
 // DoctorInput is doctor's arguments (none).
