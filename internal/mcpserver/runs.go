@@ -192,6 +192,10 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 	if err != nil {
 		return nil, resp, err
 	}
+	if !resp.Created && resp.Campaign.Status == campaign.StatusDone {
+		return nil, resp, fmt.Errorf("campaign %s is done (%s) after %d experiments: nothing to run; reopen it (amkctl reopen %s) or give another name",
+			resp.ID, resp.Campaign.MoveOnReason, resp.Campaign.ExperimentsRun, resp.ID)
+	}
 	launcher, _, release, err := s.launcher(req.Device)
 	if err != nil {
 		return nil, resp, err

@@ -507,4 +507,11 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 	if again.Created || again.Status.ExperimentsRun <= st.ExperimentsRun {
 		t.Fatalf("resumed loop: %+v (before: %d)", again, st.ExperimentsRun)
 	}
+	// A campaign that is done has nothing to run.
+	if _, err := h.local.Command(ctx, again.Campaign, campaign.OpStop, api.CommandRequest{Note: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if msg := h.toolError("loop", map[string]any{"model": "toy", "gpu": "h100", "name": "long"}); !strings.Contains(msg, "is done") {
+		t.Errorf("loop on a done campaign: %q", msg)
+	}
 }
