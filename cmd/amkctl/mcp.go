@@ -76,7 +76,7 @@ AGENTS.md at the repository root says how an agent uses the tools.`,
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		if *httpAddr == "" {
-			if err := srv.Run(ctx, &mcp.StdioTransport{}); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+			if err := srv.Run(ctx, &mcp.StdioTransport{MaxLineLength: mcpserver.MaxMessageBytes}); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 				fmt.Fprintln(stderr, "amkctl mcp:", err)
 				return exitRejected
 			}

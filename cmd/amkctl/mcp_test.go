@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -55,6 +56,21 @@ func TestMCPStdio(t *testing.T) {
 	}
 	if code, _, stderr := runCmd(t, "mcp", "--http", "0.0.0.0:8765"); code != exitBadInput || !strings.Contains(stderr, "loopback") {
 		t.Fatalf("--http on all interfaces: exit %d, %s", code, stderr)
+	}
+}
+
+// TestMCPStdioBoundsAMessage: a line longer than the bound ends the
+// session with a message, not a crash and not an unbounded buffer.
+func TestMCPStdioBoundsAMessage(t *testing.T) {
+	cmd := amkctlAsMain(t, "mcp", "--workspace", filepath.Join(t.TempDir(), "ws"))
+	huge := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 9<<20) + "\"}}\n"
+	cmd.Stdin = strings.NewReader(huge)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitRejected || !strings.Contains(stderr.String(), "maximum line length") {
+		t.Fatalf("a 9 MiB line: %v\n%s", err, stderr.String())
 	}
 }
 

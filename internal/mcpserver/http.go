@@ -11,8 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// maxRequestBytes bounds the body of one HTTP request to the server.
-const maxRequestBytes = 8 << 20
+// MaxMessageBytes bounds one message a client sends: the body of one HTTP
+// request, one line on stdio.
+const MaxMessageBytes = 8 << 20
 
 // CheckLoopback refuses a listen address that is not on loopback: the
 // HTTP transport is for agents on this machine.
@@ -47,7 +48,7 @@ func (s *Server) HTTPHandler(token string) (http.Handler, error) {
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxRequestBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, MaxMessageBytes)
 		mcpHandler.ServeHTTP(w, r)
 	}), nil
 }
