@@ -114,7 +114,7 @@ func (c *Campaign) StatusText(now time.Time) string {
 		line("  best         : %.3fus (no baseline: the default has no correct latency yet)", best.LatencyUS)
 	}
 	if p := c.bestPct(); p != nil {
-		line("  best roofline: %.1f%% of the weights/bandwidth floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
+		line("  best roofline: %.1f%% of the streamed-bytes floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
 	}
 	if split := c.regionSplit(); split != "" {
 		line("  region split : %s  (share of critical path -> where to spend budget)", split)
@@ -267,7 +267,7 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 		add("%s", s)
 		add("- Best latency kind: %s", best.Kind)
 		if best.PctOfRoofline != nil {
-			add("- Distance to roofline: **%.1f%%** of the weights/bandwidth floor (100%% == the floor)", *best.PctOfRoofline)
+			add("- Distance to roofline: **%.1f%%** of the streamed-bytes floor (100%% == the floor)", *best.PctOfRoofline)
 		}
 	default:
 		add("- No correct schedule recorded yet.")

@@ -5,7 +5,8 @@
 // PageAllocation, GpuTarget, ScheduleConfig as data), the canonical enum codes
 // shared with the device ABI, the one op table every other package consults
 // (arity, required params, the marshalled param fields), the GPU target
-// registry, the JSON codec of seed 000 §6 and the graph algorithms the
+// registry, the fused layer patterns of FUSED tasks (FusedPatterns, as data),
+// the JSON codec of seed 000 §6 and the graph algorithms the
 // validator, lowering and VMs build on (dependency edges, Kahn order, counter
 // simulation, adversarial interleavings).
 //

@@ -135,8 +135,9 @@ func TestPointRoundTrip(t *testing.T) {
 	}
 	// Reserved knobs enter the id as the reference hashes them, but not the
 	// id of the normalised point (R15), which is what campaigns hash.
+	// A fusion group the lowering consumes enters both ids; one it does not
+	// consume leaves the normalised id alone.
 	q := p.Clone()
-	q.Config.FusionGrouping = nil
 	q.Config.PageAllocation = "graph_color"
 	q.Config.SetTile("attention", "kv_block", 128)
 	if q.ID() == p.ID() {
@@ -144,6 +145,12 @@ func TestPointRoundTrip(t *testing.T) {
 	}
 	if q.Normalize().ID() != p.Normalize().ID() {
 		t.Errorf("reserved knobs changed the normalised id: %s vs %s", q.Normalize().ID(), p.Normalize().ID())
+	}
+	off, unconsumed := p.Clone(), p.Clone()
+	off.Config.FusionGrouping = [][]string{}
+	unconsumed.Config.FusionGrouping = [][]string{{"embed"}}
+	if off.ID() == p.ID() || off.Normalize().ID() == p.Normalize().ID() || unconsumed.Normalize().ID() != off.Normalize().ID() {
+		t.Errorf("fusion ids: gate_up %s, none %s, an unconsumed group %s (normalised)", p.Normalize().ID(), off.Normalize().ID(), unconsumed.Normalize().ID())
 	}
 	// Knobs at their defaults and absent knobs are the same point.
 	r := p.Clone()

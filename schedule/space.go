@@ -31,6 +31,8 @@ const (
 	PathNPartitions  = "tiling.attention.n_partitions"
 	PathKVBlock      = "tiling.attention.kv_block"
 	PathFusion       = "fusion_grouping"
+	PathTilesPerSM   = "tiling.gemv.tiles_per_sm"
+	PathKVHeadSplit  = "tiling.attention.kv_head_split"
 	PathSMAssignment = "sm_assignment"
 	PathDepth        = "pipelining_depth"
 	PathPages        = "page_allocation"
@@ -47,7 +49,7 @@ var (
 	depthChoices      = []int{0, 1, 2, 3, 4}
 	tpbChoices        = []int{128, 256}
 	smPolicyChoices   = []string{PolicyRoundRobin, PolicyLoadBalance}
-	fusionChoiceLists = [][][]string{{}, {{"gate", "up"}}, {{"gate", "up", "silu"}}, {{"rmsnorm", "gemv"}}}
+	tilesPerSMChoices = []int{0, 1, 2}
 )
 
 // Space is the search space as data (R15) for a target and a device ("cpu"
@@ -74,8 +76,16 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 				"pinned to SMs, plus one ATTENTION_COMBINE); no effect while kv_len <= 16"},
 		{Path: PathKVBlock, Choices: ints(kvBlockChoices...), Default: intV(defaultKVBlock),
 			Note: "reserved: attention is whole-window (or split by n_partitions); recorded only"},
-		{Path: PathFusion, Choices: fusionValues(), Default: pyjson.ArrayValue(),
-			Note: "reserved: no fused lowering yet; recorded only"},
+		{Path: PathTilesPerSM, Choices: ints(tilesPerSMChoices...), Default: intV(0), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "tiles per SM in every projection phase (q|k|v, gate|up, o, down, " +
+				"lm_head): the tile count is a multiple of the SM count so every SM streams; 0 = the " +
+				"reference's N_tile rule (at most 64 tiles per projection)"},
+		{Path: PathKVHeadSplit, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "1: one attention task per KV head (x split-KV shard) on " +
+				"distinct SMs, the GQA group's query heads sharing its K/V rows; 0: all heads in one task"},
+		{Path: PathFusion, Choices: fusionChoices(), Default: pyjson.ArrayValue(), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "fused lowerings (schedule.Fusions): none, all, or all " +
+				"but one; each removes hops per layer (fused tasks are ir.FusedPatterns)"},
 		{Path: PathSMAssignment, Choices: strs(smPolicyChoices...), Default: pyjson.StringValue(PolicyLoadBalance),
 			Effective: true, Scope: ScopeLowering, Note: "the lowering sets every Task.sm: round_robin over the " +
 				"topological order, or LPT load balance by (bytes, flops, count); the cost model runs the per-SM queues"},
@@ -98,6 +108,18 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 			Effective: cuda, Scope: kernelScope(cuda), Note: "GEMV build variant (nvcc -D); measured on the GPU only"})
 	}
 	return knobs
+}
+
+// deviceLoweringScope scopes the device lowering's knobs (tiles_per_sm,
+// fusion_grouping): they change the program on every device, but the cost
+// model has no costs for hops or per-SM streaming yet (until it is
+// calibrated on the GPU), so a CPU campaign neither draws nor features
+// them; an explicit config still lowers with them everywhere.
+func deviceLoweringScope(cuda bool) string {
+	if cuda {
+		return ScopeLowering
+	}
+	return ""
 }
 
 // multiplesOf keeps the choices that are whole numbers of warps/wavefronts.
@@ -146,18 +168,6 @@ func strs(xs ...string) []pyjson.Value {
 	return out
 }
 
-func fusionValues() []pyjson.Value {
-	out := make([]pyjson.Value, len(fusionChoiceLists))
-	for i, groups := range fusionChoiceLists {
-		gs := make([]pyjson.Value, len(groups))
-		for j, g := range groups {
-			gs[j] = pyjson.ArrayValue(strs(g...)...)
-		}
-		out[i] = pyjson.ArrayValue(gs...)
-	}
-	return out
-}
-
 // KnobValue reads a knob of the point by path (the default when absent;
 // null for an auto-sized N_tile).
 func (p Point) KnobValue(path string) pyjson.Value {
@@ -178,6 +188,12 @@ func (p Point) KnobValue(path string) pyjson.Value {
 			return intV(v)
 		}
 		return intV(defaultKVBlock)
+	case PathTilesPerSM:
+		v, _ := c.Tile("gemv", "tiles_per_sm")
+		return intV(v)
+	case PathKVHeadSplit:
+		v, _ := c.Tile("attention", "kv_head_split")
+		return intV(min(max(v, 0), 1))
 	case PathSMAssignment, PathFusion:
 		v, _ := ir.ConfigValue(c).Get(path)
 		return v
@@ -250,6 +266,18 @@ func (p *Point) SetKnob(path string, v pyjson.Value) bool {
 		}
 	case PathKVBlock:
 		c.SetTile("attention", "kv_block", n)
+	case PathTilesPerSM:
+		if n <= 0 {
+			c.DeleteTile("gemv", "tiles_per_sm")
+		} else {
+			c.SetTile("gemv", "tiles_per_sm", n)
+		}
+	case PathKVHeadSplit:
+		if n <= 0 {
+			c.DeleteTile("attention", "kv_head_split")
+		} else {
+			c.SetTile("attention", "kv_head_split", 1)
+		}
 	case PathDepth:
 		c.PipeliningDepth = n
 	case PathTPB:

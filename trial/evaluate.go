@@ -179,12 +179,16 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteLowering, "lowering failed: %v", err)
 	}
 	v.Tasks, v.NBuffers, v.NCounters = len(prog.Tasks), len(prog.Buffers), len(prog.Counters)
-	wb := prog.TotalWeightBytes()
-	v.WeightMB = ir.RoundTo(float64(wb)/1e6, 4)
-	bound := target.BandwidthBoundUS(wb)
+	wb, sb := prog.TotalWeightBytes(), prog.StreamedBytes()
+	v.WeightMB, v.StreamedMB = ir.RoundTo(float64(wb)/1e6, 4), ir.RoundTo(float64(sb)/1e6, 4)
+	bound := target.BandwidthBoundUS(sb)
 	if !math.IsNaN(bound) && bound > 0 {
 		b := ir.RoundTo(bound, 4)
 		v.BoundUS = &b
+	}
+	if all := target.BandwidthBoundUS(wb); !math.IsNaN(all) && all > 0 {
+		b := ir.RoundTo(all, 4)
+		v.AllWeightsBoundUS = &b
 	}
 	done = st.start(StageValidate)
 	rep := validate.Validate(prog)

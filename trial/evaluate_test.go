@@ -40,6 +40,11 @@ func TestDefaultToyIsValidCorrectAndPredicted(t *testing.T) {
 	if v.BoundUS == nil || *v.LatencyUS < *v.BoundUS {
 		t.Fatalf("latency %v below bound %v", *v.LatencyUS, v.BoundUS)
 	}
+	// toy's untied embedding table is gathered one row per step: the
+	// streamed-bytes floor sits below the seed's all-weights figure.
+	if v.AllWeightsBoundUS == nil || *v.BoundUS >= *v.AllWeightsBoundUS || v.StreamedMB >= v.WeightMB {
+		t.Fatalf("streamed floor %v (%.4f MB) not below the all-weights floor %v (%.4f MB)", *v.BoundUS, v.StreamedMB, v.AllWeightsBoundUS, v.WeightMB)
+	}
 	wantPct := *v.LatencyUS / *v.BoundUS * 100
 	if math.Abs(*v.PctOfRoofline-wantPct)/wantPct > 1e-3 {
 		t.Fatalf("pct_of_roofline %v, want latency/bound*100 = %v", *v.PctOfRoofline, wantPct)

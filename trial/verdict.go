@@ -20,16 +20,20 @@ type Verdict struct {
 	LatencyUS      *float64 `json:"latency_us"`
 	LatencyKind    *string  `json:"latency_kind"`
 	PctOfRoofline  *float64 `json:"pct_of_roofline"`
-	BoundUS        *float64 `json:"bound_us"`
-	ScheduleID     string   `json:"schedule_id"`
-	Tasks          int      `json:"tasks"`
-	WeightMB       float64  `json:"weight_mb"`
-	GPU            string   `json:"gpu"`
-	Model          string   `json:"model"`
-	Device         string   `json:"device"`
-	NBuffers       int      `json:"n_buffers"`
-	NCounters      int      `json:"n_counters"`
-	Notes          []string `json:"notes"`
+	BoundUS        *float64 `json:"bound_us"` // the streamed-bytes floor: StreamedMB at the spec HBM bandwidth
+	// AllWeightsBoundUS is the seed's floor (every weight byte, the whole
+	// embedding table included): a second figure, never the headline.
+	AllWeightsBoundUS *float64 `json:"all_weights_bound_us"`
+	ScheduleID        string   `json:"schedule_id"`
+	Tasks             int      `json:"tasks"`
+	WeightMB          float64  `json:"weight_mb"`
+	StreamedMB        float64  `json:"streamed_mb"` // ir.Program.StreamedBytes / 1e6
+	GPU               string   `json:"gpu"`
+	Model             string   `json:"model"`
+	Device            string   `json:"device"`
+	NBuffers          int      `json:"n_buffers"`
+	NCounters         int      `json:"n_counters"`
+	Notes             []string `json:"notes"`
 	// Environment fingerprints the evaluator (trial.Environment, or the
 	// fleet worker's fingerprint); an amk addition to seed 001's fields.
 	Environment string `json:"environment,omitempty"`

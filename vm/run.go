@@ -268,9 +268,12 @@ func (v *VM) exec(ti int32, bufs []*tensor.Tensor) (err error) {
 	for k, b := range t.out {
 		out[k] = bufs[b]
 	}
-	if t.op == ir.OpFUSED {
+	switch {
+	case t.pattern != nil:
+		err = runPattern(*t.pattern, in, out, t.params)
+	case t.op == ir.OpFUSED:
 		err = runRecipe(t.recipe, in, out)
-	} else {
+	default:
 		err = runOp(t.op, in, out, t.params)
 	}
 	if err != nil {
