@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -384,4 +385,14 @@ func inFlightSpecs(st campaign.State) []trial.Spec {
 		specs[i] = st.InFlight[id].Spec
 	}
 	return specs
+}
+
+// DefaultWorkers is the number of trials a run on this machine keeps in
+// flight when not told: min(4, CPUs) on the CPU, one on a GPU (its trials
+// are timed side by side and must not share the device).
+func DefaultWorkers(device string) int {
+	if device == "cpu" {
+		return min(4, runtime.NumCPU())
+	}
+	return 1
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -84,10 +83,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			return fail(exitBadInput, "%v", err)
 		}
 		if *workers <= 0 {
-			*workers = 1
-			if dev == "cpu" {
-				*workers = min(4, runtime.NumCPU())
-			}
+			*workers = runner.DefaultWorkers(dev)
 		}
 		wsDir, corpusFile, notes, err := ref.Workspace(*workspace, cmd.Flags().Changed("workspace"))
 		if err != nil {
