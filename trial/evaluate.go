@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -134,7 +135,14 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject("malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
-	lm, err := opts.Models.Get(spec.Model, spec.Weights)
+	lm, err := opts.Models.GetContext(ctx, spec.Model, spec.Weights)
+	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
+		return nil, nil, nil, f
+	}
+	var memErr *MemoryError
+	if errors.As(err, &memErr) {
+		return nil, nil, nil, &Failure{Class: FailInfra, Phase: "memory", Message: memErr.Error()}
+	}
 	if err != nil {
 		return reject("model: %v", err)
 	}
