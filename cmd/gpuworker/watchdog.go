@@ -23,6 +23,9 @@ type watchdog struct {
 	wedged       chan struct{} // closed when an evaluation ignores cancellation
 	wedgeOnce    sync.Once
 	wedgeMessage string
+	// onWedge, when set, is told which trial wedged the device before the
+	// worker goes down, so that no other worker is handed it.
+	onWedge func(spec trial.Spec, message string)
 }
 
 func newWatchdog(eval func(context.Context, trial.Spec) trial.Outcome, limit, stopGrace time.Duration, m *metrics.Worker, log *slog.Logger) *watchdog {
@@ -101,6 +104,9 @@ func (w *watchdog) awaitStop(spec trial.Spec, done <-chan trial.Outcome, out tri
 		w.wedgeOnce.Do(func() {
 			w.wedgeMessage = fmt.Sprintf("evaluation of %s/%d ignored cancellation for %s; the device is wedged", spec.CampaignID, spec.TrialID, w.stopGrace)
 			w.log.Error("device wedged", "reason", w.wedgeMessage)
+			if w.onWedge != nil {
+				w.onWedge(spec, w.wedgeMessage)
+			}
 			close(w.wedged)
 		})
 	}

@@ -254,6 +254,9 @@ func (s *server) now() time.Time { return s.Now().UTC() }
 // read runs fn on the campaign named by the path.
 func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
 	id := r.PathValue("id")
+	if campaign.ValidID(id) != nil {
+		return notFound(id)
+	}
 	if err := s.Service.Read(id, fn); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return notFound(id)
@@ -267,6 +270,9 @@ func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
 // command timeout.
 func (s *server) do(r *http.Request, ev campaign.Event, command bool) (campaign.Decision, error) {
 	id := r.PathValue("id")
+	if campaign.ValidID(id) != nil {
+		return campaign.Decision{}, notFound(id)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
 	defer cancel()
 	dec, err := s.Service.Do(ctx, id, ev)

@@ -167,7 +167,8 @@ func (s Scheduler) LogValue() slog.Value {
 		slog.String("redis_password", r.Password), slog.String("namespace", r.Namespace),
 		slog.String("listen", s.Listen), slog.String("token", token), slog.String("token_file", s.TokenFile),
 		slog.Any("targets", s.Targets), slog.Int("infra_retries", s.InfraRetries),
-		slog.Int("worker_losses", s.WorkerLosses), slog.Duration("retention", s.Retention))
+		slog.Int("worker_losses", s.WorkerLosses), slog.Duration("retention", s.Retention),
+		slog.Any("sentinels", r.SentinelAddrs), slog.Bool("fleet_secret", r.FleetSecret != "" || r.FleetSecretFile != ""))
 }
 
 // String is the redacted form.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -47,6 +48,11 @@ type DispatcherOptions struct {
 	PollInterval  time.Duration
 	// Buffer is the capacity of the Outcomes channel (default 256).
 	Buffer int
+	// LostAfter is how long a worker's heartbeat may be silent before its
+	// running trial is offered again (DefaultLostAfter when zero);
+	// LostCheckInterval how often that is checked (DefaultLostCheckInterval).
+	LostAfter         time.Duration
+	LostCheckInterval time.Duration
 }
 
 // Dispatcher is a dispatch.Dispatcher over asynq: it enqueues trials on
@@ -55,6 +61,7 @@ type Dispatcher struct {
 	opts    DispatcherOptions
 	budget  budget
 	log     *slog.Logger
+	outage  outageLog
 	rdb     *redis.Client
 	client  *asynq.Client
 	insp    *asynq.Inspector
@@ -62,6 +69,8 @@ type Dispatcher struct {
 	out     chan trial.Outcome
 	closing chan struct{}
 	wg      sync.WaitGroup
+	// lostWorkers counts running trials claimed from lost workers.
+	lostWorkers atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -98,6 +107,12 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 	if opts.Buffer <= 0 {
 		opts.Buffer = 256
 	}
+	if opts.LostAfter <= 0 {
+		opts.LostAfter = DefaultLostAfter
+	}
+	if opts.LostCheckInterval <= 0 {
+		opts.LostCheckInterval = DefaultLostCheckInterval
+	}
 	rdb, err := opts.Conn.Client()
 	if err != nil {
 		return nil, err
@@ -118,6 +133,7 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		pending:   map[string]submitted{},
 		delivered: map[string]time.Time{},
 	}
+	d.outage = outageLog{d.log}
 	d.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       2,
 		Queues:            map[string]int{ResultQueue(opts.Namespace): 1},
@@ -143,8 +159,9 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		_ = rdb.Close()
 		return nil, err
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.sweepLoop()
+	go d.lostLoop()
 	return d, nil
 }
 
@@ -344,6 +361,10 @@ func (d *Dispatcher) Close() error {
 	_ = d.client.Close()
 	return d.rdb.Close()
 }
+
+// LostWorkers counts the trials this dispatcher took back from workers
+// that stopped heartbeating.
+func (d *Dispatcher) LostWorkers() int64 { return d.lostWorkers.Load() }
 
 // Workers lists the live workers of this namespace.
 func (d *Dispatcher) Workers(ctx context.Context) ([]WorkerInfo, error) {

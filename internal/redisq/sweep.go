@@ -62,14 +62,14 @@ func (d *Dispatcher) sweep() {
 			d.log.Warn("pending trial vanished from Redis; enqueueing it again", "task", e.key)
 			requeue = true
 		case err != nil:
-			d.log.Warn("cannot check on pending trial", "task", e.key, "err", err)
+			d.outage.Warn("sweep_check", "cannot check on pending trial", "task", e.key, "err", err)
 		default:
 			requeue = d.settle(e.key, e.sub.queue, info) == settleRequeue
 		}
 		if requeue {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := d.enqueue(ctx, e.sub.spec, e.sub.queue); err != nil {
-				d.log.Warn("re-enqueue failed; will try again", "task", e.key, "err", err)
+				d.outage.Warn("sweep_requeue", "re-enqueue failed; will try again", "task", e.key, "err", err)
 			}
 			cancel()
 		}

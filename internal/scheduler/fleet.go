@@ -71,6 +71,9 @@ type Fleet struct {
 	log  *slog.Logger
 	mux  *dispatch.Mux
 
+	floorsMu sync.Mutex
+	floors   map[string]floor // campaign id -> its HBM floor
+
 	mu        sync.Mutex
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -111,8 +114,10 @@ func New(opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Fleet{opts: opts, log: log, mux: dispatch.NewMux(opts.Transport),
-		campaigns: map[string]*entry{}, broken: map[string]string{}}, nil
+	f := &Fleet{opts: opts, log: log, floors: map[string]floor{},
+		campaigns: map[string]*entry{}, broken: map[string]string{}}
+	f.mux = dispatch.NewMux(newRecomputing(opts.Transport, f.floorOf))
+	return f, nil
 }
 
 func (f *Fleet) now() time.Time { return f.opts.Now().UTC() }
@@ -294,20 +299,9 @@ func (f *Fleet) entry(id string) *entry {
 	return f.campaigns[id]
 }
 
-// validID accepts what campaign.ID produces (lower-case letters, digits,
-// '.', '_', '-'; no leading dot), so an id from a request can never name a
-// path outside the workspace.
-func validID(id string) bool {
-	if id == "" || len(id) > 255 || id[0] == '.' {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validID is the id grammar every layer shares (campaign.ValidID): ids keep
+// the model's case ("toy-2L-h100-cpu", a name like "Night1").
+func validID(id string) bool { return campaign.ValidID(id) == nil }
 
 // Read runs fn on a campaign: the live state of a driven campaign, or a
 // snapshot of one another process drives.
