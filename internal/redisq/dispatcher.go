@@ -53,6 +53,11 @@ type DispatcherOptions struct {
 	// LostCheckInterval how often that is checked (DefaultLostCheckInterval).
 	LostAfter         time.Duration
 	LostCheckInterval time.Duration
+	// Secret is the fleet secret: when set, only outcomes carrying its MAC
+	// are accepted (see auth.go); OnReject, when set, is told the reason of
+	// each refused outcome (for a metric).
+	Secret   []byte
+	OnReject func(reason string)
 }
 
 // Dispatcher is a dispatch.Dispatcher over asynq: it enqueues trials on
@@ -252,8 +257,8 @@ func (d *Dispatcher) settle(key, queue string, info *asynq.TaskInfo) int {
 	campaign, trialID, _ := ParseTaskID(key)
 	switch info.State {
 	case asynq.TaskStateCompleted:
-		var out trial.Outcome
-		if err := json.Unmarshal(info.Result, &out); err != nil || (out.Verdict == nil && out.Failure == nil) {
+		out, ok := d.open(info.Result, "stored result", key)
+		if !ok || (out.Verdict == nil && out.Failure == nil) {
 			d.log.Warn("finished trial has no usable stored outcome; running it again", "task", key)
 			if d.insp.DeleteTask(queue, key) != nil {
 				return settleWaiting
@@ -276,11 +281,14 @@ func (d *Dispatcher) settle(key, queue string, info *asynq.TaskInfo) int {
 
 // receive is the asynq handler of the results queue.
 func (d *Dispatcher) receive(ctx context.Context, t *asynq.Task) error {
-	var out trial.Outcome
-	if err := json.Unmarshal(t.Payload(), &out); err != nil || t.Type() != TypeOutcome {
-		id, _ := asynq.GetTaskID(ctx)
-		d.log.Error("malformed outcome on the results queue; archived", "task", id, "type", t.Type(), "err", err)
-		return fmt.Errorf("malformed outcome: %w", asynq.SkipRetry)
+	id, _ := asynq.GetTaskID(ctx)
+	if t.Type() != TypeOutcome {
+		d.log.Error("unknown task type on the results queue; archived", "task", id, "type", t.Type())
+		return fmt.Errorf("task type %q is not %s: %w", t.Type(), TypeOutcome, asynq.SkipRetry)
+	}
+	out, ok := d.open(t.Payload(), "results queue", id)
+	if !ok {
+		return fmt.Errorf("outcome refused: %w", asynq.SkipRetry)
 	}
 	if !d.deliver(ctx, out) {
 		// Closing: wait until asynq hands the task back to the queue, so
@@ -289,6 +297,20 @@ func (d *Dispatcher) receive(ctx context.Context, t *asynq.Task) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// open decodes and authenticates an outcome read from Redis; a refused one
+// is logged (rate-limited), counted and reported as not ok.
+func (d *Dispatcher) open(payload []byte, from, task string) (trial.Outcome, bool) {
+	out, reason, err := openOutcome(d.opts.Secret, payload)
+	if err == nil {
+		return out, true
+	}
+	if d.opts.OnReject != nil {
+		d.opts.OnReject(reason)
+	}
+	d.outage.Warn("reject:"+reason, "outcome refused", "from", from, "task", task, "reason", reason, "err", err)
+	return out, false
 }
 
 // deliverAsync delivers an outcome found while submitting or sweeping,

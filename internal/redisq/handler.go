@@ -205,7 +205,7 @@ func (w *Worker) publish(ctx context.Context, t *asynq.Task, id string, out tria
 	if out.Worker == "" {
 		out.Worker = w.opts.Identity
 	}
-	payload, err := json.Marshal(out)
+	payload, err := sealOutcome(w.opts.Secret, out)
 	if err != nil {
 		return fmt.Errorf("encode outcome: %v: %w", err, asynq.SkipRetry)
 	}

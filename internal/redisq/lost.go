@@ -237,7 +237,7 @@ func (d *Dispatcher) reoffer(ctx context.Context, key string, m running) error {
 // publishCrash puts a crash outcome on the results queue under its trial key
 // (a copy already there wins) and keeps it as the trial's done marker.
 func (d *Dispatcher) publishCrash(ctx context.Context, out trial.Outcome) error {
-	payload, err := json.Marshal(out)
+	payload, err := sealOutcome(d.opts.Secret, out)
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,9 @@ type WorkerOptions struct {
 	// (see WorkerInfo).
 	MemoryBytes int64
 	MetricsAddr string
+	// Secret is the fleet secret; when set every outcome carries its MAC
+	// (see auth.go).
+	Secret []byte
 }
 
 // Worker consumes one target's trial queue with concurrency 1 and publishes
