@@ -48,6 +48,7 @@ type Options struct {
 type server struct {
 	Options
 	token []byte
+	sd    sdMemory
 }
 
 // handlerFunc serves one method of one route; a non-nil error is written as
@@ -93,6 +94,7 @@ func NewServer(o Options) (http.Handler, error) {
 		"/v1/campaigns/{id}/budget":   {"PUT": s.budget},
 		"/v1/campaigns/{id}/criteria": {"PUT": s.criteria},
 		"/v1/workers":                 {"GET": s.workers},
+		"/v1/sd/workers":              {"GET": s.serviceDiscovery},
 		"/v1/queues":                  {"GET": s.queues},
 		"/{path...}":                  {},
 	}

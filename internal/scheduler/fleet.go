@@ -20,6 +20,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
 )
 
 // Defaults.
@@ -420,6 +421,9 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 	if err != nil {
 		return "", false, 0, err
 	}
+	if err := f.checkMemory(ctx, req, target.Name); err != nil {
+		return "", false, 0, err
+	}
 	workers := req.Workers
 	if workers <= 0 {
 		workers = f.opts.DefaultWorkers
@@ -486,6 +490,41 @@ func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaig
 		Corpus: corpus, Cold: req.Cold, Settings: s,
 		Env: flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: "fleet", AMKVersion: f.opts.Version},
 	}, nil
+}
+
+// checkMemory refuses a campaign whose model no live worker of its target
+// could hold (trial.EstimateMemory against the memory each worker
+// announced). With no worker announcing its memory it cannot tell, and lets
+// the campaign start: each worker still refuses such a trial before
+// allocating anything.
+func (f *Fleet) checkMemory(ctx context.Context, req api.CreateRequest, target string) error {
+	if f.opts.Workers == nil {
+		return nil
+	}
+	workers, err := f.opts.Workers(ctx)
+	if err != nil {
+		f.log.Warn("cannot list workers to check the model's memory need", "err", err)
+		return nil
+	}
+	cfg, err := model.Load(req.Model)
+	if err != nil {
+		return fmt.Errorf("%w: %v", api.ErrBadValue, err)
+	}
+	need := trial.EstimateMemory(cfg, false, trial.DefaultCheckBytes)
+	var largest int64
+	known := false
+	for _, w := range workers {
+		if w.Target != target || w.MemoryBytes <= 0 {
+			continue
+		}
+		known = true
+		largest = max(largest, w.MemoryBytes)
+	}
+	if known && need.Host > largest {
+		return fmt.Errorf("%w: model %s needs about %d MiB of host memory per evaluator (its check runs %d of %d layers), but the largest live worker serving %s has %d MiB; add a worker with more memory (or raise its max_memory_mb)",
+			api.ErrBadValue, cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
+	}
+	return nil
 }
 
 func setIf[T any](dst *T, v *T) {
