@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		return exitUsage
 	}
 	log := cfg.Log.Logger(stderr).With("component", "scheduler")
+	redisq.RouteRedisLogs(log)
 	if err := serve(ctx, cfg, log, d); err != nil {
 		log.Error("scheduler stopped", "err", err)
 		return exitFailure

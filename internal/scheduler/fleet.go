@@ -243,14 +243,48 @@ func (f *Fleet) supervise(e *entry) {
 			err = errors.New("driver returned")
 		}
 		f.log.Error("campaign driver stopped; restarting it", "campaign", id, "err", err, "in", delay)
-		select {
-		case <-f.ctx.Done():
+		if !f.waitRestart(delay) {
 			return
-		case <-time.After(delay):
 		}
 		delay = min(2*delay, maxRestartDelay)
 	}
 }
+
+// waitRestart waits delay before a failed driver runs again, but no longer
+// than until the transport, found unhealthy meanwhile, answers again (after
+// a Redis outage the campaign goes on at once instead of after the backed-
+// off delay). It reports false when the fleet stops.
+func (f *Fleet) waitRestart(delay time.Duration) bool {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	probe := time.NewTicker(healthProbeEvery)
+	defer probe.Stop()
+	sawOutage := false
+	for {
+		select {
+		case <-f.ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-probe.C:
+			if f.opts.Health == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(f.ctx, healthProbeEvery)
+			err := f.opts.Health(ctx)
+			cancel()
+			if err != nil {
+				sawOutage = true
+			} else if sawOutage {
+				return true
+			}
+		}
+	}
+}
+
+// healthProbeEvery is how often a waiting driver restart checks the
+// transport.
+const healthProbeEvery = 250 * time.Millisecond
 
 // Close stops every driver (trials in flight stay in the ledgers), closes
 // the transport and releases the campaigns' locks.
