@@ -19,17 +19,18 @@ type fleet struct {
 	sched   *Proc
 	workers []*Proc
 	metrics []string
-	client  *api.Client
-	redis   []string // connection flags
+	client    *api.Client
+	redis     []string // connection flags
+	workspace string
 }
 
 func startFleet(t *testing.T, redisFlags []string, nWorkers int) *fleet {
 	t.Helper()
 	bins := BuildCommands(t, "scheduler", "gpuworker")
 	schedAddr := FreeAddr(t)
-	f := &fleet{redis: redisFlags}
+	f := &fleet{redis: redisFlags, workspace: t.TempDir()}
 	f.sched = StartProc(t, "scheduler", []string{"AMK_TOKEN=" + testToken}, bins["scheduler"],
-		append(append([]string{}, redisFlags...), "--workspace", t.TempDir(), "--listen", schedAddr, "--log-level", "warn")...)
+		append(append([]string{}, redisFlags...), "--workspace", f.workspace, "--listen", schedAddr, "--log-level", "warn")...)
 	if err := WaitHTTP("http://"+schedAddr+"/healthz", readyWait, f.sched); err != nil {
 		t.Fatalf("scheduler: %v\n%s", err, f.sched.Output())
 	}
