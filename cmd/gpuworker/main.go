@@ -211,6 +211,9 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 		failure = err
 	}
 	if failure == nil {
+		failure = dog.health() // a trial handed back on the way out wedged the device
+	}
+	if failure == nil {
 		log.Info("gpuworker stopped")
 	}
 	return failure
