@@ -16,9 +16,9 @@ import (
 // fleet is a scheduler and CPU gpuworkers (real binaries) on one Redis
 // connection setting.
 type fleet struct {
-	sched   *Proc
-	workers []*Proc
-	metrics []string
+	sched     *Proc
+	workers   []*Proc
+	metrics   []string
 	client    *api.Client
 	redis     []string // connection flags
 	workspace string
