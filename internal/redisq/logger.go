@@ -111,7 +111,7 @@ func (a asynqLogger) Error(args ...any) { a.limited(slog.LevelError, fmt.Sprint(
 func (a asynqLogger) Fatal(args ...any) { a.limited(slog.LevelError, fmt.Sprint(args...)) }
 
 func (a asynqLogger) limited(level slog.Level, msg string) {
-	outageLog{a.l}.log(level, lineKind("asynq", msg), msg, "component", "asynq")
+	outageLog(a).log(level, lineKind("asynq", msg), msg, "component", "asynq")
 }
 
 var _ asynq.Logger = asynqLogger{}

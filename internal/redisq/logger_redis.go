@@ -15,7 +15,7 @@ type redisLogger struct{ l *slog.Logger }
 
 func (r redisLogger) Printf(_ context.Context, format string, v ...any) {
 	msg := strings.TrimSpace(fmt.Sprintf(format, v...))
-	outageLog{r.l}.Warn(lineKind("go-redis", msg), msg, "component", "go-redis")
+	outageLog(r).Warn(lineKind("go-redis", msg), msg, "component", "go-redis")
 }
 
 // RouteRedisLogs sends go-redis's process-wide log output to l. go-redis has
