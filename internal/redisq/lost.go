@@ -134,6 +134,7 @@ func (d *Dispatcher) lostLoop() {
 	t := time.NewTicker(d.opts.LostCheckInterval)
 	defer t.Stop()
 	var healthySince time.Time
+	outage := false
 	for {
 		select {
 		case <-d.closing:
@@ -145,10 +146,17 @@ func (d *Dispatcher) lostLoop() {
 		cancel()
 		switch {
 		case err != nil:
-			healthySince = time.Time{}
+			outage, healthySince = true, time.Time{}
 			d.outage.Warn("lost_check", "lost-worker check failed", "err", err)
 		case healthySince.IsZero():
 			healthySince = time.Now()
+			if outage {
+				// Redis is back, perhaps as a promoted replica that never
+				// saw the last writes: look at every pending trial now
+				// rather than after a sweep interval.
+				outage = false
+				d.sweepOlderThan(0)
+			}
 		}
 	}
 }
@@ -168,9 +176,9 @@ func (d *Dispatcher) checkLost(ctx context.Context, healthySince time.Time) erro
 	if err != nil {
 		return err
 	}
-	beat := map[string]time.Time{}
+	live := map[string]WorkerInfo{}
 	for _, w := range workers {
-		beat[w.ID] = w.Heartbeat
+		live[w.ID] = w
 	}
 	for key, raw := range marks {
 		var m running
@@ -178,8 +186,14 @@ func (d *Dispatcher) checkLost(ctx context.Context, healthySince time.Time) erro
 			_ = d.rdb.HDel(ctx, runningKey(d.opts.Namespace), key).Err()
 			continue
 		}
-		if hb, ok := beat[m.Worker]; ok && time.Since(hb) < d.opts.LostAfter {
-			continue
+		if w, ok := live[m.Worker]; ok && time.Since(w.Heartbeat) < d.opts.LostAfter {
+			// Alive: still evaluating it, or a marker whose removal was lost
+			// (a failover to a replica that missed it) while the worker has
+			// long moved on to other work.
+			moved := w.Current != key && time.Since(m.Since) > d.opts.LostAfter && w.Heartbeat.After(m.Since.Add(registryBeat))
+			if !moved {
+				continue
+			}
 		}
 		n, err := claimScript.Run(ctx, d.rdb, []string{runningKey(d.opts.Namespace)}, key, raw).Int()
 		if err != nil {

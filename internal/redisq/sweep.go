@@ -30,7 +30,10 @@ func (d *Dispatcher) sweepLoop() {
 // copy lost) is delivered, and a trial that vanished from Redis (a restart
 // without persistence) is enqueued again. It also forgets delivered keys
 // older than the retention period.
-func (d *Dispatcher) sweep() {
+func (d *Dispatcher) sweep() { d.sweepOlderThan(d.opts.SweepInterval) }
+
+// sweepOlderThan is sweep over the trials pending for at least age.
+func (d *Dispatcher) sweepOlderThan(age time.Duration) {
 	now := time.Now()
 	type due struct {
 		key string
@@ -39,7 +42,7 @@ func (d *Dispatcher) sweep() {
 	var list []due
 	d.mu.Lock()
 	for k, s := range d.pending {
-		if now.Sub(s.at) >= d.opts.SweepInterval {
+		if now.Sub(s.at) >= age {
 			list = append(list, due{k, s})
 		}
 	}
