@@ -1,6 +1,7 @@
 package deploytest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -74,6 +75,24 @@ func TestTwoWorkersWithDefaultFlagsOnOneHost(t *testing.T) {
 	for _, w := range workers {
 		if !listed[w.MetricsAddr] {
 			t.Fatalf("service discovery %+v lacks %s", groups, w.MetricsAddr)
+		}
+	}
+
+	// A real Prometheus configured as deploy/prometheus-hosts.yml finds and
+	// scrapes both workers through the scheduler.
+	config := fmt.Sprintf(`global: {scrape_interval: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: %s
+    http_sd_configs: [{url: "http://%s/v1/sd/workers", refresh_interval: 1s}]
+`, JobWorker, schedAddr)
+	prom := StartPrometheus(t, []byte(config))
+	for deadline := time.Now().Add(readyWait); ; time.Sleep(200 * time.Millisecond) {
+		up, err := prom.Query(context.Background(), `up{job="`+JobWorker+`",profile="cpu"} == 1`, time.Now())
+		if err == nil && len(up) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus did not scrape both workers through service discovery: %v %v\n%s", up, err, prom.Output())
 		}
 	}
 }
