@@ -243,18 +243,26 @@ func (f *Fleet) supervise(e *entry) {
 			err = errors.New("driver returned")
 		}
 		f.log.Error("campaign driver stopped; restarting it", "campaign", id, "err", err, "in", delay)
-		if !f.waitRestart(delay) {
+		ok, recovered := f.waitRestart(delay)
+		if !ok {
 			return
 		}
 		delay = min(2*delay, maxRestartDelay)
+		if recovered {
+			// The transport is back: start the backoff over, so that a
+			// failure while its connections come up costs a second, not
+			// the backed-off delay.
+			delay = f.opts.RestartDelay
+		}
 	}
 }
 
 // waitRestart waits delay before a failed driver runs again, but no longer
 // than until the transport, found unhealthy meanwhile, answers again (after
 // a Redis outage the campaign goes on at once instead of after the backed-
-// off delay). It reports false when the fleet stops.
-func (f *Fleet) waitRestart(delay time.Duration) bool {
+// off delay). ok is false when the fleet stops; recovered says the wait
+// ended because the transport came back.
+func (f *Fleet) waitRestart(delay time.Duration) (ok, recovered bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	probe := time.NewTicker(healthProbeEvery)
@@ -263,9 +271,9 @@ func (f *Fleet) waitRestart(delay time.Duration) bool {
 	for {
 		select {
 		case <-f.ctx.Done():
-			return false
+			return false, false
 		case <-timer.C:
-			return true
+			return true, false
 		case <-probe.C:
 			if f.opts.Health == nil {
 				continue
@@ -276,7 +284,7 @@ func (f *Fleet) waitRestart(delay time.Duration) bool {
 			if err != nil {
 				sawOutage = true
 			} else if sawOutage {
-				return true
+				return true, true
 			}
 		}
 	}

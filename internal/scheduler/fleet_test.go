@@ -376,13 +376,16 @@ func TestDriverRestartFollowsTheTransportBack(t *testing.T) {
 		return errors.New("redis down")
 	}})
 	done := make(chan bool, 1)
-	go func() { done <- f.waitRestart(time.Hour) }()
+	go func() {
+		ok, recovered := f.waitRestart(time.Hour)
+		done <- ok && recovered
+	}()
 	time.Sleep(3 * healthProbeEvery) // the outage is seen
 	healthy.Store(true)
 	select {
 	case ok := <-done:
 		if !ok {
-			t.Fatal("waitRestart reported the fleet stopped")
+			t.Fatal("waitRestart did not report the transport's recovery")
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the restart waited out its backoff although the transport was back")
