@@ -28,6 +28,11 @@
 // error is returned to the caller; nothing is swallowed. Paths always come
 // from the caller, never from the working directory.
 //
+// The same flock is the workspace's one lock helper: TryLock (filelock.go)
+// takes a lock file without waiting and names its holder, for the campaign
+// ledgers and the scheduler's workspace lock in runner. Off unix, locking is
+// refused (errors.ErrUnsupported) rather than skipped.
+//
 // pct_of_roofline follows one convention everywhere (R9): latency / floor ×
 // 100, so 100 is at the HBM floor and lower is better.
 package flywheel

@@ -11,3 +11,6 @@ import (
 func lockFile(*os.File) error { return errors.ErrUnsupported }
 
 func unlockFile(*os.File) error { return nil }
+
+// tryLockFile is not implemented off unix: nothing is locked unlocked.
+func tryLockFile(*os.File) error { return errors.ErrUnsupported }

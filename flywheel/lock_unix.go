@@ -23,3 +23,18 @@ func lockFile(f *os.File) error {
 func unlockFile(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }
+
+// tryLockFile takes an exclusive advisory lock on f without waiting; it
+// returns errLockHeld when another open file holds one.
+func tryLockFile(f *os.File) error {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch err {
+		case syscall.EINTR:
+			continue
+		case syscall.EWOULDBLOCK:
+			return errLockHeld
+		}
+		return err
+	}
+}

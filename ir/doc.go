@@ -9,6 +9,12 @@
 // validator, lowering and VMs build on (dependency edges, Kahn order, counter
 // simulation, adversarial interleavings).
 //
+// The target registry holds NVIDIA and AMD parts. amk's own target fields
+// (vendor, wavefront width, L1, a memory-side last-level cache, matrix peaks
+// per dtype, the instruction-level PipelineTiming the pipeline package
+// simulates with) are written by the codec only when set, so NVIDIA records
+// encode exactly as the reference's do. The AMD parts are predicted only.
+//
 // ir imports only the standard library and amk's Python-compatible JSON
 // writer; it performs no I/O besides what its callers hand it.
 package ir

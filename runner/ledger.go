@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
@@ -28,7 +26,12 @@ var ErrLocked = errors.New("campaign is locked by another process")
 var ErrNoCampaign = errors.New("no such campaign")
 
 // Workspace is a directory of campaigns sharing one flywheel corpus.
-type Workspace struct{ Dir string }
+type Workspace struct {
+	Dir string
+	// Corpus, when set, is the corpus file used instead of
+	// Dir/flywheel/corpus.jsonl (the reference's --corpus flag).
+	Corpus string
+}
 
 // OpenWorkspace creates the workspace directory if needed.
 func OpenWorkspace(dir string) (*Workspace, error) {
@@ -45,7 +48,12 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 func (w *Workspace) CampaignDir(id string) string { return filepath.Join(w.Dir, "campaigns", id) }
 
 // CorpusPath is the workspace's flywheel corpus.
-func (w *Workspace) CorpusPath() string { return filepath.Join(w.Dir, "flywheel", "corpus.jsonl") }
+func (w *Workspace) CorpusPath() string {
+	if w.Corpus != "" {
+		return w.Corpus
+	}
+	return filepath.Join(w.Dir, "flywheel", "corpus.jsonl")
+}
 
 // IDs lists the campaigns of the workspace, sorted.
 func (w *Workspace) IDs() ([]string, error) {
@@ -81,7 +89,7 @@ type Ledger struct {
 	id   string
 	dir  string
 	c    *campaign.Campaign
-	lock *os.File
+	lock *flywheel.FileLock
 }
 
 type ledgerFile struct {
@@ -93,6 +101,9 @@ type ledgerFile struct {
 type outbox struct {
 	Rows   []flywheel.Row `json:"rows"`
 	Corpus []string       `json:"corpus"` // compact JSON lines
+	// Trials are the trials.jsonl lines of the event: the outcome it
+	// recorded, so the log holds one line per recorded trial, exactly once.
+	Trials []json.RawMessage `json:"trials,omitempty"`
 }
 
 // Create starts a new campaign from start, or — if the campaign already
@@ -153,6 +164,14 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 		l.Close()
 		return nil, err
 	}
+	if err := l.removeOrphanTemps(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.repairTrialLog(); err != nil {
+		l.Close()
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -175,21 +194,39 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 
 func (w *Workspace) lockNew(id string) (*Ledger, error) {
 	dir := w.CampaignDir(id)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	lock, err := flywheel.TryLock(filepath.Join(dir, "lock"), fmt.Sprintf("pid %d", os.Getpid()))
+	var held *flywheel.HeldError
+	if errors.As(err, &held) {
+		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, held.Holder)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(f.Name())
-		f.Close()
-		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, strings.TrimSpace(string(holder)))
+	return &Ledger{ws: w, id: id, dir: dir, lock: lock}, nil
+}
+
+// ErrWorkspaceInUse means another scheduler holds the workspace.
+var ErrWorkspaceInUse = errors.New("in use by another scheduler")
+
+// LockForScheduler takes the workspace's scheduler lock, so that one
+// scheduler at a time serves a workspace; Close the lock to release it. The
+// error names the holder when another scheduler has it.
+func (w *Workspace) LockForScheduler() (*flywheel.FileLock, error) {
+	host, _ := os.Hostname()
+	path := filepath.Join(w.Dir, "scheduler.lock")
+	lock, err := flywheel.TryLock(path, fmt.Sprintf("pid %d on %s", os.Getpid(), host))
+	var held *flywheel.HeldError
+	if errors.As(err, &held) {
+		who := held.Holder
+		if who == "" {
+			who = "unknown process"
+		}
+		return nil, fmt.Errorf("workspace %s is %w (%s holds %s); run one scheduler per workspace", w.Dir, ErrWorkspaceInUse, who, path)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(fmt.Sprintf("pid %d\n", os.Getpid())), 0)
-	return &Ledger{ws: w, id: id, dir: dir, lock: f}, nil
+	if err != nil {
+		return nil, fmt.Errorf("workspace lock: %w", err)
+	}
+	return lock, nil
 }
 
 func (l *Ledger) path(name string) string { return filepath.Join(l.dir, name) }
@@ -234,11 +271,19 @@ func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 	if err != nil {
 		return d, err
 	}
-	return d, l.persist(d)
+	var trials []json.RawMessage
+	if f, ok := ev.(campaign.Finished); ok {
+		line, err := json.Marshal(f.Outcome)
+		if err != nil {
+			return d, fmt.Errorf("trials log: %w", err)
+		}
+		trials = append(trials, line)
+	}
+	return d, l.persist(d, trials...)
 }
 
-func (l *Ledger) persist(d campaign.Decision) error {
-	ob := outbox{Rows: d.Rows}
+func (l *Ledger) persist(d campaign.Decision, trials ...json.RawMessage) error {
+	ob := outbox{Rows: d.Rows, Trials: trials}
 	for i := range d.Corpus {
 		ob.Corpus = append(ob.Corpus, pyjson.Compact(d.Corpus[i].Value(), false))
 	}
@@ -282,6 +327,9 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 			return fmt.Errorf("appending results.tsv: %w", err)
 		}
 	}
+	if err := l.appendTrials(ob.Trials, repair); err != nil {
+		return err
+	}
 	lines := ob.Corpus
 	if repair && len(lines) > 0 {
 		data, err := os.ReadFile(l.ws.CorpusPath())
@@ -323,19 +371,127 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 
 func (l *Ledger) recover(ob outbox) error { return l.flush(ob, true) }
 
-// AppendTrialLog appends one outcome to trials.jsonl (audit trail).
-func (l *Ledger) AppendTrialLog(v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
+// trialLogLine is what the repair reads of a trials.jsonl line.
+type trialLogLine struct {
+	TrialID *int `json:"trial_id"`
+}
+
+// appendTrials appends the outbox's outcome lines to trials.jsonl (fsync).
+// When repairing, a trial already in the log is skipped.
+func (l *Ledger) appendTrials(lines []json.RawMessage, repair bool) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	if repair {
+		have, _, err := l.readTrialLog()
+		if err != nil {
+			return err
+		}
+		var keep []json.RawMessage
+		for _, ln := range lines {
+			var t trialLogLine
+			if json.Unmarshal(ln, &t) == nil && t.TrialID != nil && have[*t.TrialID] {
+				continue
+			}
+			keep = append(keep, ln)
+		}
+		lines = keep
+	}
+	var buf bytes.Buffer
+	for _, ln := range lines {
+		buf.Write(ln)
+		buf.WriteByte('\n')
 	}
 	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("trials log: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		return err
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("trials log: %w", err)
 	}
 	return f.Sync()
+}
+
+// readTrialLog returns the trial ids of trials.jsonl's well-formed lines
+// and those lines, in order (a missing file is empty).
+func (l *Ledger) readTrialLog() (map[int]bool, [][]byte, error) {
+	data, err := os.ReadFile(l.path("trials.jsonl"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("trials log: %w", err)
+	}
+	ids := map[int]bool{}
+	var lines [][]byte
+	for _, ln := range bytes.Split(data, []byte("\n")) {
+		var t trialLogLine
+		if len(ln) == 0 || json.Unmarshal(ln, &t) != nil || t.TrialID == nil {
+			continue
+		}
+		ids[*t.TrialID] = true
+		lines = append(lines, ln)
+	}
+	return ids, lines, nil
+}
+
+// repairTrialLog makes trials.jsonl agree with the ledger (and so with
+// results.tsv, one row per recorded outcome): a torn or unreadable line, a
+// second line for one trial (earlier versions logged every outcome received,
+// before recording it, so a crash or a redelivery left extra lines) and a
+// line for a trial the campaign has not recorded are dropped. The file is
+// rewritten atomically only when something was dropped.
+func (l *Ledger) repairTrialLog() error {
+	data, err := os.ReadFile(l.path("trials.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	st := l.c.State()
+	recorded := func(id int) bool {
+		_, inFlight := st.InFlight[id]
+		return id >= 0 && id < st.NextTrial && !inFlight
+	}
+	seen := map[int]bool{}
+	var out bytes.Buffer
+	dropped := 0
+	for _, ln := range bytes.Split(data, []byte("\n")) {
+		if len(ln) == 0 {
+			continue
+		}
+		var t trialLogLine
+		if json.Unmarshal(ln, &t) != nil || t.TrialID == nil || seen[*t.TrialID] || !recorded(*t.TrialID) {
+			dropped++
+			continue
+		}
+		seen[*t.TrialID] = true
+		out.Write(ln)
+		out.WriteByte('\n')
+	}
+	if dropped == 0 && (len(data) == 0 || data[len(data)-1] == '\n') {
+		return nil
+	}
+	if err := atomicfile.Write(l.path("trials.jsonl"), out.Bytes()); err != nil {
+		return fmt.Errorf("repairing the trials log: %w", err)
+	}
+	return nil
+}
+
+// removeOrphanTemps deletes the temporary files an atomic write of the
+// ledger or the trials log left behind when the process died between
+// creating and renaming them. The campaign lock is held, so no writer of
+// these files is running.
+func (l *Ledger) removeOrphanTemps() error {
+	for _, name := range []string{"ledger.json", "trials.jsonl"} {
+		orphans, err := filepath.Glob(filepath.Join(l.dir, "."+name+".tmp-*"))
+		if err != nil {
+			return err
+		}
+		for _, o := range orphans {
+			if err := os.Remove(o); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("removing a leftover temporary file: %w", err)
+			}
+		}
+	}
+	return nil
 }

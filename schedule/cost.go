@@ -21,7 +21,7 @@ const (
 	tileFixedUS     = 0.10 // GEMV/GEMM tile: 2 barriers around the x cache, warp reduction
 	l2BWFactor      = 2.5  // L2 bandwidth as a multiple of the spec HBM bandwidth (x-cache reloads)
 	hbmLatencyUS    = 0.60 // one HBM round trip
-	inflightPerWarp = 2048 // bytes one warp keeps in flight (4 x 512-byte vector loads)
+	inflightPerLane = 64   // bytes one thread keeps in flight (4 x 16-byte vector loads): 2048 per 32-wide warp
 	prefetchIssueUS = 0.04 // per look-ahead slot per GEMV/GEMM tile: issuing L2 prefetches
 	pipelineGain    = 0.6  // exposed fraction of a tile's bytes: max(0.5, 1/(1+0.6*depth))
 	minExposed      = 0.5
@@ -120,9 +120,10 @@ type costModel struct {
 	bw         float64 // shared achievable HBM bytes per µs
 	flopsPerSM float64 // flops per µs per SM
 	numSMs     int
-	warps      int
+	warps      int     // warps (AMD: wavefronts) per block
+	inflight   float64 // bytes one warp/wavefront keeps in flight
 	depth      int
-	l2Share    float64 // L2 bytes per SM: a bound on what one SM can prefetch
+	l2Share    float64 // L2 (or Infinity Cache) bytes per SM: a bound on what one SM can prefetch
 	l2PerSM    float64 // L2 bytes per µs per SM
 	exposed    float64 // exposed fraction of a prefetchable tile
 	policy     ir.SMAssignment
@@ -133,11 +134,12 @@ func newCostModel(t *ir.GpuTarget, pt Point) *costModel {
 	depth := max(0, pt.Config.PipeliningDepth)
 	return &costModel{
 		bw:         max(t.HBMBandwidthGBs, 1e-9) * 1e3 * AchievableBWFraction,
-		flopsPerSM: max(t.FP16TFLOPS, 1e-9) * 1e6 * AchievableFlopFraction / float64(numSMs),
+		flopsPerSM: max(t.MatrixPeakTFLOPS("fp16"), 1e-9) * 1e6 * AchievableFlopFraction / float64(numSMs),
 		numSMs:     numSMs,
-		warps:      max(1, pt.Config.ThreadsPerBlock/32),
+		warps:      max(1, pt.Config.ThreadsPerBlock/t.Wavefront()),
+		inflight:   float64(inflightPerLane * t.Wavefront()),
 		depth:      depth,
-		l2Share:    float64(t.L2Bytes) / float64(numSMs),
+		l2Share:    float64(t.PrefetchCacheBytes()) / float64(numSMs),
 		l2PerSM:    max(t.HBMBandwidthGBs, 1e-9) * 1e3 * l2BWFactor / float64(numSMs),
 		exposed:    max(minExposed, 1/(1+float64(depth)*pipelineGain)),
 		policy:     pt.Config.SMAssignment,

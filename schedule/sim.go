@@ -232,7 +232,7 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 		warps = min(warps, int(max(1, t.Params.IntOr("n_heads", 1))))
 	}
 	if st.bytes > 0 {
-		st.cap = float64(warps) * inflightPerWarp / hbmLatencyUS
+		st.cap = float64(warps) * m.inflight / hbmLatencyUS
 		if f > 0 {
 			st.cap = min(st.cap, st.bytes*m.flopsPerSM/float64(f))
 		}

@@ -54,11 +54,16 @@ var (
 // or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
 // are effective only on "cuda": the CPU evaluator's cost model does not
 // model them, so on "cpu" they are neither drawn nor presented as levers.
+// The space is per vendor: threads_per_block offers multiples of the
+// target's warp/wavefront only, and an AMD target has no kernel_knobs.*
+// (they are the CUDA kernels' -D knobs: cp.async rings, per-warp columns)
+// and no kernel build, so on AMD every point is predicted.
 func Space(t *ir.GpuTarget, device string) []Knob {
-	cuda := device == "cuda"
-	smemCap := 0
+	amd := t != nil && t.IsAMD()
+	cuda := device == "cuda" && !amd
+	smemCap, wave := 0, 32
 	if t != nil {
-		smemCap = t.SmemBytesPerBlockOptin
+		smemCap, wave = t.SmemBytesPerBlockOptin, t.Wavefront()
 	}
 	knobs := []Knob{
 		{Path: PathNTile, Choices: ints(nTileChoices...), Default: intV(defaultNTile), Effective: true,
@@ -79,20 +84,31 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 				"config.pipelining_depth); hides part of each sync transition, costs issue slots per task"},
 		{Path: PathPages, Choices: strs(pagePolicies...), Default: pyjson.StringValue(defaultPagePolicy),
 			Note: "reserved: no page allocation is produced; activations live in one linear arena"},
-		{Path: PathTPB, Choices: ints(tpbChoices...), Default: intV(defaultTPB), Effective: true,
+		{Path: PathTPB, Choices: ints(multiplesOf(tpbChoices, wave)...), Default: intV(defaultTPB), Effective: true,
 			Scope: ScopeCostModel, Note: "persistent VM block size; warps per block bound each SM's in-flight " +
 				"weight loads (512 deadlocks the cooperative grid sync and is rejected, R24)"},
 		{Path: PathSmem, Choices: ints(smemChoices(smemCap)...), Default: intV(0), Effective: cuda,
 			Scope: kernelScope(cuda), Note: "dynamic SMEM opt-in per block, bytes (<= the target's opt-in cap)"},
 	}
 	for _, k := range kernelKnobs {
-		if k.choices == nil {
+		if k.choices == nil || amd {
 			continue
 		}
 		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.choices...), Default: intV(k.def),
 			Effective: cuda, Scope: kernelScope(cuda), Note: "GEMV build variant (nvcc -D); measured on the GPU only"})
 	}
 	return knobs
+}
+
+// multiplesOf keeps the choices that are whole numbers of warps/wavefronts.
+func multiplesOf(choices []int, wave int) []int {
+	var out []int
+	for _, c := range choices {
+		if wave > 0 && c%wave == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func kernelScope(cuda bool) string {
@@ -342,4 +358,17 @@ func Features(p Point) []float64 {
 		f = append(f, float64(v))
 	}
 	return f
+}
+
+// SpaceSize is the number of distinct points of a space: the product of the
+// effective knobs' choice counts (reserved knobs are normalised away, so
+// they add no points).
+func SpaceSize(knobs []Knob) int {
+	n := 1
+	for _, k := range knobs {
+		if k.Effective && len(k.Choices) > 0 {
+			n *= len(k.Choices)
+		}
+	}
+	return n
 }

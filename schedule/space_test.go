@@ -133,3 +133,17 @@ func checkLegal(t *testing.T, space []Knob, p Point, dev string, tg *ir.GpuTarge
 		t.Fatalf("%s: drawn point cannot launch: %v", dev, err)
 	}
 }
+
+func TestSpaceSize(t *testing.T) {
+	h200, err := ir.Target("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := SpaceSize(Space(h200, "cpu")); n != 560 {
+		t.Errorf("cpu space of h200 has %d points, want 7x4x2x5x2 = 560", n)
+	}
+	// cuda adds SMEM (3 choices on h200) and the four kernel knobs (3x2x3x2).
+	if n := SpaceSize(Space(h200, "cuda")); n != 560*3*36 {
+		t.Errorf("cuda space of h200 has %d points, want %d", n, 560*3*36)
+	}
+}

@@ -8,8 +8,9 @@ const (
 )
 
 // Verdict is the one structured result of evaluating a schedule (seed 001).
-// Pointer fields are JSON null when absent: no latency without correct=true,
-// no correctness claim for a rejected config.
+// Pointer fields are JSON null when absent: no latency without correct=true.
+// A rejected verdict (valid=false) has correct=false, rejected_reason, a note
+// naming the stage that rejected it, and null latency, kind, pct and bound_us.
 type Verdict struct {
 	Valid          bool     `json:"valid"`
 	RejectedReason *string  `json:"rejected_reason"`
@@ -29,4 +30,21 @@ type Verdict struct {
 	NBuffers       int      `json:"n_buffers"`
 	NCounters      int      `json:"n_counters"`
 	Notes          []string `json:"notes"`
+	// Environment fingerprints the evaluator (trial.Environment, or the
+	// fleet worker's fingerprint); an amk addition to seed 001's fields.
+	Environment string `json:"environment,omitempty"`
 }
+
+// Notes of a rejected verdict, one per stage that can reject (seed 001: a
+// rejected verdict says why and where; the reference's wording).
+const (
+	NoteUnknownTarget   = "unknown GPU target, rejected, no launch"
+	NoteMalformedConfig = "config dict could not be parsed, rejected, no launch"
+	NoteModel           = "model could not be loaded, rejected, no launch"
+	NotePosition        = "decode position outside the model's context, rejected, no launch"
+	NoteLowering        = "lower() raised, config rejected, no launch"
+	NoteValidate        = "validate() REJECTED, schedule never launches (agent-safety)"
+	NoteLaunch          = "launch config infeasible, REJECTED before launch (agent-safety)"
+	NoteDeviceRefused   = "the device's loader refused the program, REJECTED before launch"
+	NoteBatch           = "batch size not supported here, rejected, no launch"
+)

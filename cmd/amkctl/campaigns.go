@@ -1,294 +1,273 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/internal/version"
 )
 
 func init() {
-	register(command{name: "status", summary: "print a campaign's status (baseline, best, speedup, plateau counter)", run: runStatus})
-	register(command{name: "next", summary: "continue-or-stop decision for a campaign (move-on criteria, hottest region)", run: runNext})
-	register(command{name: "report", summary: "write a campaign's reports (markdown, JSON, SVG plot) and print its status", run: runReport})
-	register(command{name: "record", summary: "record an outside agent's own experiment into a campaign", run: runRecord})
-	register(command{name: "campaigns", summary: "list the campaigns of a workspace or a scheduler", run: runCampaigns})
+	addVerb(newStatusCmd)
+	addVerb(newNextCmd)
+	addVerb(newReportCmd)
+	addVerb(newRecordCmd)
+	addVerb(newCampaignsCmd)
+}
+
+// The campaign verbs are written once against control.Campaigns: a local
+// workspace (--workspace DIR, the default) or a scheduler (--server URL or
+// $AMK_SERVER).
+
+// campaignVerb builds the command of a verb that acts on one campaign.
+func campaignVerb(use, short string) (*cobra.Command, campaignFlags) {
+	cmd := &cobra.Command{Use: use, Short: short}
+	return cmd, addCampaignFlags(cmd)
 }
 
 // campaignFlags selects a campaign: --campaign ID, a campaign id, or MODEL
-// --gpu G [--device D] [--name N], or the only campaign of the workspace.
-// With --server (or $AMK_SERVER) the verb acts on a scheduler, where a
-// campaign id may also be given as the only argument.
+// --gpu G [--device D] [--name N], or the only campaign there is; in the
+// workspace, or on a scheduler with --server.
 type campaignFlags struct {
 	workspace, id, gpu, device, name *string
 	jsonOut                          *bool
 	remote                           remoteFlags
 }
 
-func addCampaignFlags(fs *flag.FlagSet) campaignFlags {
+func addCampaignFlags(cmd *cobra.Command) campaignFlags {
+	fs := cmd.Flags()
 	return campaignFlags{
-		remote:    addRemoteFlags(fs),
+		remote:    addRemoteFlags(cmd),
 		workspace: fs.String("workspace", "workspace", "workspace directory"),
 		id:        fs.String("campaign", "", "campaign id (see amkctl campaigns)"),
-		gpu:       fs.String("gpu", "", "with MODEL: the campaign's GPU target"),
-		device:    fs.String("device", "cpu", "with MODEL: the campaign's device (cpu or cuda)"),
+		gpu:       addGPUFlag(cmd, "", "with MODEL: the campaign's GPU target"),
+		device:    addDeviceFlag(cmd, "with MODEL: the campaign's device (cpu or cuda)"),
 		name:      fs.String("name", "", "with MODEL: the campaign's name, if it has one"),
-		jsonOut:   fs.Bool("json", false, "print JSON instead of text"),
+		jsonOut:   addJSONFlags(cmd, "print JSON instead of text"),
 	}
 }
 
-func (cf campaignFlags) resolve(positional []string) (*runner.Workspace, string, error) {
-	if _, err := os.Stat(*cf.workspace); err != nil {
-		return nil, "", fmt.Errorf("no workspace at %s (run amkctl autoresearch first, or pass --workspace)", *cf.workspace)
-	}
-	ws, err := runner.OpenWorkspace(*cf.workspace)
-	if err != nil {
-		return nil, "", err
-	}
-	switch {
-	case *cf.id != "":
-		return ws, *cf.id, nil
-	case len(positional) == 1:
-		if *cf.gpu == "" {
-			if ws.Exists(positional[0]) {
-				return ws, positional[0], nil
-			}
-			return nil, "", fmt.Errorf("no campaign %q in %s; a MODEL needs --gpu to name a campaign (see amkctl campaigns)", positional[0], ws.Dir)
-		}
-		return ws, campaign.ID(positional[0], *cf.gpu, *cf.device, *cf.name), nil
-	case len(positional) > 1:
-		return nil, "", fmt.Errorf("unexpected arguments %q", positional[1:])
-	}
-	ids, err := ws.IDs()
-	if err != nil {
-		return nil, "", err
-	}
-	switch len(ids) {
-	case 0:
-		return nil, "", fmt.Errorf("ERROR: no campaign state in %s (start one with amkctl autoresearch)", ws.Dir)
-	case 1:
-		return ws, ids[0], nil
-	}
-	return nil, "", fmt.Errorf("%d campaigns in %s (%s): choose one with --campaign ID or MODEL --gpu G", len(ids), ws.Dir, strings.Join(ids, ", "))
+// open returns the scheduler's campaigns with --server (or $AMK_SERVER),
+// the workspace's otherwise; a workspace that does not exist is created
+// when create is set and an error otherwise. It reports failures itself
+// and returns their exit code.
+func (cf campaignFlags) open(verb string, create bool, stderr io.Writer) (control.Campaigns, int) {
+	return openCampaigns(verb, cf.remote, *cf.workspace, create, stderr)
 }
 
-func printJSON(w io.Writer, v any) int {
+func openCampaigns(verb string, remote remoteFlags, workspace string, create bool, stderr io.Writer) (control.Campaigns, int) {
+	client, err := remote.client()
+	if err != nil {
+		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+		return nil, exitBadInput
+	}
+	if client != nil {
+		return control.Remote{Client: client}, exitOK
+	}
+	local, err := control.OpenLocal(workspace, create, flywheel.Env{AMKVersion: version.String()})
+	if err != nil {
+		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+		return nil, exitRejected
+	}
+	return local, exitOK
+}
+
+// selector is the campaign the positional arguments and flags name.
+func (cf campaignFlags) selector(pos []string) control.Selector {
+	sel := control.Selector{ID: *cf.id, GPU: *cf.gpu, Device: *cf.device, Name: *cf.name}
+	if len(pos) > 0 {
+		sel.Arg, sel.Extra = pos[0], pos[1:]
+	}
+	return sel
+}
+
+// onCampaign opens the campaigns, resolves the one the arguments name and
+// runs fn on it, bounded by remoteTimeout.
+func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, fn func(ctx context.Context, cs control.Campaigns, id string) error) int {
+	cs, code := cf.open(verb, false, stderr)
+	if cs == nil {
+		return code
+	}
+	ctx, cancel := remoteContext()
+	defer cancel()
+	id, err := cs.Resolve(ctx, cf.selector(pos))
+	if err == nil {
+		err = fn(ctx, cs, id)
+	}
+	if err != nil {
+		return campaignFail(stderr, verb, err)
+	}
+	return exitOK
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return 2
-	}
-	return 0
+	return enc.Encode(v)
 }
 
-func runStatus(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("status", "status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]", stderr)
-	cf := addCampaignFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if c, err := cf.remote.client(); err != nil {
-		fmt.Fprintln(stderr, "amkctl status:", err)
-		return 2
-	} else if c != nil {
-		return remoteStatus(c, cf, pos, stdout, stderr)
-	}
-	ws, id, err := cf.resolve(pos)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl status:", err)
-		return 1
-	}
-	c, err := ws.View(id)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl status:", err)
-		return 1
-	}
-	now := time.Now().UTC()
-	if *cf.jsonOut {
-		return printJSON(stdout, c.StatusReport(now))
-	}
-	fmt.Fprint(stdout, c.StatusText(now))
-	return 0
-}
-
-func runNext(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("next", "next [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]", stderr)
-	cf := addCampaignFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if c, err := cf.remote.client(); err != nil {
-		fmt.Fprintln(stderr, "amkctl next:", err)
-		return 2
-	} else if c != nil {
-		return remoteNext(c, cf, pos, stdout, stderr)
-	}
-	ws, id, err := cf.resolve(pos)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl next:", err)
-		return 1
-	}
-	now := time.Now().UTC()
-	var c *campaign.Campaign
-	// With the lock, a criterion that tripped is made to stick (the
-	// campaign flips to done); while a driver holds it, the driver does.
-	if l, err := ws.Open(id); err == nil {
-		if c = l.Campaign(); c.Status() == campaign.StatusOptimizing {
-			if _, err := l.Apply(campaign.Tick{Time: now}); err != nil && !errors.Is(err, campaign.ErrDone) {
-				l.Close()
-				fmt.Fprintln(stderr, "amkctl next:", err)
-				return 1
+func newStatusCmd() *cobra.Command {
+	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
+		"print a campaign's status (baseline, best, speedup, plateau counter)")
+	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			if *cf.jsonOut {
+				rep, err := cs.Status(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, rep)
 			}
-		}
-		l.Close()
-	} else if errors.Is(err, runner.ErrLocked) {
-		if c, err = ws.View(id); err != nil {
-			fmt.Fprintln(stderr, "amkctl next:", err)
-			return 1
-		}
-	} else {
-		fmt.Fprintln(stderr, "amkctl next:", err)
-		return 1
-	}
-	n := c.Next(now)
-	if *cf.jsonOut {
-		return printJSON(stdout, n)
-	}
-	fmt.Fprint(stdout, n.Text())
-	return 0
+			text, err := cs.StatusText(ctx, id)
+			fmt.Fprint(stdout, text)
+			return err
+		})
+	})
+	return cmd
 }
 
-func runReport(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("report", "report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]", stderr)
-	cf := addCampaignFlags(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if c, err := cf.remote.client(); err != nil {
-		fmt.Fprintln(stderr, "amkctl report:", err)
-		return 2
-	} else if c != nil {
-		return remoteReport(c, cf, pos, stdout, stderr)
-	}
-	ws, id, err := cf.resolve(pos)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl report:", err)
-		return 1
-	}
-	c, err := ws.View(id)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl report:", err)
-		return 1
-	}
-	now := time.Now().UTC()
-	dir := ws.CampaignDir(id)
-	if err := runner.WriteReport(dir, c, now); err != nil {
-		fmt.Fprintln(stderr, "amkctl report:", err)
-		return 1
-	}
-	agg := filepath.Join(dir, "aggregate_report.md")
-	if err := writeFileAtomic(agg, []byte(c.ReportMarkdown(now))); err != nil {
-		fmt.Fprintln(stderr, "amkctl report:", err)
-		return 1
-	}
-	if *cf.jsonOut {
-		return printJSON(stdout, c.WakeUp(now))
-	}
-	fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)\n", agg, filepath.Join(dir, "report.md"))
-	fmt.Fprint(stdout, c.StatusText(now))
-	return 0
+func newNextCmd() *cobra.Command {
+	cmd, cf := campaignVerb("next [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
+		"continue-or-stop decision for a campaign (move-on criteria, hottest region)")
+	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		return cf.onCampaign("next", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			n, err := cs.Next(ctx, id)
+			if err != nil {
+				return err
+			}
+			if *cf.jsonOut {
+				return printJSON(stdout, n)
+			}
+			fmt.Fprint(stdout, n.Text())
+			return nil
+		})
+	})
+	return cmd
 }
 
-func runRecord(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("record", "record STATUS [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--latency-us F] [--pct-roofline F] [--kind K] [--correctness C] [--schedule-id S] [--config cfg.json] [--description D] [--regions attention=0.5,mlp=0.4,lm_head=0.1]", stderr)
-	cf := addCampaignFlags(fs)
-	latency := fs.Float64("latency-us", -1, "latency in µs (needs correctness PASS)")
-	pct := fs.Float64("pct-roofline", -1, "latency / floor x 100")
-	bound := fs.Float64("bound-us", -1, "the HBM floor in µs")
+func newReportCmd() *cobra.Command {
+	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
+		"write a campaign's reports (markdown, JSON, SVG plot) and print its status")
+	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			files, err := cs.WriteReport(ctx, id)
+			if err != nil {
+				return err
+			}
+			if *cf.jsonOut {
+				wake, err := cs.Report(ctx, id)
+				if err != nil {
+					return err
+				}
+				return printJSON(stdout, wake)
+			}
+			text, err := cs.StatusText(ctx, id)
+			if err != nil {
+				return err
+			}
+			agg, wake := files.Dir, files.Dir
+			for _, f := range files.Files {
+				switch {
+				case hasBase(f, control.AggregateReport):
+					agg = f
+				case hasBase(f, "report.md"):
+					wake = f
+				}
+			}
+			where := ""
+			if _, remote := cs.(control.Remote); remote {
+				where = " on the scheduler's machine"
+			}
+			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)%s\n", agg, wake, where)
+			fmt.Fprint(stdout, text)
+			return nil
+		})
+	})
+	return cmd
+}
+
+// hasBase reports whether a path (in the syntax of the campaigns' machine)
+// names base.
+func hasBase(path, base string) bool {
+	return path == base || strings.HasSuffix(path, "/"+base) || strings.HasSuffix(path, `\`+base)
+}
+
+func newRecordCmd() *cobra.Command {
+	cmd, cf := campaignVerb("record STATUS [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--latency-us F] [--pct-roofline F] [--kind K] [--correctness C] [--schedule-id S] [--schedule cfg.json] [--description D] [--regions attention=0.5,mlp=0.4,lm_head=0.1]",
+		"record an outside agent's own experiment into a campaign")
+	fs := cmd.Flags()
+	latency := fs.Float64("latency-us", -1, "latency in µs (needs correctness PASS); negative: none")
+	pct := fs.Float64("pct-roofline", -1, "latency / floor x 100; negative: none")
+	bound := fs.Float64("bound-us", -1, "the HBM floor in µs; negative: none")
 	kind := fs.String("kind", "", "latency kind: measured-gpu or predicted")
-	correctness := fs.String("correctness", "", "PASS, FAIL, REJECTED, CRASH or TIMEOUT (default from STATUS)")
-	schedID := fs.String("schedule-id", "", "schedule id (computed from --config when empty)")
-	cfgPath := fs.String("config", "", "the config JSON the experiment used")
+	correctness := fs.String("correctness", "", "PASS, FAIL, REJECTED, CRASH or TIMEOUT; empty: from STATUS")
+	schedID := fs.String("schedule-id", "", "schedule id; empty: computed from --schedule")
+	cfgPath := addScheduleFlag(cmd, "the schedule config JSON the experiment used")
 	desc := fs.String("description", "", "free text")
 	source := fs.String("source", "agent", "provenance of the experiment")
 	regions := fs.String("regions", "", "critical-path shares, e.g. attention=0.4,mlp=0.5,lm_head=0.1")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos) == 0 {
-		fmt.Fprintln(stderr, "amkctl record: STATUS (kept, revert, tried, failed, crash, timeout, rejected) is required")
-		return 2
-	}
-	status, rest := pos[0], pos[1:]
-	client, err := cf.remote.client()
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl record:", err)
-		return 2
-	}
-	rec := campaign.Record{Time: time.Now().UTC(), Status: status, Correctness: *correctness, Kind: *kind,
-		ScheduleID: *schedID, Description: *desc, Source: *source}
-	opt := func(v float64) *float64 {
-		if v < 0 {
-			return nil
+	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		if len(pos) == 0 {
+			fmt.Fprintln(stderr, "amkctl record: STATUS (kept, revert, tried, failed, crash, timeout, rejected) is required")
+			return exitBadInput
 		}
-		return &v
-	}
-	rec.LatencyUS, rec.PctOfRoofline, rec.BoundUS = opt(*latency), opt(*pct), opt(*bound)
-	if *cfgPath != "" {
-		data, err := readInput(*cfgPath, 1<<20)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl record:", err)
-			return 2
+		opt := func(v float64) *float64 {
+			if v < 0 {
+				return nil
+			}
+			return &v
 		}
-		rec.Point = data
-	}
-	if *regions != "" {
-		if rec.Regions, err = parseRegions(*regions); err != nil {
-			fmt.Fprintln(stderr, "amkctl record:", err)
-			return 2
+		req := api.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
+			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: *kind, ScheduleID: *schedID,
+			Description: *desc, Source: *source}
+		if *cfgPath != "" {
+			data, err := readInput(*cfgPath, 1<<20)
+			if err != nil {
+				fmt.Fprintln(stderr, "amkctl record:", err)
+				return exitBadInput
+			}
+			if !json.Valid(data) {
+				fmt.Fprintf(stderr, "amkctl record: --schedule %s is not valid JSON\n", *cfgPath)
+				return exitBadInput
+			}
+			req.Config = data
 		}
-	}
-	if client != nil {
-		return remoteRecord(client, cf, rest, rec, stdout, stderr)
-	}
-	ws, id, err := cf.resolve(rest)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl record:", err)
-		return 1
-	}
-	l, err := ws.Open(id)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl record:", err)
-		return 1
-	}
-	defer l.Close()
-	dec, err := l.Apply(rec)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl record: refused:", err)
-		return 1
-	}
-	for _, r := range dec.Rows {
-		fmt.Fprintf(stdout, "recorded experiment %d: %s %s\n", r.Experiment, r.Tag, r.Description)
-	}
-	if *cf.jsonOut {
-		return printJSON(stdout, l.Campaign().StatusReport(rec.Time))
-	}
-	fmt.Fprint(stdout, l.Campaign().StatusText(rec.Time))
-	return 0
+		if *regions != "" {
+			var err error
+			if req.Regions, err = parseRegions(*regions); err != nil {
+				fmt.Fprintln(stderr, "amkctl record:", err)
+				return exitBadInput
+			}
+		}
+		return cf.onCampaign("record", pos[1:], stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+			resp, err := cs.Record(ctx, id, req)
+			if err != nil {
+				return err
+			}
+			for _, r := range resp.Rows {
+				fmt.Fprintf(stdout, "recorded experiment %d: %s %s\n", r.Experiment, r.Tag, r.Description)
+			}
+			if *cf.jsonOut {
+				return printJSON(stdout, resp.Campaign)
+			}
+			text, err := cs.StatusText(ctx, id)
+			fmt.Fprint(stdout, text)
+			return err
+		})
+	})
+	return cmd
 }
 
 func parseRegions(s string) (map[string]float64, error) {
@@ -307,52 +286,46 @@ func parseRegions(s string) (map[string]float64, error) {
 	return out, nil
 }
 
-func runCampaigns(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("campaigns", "campaigns [--workspace DIR | --server URL] [--json]", stderr)
-	remote := addRemoteFlags(fs)
-	workspace := fs.String("workspace", "workspace", "workspace directory")
-	jsonOut := fs.Bool("json", false, "print JSON")
-	if _, err := parseArgs(fs, args); err != nil {
-		return flagExit(err)
+func newCampaignsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "campaigns [--workspace DIR | --server URL] [--json]",
+		Short: "list the campaigns of a workspace or a scheduler",
+		Args:  cobra.NoArgs,
 	}
-	if c, err := remote.client(); err != nil {
-		fmt.Fprintln(stderr, "amkctl campaigns:", err)
-		return 2
-	} else if c != nil {
-		return remoteCampaigns(c, *jsonOut, stdout, stderr)
-	}
-	ws, err := runner.OpenWorkspace(*workspace)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl campaigns:", err)
-		return 1
-	}
-	ids, err := ws.IDs()
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl campaigns:", err)
-		return 1
-	}
-	now := time.Now().UTC()
-	var reports []campaign.StatusReport
-	for _, id := range ids {
-		c, err := ws.View(id)
-		if err != nil {
-			fmt.Fprintf(stderr, "amkctl campaigns: %s: %v\n", id, err)
-			continue
+	remote := addRemoteFlags(cmd)
+	workspace := cmd.Flags().String("workspace", "workspace", "workspace directory")
+	jsonOut := addJSONFlags(cmd, "print JSON")
+	cmd.RunE = runVerb(func(_ []string, stdout, stderr io.Writer) int {
+		cs, code := openCampaigns("campaigns", remote, *workspace, true, stderr)
+		if cs == nil {
+			return code
 		}
-		reports = append(reports, c.StatusReport(now))
-	}
-	if *jsonOut {
-		if reports == nil {
-			reports = []campaign.StatusReport{}
+		ctx, cancel := remoteContext()
+		defer cancel()
+		reports, err := cs.List(ctx)
+		if err != nil && reports == nil {
+			return campaignFail(stderr, "campaigns", err)
 		}
-		return printJSON(stdout, reports)
-	}
-	if len(reports) == 0 {
-		fmt.Fprintf(stdout, "no campaigns in %s\n", ws.Dir)
-		return 0
-	}
-	printCampaignTable(stdout, reports)
-	return 0
+		if err != nil { // some campaigns unreadable: say which, list the others
+			fmt.Fprintln(stderr, "amkctl campaigns:", err)
+		}
+		if *jsonOut {
+			if reports == nil {
+				reports = []campaign.StatusReport{}
+			}
+			if err := printJSON(stdout, reports); err != nil {
+				return exitInternal
+			}
+			return exitOK
+		}
+		if len(reports) == 0 {
+			fmt.Fprintf(stdout, "no campaigns %s\n", cs.Where())
+			return exitOK
+		}
+		printCampaignTable(stdout, reports)
+		return exitOK
+	})
+	return cmd
 }
 
 // printCampaignTable prints one line per campaign.

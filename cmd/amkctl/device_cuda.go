@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/kernels/launch"
@@ -21,10 +23,17 @@ import (
 func init() {
 	openCUDALauncher = openSupervisedLauncher
 	openTuneDevice = openLaunchDevice
-	register(command{name: gpu.ChildCommand, summary: "(internal) the supervised CUDA launcher process behind --device cuda",
-		run: func(args []string, stdout, stderr io.Writer) int {
-			return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
-		}})
+	addVerb(func() *cobra.Command {
+		return &cobra.Command{
+			Use:                gpu.ChildCommand,
+			Short:              "(internal) the supervised CUDA launcher process behind --device cuda",
+			Hidden:             true,
+			DisableFlagParsing: true,
+			RunE: runVerb(func(args []string, stdout, stderr io.Writer) int {
+				return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
+			}),
+		}
+	})
 }
 
 func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {
@@ -32,16 +41,16 @@ func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache, err := gpu.CacheDirFromEnv()
+	cache, err := build.CacheDirFromEnv()
 	if err != nil {
 		return nil, err
 	}
 	return gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
-		Ordinal: ordinal, Toolchain: gpu.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+		Ordinal: ordinal, Toolchain: build.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
 }
 
 func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {
-	cache, err := gpu.CacheDirFromEnv()
+	cache, err := build.CacheDirFromEnv()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -49,7 +58,7 @@ func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: gpu.ToolchainFromEnv(), Dir: cache}})
+	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: build.ToolchainFromEnv(), Dir: cache}})
 	if err != nil {
 		_ = dev.Close()
 		return nil, nil, err

@@ -5,60 +5,80 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() {
-	register(command{name: "eval", summary: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)", run: runEval})
-}
+func init() { addVerb(newEvalCmd) }
 
-func runEval(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("eval", "eval MODEL --gpu G [--config cfg.json|-] [--device cpu|cuda] [--token T] [--pos P] [--weights F]", stderr)
-	gpu := fs.String("gpu", "h100", "GPU target record (amkctl targets lists them)")
-	cfgPath := fs.String("config", "", "schedule config JSON file, or - for stdin (default: the canonical default config)")
-	device := fs.String("device", "cpu", "latency source: cpu (cost model, labelled predicted) or cuda (measured)")
-	token := fs.Int("token", trial.DefaultToken, "token id of the checked decode step")
+func newEvalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|cuda] [--token-id T] [--pos P] [--weights F]",
+		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
+		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
+decode step, checks it against the eager oracle and prints the verdict as
+JSON on stdout (nothing else goes to stdout). Unknown config keys are not an
+error (seed 000's forward compatibility) but each is named in the verdict's
+notes and on stderr. Exit 0 iff the program is valid and correct, 1
+otherwise.`,
+		ValidArgsFunction: completeModels,
+	}
+	fs := cmd.Flags()
+	gpu := addGPUFlag(cmd, "h100", "")
+	cfgPath := addScheduleFlag(cmd, "schedule config JSON file, or - for stdin; empty: the canonical default config")
+	device := addDeviceFlag(cmd, "")
+	token := fs.Int("token-id", trial.DefaultToken, "token id fed to the checked decode step (--token is the old name)")
+	flagAliases(fs, map[string]string{"token": "token-id"})
 	pos := fs.Int("pos", 0, "decode position of the checked step")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)")
-	pos0, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(pos0) != 1 {
-		fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
-		fs.Usage()
-		return 2
-	}
-	var point []byte
-	if *cfgPath != "" {
-		if point, err = readInput(*cfgPath, 1<<20); err != nil {
-			fmt.Fprintln(stderr, "amkctl eval:", err)
-			return 2
+	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked; --device cpu)")
+	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
+		if len(args) != 1 {
+			fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
+			return exitBadInput
 		}
-	} else {
-		point = []byte(schedulePointJSON(schedule.Default()))
-	}
-	launcher, dev, err := launcherFor(*device)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl eval:", err)
-		return 2
-	}
-	spec := trial.Spec{Model: pos0[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos}
-	out := trial.Evaluate(context.Background(), spec, trial.Options{Launcher: launcher})
-	if out.Failure != nil {
-		fmt.Fprintf(stderr, "amkctl eval: %s during %s: %s\n", out.Failure.Class, out.Failure.Phase, out.Failure.Message)
-		return 1
-	}
-	enc := json.NewEncoder(stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(out.Verdict); err != nil {
-		fmt.Fprintln(stderr, "amkctl eval:", err)
-		return 2
-	}
-	if out.Verdict.Valid && out.Verdict.Correct != nil && *out.Verdict.Correct {
-		return 0
-	}
-	return 1
+		var point []byte
+		if *cfgPath != "" {
+			var err error
+			if point, err = readInput(*cfgPath, 1<<20); err != nil {
+				fmt.Fprintln(stderr, "amkctl eval:", err)
+				return exitBadInput
+			}
+		} else {
+			point = []byte(schedulePointJSON(schedule.Default()))
+		}
+		launcher, dev, err := launcherFor(*device)
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
+		if out.Verdict != nil {
+			for _, n := range out.Verdict.Notes {
+				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {
+					fmt.Fprintln(stderr, "amkctl eval: warning:", n)
+				}
+			}
+		}
+		if out.Failure != nil {
+			fmt.Fprintf(stderr, "amkctl eval: %s during %s: %s\n", out.Failure.Class, out.Failure.Phase, out.Failure.Message)
+			return exitRejected
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out.Verdict); err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitInternal
+		}
+		if out.Verdict.Valid && out.Verdict.Correct != nil && *out.Verdict.Correct {
+			return exitOK
+		}
+		return exitRejected
+	})
+	return cmd
 }

@@ -1,58 +1,103 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 )
 
-// newFlagSet returns a verb's flag set: errors and help go to stderr, and
-// parsing never exits the process.
-func newFlagSet(name, usage string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: amkctl %s\n\nflags:\n", usage)
-		fs.PrintDefaults()
-	}
-	return fs
+// The flags several verbs share, spelled and explained the same way in each.
+
+// addJSONFlags adds --json and --output json|text, two spellings of one
+// setting, and returns it (true: print JSON).
+func addJSONFlags(cmd *cobra.Command, usage string) *bool {
+	jsonOut := new(bool)
+	fs := cmd.Flags()
+	fs.BoolVar(jsonOut, "json", false, usage)
+	fs.Var(outputFormat{jsonOut}, "output", "output format: json or text (--output json is --json)")
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"json", "text"}, cobra.ShellCompDirectiveNoFileComp))
+	return jsonOut
 }
 
-// parseArgs parses flags that may appear before, between or after the
-// positional arguments and returns the positionals. It returns flag.ErrHelp
-// for -h.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		// The flag package consumes a "--" terminator: everything after it
-		// is positional, even if it starts with "-".
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		args = rest
-		if len(args) == 0 {
-			return positional, nil
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
+// outputFormat is the --output flag, stored in the --json flag's variable.
+type outputFormat struct{ json *bool }
+
+func (o outputFormat) String() string {
+	if o.json != nil && *o.json {
+		return "json"
 	}
+	return "text"
 }
 
-// flagExit maps a parse error to the exit code: 0 for -h, 2 otherwise.
-func flagExit(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+func (o outputFormat) Set(s string) error {
+	switch s {
+	case "json":
+		*o.json = true
+	case "text":
+		*o.json = false
+	default:
+		return fmt.Errorf("must be json or text, got %q", s)
 	}
-	return 2
+	return nil
+}
+
+func (o outputFormat) Type() string { return "json|text" }
+
+// addGPUFlag adds --gpu, the GPU target record, completed from the records.
+func addGPUFlag(cmd *cobra.Command, def, usage string) *string {
+	if usage == "" {
+		usage = "GPU target record (amkctl targets lists them)"
+	}
+	gpu := cmd.Flags().String("gpu", def, usage)
+	_ = cmd.RegisterFlagCompletionFunc("gpu", cobra.FixedCompletions(ir.TargetNames(), cobra.ShellCompDirectiveNoFileComp))
+	return gpu
+}
+
+// addDeviceFlag adds --device: cpu (the cost model, latencies labelled
+// predicted) or cuda (measured on the GPU).
+func addDeviceFlag(cmd *cobra.Command, usage string) *string {
+	if usage == "" {
+		usage = "cpu (cost-model latencies, labelled predicted) or cuda (measured on the GPU)"
+	}
+	device := cmd.Flags().String("device", "cpu", usage)
+	_ = cmd.RegisterFlagCompletionFunc("device", cobra.FixedCompletions([]string{"cpu", "cuda"}, cobra.ShellCompDirectiveNoFileComp))
+	return device
+}
+
+// addScheduleFlag adds --schedule, the schedule config JSON file ("-" for
+// standard input), with --config, its old name, as an alias.
+func addScheduleFlag(cmd *cobra.Command, usage string) *string {
+	path := cmd.Flags().String("schedule", "", usage+" (--config is the old name)")
+	flagAliases(cmd.Flags(), map[string]string{"config": "schedule"})
+	return path
+}
+
+// flagAliases makes each old flag name an alias of its new one: the old name
+// keeps working on the command line and only the new one is listed in -h.
+func flagAliases(fs *pflag.FlagSet, aliases map[string]string) {
+	prev := fs.GetNormalizeFunc()
+	fs.SetNormalizeFunc(func(f *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := aliases[name]; ok {
+			name = to
+		}
+		return prev(f, name)
+	})
+}
+
+// completeModels completes a MODEL argument with the model presets.
+func completeModels(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return model.PresetNames(), cobra.ShellCompDirectiveDefault
 }
 
 // readInput reads a file, or standard input for "-".
@@ -66,6 +111,9 @@ func readInput(path string, limit int64) ([]byte, error) {
 			return nil, err
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > limit {
+			return nil, &inputTooLarge{path: path, limit: limit} // refused before reading
+		}
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -73,9 +121,19 @@ func readInput(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+		return nil, &inputTooLarge{path: path, limit: limit}
 	}
 	return data, nil
+}
+
+// inputTooLarge is readInput's refusal of an input over its limit.
+type inputTooLarge struct {
+	path  string
+	limit int64
+}
+
+func (e *inputTooLarge) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit)
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename,

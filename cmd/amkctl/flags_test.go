@@ -2,52 +2,116 @@ package main
 
 import (
 	"io"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
-func TestParseArgsInterleavesFlagsAndPositionals(t *testing.T) {
+// Flags may come before, between or after the positional arguments, and
+// "--" ends the flags.
+func TestFlagsInterleaveWithPositionals(t *testing.T) {
 	cases := []struct {
 		args []string
-		want []string
+		want string
 		gpu  string
 	}{
-		{[]string{"toy", "--gpu", "h200"}, []string{"toy"}, "h200"},
-		{[]string{"--gpu", "a100", "toy", "x"}, []string{"toy", "x"}, "a100"},
-		{[]string{"toy", "--", "-odd", "--gpu"}, []string{"toy", "-odd", "--gpu"}, "h100"},
+		{[]string{"toy", "--gpu", "h200"}, "toy", "h200"},
+		{[]string{"--gpu", "a100", "toy", "x"}, "toy x", "a100"},
+		{[]string{"toy", "--", "-odd", "--gpu"}, "toy -odd --gpu", "h100"},
 	}
 	for _, c := range cases {
-		fs := newFlagSet("t", "t", io.Discard)
-		gpu := fs.String("gpu", "h100", "")
-		got, err := parseArgs(fs, c.args)
-		if err != nil {
-			t.Fatalf("%v: %v", c.args, err)
+		var got, gpu string
+		root := newRoot(io.Discard, io.Discard)
+		probe := &cobra.Command{Use: "probe"}
+		g := probe.Flags().String("gpu", "h100", "")
+		probe.RunE = runVerb(func(args []string, _, _ io.Writer) int {
+			got, gpu = strings.Join(args, " "), *g
+			return exitOK
+		})
+		root.AddCommand(probe)
+		if code := execute(root, append([]string{"probe"}, c.args...), io.Discard); code != exitOK {
+			t.Fatalf("%v: exit %d", c.args, code)
 		}
-		if !reflect.DeepEqual(got, c.want) || *gpu != c.gpu {
-			t.Errorf("%v: positionals %v gpu %s, want %v %s", c.args, got, *gpu, c.want, c.gpu)
+		if got != c.want || gpu != c.gpu {
+			t.Errorf("%v: positionals %q gpu %s, want %q %s", c.args, got, gpu, c.want, c.gpu)
 		}
 	}
 }
 
-func TestUnknownVerbAndHelp(t *testing.T) {
-	if code, _, _ := runCmd(t, "no-such-verb"); code != 2 {
-		t.Errorf("unknown verb exit %d, want 2", code)
+func TestUnknownVerbSuggestsAndHelp(t *testing.T) {
+	code, _, errOut := runCmd(t, "no-such-verb")
+	if code != exitBadInput || !strings.Contains(errOut, `unknown command "no-such-verb"`) {
+		t.Errorf("unknown verb: exit %d, %q", code, errOut)
 	}
-	if code, out, _ := runCmd(t, "--help"); code != 0 || out == "" {
+	code, _, errOut = runCmd(t, "stauts")
+	if code != exitBadInput || !strings.Contains(errOut, "Did you mean this?") || !strings.Contains(errOut, "status") {
+		t.Errorf("typo: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCmd(t, "status", "--jsno")
+	if code != exitBadInput || !strings.Contains(errOut, "unknown flag: --jsno") {
+		t.Errorf("unknown flag: exit %d, %q", code, errOut)
+	}
+	if code, out, _ := runCmd(t, "--help"); code != exitOK || !strings.Contains(out, "Exit codes:") || !strings.Contains(out, "autoresearch") {
 		t.Errorf("--help exit %d, output %q", code, out)
 	}
-	for name := range commands {
-		if code, _, _ := runCmd(t, name, "-h"); code != 0 {
-			t.Errorf("%s -h exit %d, want 0", name, code)
+	for _, c := range newRoot(io.Discard, io.Discard).Commands() {
+		code, out, _ := runCmd(t, c.Name(), "-h")
+		if code != exitOK {
+			t.Errorf("%s -h exit %d, want 0", c.Name(), code)
 		}
+		if !c.Hidden && c.Name() != "help" && c.Name() != "completion" && !strings.Contains(out, "3  internal error") {
+			t.Errorf("%s -h does not list the exit codes:\n%s", c.Name(), out)
+		}
+	}
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	code, out, _ := runCmd(t, "--version")
+	if code != exitOK || !strings.HasPrefix(out, "amkctl ") || len(strings.TrimSpace(out)) <= len("amkctl") {
+		t.Errorf("--version: exit %d, %q", code, out)
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := runCmd(t, "completion", shell)
+		if code != exitOK || !strings.Contains(out, "amkctl") {
+			t.Errorf("completion %s: exit %d, %d bytes, %s", shell, code, len(out), errOut)
+		}
+	}
+	// The shell asks amkctl itself for the candidates.
+	code, out, _ = runCmd(t, cobra.ShellCompRequestCmd, "eval", "toy", "--gpu", "h")
+	if code != exitOK || !strings.Contains(out, "h100") || !strings.Contains(out, "h200") {
+		t.Errorf("completion of --gpu: exit %d, %q", code, out)
+	}
+	code, out, _ = runCmd(t, cobra.ShellCompRequestCmd, "sta")
+	if code != exitOK || !strings.Contains(out, "status") || !strings.Contains(out, "start") {
+		t.Errorf("completion of a verb: exit %d, %q", code, out)
+	}
+}
+
+// --output json|text is --json spelled another way; the old flag names
+// still work.
+func TestOutputFlagAndAliases(t *testing.T) {
+	if code, _, errOut := runCmd(t, "campaigns", "--output", "yaml"); code != exitBadInput || !strings.Contains(errOut, "must be json or text") {
+		t.Errorf("--output yaml: exit %d, %q", code, errOut)
+	}
+	ws := t.TempDir()
+	if code, out, errOut := runCmd(t, "campaigns", "--workspace", ws, "--output", "json"); code != exitOK || strings.TrimSpace(out) != "[]" {
+		t.Errorf("--output json: exit %d, %q %s", code, out, errOut)
+	}
+	if code, out, _ := runCmd(t, "campaigns", "--workspace", ws, "--json", "--output", "text"); code != exitOK || !strings.Contains(out, "no campaigns") {
+		t.Errorf("--output text after --json: exit %d, %q", code, out)
+	}
+	if code, _, errOut := runCmd(t, "lower", "toy", "--config", "/nonexistent/cfg.json"); code != exitBadInput || !strings.Contains(errOut, "/nonexistent/cfg.json") {
+		t.Errorf("--config alias of --schedule: exit %d, %q", code, errOut)
 	}
 }
 
 func TestPanicsBecomeOneLine(t *testing.T) {
 	var out, errOut strings.Builder
-	code := runGuarded(command{name: "boom", run: func([]string, io.Writer, io.Writer) int { panic("kaput") }}, nil, &out, &errOut)
-	if code != 3 || !strings.Contains(errOut.String(), "internal error: kaput") {
+	root := newRoot(&out, &errOut)
+	root.AddCommand(&cobra.Command{Use: "boom", RunE: runVerb(func([]string, io.Writer, io.Writer) int { panic("kaput") })})
+	code := execute(root, []string{"boom"}, &errOut)
+	if code != exitInternal || errOut.String() != "amkctl boom: internal error: kaput (please report it with the command line)\n" {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }

@@ -6,149 +6,114 @@ import (
 	"io"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
-	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/trial"
-	"github.com/amk-dev/amk/validate"
-	"github.com/amk-dev/amk/vm"
 )
 
-func init() {
-	register(command{name: "generate", summary: "greedy decode through the reference VM (one validated program reused across positions)", run: runGenerate})
+func init() { addVerb(newGenerateCmd) }
+
+// generateFlags are generate's settings.
+type generateFlags struct {
+	gpu, cfgPath, prompt, weights, device string
+	maxTokens                             int
+	verify                                bool
 }
 
-func runGenerate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("generate", "generate MODEL --prompt-ids 1,2,3 --max-tokens N [--gpu G] [--config cfg.json] [--weights F] [--verify]", stderr)
-	gpu := fs.String("gpu", "h100", "GPU target record the schedule is lowered for")
-	cfgPath := fs.String("config", "", "schedule config JSON (default: the canonical default)")
-	prompt := fs.String("prompt-ids", "", "comma-separated prompt token ids (required)")
-	maxTokens := fs.Int("max-tokens", 8, "number of tokens to generate")
-	weights := fs.String("weights", "", "optional .safetensors file (HF state-dict keys); default: seeded weights")
-	verify := fs.Bool("verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
-	device := fs.String("device", "cpu", "cpu (the reference VM) or cuda (the megakernel on GPU 0; a -tags cuda build)")
-	pos0, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
+func newGenerateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "generate MODEL --prompt-ids 1,2,3 --max-tokens N [--gpu G] [--schedule cfg.json] [--weights F] [--verify]",
+		Short:             "greedy decode through the reference VM (one validated program reused across positions)",
+		ValidArgsFunction: completeModels,
 	}
+	var g generateFlags
+	fs := cmd.Flags()
+	fs.StringVar(&g.gpu, "gpu", "h100", "GPU target record the schedule is lowered for")
+	_ = cmd.RegisterFlagCompletionFunc("gpu", cobra.FixedCompletions(ir.TargetNames(), cobra.ShellCompDirectiveNoFileComp))
+	cfgPath := addScheduleFlag(cmd, "schedule config JSON file; empty: the canonical default config")
+	fs.StringVar(&g.prompt, "prompt-ids", "", "comma-separated prompt token ids (required)")
+	fs.IntVar(&g.maxTokens, "max-tokens", 8, "number of tokens to generate")
+	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: seeded weights")
+	fs.BoolVar(&g.verify, "verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
+	device := addDeviceFlag(cmd, "cpu (the reference VM) or cuda (the megakernel on GPU 0; a -tags cuda build)")
+	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		g.cfgPath, g.device = *cfgPath, *device
+		return generate(pos0, g, stdout, stderr)
+	})
+	return cmd
+}
+
+func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "amkctl generate: "+format+"\n", a...)
 		return code
 	}
 	if len(pos0) != 1 {
-		return fail(2, "exactly one MODEL is required")
+		return fail(exitBadInput, "exactly one MODEL is required")
 	}
-	ids, err := splitIDs(*prompt)
+	ids, err := splitIDs(g.prompt)
 	if err != nil || len(ids) == 0 {
-		return fail(2, "--prompt-ids needs at least one token id (%v)", err)
+		return fail(exitBadInput, "--prompt-ids needs comma-separated token ids, at least one: %s", promptProblem(g.prompt, err))
 	}
-	if *maxTokens < 0 {
-		return fail(2, "--max-tokens must be >= 0")
+	if g.device != "cpu" && g.device != "cuda" {
+		return fail(exitBadInput, "--device must be cpu or cuda, got %q", g.device)
 	}
 	cfg, err := model.Load(pos0[0])
 	if err != nil {
-		return fail(2, "%v", err)
+		return fail(exitBadInput, "%v", err)
 	}
-	for _, id := range ids {
-		if int(id) >= cfg.Vocab {
-			return fail(2, "prompt token %d is outside the vocabulary [0, %d)", id, cfg.Vocab)
-		}
-	}
-	if len(ids)+*maxTokens > cfg.MaxSeq {
-		return fail(2, "prompt + max-tokens = %d exceeds the model's max_seq %d", len(ids)+*maxTokens, cfg.MaxSeq)
-	}
-	target, err := ir.Target(*gpu)
+	target, err := ir.Target(g.gpu)
 	if err != nil {
-		return fail(2, "%v", err)
+		return fail(exitBadInput, "%v", err)
 	}
-	point, err := loadPoint(*cfgPath)
+	point, err := loadPoint(g.cfgPath)
 	if err != nil {
-		return fail(2, "config: %v", err)
+		return fail(exitBadInput, "--schedule: %v", err)
 	}
-	if *device == "cuda" {
-		return generateOnGPU(cfg, pos0[0], *weights, target, point, ids, *maxTokens, *verify, stdout, stderr)
+	d := trial.Decode{Config: cfg, Target: target, Point: point, Prompt: ids, Tokens: g.maxTokens, Verify: g.verify}
+	if err := d.Check(); err != nil {
+		return fail(exitBadInput, "%v", err)
 	}
-	if *device != "cpu" {
-		return fail(2, "--device must be cpu or cuda, got %q", *device)
+	if g.device == "cuda" {
+		return generateOnGPU(cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
 	}
-	var w model.Weights
-	if *weights != "" {
-		w, err = model.LoadSafetensors(*weights, cfg)
+	if g.weights != "" {
+		d.Weights, err = model.LoadSafetensors(g.weights, cfg)
 	} else {
-		w, err = model.InitWeights(cfg, trial.WeightSeed)
+		d.Weights, err = model.InitWeights(cfg, trial.WeightSeed)
 	}
 	if err != nil {
-		return fail(2, "weights: %v", err)
+		return fail(exitBadInput, "weights: %v", err)
 	}
-	prog, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: 0})
+	res, err := trial.GreedyDecode(context.Background(), d)
 	if err != nil {
-		return fail(1, "%v", err)
+		return fail(exitRejected, "%v", err)
 	}
-	if rep := validate.Validate(prog); !rep.OK {
-		return fail(1, "lowered program rejected: %s", rep.Reason(4))
+	printTokens(stdout, res.Tokens)
+	if !g.verify {
+		return exitOK
 	}
-	var oracle *model.Eager
-	if *verify {
-		if oracle, err = model.NewEager(cfg, w); err != nil {
-			return fail(2, "eager: %v", err)
-		}
+	for _, m := range res.Mismatches {
+		fmt.Fprintf(stderr, "position %d: MISMATCH vs eager (%s, max abs err %.3g)\n", m.Pos, m.Reason, m.MaxAbsErr)
 	}
-	var kv map[string]*tensor.Tensor
-	var generated []int32
-	tok := ids[0]
-	total := len(ids) + *maxTokens
-	mismatches := 0
-	// Positions 0..total-2: the prompt's tokens are fed in turn; from the last
-	// prompt position on, each step's greedy token is the next step's input.
-	for pos := 0; pos < total-1; pos++ {
-		if pos > 0 {
-			if err := schedule.Reposition(prog, pos); err != nil {
-				if prog, err = schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: pos}); err != nil {
-					return fail(1, "%v", err)
-				}
-				if rep := validate.Validate(prog); !rep.OK {
-					return fail(1, "program rejected at position %d: %s", pos, rep.Reason(4))
-				}
-			}
-		}
-		step, err := trial.RunStep(prog, w, tok, pos, kv)
-		if err != nil {
-			return fail(1, "reference VM at position %d: %v", pos, err)
-		}
-		kv = step.KV
-		next := model.Argmax(step.Logits)
-		if oracle != nil {
-			want, err := oracle.Step(tok, pos)
-			if err != nil {
-				return fail(1, "eager at position %d: %v", pos, err)
-			}
-			cmp := vm.Compare(step.Logits, want, cfg.Vocab, cfg.DType)
-			if !cmp.Pass || model.Argmax(want) != next {
-				mismatches++
-				fmt.Fprintf(stderr, "position %d: MISMATCH vs eager (%s, max abs err %.3g)\n", pos, cmp.Reason, cmp.MaxAbsErr)
-			}
-		}
-		if pos+1 < len(ids) {
-			tok = ids[pos+1]
-			continue
-		}
-		generated = append(generated, next)
-		tok = next
+	if len(res.Mismatches) > 0 {
+		fmt.Fprintf(stderr, "verify: %d of %d steps disagree with the eager oracle\n", len(res.Mismatches), res.Steps)
+		return exitRejected
 	}
-	strs := make([]string, len(generated))
-	for i, g := range generated {
-		strs[i] = fmt.Sprint(g)
+	fmt.Fprintf(stderr, "verify: all %d steps match the eager oracle (%s tolerance); tokens identical\n", res.Steps, cfg.DType)
+	return exitOK
+}
+
+// printTokens prints token ids on one line.
+func printTokens(w io.Writer, tokens []int32) {
+	strs := make([]string, len(tokens))
+	for i, tok := range tokens {
+		strs[i] = fmt.Sprint(tok)
 	}
-	fmt.Fprintln(stdout, strings.Join(strs, " "))
-	if oracle != nil {
-		if mismatches > 0 {
-			fmt.Fprintf(stderr, "verify: %d of %d steps disagree with the eager oracle\n", mismatches, total-1)
-			return 1
-		}
-		fmt.Fprintf(stderr, "verify: all %d steps match the eager oracle (%s tolerance); tokens identical\n", total-1, cfg.DType)
-	}
-	return 0
+	fmt.Fprintln(w, strings.Join(strs, " "))
 }
 
 // greedyDecoder is what the CUDA launcher offers for a whole decode on the
@@ -163,44 +128,40 @@ func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget,
 	launcher, _, err := launcherFor("cuda")
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate:", err)
-		return 2
+		return exitBadInput
 	}
 	g, ok := launcher.(greedyDecoder)
 	if !ok {
 		fmt.Fprintln(stderr, "amkctl generate: this launcher cannot decode on the device")
-		return 2
+		return exitBadInput
 	}
 	lm, err := trial.NewModelCache(0).Get(name, weights)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate:", err)
-		return 2
+		return exitBadInput
 	}
 	if lm.Truncated() {
 		fmt.Fprintln(stderr, "amkctl generate: the model's weights do not fit the host check budget; decode it with a smaller model")
-		return 2
+		return exitBadInput
 	}
 	tokens, logits, err := g.Greedy(context.Background(), lm, target, point, prompt, n)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate: GPU decode:", err)
-		return 1
+		return exitRejected
 	}
-	strs := make([]string, len(tokens))
-	for i, tok := range tokens {
-		strs[i] = fmt.Sprint(tok)
-	}
-	fmt.Fprintln(stdout, strings.Join(strs, " "))
+	printTokens(stdout, tokens)
 	if !verify {
-		return 0
+		return exitOK
 	}
 	e, err := model.NewEager(cfg, lm.Weights)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate: eager:", err)
-		return 2
+		return exitBadInput
 	}
 	want, err := e.Greedy(prompt, n)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate: eager:", err)
-		return 2
+		return exitBadInput
 	}
 	mismatch := len(want) != len(tokens)
 	for i := 0; !mismatch && i < len(want); i++ {
@@ -208,8 +169,16 @@ func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget,
 	}
 	if mismatch {
 		fmt.Fprintf(stderr, "verify: GPU tokens %v differ from eager greedy %v (%d steps of logits returned)\n", tokens, want, len(logits))
-		return 1
+		return exitRejected
 	}
 	fmt.Fprintf(stderr, "verify: %d GPU tokens identical to eager greedy\n", len(tokens))
-	return 0
+	return exitOK
+}
+
+// promptProblem says what is wrong with --prompt-ids.
+func promptProblem(prompt string, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%q has none", prompt)
 }

@@ -4,15 +4,16 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/validate"
 )
 
-func init() {
-	register(command{name: "lower", summary: "lower a model + config into a validated program JSON", run: runLower})
-}
+func init() { addVerb(newLowerCmd) }
 
 // loadPoint reads a config file, or returns the canonical default for "".
 func loadPoint(path string) (schedule.Point, error) {
@@ -26,54 +27,77 @@ func loadPoint(path string) (schedule.Point, error) {
 	return schedule.ParsePoint(data)
 }
 
-func runLower(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("lower", "lower MODEL --gpu G [--config cfg.json] [--pos P] [-o prog.json]", stderr)
-	gpu := fs.String("gpu", "h100", "GPU target record")
-	cfgPath := fs.String("config", "", "schedule config JSON (default: the canonical default)")
-	pos := fs.Int("pos", 0, "decode position")
-	outPath := fs.String("o", "-", "output file (- for stdout)")
-	pos0, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
+func newLowerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:               "lower MODEL --gpu G [--schedule cfg.json] [--pos P] [--out prog.json] [--format amk|mpk]",
+		Short:             "lower a model + config into a validated program JSON",
+		ValidArgsFunction: completeModels,
+	}
+	gpu := addGPUFlag(cmd, "h100", "")
+	cfgPath := addScheduleFlag(cmd, "schedule config JSON file, or - for stdin; empty: the canonical default config")
+	pos := cmd.Flags().Int("pos", 0, "decode position")
+	outPath := cmd.Flags().StringP("out", "o", "-", "output file, - for stdout")
+	format := cmd.Flags().String("format", "amk", "amk (a program file) or mpk (an MPK task_graph.json)")
+	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		return lower(pos0, *gpu, *cfgPath, *pos, *outPath, *format, stdout, stderr)
+	})
+	return cmd
+}
+
+func lower(pos0 []string, gpu, cfgPath string, pos int, outPath, format string, stdout, stderr io.Writer) int {
+	if format != "amk" && format != "mpk" {
+		fmt.Fprintf(stderr, "amkctl lower: --format %q: amk or mpk\n", format)
+		return exitBadInput
 	}
 	if len(pos0) != 1 {
 		fmt.Fprintln(stderr, "amkctl lower: exactly one MODEL is required")
-		return 2
+		return exitBadInput
 	}
 	cfg, err := model.Load(pos0[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl lower:", err)
-		return 2
+		return exitBadInput
 	}
-	target, err := ir.Target(*gpu)
+	target, err := ir.Target(gpu)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl lower:", err)
-		return 2
+		return exitBadInput
 	}
-	point, err := loadPoint(*cfgPath)
+	point, err := loadPoint(cfgPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl lower: config:", err)
-		return 2
+		return exitBadInput
 	}
-	prog, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: *pos})
+	prog, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: pos})
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl lower:", err)
-		return 1
+		return exitRejected
 	}
 	if rep := validate.Validate(prog); !rep.OK {
 		fmt.Fprintln(stderr, "amkctl lower: the lowered program was rejected; nothing written")
 		fmt.Fprintln(stderr, rep.String())
-		return 1
+		return exitRejected
 	}
 	data := ir.Encode(prog)
-	if *outPath == "-" {
+	if format == "mpk" {
+		g, err := mpk.ToGraph(prog, mpk.ExportOptions{})
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl lower: --format mpk:", err)
+			return exitRejected
+		}
+		data = mpk.Encode(g)
+	}
+	if outPath == "-" {
 		fmt.Fprintln(stdout, string(data))
-		return 0
+		return exitOK
 	}
-	if err := writeFileAtomic(*outPath, data); err != nil {
+	if err := writeFileAtomic(outPath, data); err != nil {
 		fmt.Fprintln(stderr, "amkctl lower:", err)
-		return 2
+		return exitBadInput
 	}
-	fmt.Fprintf(stderr, "wrote %s: %d tasks, %d buffers, %d counters, schedule %s\n", *outPath, len(prog.Tasks), len(prog.Buffers), len(prog.Counters), point.ID())
-	return 0
+	if format == "mpk" {
+		outPath += " (MPK task graph)"
+	}
+	fmt.Fprintf(stderr, "wrote %s: %d tasks, %d buffers, %d counters, schedule %s\n", outPath, len(prog.Tasks), len(prog.Buffers), len(prog.Counters), point.ID())
+	return exitOK
 }

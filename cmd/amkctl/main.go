@@ -1,81 +1,152 @@
-// Command amkctl is amk's command-line front end: validate and inspect
-// programs, evaluate schedules, run embedded autoresearch campaigns, and drive
-// campaigns (status, next, record, report) locally or on a scheduler.
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amk-dev/amk/internal/version"
 )
 
-// command is one amkctl verb. Each verb lives in its own file and registers
-// itself from init, so verbs are added without touching this file.
-type command struct {
-	name    string
-	summary string
-	// run executes the verb; its return value is the process exit code.
-	run func(args []string, stdout, stderr io.Writer) int
-}
+// verbs are the constructors of amkctl's verbs. Each verb's file adds its
+// own from init (see doc.go), so a verb is added without touching this file.
+var verbs []func() *cobra.Command
 
-var commands = map[string]command{}
-
-func register(c command) {
-	if _, dup := commands[c.name]; dup {
-		panic("amkctl: duplicate command " + c.name)
-	}
-	commands[c.name] = c
-}
+// addVerb registers a verb's constructor.
+func addVerb(newCmd func() *cobra.Command) { verbs = append(verbs, newCmd) }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	args, err := hoistGlobalFlags(args)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl:", err)
-		return 2
+// newRoot builds the whole command tree afresh.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "amkctl",
+		Short: "amk's command line: schedules, programs and autoresearch campaigns",
+		Long: `amkctl validates and lowers programs, evaluates schedule configs, runs
+autoresearch campaigns on this machine, and drives campaigns in a local
+workspace or on a scheduler (--server URL, or $` + envServer + `). --server,
+--token and --token-file may also come before the command:
+amkctl --server URL status.
+
+` + exitCodesHelp,
+		Version:       version.String(),
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stdout)
-		return 0
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())
+	})
+	root.SetVersionTemplate("amkctl {{.Version}}\n")
+	root.SetUsageTemplate(usageTemplate)
+	seen := map[string]bool{}
+	for _, newCmd := range verbs {
+		c := newCmd()
+		if seen[c.Name()] {
+			panic("amkctl: duplicate verb " + c.Name())
+		}
+		seen[c.Name()] = true
+		root.AddCommand(c)
 	}
-	c, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(stderr, "amkctl: unknown command %q\n\n", args[0])
-		usage(stderr)
-		return 2
+	// Every verb's Use line already shows its flags.
+	var noFlagsInUse func(*cobra.Command)
+	noFlagsInUse = func(c *cobra.Command) {
+		c.DisableFlagsInUseLine = true
+		for _, sub := range c.Commands() {
+			noFlagsInUse(sub)
+		}
 	}
-	return runGuarded(c, args[1:], stdout, stderr)
+	noFlagsInUse(root)
+	return root
 }
 
-// runGuarded runs a verb so that an internal error reaches the user as one
-// clear line and exit code 3, never as a Go panic trace.
-func runGuarded(c command, args []string, stdout, stderr io.Writer) (code int) {
+// run runs one command line and returns the process's exit code.
+func run(args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "amkctl %s: internal error: %v (please report it with the command line)\n", c.name, r)
-			code = 3
+			fmt.Fprintf(stderr, "amkctl: internal error: %v (please report it with the command line)\n", r)
+			code = exitInternal
 		}
 	}()
-	return c.run(args, stdout, stderr)
+	root := newRoot(stdout, stderr)
+	args, err := hoistGlobalFlags(root, args)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl:", err)
+		return exitBadInput
+	}
+	return execute(root, args, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: amkctl [--server URL [--token T | --token-file F]] <command> [arguments]  (amkctl <command> -h for help)")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+// execute runs the command tree on args and maps the outcome to an exit
+// code: a verb's own code, or exitBadInput for what cobra refused (an
+// unknown verb or flag: the message includes cobra's suggestions).
+func execute(root *cobra.Command, args []string, stderr io.Writer) int {
+	root.SetArgs(args)
+	err := root.Execute()
+	var status exitStatus
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &status):
+		return int(status)
 	}
-	sort.Strings(names)
-	width := 0
-	for _, n := range names {
-		width = max(width, len(n))
+	msg := strings.TrimRight(err.Error(), "\n")
+	if strings.HasPrefix(msg, "unknown command") {
+		msg += "\nRun 'amkctl --help' for the list of commands"
 	}
-	for _, n := range names {
-		fmt.Fprintf(w, "  %s%s  %s\n", n, strings.Repeat(" ", width-len(n)), commands[n].summary)
+	fmt.Fprintln(stderr, "amkctl:", msg)
+	return exitBadInput
+}
+
+// runVerb adapts a verb's body to cobra: the body gets the positional
+// arguments and returns an exit code; a panic becomes one line and
+// exitInternal, never a Go trace.
+func runVerb(body func(args []string, stdout, stderr io.Writer) int) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) (err error) {
+		stderr := cmd.ErrOrStderr()
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintf(stderr, "%s: internal error: %v (please report it with the command line)\n", cmd.CommandPath(), r)
+				err = exitStatus(exitInternal)
+			}
+		}()
+		if code := body(args, cmd.OutOrStdout(), stderr); code != exitOK {
+			return exitStatus(code)
+		}
+		return nil
 	}
 }
+
+// usageTemplate is cobra's default usage template with the exit codes
+// added to every verb's help.
+const usageTemplate = `Usage:{{if .Runnable}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+
+Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasHelpSubCommands}}
+
+Additional help topics:{{range .Commands}}{{if .IsAdditionalHelpTopicCommand}}
+  {{rpad .CommandPath .CommandPathPadding}} {{.Short}}{{end}}{{end}}{{end}}{{if .HasParent}}
+
+` + exitCodesHelp + `{{end}}{{if .HasAvailableSubCommands}}
+
+Use "{{.CommandPath}} [command] --help" for more information about a command.{{end}}
+`

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amk-dev/amk/campaign"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/amk-dev/amk/internal/api"
 )
 
@@ -27,15 +28,15 @@ const (
 const remoteTimeout = 60 * time.Second
 
 // globalFlags are the flags accepted before the verb; they are handed to
-// the verb, whose flag set defines them (see remoteVerbs).
+// the verb, whose flag set defines them (see addRemoteFlags).
 var globalFlags = map[string]bool{"server": true, "token": true, "token-file": true}
 
-// remoteVerbs are the verbs that can act on a scheduler.
-var remoteVerbs = map[string]bool{}
+// annotationRemote marks a verb that can act on a scheduler.
+const annotationRemote = "amkctl/remote"
 
 // hoistGlobalFlags moves leading --server, --token and --token-file (amkctl
 // --server URL status ...) behind the verb (amkctl status --server URL ...).
-func hoistGlobalFlags(args []string) ([]string, error) {
+func hoistGlobalFlags(root *cobra.Command, args []string) ([]string, error) {
 	var global []string
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "-" && args[0] != "--" {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
@@ -57,28 +58,33 @@ func hoistGlobalFlags(args []string) ([]string, error) {
 	if len(args) == 0 {
 		return nil, errors.New("a command is required after the global flags (e.g. amkctl --server URL campaigns)")
 	}
-	if !remoteVerbs[args[0]] {
-		return nil, fmt.Errorf("%q does not act on a scheduler; --server works with: %s", args[0], strings.Join(sortedKeys(remoteVerbs), ", "))
+	var remote []string
+	for _, c := range root.Commands() {
+		if c.Annotations[annotationRemote] != "" {
+			remote = append(remote, c.Name())
+		}
+	}
+	if verb, _, err := root.Find(args[:1]); err != nil || verb == root || verb.Annotations[annotationRemote] == "" {
+		slices.Sort(remote)
+		return nil, fmt.Errorf("%q does not act on a scheduler; --server works with: %s", args[0], strings.Join(remote, ", "))
 	}
 	return append(append([]string{args[0]}, global...), args[1:]...), nil
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // remoteFlags select a scheduler instead of a local workspace.
 type remoteFlags struct {
 	server, token, tokenFile *string
-	fs                       *flag.FlagSet
+	fs                       *pflag.FlagSet
 }
 
-func addRemoteFlags(fs *flag.FlagSet) remoteFlags {
+// addRemoteFlags adds --server, --token and --token-file to a verb and marks
+// it as one that can act on a scheduler.
+func addRemoteFlags(cmd *cobra.Command) remoteFlags {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[annotationRemote] = "true"
+	fs := cmd.Flags()
 	return remoteFlags{
 		server:    fs.String("server", "", "scheduler URL, e.g. http://127.0.0.1:8080 (default $"+envServer+"); the verb then acts on the scheduler"),
 		token:     fs.String("token", "", "API bearer token (default $"+envToken+", then --token-file, then $XDG_CONFIG_HOME/amk/token)"),
@@ -91,7 +97,7 @@ func addRemoteFlags(fs *flag.FlagSet) remoteFlags {
 // --server, and $AMK_SERVER unset or overridden by an explicit --workspace.
 func (r remoteFlags) client() (*api.Client, error) {
 	server := *r.server
-	if server == "" && !flagSet(r.fs, "workspace") {
+	if server == "" && !r.fs.Changed("workspace") {
 		server = os.Getenv(envServer)
 	}
 	if server == "" {
@@ -140,66 +146,24 @@ func defaultTokenPath() string {
 	return filepath.Join(dir, "amk", "token")
 }
 
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == name {
-			set = true
-		}
-	})
-	return set
-}
-
 func remoteContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), remoteTimeout)
 }
 
-// remoteFail reports a remote error with a hint for the usual causes.
-func remoteFail(stderr io.Writer, verb string, err error) int {
+// campaignFail reports the error of a campaign verb, local or remote (a
+// scheduler's message as it is, with a hint when the token is missing or
+// wrong), and returns exitRejected.
+func campaignFail(stderr io.Writer, verb string, err error) int {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 		fmt.Fprintf(stderr, "amkctl %s: unauthorized: %s\n  pass the scheduler's token with --token, $%s or --token-file (default %s)\n",
 			verb, ae.Message, envToken, defaultTokenPath())
-		return 1
+		return exitRejected
 	}
 	if errors.As(err, &ae) {
 		fmt.Fprintf(stderr, "amkctl %s: %s\n", verb, ae.Message)
-		return 1
+		return exitRejected
 	}
 	fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
-	return 1
-}
-
-// remoteCampaign names the campaign a remote verb acts on: --campaign ID,
-// MODEL --gpu G [--device D] [--name N], a campaign ID, or the scheduler's
-// only campaign.
-func (cf campaignFlags) remoteCampaign(ctx context.Context, c *api.Client, positional []string) (string, error) {
-	switch {
-	case *cf.id != "":
-		if len(positional) > 0 {
-			return "", fmt.Errorf("unexpected arguments %q", positional)
-		}
-		return *cf.id, nil
-	case len(positional) == 1 && *cf.gpu != "":
-		return campaign.ID(positional[0], *cf.gpu, *cf.device, *cf.name), nil
-	case len(positional) == 1:
-		return positional[0], nil
-	case len(positional) > 1:
-		return "", fmt.Errorf("unexpected arguments %q", positional[1:])
-	}
-	reports, err := c.Campaigns(ctx)
-	if err != nil {
-		return "", err
-	}
-	switch len(reports) {
-	case 0:
-		return "", fmt.Errorf("no campaigns on the scheduler at %s (start one with amkctl --server URL start MODEL --gpu G)", c.Server())
-	case 1:
-		return reports[0].ID, nil
-	}
-	ids := make([]string, len(reports))
-	for i, r := range reports {
-		ids[i] = r.ID
-	}
-	return "", fmt.Errorf("%d campaigns on the scheduler (%s): choose one by id or with --campaign ID", len(ids), strings.Join(ids, ", "))
+	return exitRejected
 }

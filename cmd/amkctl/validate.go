@@ -2,76 +2,95 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/validate"
 )
 
 func init() {
-	register(command{name: "validate", summary: "statically prove program files safe (deadlock-, race-free, in bounds)", run: runValidate})
-	register(command{name: "ir", summary: "program files: ir roundtrip FILE decodes and re-encodes canonically", run: runIR})
+	addVerb(newValidateCmd)
+	addVerb(newIRCmd)
 }
 
-// Exit codes of validate and ir.
-const (
-	exitValid    = 0
-	exitRejected = 1
-	exitBadInput = 2
-)
+func newValidateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "validate FILE... [--json]",
+		Short: "statically prove program files safe (deadlock-, race-free, in bounds)",
+		Long: `validate checks each program file ("-" reads standard input) and prints its
+report: [VALID] or [REJECTED] with the stats, then one line per error and
+warning; with several files each report starts with the file name. --json
+prints the report object (several files: a JSON array of {file, report}).
+A task_graph.json of Mirage's persistent kernel is recognised and checked in
+MPK's terms ("MPK task graph: ..."; amkctl mpk check takes the launch's flags).
+Any other file must be a program (an object with ir_version and tasks); a
+file larger than --max-bytes, or a program with more tasks, buffers or
+counters than --max-items, is refused before any work.
+Exit status: 0 all valid, 1 some program rejected, 2 some file unreadable or
+malformed.`,
+	}
+	asJSON := addJSONFlags(cmd, "print each report as JSON instead of text")
+	lim := addProgramLimitFlags(cmd)
+	cmd.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) == 0 {
+			fmt.Fprintln(stderr, "amkctl validate: at least one FILE is required (\"-\" reads standard input)")
+			return exitBadInput
+		}
+		if lim.MaxBytes <= 0 || lim.MaxItems <= 0 {
+			fmt.Fprintln(stderr, "amkctl validate: --max-bytes and --max-items must be positive")
+			return exitBadInput
+		}
+		return validateFiles(files, mpk.CheckOptions{}, *lim, *asJSON, stdout, stderr)
+	})
+	return cmd
+}
 
-func runValidate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("validate", "validate FILE... [--json]", stderr)
-	asJSON := fs.Bool("json", false, "print each report as JSON instead of text")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: amkctl validate FILE... [--json]")
-		fmt.Fprintln(stderr, "\nValidates each program file (\"-\" reads standard input) and prints its report:")
-		fmt.Fprintln(stderr, "[VALID] or [REJECTED] with the stats, then one line per error and warning; with")
-		fmt.Fprintln(stderr, "several files each report starts with the file name. --json prints the report")
-		fmt.Fprintln(stderr, "object (several files: a JSON array of {file, report}).")
-		fmt.Fprintln(stderr, "Exit status: 0 all valid, 1 some program rejected, 2 some file unreadable or malformed.")
-		fmt.Fprintln(stderr, "\nflags:")
-		fs.PrintDefaults()
-	}
-	files, err := parseArgs(fs, args)
-	if err != nil {
-		return flagExit(err)
-	}
-	if len(files) == 0 {
-		fs.Usage()
-		return exitBadInput
-	}
+// addProgramLimitFlags adds --max-bytes and --max-items, the bounds on a
+// program file (ir.Limits; defaults far above the largest real program).
+func addProgramLimitFlags(cmd *cobra.Command) *ir.Limits {
+	lim := &ir.Limits{}
+	cmd.Flags().Int64Var(&lim.MaxBytes, "max-bytes", ir.MaxProgramBytes, "largest program file read, in bytes (a 70B-shape program is about 18 MB)")
+	cmd.Flags().IntVar(&lim.MaxItems, "max-items", ir.MaxProgramItems, "most tasks, buffers, counters or pages in one program")
+	return lim
+}
+
+// validateFiles validates program files (within lim) and MPK task graphs
+// (the latter for the launch mpkOpt describes).
+func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSON bool, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
 	}
 	var reports []fileReport
-	status := exitValid
+	status := exitOK
 	for _, f := range files {
-		p, err := loadProgram(f)
+		text, raw, ok, err := validateFile(f, mpkOpt, lim)
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, err)
 			status = exitBadInput
 			continue
 		}
-		rep := validate.Validate(p)
-		if !rep.OK && status == exitValid {
+		if !ok && status == exitOK {
 			status = exitRejected
 		}
 		switch {
-		case *asJSON:
-			reports = append(reports, fileReport{File: f, Report: rep.JSON()})
+		case asJSON:
+			reports = append(reports, fileReport{File: f, Report: raw})
 		case len(files) > 1:
-			fmt.Fprintf(stdout, "%s: %s\n", f, rep.String())
+			fmt.Fprintf(stdout, "%s: %s\n", f, text)
 		default:
-			fmt.Fprintln(stdout, rep.String())
+			fmt.Fprintln(stdout, text)
 		}
 	}
 	switch {
-	case *asJSON && len(files) == 1 && len(reports) == 1:
+	case asJSON && len(files) == 1 && len(reports) == 1:
 		fmt.Fprintf(stdout, "%s\n", reports[0].Report)
-	case *asJSON && len(files) > 1:
+	case asJSON && len(files) > 1:
 		if reports == nil {
 			reports = []fileReport{}
 		}
@@ -81,47 +100,91 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-func runIR(args []string, stdout, stderr io.Writer) int {
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: amkctl ir roundtrip FILE")
-		fmt.Fprintln(w, "\nroundtrip decodes a program file (\"-\" reads standard input) and writes it")
-		fmt.Fprintln(w, "re-encoded to stdout in the reference's canonical form (json.dumps, indent 2,")
-		fmt.Fprintln(w, "no trailing newline), so a canonical file comes back byte for byte.")
-		fmt.Fprintln(w, "Exit status 2 on an unreadable or malformed file.")
-	}
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		usage(stdout)
-		return exitValid
-	}
-	if len(args) == 0 || args[0] != "roundtrip" {
-		usage(stderr)
-		return exitBadInput
-	}
-	fs := newFlagSet("ir roundtrip", "ir roundtrip FILE", stderr)
-	fs.Usage = func() { usage(stderr) }
-	files, err := parseArgs(fs, args[1:])
+// validateFile checks one file: an MPK task graph (recognised by its
+// all_tasks key) or an amk program.
+func validateFile(f string, mpkOpt mpk.CheckOptions, lim ir.Limits) (text string, raw json.RawMessage, ok bool, err error) {
+	data, err := readProgramFile(f, lim)
 	if err != nil {
-		return flagExit(err)
+		return "", nil, false, err
 	}
-	if len(files) != 1 {
-		usage(stderr)
-		return exitBadInput
+	if mpk.Looks(data) {
+		return checkMPK(data, mpkOpt)
 	}
-	p, err := loadProgram(files[0])
+	p, err := decodeProgram(data, lim)
 	if err != nil {
-		fmt.Fprintf(stderr, "amkctl ir roundtrip: %s: %v\n", files[0], err)
-		return exitBadInput
+		return "", nil, false, err
 	}
-	stdout.Write(ir.Encode(p)) // exactly the canonical bytes: no trailing newline, as to_json
-	return exitValid
+	rep := validate.Validate(p)
+	return rep.String(), rep.JSON(), rep.OK, nil
 }
 
-// loadProgram reads and decodes a program file; errors name the JSON path
-// (ir.DecodeError) or the byte offset (a syntax error).
-func loadProgram(path string) (*ir.Program, error) {
-	data, err := readInput(path, ir.MaxProgramBytes)
+// newIRCmd is "ir", the program-file tools; today "ir roundtrip".
+func newIRCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ir roundtrip FILE",
+		Short: "program files: ir roundtrip FILE decodes and re-encodes canonically",
+	}
+	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
+		if len(args) == 0 {
+			fmt.Fprintln(stderr, "amkctl ir: a subcommand is required: amkctl ir roundtrip FILE")
+		} else {
+			fmt.Fprintf(stderr, "amkctl ir: unknown subcommand %q: amkctl ir roundtrip FILE\n", args[0])
+		}
+		return exitBadInput
+	})
+	roundtrip := &cobra.Command{
+		Use:   "roundtrip FILE",
+		Short: "decode a program file and write it re-encoded canonically to stdout",
+		Long: `roundtrip decodes a program file ("-" reads standard input) and writes it
+re-encoded to stdout in the reference's canonical form (json.dumps, indent 2,
+no trailing newline), so a canonical file comes back byte for byte.
+Exit status 2 on an unreadable or malformed file.`,
+	}
+	roundtrip.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) != 1 {
+			fmt.Fprintln(stderr, "amkctl ir roundtrip: exactly one FILE is required")
+			return exitBadInput
+		}
+		p, err := loadProgram(files[0], ir.Limits{})
+		if err != nil {
+			fmt.Fprintf(stderr, "amkctl ir roundtrip: %s: %v\n", files[0], err)
+			return exitBadInput
+		}
+		stdout.Write(ir.Encode(p)) // exactly the canonical bytes: no trailing newline, as to_json
+		return exitOK
+	})
+	cmd.AddCommand(roundtrip)
+	return cmd
+}
+
+// loadProgram reads and decodes a program file within lim (zero fields:
+// the defaults); errors name the JSON path (ir.DecodeError), the byte
+// offset (a syntax error) or the limit and its flag.
+func loadProgram(path string, lim ir.Limits) (*ir.Program, error) {
+	data, err := readProgramFile(path, lim)
 	if err != nil {
 		return nil, err
 	}
-	return ir.Decode(data)
+	return decodeProgram(data, lim)
+}
+
+// readProgramFile reads a program file of at most lim.MaxBytes.
+func readProgramFile(path string, lim ir.Limits) ([]byte, error) {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = ir.MaxProgramBytes
+	}
+	data, err := readInput(path, lim.MaxBytes)
+	if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
+	}
+	return data, err
+}
+
+// decodeProgram is ir.DecodeLimited naming the flags of its limits.
+func decodeProgram(data []byte, lim ir.Limits) (*ir.Program, error) {
+	p, err := ir.DecodeLimited(data, lim)
+	if errors.Is(err, ir.ErrTooLarge) {
+		return nil, fmt.Errorf("%v (raise --max-items or --max-bytes if the program is genuine)", err)
+	}
+	return p, err
 }

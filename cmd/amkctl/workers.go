@@ -6,60 +6,65 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/amk-dev/amk/internal/api"
 )
 
 func init() {
-	register(command{name: "workers", summary: "list a scheduler's live gpuworkers (needs --server)", run: runWorkers})
-	register(command{name: "queues", summary: "show a scheduler's queues: depth, latency, processed/failed (needs --server)", run: runQueues})
-	remoteVerbs["workers"], remoteVerbs["queues"] = true, true
+	addVerb(newWorkersCmd)
+	addVerb(newQueuesCmd)
 }
 
-// schedulerOnly parses a verb that exists only against a scheduler.
-func schedulerOnly(verb string, args []string, stderr io.Writer) (*api.Client, bool, int) {
-	fs := newFlagSet(verb, verb+" --server URL [--json]", stderr)
-	remote := addRemoteFlags(fs)
-	jsonOut := fs.Bool("json", false, "print JSON")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return nil, false, flagExit(err)
-	}
-	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "amkctl %s: unexpected arguments %q\n", verb, pos)
-		return nil, false, 2
-	}
-	c, err := remote.client()
-	if err != nil {
-		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
-		return nil, false, 2
-	}
-	if c == nil {
-		fmt.Fprintf(stderr, "amkctl %s: needs a scheduler: --server URL or $%s\n", verb, envServer)
-		return nil, false, 2
-	}
-	return c, *jsonOut, -1
+// schedulerOnlyVerb builds a verb that exists only against a scheduler; its
+// body gets the client and the --json setting.
+func schedulerOnlyVerb(use, short string, body func(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.NoArgs}
+	remote := addRemoteFlags(cmd)
+	jsonOut := addJSONFlags(cmd, "print JSON")
+	verb := cmd.Name()
+	cmd.RunE = runVerb(func(_ []string, stdout, stderr io.Writer) int {
+		c, err := remote.client()
+		if err != nil {
+			fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+			return exitBadInput
+		}
+		if c == nil {
+			fmt.Fprintf(stderr, "amkctl %s: needs a scheduler: --server URL or $%s\n", verb, envServer)
+			return exitBadInput
+		}
+		return body(c, *jsonOut, stdout, stderr)
+	})
+	return cmd
 }
 
-func runWorkers(args []string, stdout, stderr io.Writer) int {
-	c, jsonOut, code := schedulerOnly("workers", args, stderr)
-	if code >= 0 {
-		return code
-	}
+func newWorkersCmd() *cobra.Command {
+	return schedulerOnlyVerb("workers --server URL [--json]", "list a scheduler's live gpuworkers (needs --server)", runWorkers)
+}
+
+func newQueuesCmd() *cobra.Command {
+	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed (needs --server)", runQueues)
+}
+
+func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	ctx, cancel := remoteContext()
 	defer cancel()
 	ws, err := c.Workers(ctx)
 	if err != nil {
-		return remoteFail(stderr, "workers", err)
+		return campaignFail(stderr, "workers", err)
 	}
 	if jsonOut {
 		if ws == nil {
 			ws = []api.Worker{}
 		}
-		return printJSON(stdout, ws)
+		if err := printJSON(stdout, ws); err != nil {
+			return exitInternal
+		}
+		return exitOK
 	}
 	if len(ws) == 0 {
 		fmt.Fprintf(stdout, "no live workers on the scheduler at %s\n", c.Server())
-		return 0
+		return exitOK
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -73,29 +78,28 @@ func runWorkers(args []string, stdout, stderr io.Writer) int {
 			now.Sub(w.Started).Round(time.Second), now.Sub(w.Heartbeat).Round(time.Second))
 	}
 	tw.Flush()
-	return 0
+	return exitOK
 }
 
-func runQueues(args []string, stdout, stderr io.Writer) int {
-	c, jsonOut, code := schedulerOnly("queues", args, stderr)
-	if code >= 0 {
-		return code
-	}
+func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	ctx, cancel := remoteContext()
 	defer cancel()
 	qs, err := c.Queues(ctx)
 	if err != nil {
-		return remoteFail(stderr, "queues", err)
+		return campaignFail(stderr, "queues", err)
 	}
 	if jsonOut {
 		if qs == nil {
 			qs = []api.Queue{}
 		}
-		return printJSON(stdout, qs)
+		if err := printJSON(stdout, qs); err != nil {
+			return exitInternal
+		}
+		return exitOK
 	}
 	if len(qs) == 0 {
 		fmt.Fprintf(stdout, "no queues yet on the scheduler at %s\n", c.Server())
-		return 0
+		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tPENDING\tACTIVE\tRETRY\tARCHIVED\tLATENCY\tPROCESSED\tFAILED")
@@ -104,5 +108,6 @@ func runQueues(args []string, stdout, stderr io.Writer) int {
 			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal)
 	}
 	tw.Flush()
-	return 0
+	fmt.Fprintf(stdout, "\n%s\n", api.QueueCountsNote)
+	return exitOK
 }

@@ -5,35 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/amk-dev/amk/internal/version"
 )
-
-// version is the build version, set with -ldflags "-X main.version=...";
-// otherwise it comes from the module build information.
-var version = ""
-
-// buildVersion reports the version and, when recorded, the VCS revision.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	if v == "" {
-		v = "unknown"
-	}
-	return v
-}
 
 // fingerprint identifies the worker and its environment.
 type fingerprint struct {
@@ -51,7 +27,7 @@ func newFingerprint(target, device string, info deviceInfo) fingerprint {
 	if err != nil {
 		host = "unknown"
 	}
-	return fingerprint{Host: host, Target: target, Device: device, Info: info, Version: buildVersion(),
+	return fingerprint{Host: host, Target: target, Device: device, Info: info, Version: version.String(),
 		Go: runtime.Version(), OSArch: runtime.GOOS + "/" + runtime.GOARCH}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,11 +14,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
+	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/hostmem"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/trial"
 )
@@ -30,10 +32,6 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 )
-
-// stopGrace is how long a cancelled evaluation may take to return before the
-// device counts as wedged.
-const stopGrace = 30 * time.Second
 
 // deps are the parts tests replace.
 type deps struct {
@@ -56,7 +54,7 @@ func main() {
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := flag.NewFlagSet("gpuworker", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("gpuworker", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]")
@@ -66,11 +64,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		fs.PrintDefaults()
 	}
 	config.WorkerFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "gpuworker: %v (gpuworker -h lists the flags)\n", err)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "gpuworker", version.String())
+		return exitOK
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "gpuworker: unexpected argument %q\n", fs.Arg(0))
@@ -113,7 +117,7 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	}
 	m.SetInfo(devInfo.Name, devInfo.Driver, fp.Version)
 
-	grace := stopGrace
+	grace := dispatch.DefaultStopGrace
 	if d.stopGrace > 0 {
 		grace = d.stopGrace
 	}
@@ -121,10 +125,18 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	// logits are loaded once, not per trial. A model that would not fit in
 	// the memory this worker has is refused before anything is allocated.
 	memory := hostmem.System(int64(cfg.MaxMemoryMB) << 20)
-	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0).WithMemoryProbe(memory.Available)}
-	dog := newWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
+	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0).WithMemoryProbe(memory.Available), Environment: fp.String()}
+	// The trial that wedges the device is marked poison before the worker
+	// goes down (worker is set below, before any trial can run).
+	var worker *redisq.Worker
+	onWedge := func(spec trial.Spec, message string) {
+		if worker != nil {
+			worker.MarkPoison(spec, message)
+		}
+	}
+	dog := dispatch.NewWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return d.evaluate(ctx, spec, opts)
-	}, cfg.TrialTimeout, grace, m, log)
+	}, dispatch.WatchdogOptions{Limit: cfg.TrialTimeout, StopGrace: grace, Observer: m, Log: log, OnWedge: onWedge})
 
 	wopts, err := cfg.WorkerOptions()
 	if err != nil {
@@ -158,14 +170,13 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	wopts.Identity = fp.String()
 	wopts.Logger = log
 	wopts.Published = func(o trial.Outcome) { m.Published(redisq.Label(o)) }
-	worker, err := redisq.NewWorker(wopts)
+	worker, err = redisq.NewWorker(wopts)
 	if err != nil {
 		if ln != nil {
 			_ = ln.Close()
 		}
 		return err
 	}
-	dog.onWedge = worker.MarkPoison
 
 	if ln != nil {
 		httpSrv := &http.Server{Handler: handler(reg, worker, dog), ReadHeaderTimeout: 5 * time.Second}
@@ -201,8 +212,8 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: finishing or handing back the current trial", "grace", cfg.ShutdownGrace)
-	case <-dog.wedged:
-		failure = dog.health()
+	case <-dog.Wedged():
+		failure = dog.Health()
 		log.Error("shutting down: device wedged; exiting so that a supervisor restarts the worker")
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownGrace+grace+5*time.Second)
@@ -211,7 +222,7 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 		failure = err
 	}
 	if failure == nil {
-		failure = dog.health() // a trial handed back on the way out wedged the device
+		failure = dog.Health() // a trial handed back on the way out wedged the device
 	}
 	if failure == nil {
 		log.Info("gpuworker stopped")
@@ -220,11 +231,11 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 }
 
 // handler serves /metrics and /healthz.
-func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *watchdog) http.Handler {
+func handler(reg *prometheus.Registry, worker *redisq.Worker, dog *dispatch.Watchdog) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		for _, check := range []func() error{worker.Healthy, dog.health} {
+		for _, check := range []func() error{worker.Healthy, dog.Health} {
 			if err := check(); err != nil {
 				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
 				return

@@ -306,7 +306,7 @@ func TestStartupErrors(t *testing.T) {
 		{[]string{"--redis", "127.0.0.1:1", "--target", "h900"}, 2, "target"},
 		{[]string{"--target", "h100"}, 2, "redis.addr"},
 		{[]string{"--redis", "127.0.0.1:1", "--target", "h100", "--metrics-listen", "127.0.0.1:0"}, 1, "redis"},
-		{[]string{"--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"-h"}, 0, "usage: gpuworker"},
 	}
 	for _, c := range cases {
@@ -360,5 +360,15 @@ func TestRealPipelineOnCPU(t *testing.T) {
 	o := await(t, d)
 	if o.Verdict == nil || !o.Verdict.Valid || o.Verdict.LatencyKind == nil || *o.Verdict.LatencyKind != trial.KindPredicted {
 		t.Fatalf("got %+v (failure %+v), want a valid verdict with a predicted latency", o, o.Failure)
+	}
+}
+
+func TestVersionFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != exitOK || strings.TrimSpace(stderr.String()) == "" {
+		t.Fatalf("--version: exit %d, %q", code, stderr.String())
+	}
+	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != exitUsage {
+		t.Fatalf("unknown flag: exit %d", code)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,12 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/scheduler"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/runner"
 )
 
@@ -53,7 +54,7 @@ func main() {
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("scheduler", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: scheduler --redis ADDR --workspace DIR [--listen 127.0.0.1:8080] [--token-file F] [--config FILE]")
@@ -64,11 +65,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		fs.PrintDefaults()
 	}
 	config.SchedulerFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, pflag.ErrHelp) {
 			return exitOK
 		}
+		fmt.Fprintf(stderr, "scheduler: %v (scheduler -h lists the flags)\n", err)
 		return exitUsage
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, "scheduler", version.String())
+		return exitOK
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "scheduler: unexpected argument %q\n", fs.Arg(0))
@@ -94,16 +101,16 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err != nil {
 		return err
 	}
-	lock, err := lockWorkspace(ws.Dir)
+	lock, err := ws.LockForScheduler()
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Close()
 	token, err := apiToken(cfg, ws.Dir, log)
 	if err != nil {
 		return err
 	}
-	log.Info("scheduler starting", "version", buildVersion(), "config", cfg)
+	log.Info("scheduler starting", "version", version.String(), "config", cfg)
 
 	dopts, err := cfg.DispatcherOptions()
 	if err != nil {
@@ -143,7 +150,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	fleet, err := scheduler.New(scheduler.Options{
 		Workspace: ws, Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
 		Targets: cfg.Targets, Logger: log, TickEvery: d.tickEvery, RescanEvery: d.rescanEvery,
-		Version: buildVersion(),
+		Version: version.String(),
 	})
 	if err != nil {
 		_ = disp.Close()
@@ -162,7 +169,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
 		return err
 	}
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log,
+	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
 	if err != nil {
 		return err
@@ -210,9 +217,12 @@ func apiToken(cfg config.Scheduler, workspace string, log *slog.Logger) (string,
 	if err != nil || token != "" {
 		return token, err
 	}
-	token, path, err := generatedToken(workspace)
+	token, path, replaced, err := generatedToken(workspace)
 	if err != nil {
 		return "", err
+	}
+	if replaced != "" {
+		log.Warn("API token file not reused: "+replaced, "token_file", path)
 	}
 	log.Warn("no API token configured; state-changing calls need the generated one (amkctl --token-file)", "token_file", path)
 	return token, nil

@@ -2,8 +2,8 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"os"
 	"reflect"
 	"sort"
@@ -48,7 +48,7 @@ func EnvName(key string) string {
 }
 
 // register adds the flags (and --config) to fs, showing defaults in -h.
-func register(fs *flag.FlagSet, specs []flagSpec, defaults map[string]any) {
+func register(fs *pflag.FlagSet, specs []flagSpec, defaults map[string]any) {
 	fs.String("config", "", "YAML config file (also "+EnvPrefix+"_CONFIG)")
 	for _, s := range specs {
 		usage := fmt.Sprintf("%s (key %s, env %s)", s.usage, s.key, EnvName(s.key))
@@ -79,8 +79,8 @@ func orEmpty(v any) any {
 }
 
 // load merges defaults, the config file, the environment and the flags that
-// were set on fs (after fs.Parse) into out.
-func load(fs *flag.FlagSet, specs []flagSpec, defaults map[string]any, out any) error {
+// were set on fs (after fs.Parse; the flags are bound to viper keys) into out.
+func load(fs *pflag.FlagSet, specs []flagSpec, defaults map[string]any, out any) error {
 	v := viper.New()
 	for k, d := range defaults {
 		v.SetDefault(k, d)
@@ -98,15 +98,13 @@ func load(fs *flag.FlagSet, specs []flagSpec, defaults map[string]any, out any) 
 			return err
 		}
 	}
-	byName := map[string]flagSpec{}
+	// A flag given on the command line wins over the environment and the
+	// file; an unset flag's default is the same as the key's.
 	for _, s := range specs {
-		byName[s.name] = s
-	}
-	fs.Visit(func(f *flag.Flag) {
-		if s, ok := byName[f.Name]; ok {
-			v.Set(s.key, f.Value.String())
+		if err := v.BindPFlag(s.key, fs.Lookup(s.name)); err != nil {
+			return fmt.Errorf("config: flag --%s: %w", s.name, err)
 		}
-	})
+	}
 	err := v.Unmarshal(out, viper.DecodeHook(mapstructure.ComposeDecodeHookFunc(
 		strictDurationHook, commaSliceHook)))
 	if err != nil {

@@ -158,9 +158,13 @@ func (r Redis) Secret() ([]byte, error) {
 	return []byte(secret), nil
 }
 
-// redacted is r with its password hidden.
+// redacted is r with its password hidden; a password read from a file is
+// shown as such (not as an empty password).
 func (r Redis) redacted() Redis {
-	if r.Password != "" {
+	switch {
+	case r.PasswordFile != "":
+		r.Password = "REDACTED (from password_file " + r.PasswordFile + ")"
+	case r.Password != "":
 		r.Password = "REDACTED"
 	}
 	if r.SentinelPassword != "" {

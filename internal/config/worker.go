@@ -2,8 +2,8 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/pflag"
 	"log/slog"
 	"net"
 	"strconv"
@@ -65,11 +65,11 @@ var workerFlags = append(append([]flagSpec{
 }, redisFlags...), logFlags...)
 
 // WorkerFlags registers the gpuworker's flags on fs.
-func WorkerFlags(fs *flag.FlagSet) { register(fs, workerFlags, workerDefaults()) }
+func WorkerFlags(fs *pflag.FlagSet) { register(fs, workerFlags, workerDefaults()) }
 
 // LoadWorker reads and validates the worker configuration; fs must have been
 // set up by WorkerFlags and parsed.
-func LoadWorker(fs *flag.FlagSet) (Worker, error) {
+func LoadWorker(fs *pflag.FlagSet) (Worker, error) {
 	var w Worker
 	if err := load(fs, workerFlags, workerDefaults(), &w); err != nil {
 		return w, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -409,25 +408,10 @@ func (f *Fleet) WriteReport(id string) (api.ReportFiles, error) {
 	if e == nil {
 		return api.ReportFiles{}, f.notDriven(id)
 	}
-	dir := e.ledger.Dir()
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	now := f.now()
+	var files api.ReportFiles
 	var err error
-	e.ledger.Read(func(c *campaign.Campaign) {
-		if err = runner.WriteReport(dir, c, now); err == nil {
-			err = atomicfile.Write(filepath.Join(dir, "aggregate_report.md"), []byte(c.ReportMarkdown(now)))
-		}
-	})
-	if err != nil {
-		return api.ReportFiles{}, err
-	}
-	files := []string{"aggregate_report.md", "report.json", "report.md", "report.svg"}
-	for i, n := range files {
-		files[i] = filepath.Join(dir, n)
-	}
-	return api.ReportFiles{ID: id, Dir: dir, Files: files}, nil
+	e.ledger.Read(func(c *campaign.Campaign) { files, err = control.WriteReports(id, e.ledger.Dir(), c, f.now()) })
+	return files, err
 }
 
 // Create starts a campaign and its driver, or finds the existing one.
@@ -503,10 +487,6 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 
 // startEvent builds the Start of a new campaign from a request.
 func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaign.Start, error) {
-	cfg, err := model.Load(req.Model)
-	if err != nil {
-		return campaign.Start{}, fmt.Errorf("%w: %v", api.ErrBadValue, err)
-	}
 	corpus, skipped, err := flywheel.ReadCorpus(f.opts.Workspace.CorpusPath())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
@@ -514,24 +494,7 @@ func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaig
 	if skipped > 0 {
 		f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
 	}
-	s := campaign.DefaultSettings()
-	s.Overnight = req.Overnight
-	setIf(&s.RestartAfter, req.RestartAfter)
-	setIf(&s.Epsilon, req.Epsilon)
-	setIf(&s.Explore, req.Explore)
-	setIf(&s.MinGain, req.MinGain)
-	setIf(&s.TrialTimeoutS, req.TrialTimeoutS)
-	if req.Budget != nil {
-		s.Budget = *req.Budget
-	}
-	s.MoveOn = req.MoveOn.Over(s.MoveOn)
-	return campaign.Start{
-		Time: f.now(), Model: req.Model, Label: cfg.Name, GPU: target.Name, Device: req.Device, Name: req.Name,
-		Weights: req.Weights, Seed: req.Seed, Shape: flywheel.Shape{Hidden: cfg.Hidden, NLayers: cfg.NLayers,
-			NHeads: cfg.NHeads, NKVHeads: cfg.NKVHeads, HeadDim: cfg.HeadDim, Intermediate: cfg.Intermediate, Vocab: cfg.Vocab},
-		Corpus: corpus, Cold: req.Cold, Settings: s,
-		Env: flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: "fleet", AMKVersion: f.opts.Version},
-	}, nil
+	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: "fleet", AMKVersion: f.opts.Version})
 }
 
 // checkMemory refuses a campaign whose model no live worker of its target
@@ -567,12 +530,6 @@ func (f *Fleet) checkMemory(ctx context.Context, req api.CreateRequest, target s
 			api.ErrBadValue, cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
 	}
 	return nil
-}
-
-func setIf[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 // Workers lists the transport's live workers.

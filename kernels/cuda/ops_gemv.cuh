@@ -460,9 +460,12 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
 
 /* GEMM_TILE: every row of x (batch decode, M = x.numel / K) times the weight tile. A warp owns
  * one weight row and AMK_GEMM_MMAX x rows at a time, so each weight vector is read once per
- * register tile. x rows come from global memory (L1/L2 resident). */
+ * register tile. x rows come from global memory through coherent L2 loads (__ldcg): other blocks
+ * write x in the same launch, so the read-only path (__ldg, ld.global.nc, which a const
+ * __restrict__ pointer also lets the compiler pick) may return stale data; X is therefore not
+ * __restrict__. */
 template <typename T>
-__device__ __forceinline__ void amk_gemm_typed(const T* __restrict__ X, const T* __restrict__ W, int64_t ldw, int K,
+__device__ __forceinline__ void amk_gemm_typed(const T* X, const T* __restrict__ W, int64_t ldw, int K,
                                                int64_t M, int n_off, int N_tile, const amk_buffer_t& out, int64_t N,
                                                const amk_buffer_t* bias, bool vec_ok) {
     constexpr int V = amk_vec<T>::N;
@@ -482,7 +485,7 @@ __device__ __forceinline__ void amk_gemm_typed(const T* __restrict__ X, const T*
                 for (int i = 0; i < AMK_GEMM_MMAX; ++i) {
                     if (i >= mt) break;
                     float xf[V];
-                    amk_vec<T>::cvt(__ldg(reinterpret_cast<const uint4*>(X + (m0 + i) * K) + kv), xf);
+                    amk_vec<T>::cvt(__ldcg(reinterpret_cast<const uint4*>(X + (m0 + i) * K) + kv), xf);
 #pragma unroll
                     for (int e = 0; e < V; ++e) acc[i] = fmaf(xf[e], wf[e], acc[i]);
                 }

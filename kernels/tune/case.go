@@ -104,18 +104,26 @@ func NewCase(op ir.Op, dt ir.DType, target *ir.GpuTarget, modelName string) (*Ca
 	case ir.OpAttentionCombine:
 		point.Config.SetTile("attention", "n_partitions", combineShards)
 	}
+	return buildCase(op, target, cfg, point, opts, func(p *ir.Program) []int { return pickGroup(p, op) })
+}
+
+// buildCase lowers cfg, cuts the group pick chooses, seeds its inputs and
+// checks the cut program.
+func buildCase(op ir.Op, target *ir.GpuTarget, cfg model.Config, point schedule.Point, opts schedule.LowerOptions,
+	pick func(*ir.Program) []int) (*Case, error) {
+	dt := cfg.DType
 	full, err := schedule.Lower(cfg, target, point, opts)
 	if err != nil {
-		return nil, fmt.Errorf("lowering %s: %w", modelName, err)
+		return nil, fmt.Errorf("lowering %s: %w", cfg.Name, err)
 	}
-	group := pickGroup(full, op)
+	group := pick(full)
 	if len(group) == 0 {
-		return nil, fmt.Errorf("the lowering of %s emits no %s task", modelName, op)
+		return nil, fmt.Errorf("the lowering of %s emits no %s task", cfg.Name, op)
 	}
 	c := cut(full, group)
 	c.Op, c.DType = op, dt
 	c.Describe = fmt.Sprintf("%d %s task(s) of %s (%s, vocab %d, pos %d, batch %d) for %s: %s", len(group), op, cfg.Name, dt,
-		cfg.Vocab, CasePos, max(opts.B, 1), target.Name, full.Tasks[group[0]].Label)
+		cfg.Vocab, opts.Pos, max(opts.B, 1), target.Name, full.Tasks[group[0]].Label)
 	if err := c.seed(); err != nil {
 		return nil, err
 	}

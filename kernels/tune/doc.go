@@ -10,9 +10,12 @@
 // buffer shapes; consumed activations become IO inputs and produced buffers
 // IO outputs (KV caches stay KV caches); its inputs are seeded values
 // (projection weights scaled by 1/sqrt(K), norm weights near 1, split-KV
-// denominators positive). The reference numerics are the CPU reference VM
-// on that program (Case.Reference); OpBytes is its HBM traffic (the rows,
-// windows and table rows the tasks touch), the traffic of the roofline.
+// denominators positive). NewShapedCase cuts the same way from a model and
+// batch of the caller's choosing (a FlashInfer-Bench workload's shape, see
+// package fib/loop1), picking the group by task label. The reference
+// numerics are the CPU reference VM on that program (Case.Reference);
+// OpBytes is its HBM traffic (the rows, windows and table rows the tasks
+// touch), the traffic of the roofline.
 //
 // Proposals. Knobs(op) are the block size and every search knob of
 // kernels.KnobSpace the op's kernel reads (qc, read only by the quantized

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/ir/mpk"
+	"github.com/amk-dev/amk/schedule"
+)
+
+func init() { addVerb(newMPKCmd) }
+
+// addMPKRuntimeFlags adds the flags of the MPK launch a graph is checked for.
+func addMPKRuntimeFlags(cmd *cobra.Command) *mpkRuntime {
+	rt := &mpkRuntime{}
+	cmd.Flags().IntVar(&rt.workers, "workers", mpk.DefaultWorkers, "MPK worker thread blocks (num_workers)")
+	cmd.Flags().IntVar(&rt.queueLen, "queue-len", mpk.DefaultQueueLen, "entries of each worker queue (per_worker_queue_len; Mirage today: 8192)")
+	cmd.Flags().IntVar(&rt.gpus, "gpus", 1, "GPUs in the launch (event ids of other gpu ids are rejected)")
+	return rt
+}
+
+// newMPKCmd is "mpk": Mirage persistent-kernel task graphs (task_graph.json).
+func newMPKCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "mpk check|rank|import|export",
+		Short: "Mirage persistent-kernel task graphs: check, rank by predicted latency, translate both ways",
+		Long: `mpk works on the task_graph.json files of Mirage's persistent kernel (MPK).
+"amkctl validate FILE" recognises such a graph too and checks it for the
+default launch; "amkctl lower ... --format mpk" writes a lowered schedule as one.`,
+	}
+	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
+		fmt.Fprintln(stderr, "amkctl mpk: a subcommand is required: check, rank, import or export")
+		return exitBadInput
+	})
+
+	check := &cobra.Command{
+		Use:   "check FILE... [--workers N] [--queue-len N] [--gpus N] [--json]",
+		Short: "prove task graphs safe for an MPK launch (deadlock, cycle, races, ranges, queues, iterations, gpu ids)",
+		Long: `check is validate for MPK task graphs with the launch described by flags.
+Exit status: 0 all valid, 1 some graph rejected, 2 some file unreadable or malformed.`,
+	}
+	checkRT := addMPKRuntimeFlags(check)
+	checkJSON := addJSONFlags(check, "print each report as JSON instead of text")
+	check.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) == 0 {
+			fmt.Fprintln(stderr, "amkctl mpk check: at least one FILE is required")
+			return exitBadInput
+		}
+		return validateFiles(files, checkRT.options(), ir.Limits{}, *checkJSON, stdout, stderr)
+	})
+
+	rank := &cobra.Command{
+		Use:   "rank FILE... --gpu G [--workers N] [--queue-len N] [--json]",
+		Short: "rank task graphs by amk's predicted latency (only graphs check accepts get one)",
+		Long: `rank checks each graph, translates the valid ones into amk programs and ranks
+them by amk's cost model on --gpu, fastest first. Every latency is labelled
+predicted: MPK's kernels are not run. Exit status: 0 all ranked, 1 some graph
+rejected (no latency), 2 some file unreadable or malformed.`,
+	}
+	gpu := addGPUFlag(rank, "h100", "")
+	rankRT := addMPKRuntimeFlags(rank)
+	rankJSON := addJSONFlags(rank, "print the ranking as a JSON array")
+	rank.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) == 0 {
+			fmt.Fprintln(stderr, "amkctl mpk rank: at least one FILE is required")
+			return exitBadInput
+		}
+		return rankMPK(files, *gpu, *rankRT, *rankJSON, stdout, stderr)
+	})
+
+	imp := &cobra.Command{
+		Use:   "import FILE [--out prog.json]",
+		Short: "translate a task graph into an amk program (an amk export gives back its program byte for byte)",
+	}
+	impOut := imp.Flags().StringP("out", "o", "-", "output file, - for stdout")
+	imp.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) != 1 {
+			fmt.Fprintln(stderr, "amkctl mpk import: exactly one FILE is required")
+			return exitBadInput
+		}
+		return importMPK(files[0], *impOut, stdout, stderr)
+	})
+
+	exp := &cobra.Command{
+		Use:   "export PROGRAM [--out task_graph.json] [--gpu-id N]",
+		Short: "write an amk program file as an MPK task graph",
+	}
+	expOut := exp.Flags().StringP("out", "o", "-", "output file, - for stdout")
+	gpuID := exp.Flags().Int("gpu-id", 0, "gpu id written into every event id (MPK's my_gpu_id)")
+	exp.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) != 1 {
+			fmt.Fprintln(stderr, "amkctl mpk export: exactly one PROGRAM file is required")
+			return exitBadInput
+		}
+		return exportMPK(files[0], *expOut, *gpuID, stdout, stderr)
+	})
+	cmd.AddCommand(check, rank, imp, exp)
+	return cmd
+}
+
+// mpkRuntime are the flags that describe the MPK launch a graph is checked for.
+type mpkRuntime struct {
+	workers, queueLen, gpus int
+}
+
+func (r mpkRuntime) options() mpk.CheckOptions {
+	return mpk.CheckOptions{Workers: r.workers, QueueLen: r.queueLen, GPUs: r.gpus}
+}
+
+// readMPK reads and decodes a task-graph file.
+func readMPK(path string) (*mpk.Graph, error) {
+	data, err := readInput(path, mpk.MaxGraphBytes)
+	if err != nil {
+		return nil, err
+	}
+	return mpk.Decode(data)
+}
+
+// checkMPK checks an MPK task graph for validate: its report as text and
+// JSON, and whether it is valid. A malformed graph is an error.
+func checkMPK(data []byte, opt mpk.CheckOptions) (text string, raw json.RawMessage, ok bool, err error) {
+	g, err := mpk.Decode(data)
+	if err != nil {
+		return "", nil, false, err
+	}
+	rep := mpk.Check(g, opt)
+	raw, err = json.Marshal(rep)
+	return rep.String(), raw, rep.OK, err
+}
+
+// mpkRanked is one graph's line in mpk rank.
+type mpkRanked struct {
+	Rank          int      `json:"rank"`
+	File          string   `json:"file"`
+	Valid         bool     `json:"valid"`
+	LatencyUS     float64  `json:"latency_us"`
+	LatencyKind   string   `json:"latency_kind"`
+	BoundUS       float64  `json:"bound_us"`
+	PctOfRoofline float64  `json:"pct_of_roofline"`
+	Tasks         int      `json:"tasks"`
+	Events        int      `json:"events"`
+	GPU           string   `json:"gpu"`
+	Notes         []string `json:"notes"`
+}
+
+// rankMPK checks each graph, predicts the latency of every valid one on a
+// target with amk's cost model, and writes them fastest first. A rejected
+// or unreadable graph gets no latency (its report goes to stderr).
+func rankMPK(files []string, gpu string, rt mpkRuntime, asJSON bool, stdout, stderr io.Writer) int {
+	target, err := ir.Target(gpu)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl mpk rank:", err)
+		return exitBadInput
+	}
+	status := exitOK
+	var ranked []mpkRanked
+	for _, f := range files {
+		g, err := readMPK(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "amkctl mpk rank: %s: %v\n", f, err)
+			status = exitBadInput
+			continue
+		}
+		if rep := mpk.Check(g, rt.options()); !rep.OK {
+			fmt.Fprintf(stderr, "amkctl mpk rank: %s: no latency without a PASS:\n%s\n", f, rep)
+			status = max(status, exitRejected)
+			continue
+		}
+		p, err := mpk.ToProgram(g)
+		if err != nil {
+			fmt.Fprintf(stderr, "amkctl mpk rank: %s: %v\n", f, err)
+			status = exitBadInput
+			continue
+		}
+		cost := schedule.Predict(p, target, schedule.Default())
+		r := mpkRanked{File: f, Valid: true, LatencyUS: ir.RoundTo(cost.PredictedUS, 3), LatencyKind: "predicted",
+			BoundUS: ir.RoundTo(cost.BandwidthBoundUS, 3), Tasks: len(g.Tasks), Events: len(g.Events), GPU: target.Name,
+			Notes: append([]string{"amk's cost model on the graph's translation; MPK's kernels are not run, so numerics are not checked"}, cost.Notes...)}
+		if cost.BandwidthBoundUS > 0 && !math.IsNaN(cost.PredictedUS) {
+			r.PctOfRoofline = ir.RoundTo(cost.PredictedUS/cost.BandwidthBoundUS*100, 1)
+		}
+		ranked = append(ranked, r)
+	}
+	sort.SliceStable(ranked, func(i, j int) bool { return ranked[i].LatencyUS < ranked[j].LatencyUS })
+	for i := range ranked {
+		ranked[i].Rank = i + 1
+	}
+	if asJSON {
+		if ranked == nil {
+			ranked = []mpkRanked{}
+		}
+		out, _ := json.MarshalIndent(ranked, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", out)
+		return status
+	}
+	if len(ranked) > 0 {
+		fmt.Fprintf(stdout, "%-4s  %12s  %10s  %8s  %6s  %s\n", "rank", "predicted_us", "floor_us", "%floor", "tasks", "file")
+	}
+	for _, r := range ranked {
+		fmt.Fprintf(stdout, "%-4d  %12.3f  %10.3f  %8.1f  %6d  %s\n", r.Rank, r.LatencyUS, r.BoundUS, r.PctOfRoofline, r.Tasks, r.File)
+	}
+	return status
+}
+
+// importMPK translates a task graph into an amk program file.
+func importMPK(file, outPath string, stdout, stderr io.Writer) int {
+	g, err := readMPK(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "amkctl mpk import: %s: %v\n", file, err)
+		return exitBadInput
+	}
+	p, err := mpk.ToProgram(g)
+	if err != nil {
+		fmt.Fprintf(stderr, "amkctl mpk import: %s: %v\n", file, err)
+		return exitRejected
+	}
+	return writeOut("mpk import", outPath, ir.Encode(p), stdout, stderr)
+}
+
+// exportMPK writes an amk program file as an MPK task graph.
+func exportMPK(file, outPath string, gpuID int, stdout, stderr io.Writer) int {
+	p, err := loadProgram(file, ir.Limits{})
+	if err != nil {
+		fmt.Fprintf(stderr, "amkctl mpk export: %s: %v\n", file, err)
+		return exitBadInput
+	}
+	g, err := mpk.ToGraph(p, mpk.ExportOptions{GPU: gpuID})
+	if err != nil {
+		fmt.Fprintf(stderr, "amkctl mpk export: %s: %v\n", file, err)
+		return exitRejected
+	}
+	return writeOut("mpk export", outPath, mpk.Encode(g), stdout, stderr)
+}
+
+// writeOut writes a verb's document to stdout ("-") or atomically to a file.
+func writeOut(verb, outPath string, data []byte, stdout, stderr io.Writer) int {
+	if outPath == "-" {
+		fmt.Fprintln(stdout, string(data))
+		return exitOK
+	}
+	if err := writeFileAtomic(outPath, data); err != nil {
+		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
+		return exitBadInput
+	}
+	return exitOK
+}

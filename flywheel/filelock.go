@@ -1,0 +1,70 @@
+package flywheel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// The one file lock of a workspace: the flywheel's appends (appendLocked),
+// a campaign's ledger lock and a scheduler's workspace lock (both in
+// runner) all take an advisory flock, which the kernel releases when the
+// process dies, so a crash never leaves a stale lock.
+
+// errLockHeld: another open file holds the lock.
+var errLockHeld = errors.New("lock held")
+
+// HeldError says that another process (or another open file of this one)
+// holds a lock, and what it wrote into the lock file about itself.
+type HeldError struct {
+	Path   string
+	Holder string // e.g. "pid 123 on host"; "" when the holder wrote nothing
+}
+
+func (e *HeldError) Error() string {
+	who := e.Holder
+	if who == "" {
+		who = "an unknown process"
+	}
+	return fmt.Sprintf("%s is locked by %s", e.Path, who)
+}
+
+// FileLock is a held lock; Close releases it.
+type FileLock struct{ f *os.File }
+
+// TryLock takes the exclusive lock of the file at path (creating it and its
+// directory) without waiting, and writes holder into it for whoever finds
+// it taken. When the lock is held it returns a *HeldError.
+func TryLock(path, holder string) (*FileLock, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := tryLockFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, errLockHeld) {
+			data, _ := os.ReadFile(path)
+			return nil, &HeldError{Path: path, Holder: strings.TrimSpace(string(data))}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteAt([]byte(holder+"\n"), 0)
+	_ = f.Sync()
+	return &FileLock{f: f}, nil
+}
+
+// Close releases the lock.
+func (l *FileLock) Close() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
