@@ -118,8 +118,8 @@ func (w *Worker) evaluatedElsewhere(ctx context.Context, key string) bool {
 		return false
 	}
 	for _, info := range workers {
-		if info.ID == m.Worker && time.Since(info.Heartbeat) < DefaultLostAfter {
-			return true
+		if info.ID == m.Worker {
+			return m.heldBy(key, info, DefaultLostAfter)
 		}
 	}
 	return false

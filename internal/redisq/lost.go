@@ -65,6 +65,19 @@ type running struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
+// heldBy reports whether the marker of trial key is still held by w, the
+// live registry entry of the worker it names: w heartbeats, and is either
+// evaluating key or only just started it (a marker whose removal was lost —
+// a failover to a replica that missed it — while the worker has long moved
+// on to other work is not held).
+func (m running) heldBy(key string, w WorkerInfo, lostAfter time.Duration) bool {
+	if time.Since(w.Heartbeat) >= lostAfter {
+		return false
+	}
+	moved := w.Current != key && time.Since(m.Since) > lostAfter && w.Heartbeat.After(m.Since.Add(registryBeat))
+	return !moved
+}
+
 // claimScript removes a running marker only if it still holds the value
 // the caller read, so one claimer wins.
 var claimScript = redis.NewScript(`
@@ -186,14 +199,8 @@ func (d *Dispatcher) checkLost(ctx context.Context, healthySince time.Time) erro
 			_ = d.rdb.HDel(ctx, runningKey(d.opts.Namespace), key).Err()
 			continue
 		}
-		if w, ok := live[m.Worker]; ok && time.Since(w.Heartbeat) < d.opts.LostAfter {
-			// Alive: still evaluating it, or a marker whose removal was lost
-			// (a failover to a replica that missed it) while the worker has
-			// long moved on to other work.
-			moved := w.Current != key && time.Since(m.Since) > d.opts.LostAfter && w.Heartbeat.After(m.Since.Add(registryBeat))
-			if !moved {
-				continue
-			}
+		if w, ok := live[m.Worker]; ok && m.heldBy(key, w, d.opts.LostAfter) {
+			continue
 		}
 		n, err := claimScript.Run(ctx, d.rdb, []string{runningKey(d.opts.Namespace)}, key, raw).Int()
 		if err != nil {
@@ -256,6 +263,7 @@ func (d *Dispatcher) publishCrash(ctx context.Context, out trial.Outcome) error 
 		return err
 	}
 	key := outcomeKey(out)
+	defer d.rdb.HDel(context.WithoutCancel(ctx), lossesKey(d.opts.Namespace), key)
 	if err := d.rdb.Set(ctx, doneKey(d.opts.Namespace, key), payload, d.opts.Retention).Err(); err != nil {
 		return err
 	}
