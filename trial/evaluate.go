@@ -157,7 +157,14 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
-	lm, err := opts.Models.Get(spec.Model, spec.Weights)
+	lm, err := opts.Models.GetContext(ctx, spec.Model, spec.Weights)
+	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
+		return nil, nil, nil, f
+	}
+	var memErr *MemoryError
+	if errors.As(err, &memErr) {
+		return nil, nil, nil, &Failure{Class: FailInfra, Phase: "memory", Message: memErr.Error()}
+	}
 	if err != nil {
 		return reject(NoteModel, "model: %v", err)
 	}

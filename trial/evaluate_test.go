@@ -315,7 +315,7 @@ func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := lm.eagerLogits(11, 0)
+	want, _ := lm.eagerLogits(context.Background(), 11, 0)
 	if c := vm.Compare(swapped.Logits[:lm.Config.Vocab], want, lm.Config.Vocab, lm.Config.DType); c.Pass {
 		t.Error("row 0 decoded from the wrong token passed the eager comparison")
 	}

@@ -24,6 +24,10 @@
 //	                                                            (optimizing, paused, done)
 //	  amk_scheduler_last_improvement_timestamp_seconds  gauge   when the best last improved (unix time)
 //
+//	scheduler, fleet-wide:
+//	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)
+//	  amk_scheduler_lost_workers_total                  counter trials taken back from silent workers and re-offered
+//
 //	queues, label queue (trials:<target> and results, with the namespace prefix):
 //	  amk_queue_depth_tasks      gauge   tasks waiting for a consumer (pending + scheduled + retry)
 //	  amk_queue_active_tasks     gauge   tasks being processed
