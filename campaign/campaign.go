@@ -153,7 +153,7 @@ func (c *Campaign) clock(t time.Time) time.Time {
 }
 
 // ElapsedMinutes is the campaign time at now: since the start, across
-// resumes, excluding time spent paused or done (docs/spec/rules.md R5).
+// resumes, excluding time spent paused or done (docs/spec/rules.md docs/spec/rules.md R5).
 func (c *Campaign) ElapsedMinutes(now time.Time) float64 {
 	now = c.clock(now)
 	if c.st.Status == StatusDone {

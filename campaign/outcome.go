@@ -33,7 +33,7 @@ type result struct {
 	opening     bool
 	worker      string
 	newBest     bool // the result becomes the best
-	baseline    bool // the result is the canonical default's (docs/spec/rules.md R10)
+	baseline    bool // the result is the canonical default's (docs/spec/rules.md docs/spec/rules.md R10)
 }
 
 func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {

@@ -3,6 +3,8 @@ package campaign
 import (
 	"fmt"
 	"math"
+
+	"github.com/amk-dev/amk/schedule"
 )
 
 // MoveOn holds the move-on criteria (§6.3). A zero threshold disables its
@@ -53,6 +55,10 @@ type Settings struct {
 	Pos   int `json:"pos"`
 	// TrialTimeoutS bounds one trial (0 = the worker's default).
 	TrialTimeoutS float64 `json:"trial_timeout_s"`
+	// Batch is the decode batch every trial lowers and checks (B > 1:
+	// GEMM tiles, each sequence checked against its own eager decode); 0
+	// and 1 mean one sequence.
+	Batch int `json:"batch,omitempty"`
 }
 
 // DefaultSettings returns the reference's defaults (§5.4, §6.3).
@@ -81,6 +87,8 @@ func (s *Settings) check() error {
 		return fmt.Errorf("token %d and pos %d must be non-negative", s.Token, s.Pos)
 	case !fin(s.TrialTimeoutS) || s.TrialTimeoutS < 0:
 		return fmt.Errorf("trial_timeout_s %v must be non-negative", s.TrialTimeoutS)
+	case s.Batch < 0 || s.Batch > schedule.MaxBatch:
+		return fmt.Errorf("batch %d must be in [1, %d] (0 means 1)", s.Batch, schedule.MaxBatch)
 	}
 	if err := s.Budget.check(); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -228,14 +229,12 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	return ""
 }
 
-// record logs and applies one outcome. Outcomes the campaign refuses
-// (duplicates of recorded trials, trials of another campaign) are logged and
-// dropped: they change nothing.
+// record applies one outcome (the ledger logs it to trials.jsonl with the
+// state, exactly once). Outcomes the campaign refuses (duplicates of
+// recorded trials, trials of another campaign) are logged and dropped: they
+// change nothing.
 func (d *Driver) record(o trial.Outcome) error {
 	l := d.Ledger
-	if err := l.AppendTrialLog(o); err != nil {
-		return fmt.Errorf("trials log: %w", err)
-	}
 	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o, Regions: o.Regions})
 	switch {
 	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial), errors.Is(err, campaign.ErrWrongCampaign):
@@ -391,4 +390,14 @@ func inFlightSpecs(st campaign.State) []trial.Spec {
 		specs[i] = st.InFlight[id].Spec
 	}
 	return specs
+}
+
+// DefaultWorkers is the number of trials a run on this machine keeps in
+// flight when not told: min(4, CPUs) on the CPU, one on a GPU (its trials
+// are timed side by side and must not share the device).
+func DefaultWorkers(device string) int {
+	if device == "cpu" {
+		return min(4, runtime.NumCPU())
+	}
+	return 1
 }

@@ -16,10 +16,10 @@ const (
 // Page allocation policies (reserved: recorded, not consumed).
 var pagePolicies = []string{"graph_color", "linear", "none"}
 
-// fusionNames are the op-group names a fusion_grouping may mention
-// (reserved: recorded, not consumed).
+// fusionNames are the op-group names a fusion_grouping may mention; the
+// groups that match a schedule.Fusions entry are consumed by the lowering.
 var fusionNames = []string{"rmsnorm", "gemv", "gate", "up", "silu", "swiglu", "down",
-	"q", "k", "v", "o", "qkv", "rope", "kv_append", "attention", "add", "embed", "lm_head"}
+	"q", "k", "v", "o", "qkv", "rope", "kv_append", "attention", "add", "embed", "lm_head", "reshape"}
 
 // Canonical defaults of the reserved and tiling knobs.
 const (
@@ -30,6 +30,7 @@ const (
 	defaultTPB         = 256
 	maxPipeliningDepth = 8
 	maxPartitions      = 8 // ATTENTION_COMBINE arity cap (== ir.MaxInputs)
+	maxTilesPerSM      = 16
 )
 
 // kernelKnob is one VM build knob (reference-behaviour §9.5): its default,
@@ -84,7 +85,7 @@ func DefaultKnobs() map[string]int {
 	return m
 }
 
-// DefaultConfig is the canonical default ScheduleConfig (docs/spec/rules.md R12): the
+// DefaultConfig is the canonical default ScheduleConfig (docs/spec/rules.md docs/spec/rules.md R12): the
 // reference's default_config().
 func DefaultConfig() ir.ScheduleConfig {
 	return ir.ScheduleConfig{
@@ -101,7 +102,7 @@ func DefaultConfig() ir.ScheduleConfig {
 	}
 }
 
-// Default is THE canonical default point (docs/spec/rules.md R12): DefaultConfig with the
+// Default is THE canonical default point (docs/spec/rules.md docs/spec/rules.md R12): DefaultConfig with the
 // default kernel knobs. Every entry point (lowering without a config, trial
 // 0, propose, the baseline) uses it.
 func Default() Point {
@@ -120,7 +121,7 @@ func (p Point) Clone() Point {
 	return out
 }
 
-// Normalize returns the canonical form of the point (docs/spec/rules.md R11, R15): searched
+// Normalize returns the canonical form of the point (docs/spec/rules.md docs/spec/rules.md R11, R15): searched
 // kernel knobs filled with their defaults, other knobs kept only when they
 // differ from their defaults; reserved knobs (tiling.attention.kv_block,
 // fusion_grouping, page_allocation) reset to their defaults; tiling reduced
@@ -131,7 +132,7 @@ func (p Point) Clone() Point {
 func (p Point) Normalize() Point {
 	c := p.Config
 	out := ir.ScheduleConfig{
-		FusionGrouping:    [][]string{},
+		FusionGrouping:    canonicalFusion(fusionsOf(&c)),
 		PipeliningDepth:   c.PipeliningDepth,
 		PageAllocation:    defaultPagePolicy,
 		ThreadsPerBlock:   c.ThreadsPerBlock,
@@ -141,6 +142,12 @@ func (p Point) Normalize() Point {
 		out.SetTile("gemv", "N_tile", nt)
 	} else if bw, ok := c.Tile("gemv", "base_width"); ok {
 		out.SetTile("gemv", "base_width", bw)
+	}
+	if tps, ok := c.Tile("gemv", "tiles_per_sm"); ok {
+		out.SetTile("gemv", "tiles_per_sm", min(tps, maxTilesPerSM))
+	}
+	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
+		out.SetTile("attention", "kv_head_split", 1)
 	}
 	if np, ok := c.Tile("attention", "n_partitions"); ok && np > 1 {
 		out.SetTile("attention", "n_partitions", min(np, maxPartitions))
@@ -209,7 +216,7 @@ func (p Point) Value() pyjson.Value {
 // Complexity is the seed-001 simplicity score counting only effective knobs:
 // pipelining depth, +1 for a non-zero SMEM opt-in, +1 for an explicit SM
 // map. (The reference also counted fusion groups and a non-default page
-// policy; those knobs are reserved in amk, docs/spec/rules.md R15.)
+// policy; those knobs are reserved in amk, docs/spec/rules.md docs/spec/rules.md R15.)
 func (p Point) Complexity() int {
 	n := p.Config.PipeliningDepth
 	if p.Config.SmemBytesPerBlock != 0 {

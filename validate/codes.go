@@ -6,7 +6,7 @@ const (
 	CodeNilProgram = "nil-program"
 	CodeInternal   = "internal"
 
-	// docs/spec/rules.md R18 and structural sanity.
+	// docs/spec/rules.md docs/spec/rules.md R18 and structural sanity.
 	CodeDenseIDs = "dense-ids"
 	CodeBadShape = "bad-shape"
 
@@ -22,6 +22,7 @@ const (
 	CodeMissingParam   = "missing-param"
 	CodeUnknownParam   = "unknown-param" // warning
 	CodeParamType      = "param-type"
+	CodeFusedPattern   = "fused-pattern"
 
 	// Step 2: wait satisfiability and the shared-counter all-join rule.
 	CodeUnsatisfiable = "unsatisfiable-wait"
@@ -51,7 +52,7 @@ const (
 	CodeOutputUnproduced = "output-unproduced"
 	CodeGPULabel         = "gpu-label" // warning
 
-	// docs/spec/rules.md R19: bounds, coverage, shapes and dtypes.
+	// docs/spec/rules.md docs/spec/rules.md R19: bounds, coverage, shapes and dtypes.
 	CodeTileBounds    = "tile-bounds"
 	CodeTileCoverage  = "tile-coverage"
 	CodeBadK          = "bad-K"

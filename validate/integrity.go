@@ -7,7 +7,7 @@ import (
 	"github.com/amk-dev/amk/pyjson"
 )
 
-// checkDenseIDs is docs/spec/rules.md R18: every buffer, counter and task id must equal its list
+// checkDenseIDs is docs/spec/rules.md docs/spec/rules.md R18: every buffer, counter and task id must equal its list
 // position. It also rejects negative dimensions, which only a program built
 // in code can carry (the decoder refuses them). It reports whether the ids
 // are dense.
@@ -116,7 +116,19 @@ func (c *checker) checkOpTable(t *ir.Task) {
 	if spec.NOutputs != -1 && len(t.Outputs) != spec.NOutputs {
 		c.errf(CodeArity, t.ID, -1, -1, "task %d (%s) expected %d outputs, got %d", t.ID, spec.Name, spec.NOutputs, len(t.Outputs))
 	}
-	for _, k := range spec.Required {
+	required := spec.Required
+	if id := ir.TaskFusedPattern(t); id != ir.FusedNone {
+		pat, ok := ir.FusedPatternByID(id)
+		if !ok {
+			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) names unknown fused pattern %d (params.flags bits 16-31)", t.ID, spec.Name, id)
+			return
+		}
+		if n != len(pat.Inputs) {
+			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) pattern %s takes %d inputs %v, got %d", t.ID, spec.Name, pat.Name, len(pat.Inputs), pat.Inputs, n)
+		}
+		required = pat.RequiredParams() // a pattern replaces params.recipe
+	}
+	for _, k := range required {
 		if !t.Params.Has(k) {
 			c.errf(CodeMissingParam, t.ID, -1, -1, "task %d (%s) missing required param '%s'", t.ID, spec.Name, k)
 		}
@@ -258,7 +270,7 @@ func intParam(t *ir.Task, key string) (int64, bool) {
 }
 
 // realValue accepts an int or float that is finite and representable as the
-// float32 it marshals to (docs/spec/rules.md R22: bools, NaN and infinities are not real numbers).
+// float32 it marshals to (docs/spec/rules.md docs/spec/rules.md R22: bools, NaN and infinities are not real numbers).
 func realValue(v pyjson.Value) (float64, bool) {
 	f, ok := v.Float64()
 	if !ok || math.IsNaN(f) || math.Abs(f) > math.MaxFloat32 {

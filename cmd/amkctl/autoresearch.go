@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -31,9 +30,15 @@ func newAutoresearchCmd() *cobra.Command {
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
+	iters := cmd.Flags().Int("iters", 0, "trials to run in this invocation; 20 when neither --iters nor --minutes is given")
+	return campaignRunCmd(cmd, "autoresearch", iters)
+}
+
+// campaignRunCmd adds the flags and the body shared by autoresearch and
+// loop; iters is the verb's trial-count flag.
+func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command {
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "")
-	iters := fs.Int("iters", 0, "trials to run in this invocation; 20 when neither --iters nor --minutes is given")
 	minutes := fs.Float64("minutes", 0, "wall-clock budget of this invocation, in minutes")
 	device := addDeviceFlag(cmd, "")
 	workers := fs.Int("workers", 0, "trials evaluated at once; 0: min(4, CPUs) on cpu, 1 on cuda")
@@ -46,17 +51,22 @@ func newAutoresearchCmd() *cobra.Command {
 	name := fs.String("name", "", "optional campaign name, to run several campaigns on one model/gpu/device")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
+	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	var ref runner.ReferencePaths
+	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
+	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
+	fs.StringVar(&ref.State, "state", "", "the reference's state file: its directory is the workspace (state goes to campaigns/<id>/ledger.json)")
 	jsonOut := addJSONFlags(cmd, "print the final summary as JSON")
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
 		fail := func(code int, format string, a ...any) int {
-			fmt.Fprintf(stderr, "amkctl autoresearch: "+format+"\n", a...)
+			fmt.Fprintf(stderr, "amkctl "+verb+": "+format+"\n", a...)
 			return code
 		}
 		if len(pos0) != 1 {
 			return fail(exitBadInput, "exactly one MODEL (a preset name or a config.json path) is required")
 		}
-		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
-			return fail(exitBadInput, "--iters and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
+		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 || *batch < 1 {
+			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1], --batch >= 1")
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = 20
@@ -73,15 +83,20 @@ func newAutoresearchCmd() *cobra.Command {
 			return fail(exitBadInput, "%v", err)
 		}
 		if *workers <= 0 {
-			*workers = 1
-			if dev == "cpu" {
-				*workers = min(4, runtime.NumCPU())
-			}
+			*workers = runner.DefaultWorkers(dev)
 		}
-		ws, err := runner.OpenWorkspace(*workspace)
+		wsDir, corpusFile, notes, err := ref.Workspace(*workspace, cmd.Flags().Changed("workspace"))
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "amkctl %s: %s\n", verb, n)
+		}
+		ws, err := runner.OpenWorkspace(wsDir)
+		if err != nil {
+			return fail(exitBadInput, "%v", err)
+		}
+		ws.Corpus = corpusFile
 		if *importCorpus != "" {
 			if n, err := importReferenceCorpus(ws, *importCorpus); err != nil {
 				return fail(exitBadInput, "import: %v", err)
@@ -99,6 +114,9 @@ func newAutoresearchCmd() *cobra.Command {
 		host, _ := os.Hostname()
 		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights,
 			Seed: *seed, Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon}
+		if *batch > 1 {
+			req.Batch = batch
+		}
 		start, err := req.Start(time.Now().UTC(), target, corpus,
 			flywheel.Env{Target: target.Name, Device: dev, DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()})
 		if err != nil {

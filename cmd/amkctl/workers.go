@@ -108,5 +108,6 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal)
 	}
 	tw.Flush()
+	fmt.Fprintf(stdout, "\n%s\n", api.QueueCountsNote)
 	return exitOK
 }

@@ -547,6 +547,27 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 	}
 }
 
+// TestShortStoredTokenIsReplaced: a stored api-token shorter than 32
+// characters is not reused; a long one is.
+func TestShortStoredTokenIsReplaced(t *testing.T) {
+	ws := t.TempDir()
+	path := filepath.Join(ws, tokenFileName)
+	if err := os.WriteFile(path, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, replaced, err := generatedToken(ws)
+	if err != nil || len(tok) != 48 || !strings.Contains(replaced, "3 characters, fewer than 32") {
+		t.Fatalf("short token: %q %q %v", tok, replaced, err)
+	}
+	if data, _ := os.ReadFile(path); strings.TrimSpace(string(data)) != tok {
+		t.Fatalf("the file holds %q, not the new token", data)
+	}
+	again, _, replaced, err := generatedToken(ws)
+	if err != nil || again != tok || replaced != "" {
+		t.Fatalf("a generated token was not reused: %q %q %v", again, replaced, err)
+	}
+}
+
 func TestVersionFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != exitOK || strings.TrimSpace(stderr.String()) == "" {

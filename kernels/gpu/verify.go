@@ -19,7 +19,10 @@ type checked struct {
 	// isCandidate: the check handle now holds the trial's own program at
 	// its position (the model is not truncated), so it is what gets timed.
 	isCandidate bool
-	notes       []string
+	// logits are the checked launch's: what the timed launches of the
+	// check handle must leave behind again.
+	logits []float32
+	notes  []string
 }
 
 // verify runs the check model on the device through every decode position
@@ -52,7 +55,7 @@ func (l *Launcher) verify(ctx context.Context, req trial.TimeRequest, ws launch.
 	}
 	notes = append(notes, fmt.Sprintf("GPU logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
 		req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
-	return &checked{isCandidate: !truncated, notes: notes}, nil
+	return &checked{isCandidate: !truncated, logits: logits, notes: notes}, nil
 }
 
 // Greedy decodes on the device: the prompt, then n tokens, each the argmax
@@ -123,7 +126,7 @@ func lowerChecked(cfg model.Config, target *ir.GpuTarget, point schedule.Point, 
 // walk runs decode positions 0..last on the device under handle: the
 // program of each position from programAt, the token from token(pos,
 // previous logits), the KV caches carried in device memory — launch Update
-// when the next position's program has the same layout (docs/spec/rules.md R28), otherwise a
+// when the next position's program has the same layout (docs/spec/rules.md docs/spec/rules.md R28), otherwise a
 // reload with the caches read back and bound again. step receives every
 // position's logits. It returns the load notes.
 func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSource, v kernels.Variant, last int,

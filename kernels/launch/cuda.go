@@ -230,7 +230,7 @@ func (d *cudaDevice) load(spec *LoadSpec) (_ *cudaProgram, err error) {
 			return nil, err
 		}
 	}
-	// Co-residency (docs/spec/rules.md R24): every queue's block must be resident at once.
+	// Co-residency (docs/spec/rules.md docs/spec/rules.md R24): every queue's block must be resident at once.
 	occ, err := p.vm.MaxActiveBlocksPerMultiProcessor(p.threads, int64(p.smem))
 	if err != nil {
 		return nil, err
@@ -507,6 +507,20 @@ func (p *cudaProgram) readBack(read []int) (map[int][]byte, error) {
 		out[id] = data
 	}
 	return out, nil
+}
+
+// ReadBuffers implements BufferReader: the buffers as the last launch left them.
+func (d *cudaDevice) ReadBuffers(h Handle, read []int) (map[int][]byte, error) {
+	var out map[int][]byte
+	err := d.do(func() error {
+		p, err := d.program(h)
+		if err != nil {
+			return err
+		}
+		out, err = p.readBack(read)
+		return err
+	})
+	return out, err
 }
 
 // RunOp implements OpRunner.

@@ -107,6 +107,7 @@ type Summary struct {
 	PctOfRoofline *float64 `json:"pct_of_roofline"`
 	BoundUS       *float64 `json:"bound_us"`
 	OpBytes       int64    `json:"op_bytes"`
+	Blocks        int      `json:"blocks"` // blocks of one launch: one per task of the case (per-SM rate = op_bytes / best_us / blocks)
 	ResultsTSV    string   `json:"results_tsv"`
 	TrialsDetail  []Trial  `json:"trials_detail"`
 	Case          string   `json:"case"`
@@ -186,7 +187,7 @@ type loop struct {
 
 // Tune runs Loop 1 on one op: for each proposal build, verify against the
 // reference VM on the case, time only correct variants (each against the
-// best so far, interleaved on the same device, docs/spec/rules.md R7), keep on a strict
+// best so far, interleaved on the same device, docs/spec/rules.md docs/spec/rules.md R7), keep on a strict
 // MinGain win, and log one results.tsv row per trial. Rows are appended as
 // trials finish. The error is for a run that could not proceed (no case, a
 // results file refused, cancellation); variant failures are trial outcomes.
@@ -208,7 +209,7 @@ func Tune(ctx context.Context, dev Device, opts Options) (*Summary, error) {
 	}
 	l := &loop{opts: opts, dev: dev, c: c, ref: flatten(c.Outputs, refOut), boundUS: opts.Target.BandwidthBoundUS(c.OpBytes)}
 	l.sum = &Summary{Op: OpName(c.Op), GPU: opts.Target.Name, DType: DTypeName(c.DType), Device: dev.Name(),
-		AllCorrect: true, OpBytes: c.OpBytes, ResultsTSV: opts.Results, TrialsDetail: []Trial{}, Case: c.Describe,
+		AllCorrect: true, OpBytes: c.OpBytes, Blocks: len(c.Program.Tasks), ResultsTSV: opts.Results, TrialsDetail: []Trial{}, Case: c.Describe,
 		Notes: append([]string{}, dev.Notes(opts.Target)...)}
 	if finitePositive(l.boundUS) {
 		b := round(l.boundUS, 6)
@@ -398,7 +399,7 @@ func (l *loop) closeAll() {
 	}
 }
 
-// pct is latency / floor × 100 (docs/spec/rules.md R9), nil without a floor.
+// pct is latency / floor × 100 (docs/spec/rules.md docs/spec/rules.md R9), nil without a floor.
 func (l *loop) pct(us float64) *float64 {
 	if !finitePositive(l.boundUS) || !finitePositive(us) {
 		return nil
