@@ -191,7 +191,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 				}
 			}
 		case <-ticker.C:
-			if l.Campaign().Status() == "optimizing" {
+			if l.Campaign().Status() == campaign.StatusOptimizing {
 				if _, err := l.Apply(campaign.Tick{Time: d.now()}); err != nil && !errors.Is(err, campaign.ErrDone) {
 					return sum, err
 				}
@@ -217,7 +217,7 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	switch {
 	case ctx.Err() != nil:
 		return "interrupted"
-	case d.Ledger.Campaign().Status() != "optimizing":
+	case d.Ledger.Campaign().Status() != campaign.StatusOptimizing:
 		return "campaign " + d.Ledger.Campaign().Status()
 	case lim.Daemon:
 		return ""
