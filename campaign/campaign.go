@@ -153,9 +153,18 @@ func (c *Campaign) clock(t time.Time) time.Time {
 }
 
 // ElapsedMinutes is the campaign time at now: since the start, across
-// resumes, excluding time spent paused (R5).
+// resumes, excluding time spent paused or done (docs/spec/rules.md docs/spec/rules.md R5).
 func (c *Campaign) ElapsedMinutes(now time.Time) float64 {
 	now = c.clock(now)
+	if c.st.Status == StatusDone {
+		end := c.st.LastEventAt // a ledger written before done_at existed
+		if c.st.DoneAt != nil {
+			end = *c.st.DoneAt
+		}
+		if now.After(end) {
+			now = end
+		}
+	}
 	s := now.Sub(c.st.StartedAt).Seconds() - c.st.PausedSeconds
 	if c.st.PausedAt != nil {
 		s -= now.Sub(*c.st.PausedAt).Seconds()

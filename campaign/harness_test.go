@@ -685,7 +685,7 @@ func TestScripts(t *testing.T) {
 func verdictOf(correct *bool, lat *float64, kind *string, bound *float64) *trial.Verdict {
 	v := &trial.Verdict{Valid: true, Correct: correct, LatencyUS: lat, LatencyKind: kind, BoundUS: bound}
 	if lat != nil && bound != nil {
-		v.PctOfRoofline = fptr(round3(*lat / *bound * 100))
+		v.PctOfRoofline = new(round3(*lat / *bound * 100))
 	}
 	return v
 }

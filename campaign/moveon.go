@@ -46,6 +46,7 @@ func (c *Campaign) moveOn(now time.Time) (bool, string) {
 // finish marks the campaign done.
 func (c *Campaign) finish(now time.Time, reason string) {
 	c.closePause(now)
+	c.st.DoneAt = &now
 	c.st.Status = StatusDone
 	c.st.MoveOnReason = reason
 }
@@ -85,5 +86,5 @@ func (c *Campaign) Speedup() *float64 {
 	if b == nil || base == nil || b.Score <= 0 || base.Score <= 0 {
 		return nil
 	}
-	return fptr(round3(base.Score / b.Score))
+	return new(round3(base.Score / b.Score))
 }

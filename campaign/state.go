@@ -61,6 +61,9 @@ type State struct {
 	LastEventAt   time.Time  `json:"last_event_at"`
 	PausedAt      *time.Time `json:"paused_at,omitempty"`
 	PausedSeconds float64    `json:"paused_seconds"`
+	// DoneAt is when the campaign became done: its elapsed time stops
+	// there (a reopen adds the time it spent done to PausedSeconds).
+	DoneAt *time.Time `json:"done_at,omitempty"`
 
 	Settings Settings       `json:"settings"`
 	Shape    flywheel.Shape `json:"model_shape"`

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/trial"
@@ -190,7 +191,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 				}
 			}
 		case <-ticker.C:
-			if l.Campaign().Status() == "optimizing" {
+			if l.Campaign().Status() == campaign.StatusOptimizing {
 				if _, err := l.Apply(campaign.Tick{Time: d.now()}); err != nil && !errors.Is(err, campaign.ErrDone) {
 					return sum, err
 				}
@@ -216,7 +217,7 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	switch {
 	case ctx.Err() != nil:
 		return "interrupted"
-	case d.Ledger.Campaign().Status() != "optimizing":
+	case d.Ledger.Campaign().Status() != campaign.StatusOptimizing:
 		return "campaign " + d.Ledger.Campaign().Status()
 	case lim.Daemon:
 		return ""
@@ -259,10 +260,14 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	svg, err := chart.TrajectorySVG(w)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"report.json": append(js, '\n'),
 		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
-		"report.svg":  []byte(TrajectorySVG(w)),
+		"report.svg":  svg,
 	}
 	for name, data := range files {
 		if err := atomicfile.Write(dir+string(os.PathSeparator)+name, data); err != nil {

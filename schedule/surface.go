@@ -1,8 +1,8 @@
 package schedule
 
 import (
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // EditSurfaceHint is the instruction that comes with every edit surface.
@@ -10,7 +10,7 @@ const EditSurfaceHint = "Edit the ScheduleConfig object only (effective knobs mo
 	"reserved knobs are recorded and normalised to their defaults). Evaluate with: " +
 	"amkctl eval MODEL --gpu G --schedule cfg.json (or the eval tool of amkctl mcp)"
 
-// Surface is seed 001's "propose" answer, the edit surface of one model on
+// Surface is docs/spec/loop.md's "propose" answer, the edit surface of one model on
 // one target: the incumbent config and its id, the canonical default's id,
 // and the search space of device ("cpu" or "cuda": kernel-build knobs are
 // levers only on cuda). modelName is the model's name as the verdicts give

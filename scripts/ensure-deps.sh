@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the OS packages the integration tests need when they are missing:
-# redis-server (queues), redis-sentinel (failover tests) and prometheus +
-# promtool (dashboards, alert rules).
+# redis-server (queues), redis-sentinel (failover tests), prometheus +
+# promtool (dashboards, alert rules) and chromium (the web view's browser
+# test, run headless).
 set -euo pipefail
 
 # The MCP Inspector, a third-party MCP client, for amkctl mcp's interop test
@@ -32,14 +33,24 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || missing+=(redis-sentinel)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
-if [ ${#missing[@]} -eq 0 ]; then
+optional=()
+command -v chromium >/dev/null 2>&1 || optional+=(chromium)
+if [ ${#missing[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then
 	exit 0
 fi
-echo "installing: ${missing[*]}"
+echo "installing: ${missing[*]} ${optional[*]}"
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# A browser that cannot be installed skips the browser test (it says so)
+# rather than failing the whole run.
+if [ ${#optional[@]} -gt 0 ]; then
+	$SUDO apt-get install -y -qq --no-install-recommends "${optional[@]}" >/dev/null ||
+		echo "could not install ${optional[*]}: internal/web's browser test will skip"
+fi
 # The Debian packages start system services; the tests start their own on free ports.
 $SUDO systemctl stop redis-server redis-sentinel prometheus >/dev/null 2>&1 || true

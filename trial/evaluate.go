@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/validate"
 )
@@ -286,7 +286,7 @@ func parseSpecPoint(raw []byte) (schedule.Point, []string, error) {
 }
 
 // IgnoredKeysPrefix starts the verdict note naming the config keys amk
-// read past (unknown keys are not an error, seed 000, but never go
+// read past (unknown keys are not an error, docs/spec/ir.md, but never go
 // unmentioned).
 const IgnoredKeysPrefix = "ignored unknown config key(s), not evaluated: "
 

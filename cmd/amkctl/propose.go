@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 

@@ -24,6 +24,7 @@ import (
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/internal/web"
 	"github.com/amk-dev/amk/runner"
 )
 
@@ -33,6 +34,9 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 )
+
+// monitorPath is where the asynq web UI is mounted.
+const monitorPath = "/queues"
 
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 5 * time.Second
@@ -169,11 +173,22 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
 		return err
 	}
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
+	apiHandler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
 	if err != nil {
 		return err
 	}
+	monitor, closeMonitor, err := scheduler.Monitor(dopts.Conn, monitorPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeMonitor() }()
+	pages, err := web.Handler(web.Options{Campaigns: web.ServiceSource(fleet, nil), Fleet: fleet, Token: token,
+		MonitorPath: monitorPath, Metrics: true, Where: "scheduler, workspace " + ws.Dir, Logger: log})
+	if err != nil {
+		return err
+	}
+	handler := web.Site(pages, apiHandler, monitor, monitorPath)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("API listener: %w", err)
@@ -190,7 +205,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	log.Info("scheduler serving", "api", "http://"+addr, "campaigns", len(fleet.IDs()))
+	log.Info("scheduler serving", "api", "http://"+addr, "web", "http://"+addr+"/ui/", "campaigns", len(fleet.IDs()))
 	if d.ready != nil {
 		d.ready(addr)
 	}

@@ -33,8 +33,8 @@
 //     scrapes both through the scheduler's service discovery.
 //
 // The dashboard test also renders the "Campaign roofline progress" panels
-// from the same query results to a PNG (chart.go, with the bitmap font of
-// font.go). The picture in docs/ comes from a longer run of the same test:
+// from the same query results to a PNG (package chart, amk's one plotting
+// path). The picture in docs/ comes from a longer run of the same test:
 //
 //	go test ./deploy/deploytest -run TestDashboards -timeout 10m -args \
 //	  -dashtest.model small -dashtest.run 75s -dashtest.png "$PWD/docs/roofline-progress.png"
@@ -42,5 +42,5 @@
 // Helpers: StartPrometheus runs the prometheus binary with a given
 // configuration and Prometheus queries its HTTP API; ScrapeConfig derives a
 // test configuration from deploy/prometheus.yml (same jobs and labels, the
-// test's addresses, 1 s scrapes); Render draws line charts.
+// test's addresses, 1 s scrapes).
 package deploytest

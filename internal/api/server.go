@@ -19,8 +19,8 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 

@@ -1,6 +1,6 @@
 // Package mcpserver serves amk's loops to coding agents over the Model
 // Context Protocol (MCP), with the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk): the tools of seed 001's loop
+// (github.com/modelcontextprotocol/go-sdk): the tools of docs/spec/loop.md's loop
 // contract and read-only resources of a campaign's reports. amkctl mcp wires
 // it to stdio or to streamable HTTP on loopback.
 //
@@ -14,7 +14,7 @@
 //   - propose: the edit surface (incumbent config, its id, the search space);
 //   - eval: one verdict for one schedule config, with "ok" true iff valid
 //     and correct (amkctl eval's exit code as a boolean);
-//   - loop: seed 001's keep/revert loop of "budget" trials, waited for, with
+//   - loop: docs/spec/loop.md's keep/revert loop of "budget" trials, waited for, with
 //     progress notifications (the autoresearch engine on the local
 //     workspace; on a scheduler the campaign is created there and watched);
 //   - tune_instruction: Loop 1 on the local GPU (a cuda build only);

@@ -185,7 +185,7 @@ type surface struct {
 	} `json:"search_space"`
 }
 
-// TestAgentCycle is seed 001's loop as an agent drives it: propose, edit one
+// TestAgentCycle is docs/spec/loop.md's loop as an agent drives it: propose, edit one
 // knob, eval, record the outcome into a campaign, ask next; then the
 // resources show the agent's row.
 func TestAgentCycle(t *testing.T) {

@@ -15,10 +15,10 @@ import (
 	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/doctor"
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )

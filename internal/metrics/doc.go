@@ -11,8 +11,8 @@
 // against exactly these names (the exported constants below):
 //
 //	scheduler, labels campaign, model, target (one series set per campaign):
-//	  amk_scheduler_best_latency_microseconds           gauge   best correct latency
-//	  amk_scheduler_hbm_floor_microseconds              gauge   the HBM floor (streamed bytes / bandwidth)
+//	  amk_scheduler_best_latency_seconds                gauge   best correct latency
+//	  amk_scheduler_hbm_floor_seconds                   gauge   the HBM floor (streamed bytes / bandwidth)
 //	  amk_scheduler_best_roofline_percent               gauge   best latency / floor x 100 (100 = at the floor)
 //	  amk_scheduler_speedup_ratio                       gauge   baseline / best
 //	  amk_scheduler_trials_total{outcome}               counter experiments by results.tsv row tag

@@ -2,8 +2,8 @@ package metrics
 
 // Scheduler metric names (labels campaign, model, target).
 const (
-	SchedulerBestLatency        = "amk_scheduler_best_latency_microseconds"
-	SchedulerHBMFloor           = "amk_scheduler_hbm_floor_microseconds"
+	SchedulerBestLatency        = "amk_scheduler_best_latency_seconds"
+	SchedulerHBMFloor           = "amk_scheduler_hbm_floor_seconds"
 	SchedulerBestRoofline       = "amk_scheduler_best_roofline_percent"
 	SchedulerSpeedup            = "amk_scheduler_speedup_ratio"
 	SchedulerTrials             = "amk_scheduler_trials_total"

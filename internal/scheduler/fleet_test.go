@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -247,7 +248,14 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 	checkLedger(t, ws, id, 4)
 }
 
+// TestFleetCommandsGoThroughTheDriver runs in a synctest bubble, so the
+// paused window below is on the bubble's clock: every tick of it has run
+// when the test looks, and not one experiment may have been added.
 func TestFleetCommandsGoThroughTheDriver(t *testing.T) {
+	synctest.Test(t, testFleetCommandsGoThroughTheDriver)
+}
+
+func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{})
 	req := toyRequest(0) // unbounded, overnight: runs until stopped
@@ -263,8 +271,10 @@ func TestFleetCommandsGoThroughTheDriver(t *testing.T) {
 		t.Fatalf("second pause: %v", err)
 	}
 	waitFor(t, "the paused campaign to drain", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	synctest.Wait()
 	before := status(t, f, id).ExperimentsRun
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // two ticks of the fleet
+	synctest.Wait()
 	if after := status(t, f, id).ExperimentsRun; after != before {
 		t.Fatalf("a paused campaign ran %d more experiments", after-before)
 	}
