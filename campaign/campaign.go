@@ -199,6 +199,9 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if !s.Cold {
 		seeds = flywheel.WarmStart(s.Shape, s.GPU, kind, s.Corpus, s.Settings.WarmSeeds)
 		c.st.Prior = flywheel.Examples(s.Corpus, s.GPU, kind)
+		if s.Settings.Proposer == ProposerModel {
+			c.observePrior(flywheel.PriorPoints(s.Corpus, s.GPU, kind))
+		}
 	}
 	c.st.WarmSeeds = len(seeds)
 	if len(seeds) == 0 {

@@ -53,6 +53,13 @@ type Settings struct {
 	Pos   int `json:"pos"`
 	// TrialTimeoutS bounds one trial (0 = the worker's default).
 	TrialTimeoutS float64 `json:"trial_timeout_s"`
+	// Proposer picks the search proposer: ProposerModel or
+	// ProposerReference ("" = reference, what campaigns saved before the
+	// setting existed ran).
+	Proposer string `json:"proposer,omitempty"`
+	// PlateauScaling scales the plateau threshold with the evaluator's
+	// cost and the untried space (see plateauThreshold).
+	PlateauScaling bool `json:"plateau_scaling,omitempty"`
 }
 
 // DefaultSettings returns the reference's defaults (§5.4, §6.3).
@@ -60,6 +67,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		MoveOn: DefaultMoveOn(), MinGain: 0.01, Explore: 0.35, Epsilon: 0.30,
 		RestartAfter: 6, WarmSeeds: 3, RankPool: 12, MaxDraws: 1024, Token: 7,
+		Proposer: ProposerModel, PlateauScaling: true,
 	}
 }
 
@@ -81,6 +89,8 @@ func (s *Settings) check() error {
 		return fmt.Errorf("token %d and pos %d must be non-negative", s.Token, s.Pos)
 	case !fin(s.TrialTimeoutS) || s.TrialTimeoutS < 0:
 		return fmt.Errorf("trial_timeout_s %v must be non-negative", s.TrialTimeoutS)
+	case s.Proposer != "" && s.Proposer != ProposerModel && s.Proposer != ProposerReference:
+		return fmt.Errorf("proposer %q must be %q or %q", s.Proposer, ProposerModel, ProposerReference)
 	}
 	if err := s.Budget.check(); err != nil {
 		return err
