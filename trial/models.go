@@ -32,6 +32,9 @@ type LoadedModel struct {
 	Check   model.Config
 	Weights model.Weights
 	Source  string // "seeded init" or the safetensors path
+	// WeightsNote says where seeded weights came from: "generated",
+	// "generated, stored in FILE" or "mapped from FILE" (UseWeightsDir).
+	WeightsNote string
 
 	mu     sync.Mutex
 	oracle map[[2]int][]float32 // (token, pos) -> eager logits
@@ -45,6 +48,7 @@ func (m *LoadedModel) Truncated() bool { return m.Check.NLayers != m.Config.NLay
 type ModelCache struct {
 	checkBytes int64
 	mu         sync.Mutex
+	weightsDir string // see UseWeightsDir
 	models     map[string]*modelEntry
 }
 
@@ -96,7 +100,7 @@ func (c *ModelCache) load(name, weightsPath string) (*LoadedModel, error) {
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, err = model.InitWeights(check, WeightSeed)
+		m.Weights, m.WeightsNote, err = c.seededWeights(check)
 		m.Source = "seeded init"
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"syscall"
 	"time"
@@ -118,6 +119,8 @@ func newAutoresearchCmd() *cobra.Command {
 			verb, ledger.ID(), st.ExperimentsRun, ledger.Dir(), *workers, dev)
 
 		models := trial.NewModelCache(0)
+		// Seeded weights are generated once per workspace, then mapped.
+		models.UseWeightsDir(filepath.Join(ws.Dir, "weights"))
 		eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
 			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
 		}
