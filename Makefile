@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 60s
 SMOKETIME ?= 5s
 
-.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench demo deps clean
+.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench demo deps clean gpu-bin
 
 all: build
 
@@ -44,6 +44,11 @@ bench:
 ## latencies labelled predicted). No Redis needed. Re-running resumes it.
 demo:
 	$(GO) run ./cmd/amkctl autoresearch small --gpu h200 --device cpu --iters 40 --workspace workspace
+
+## gpu-bin: the -tags cuda binaries a GPU visit carries in bin/ (fetches
+## Debian's CUDA 11.8 headers first); docs/gpu.md has the recipe.
+gpu-bin:
+	@scripts/gpu/build-bin.sh
 
 clean:
 	rm -rf bin workspace

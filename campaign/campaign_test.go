@@ -56,6 +56,8 @@ func TestStepRefusals(t *testing.T) {
 		func(s *Start) { s.Settings.RestartAfter = 0 },
 		func(s *Start) { s.Settings.MoveOn.MaxMinutes = -1 },
 		func(s *Start) { s.Settings.Budget.Iterations = -3 },
+		func(s *Start) { s.Settings.Batch = -1 },
+		func(s *Start) { s.Settings.Batch = 100000 },
 	}
 	for i, mod := range bad {
 		s := startEvent()
@@ -382,4 +384,24 @@ func FuzzCampaignEvents(f *testing.F) {
 			fr.step(fr.event())
 		}
 	})
+}
+
+// TestBatchReachesEveryTrial: a campaign's batch setting is in every spec it
+// issues.
+func TestBatchReachesEveryTrial(t *testing.T) {
+	c := New()
+	s := startEvent()
+	s.Settings.Batch = 4
+	if _, err := c.Step(s); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Step(Propose{Time: epoch, N: 3})
+	if err != nil || len(d.Enqueue) != 3 {
+		t.Fatalf("propose: %v %+v", err, d)
+	}
+	for _, spec := range d.Enqueue {
+		if spec.Batch != 4 {
+			t.Errorf("trial %d has batch %d, want 4", spec.TrialID, spec.Batch)
+		}
+	}
 }

@@ -70,15 +70,6 @@ func levelsOf(p schedule.Point, knobs []schedule.Knob) []int {
 	return out
 }
 
-// spaceSize is the number of distinct points the searchable knobs span.
-func spaceSize(knobs []schedule.Knob) float64 {
-	n := 1.0
-	for _, k := range knobs {
-		n *= float64(len(k.Choices))
-	}
-	return n
-}
-
 // observe records an evaluated point for the model proposer.
 func (c *Campaign) observe(r result) {
 	if r.infra || len(r.point) == 0 {
@@ -314,7 +305,7 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 		seen[id] = true
 		out = append(out, p)
 	}
-	if spaceSize(knobs) <= enumerateLimit {
+	if schedule.SpaceSize(knobs) <= enumerateLimit {
 		levels := make([]int, len(knobs))
 		for {
 			p := schedule.Default()
@@ -395,5 +386,5 @@ func (c *Campaign) observePrior(points []flywheel.PriorPoint) {
 
 // remainingPoints is the number of searchable points not yet tried.
 func (c *Campaign) remainingPoints() float64 {
-	return max(0, spaceSize(c.searchKnobs())-float64(len(c.st.Tried)))
+	return max(0, float64(c.SpacePoints()-len(c.st.Tried)))
 }

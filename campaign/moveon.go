@@ -25,7 +25,7 @@ func (c *Campaign) moveOn(now time.Time) (bool, string) {
 		return true, fmt.Sprintf("plateau: %d consecutive reverts (threshold %d)", st.ConsecutiveReverts, limit)
 	}
 	if pct := c.bestPct(); !night && m.PctRooflineTarget > 0 && pct != nil && *pct <= m.PctRooflineTarget {
-		return true, fmt.Sprintf("near roofline: best at %.1f%% of the weights/bandwidth floor (target <= %.0f%%)", *pct, m.PctRooflineTarget)
+		return true, fmt.Sprintf("near roofline: best at %.1f%% of the streamed-bytes floor (target <= %.0f%%)", *pct, m.PctRooflineTarget)
 	}
 	elapsed := c.ElapsedMinutes(now)
 	if m.MaxMinutes > 0 && elapsed >= m.MaxMinutes {

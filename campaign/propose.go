@@ -39,8 +39,7 @@ func (c *Campaign) proposeN(now time.Time, n int) (Decision, error) {
 		d.Log = append(d.Log, logs...)
 		if !ok {
 			c.st.Exhausted = true
-			msg := fmt.Sprintf("search space exhausted: no untried point in %d draws (%d points tried)",
-				c.st.Settings.MaxDraws, len(c.st.Tried))
+			msg := c.exhaustedMessage()
 			d.Log = append(d.Log, msg)
 			if len(c.st.InFlight) == 0 && len(d.Enqueue) == 0 {
 				c.finish(now, msg)
@@ -63,7 +62,7 @@ func (c *Campaign) issue(now time.Time, cand candidate) trial.Spec {
 	spec := trial.Spec{
 		CampaignID: c.st.ID, TrialID: id, Model: c.st.Model, Weights: c.st.Weights,
 		GPU: c.st.GPU, Device: c.st.Device, Point: pointJSON(cand.p), Source: cand.source,
-		Token: s.Token, Pos: s.Pos, TimeoutSeconds: s.TrialTimeoutS,
+		Token: s.Token, Pos: s.Pos, Batch: s.Batch, TimeoutSeconds: s.TrialTimeoutS,
 	}
 	inf := &InFlight{ScheduleID: cand.id, Region: c.st.Region, Opening: cand.opening, IssuedAt: now}
 	if c.st.Device == "cuda" && c.st.Best != nil && len(c.st.Best.Point) > 0 {

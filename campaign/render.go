@@ -42,6 +42,12 @@ type StatusReport struct {
 	RegionBreakdown    map[string]float64 `json:"region_breakdown"`
 	MoveOn             Criterion          `json:"move_on"`
 	Settings           Settings           `json:"settings"`
+	// SearchSpacePoints is the size of the campaign's search space;
+	// SearchSpaceExhausted says every point of it was tried, and Widen what
+	// would give the campaign new points.
+	SearchSpacePoints    int      `json:"search_space_points"`
+	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
+	Widen                []string `json:"widen,omitempty"`
 }
 
 // Status reports the campaign at now.
@@ -56,7 +62,8 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 		ConsecutiveReverts: st.ConsecutiveReverts, NonImprovement: st.NonImprovement, Restarts: st.Restarts,
 		InFlight: c.inFlightIDs(), Tried: len(st.Tried), Counts: st.Counts, Speedup: c.Speedup(),
 		BestConfig: json.RawMessage("null"), Settings: st.Settings,
-		MoveOn: Criterion{Stop: stop && st.Status != StatusDone, Reason: reason},
+		MoveOn:            Criterion{Stop: stop && st.Status != StatusDone, Reason: reason},
+		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
 	}
 	if st.Status == StatusDone {
 		r.MoveOn = Criterion{Stop: true, Reason: st.MoveOnReason}
@@ -107,13 +114,16 @@ func (c *Campaign) StatusText(now time.Time) string {
 		line("  best         : %.3fus (no baseline: the default has no correct latency yet)", best.LatencyUS)
 	}
 	if p := c.bestPct(); p != nil {
-		line("  best roofline: %.1f%% of the weights/bandwidth floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
+		line("  best roofline: %.1f%% of the streamed-bytes floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
 	}
 	if split := c.regionSplit(); split != "" {
 		line("  region split : %s  (share of critical path -> where to spend budget)", split)
 	}
 	if st.MoveOnReason != "" {
 		line("  move-on      : %s", st.MoveOnReason)
+	}
+	if st.Exhausted && st.Status != StatusDone {
+		line("  search space : EXHAUSTED (%d of %d points tried); waiting for %d trial(s) in flight", len(st.Tried), c.SpacePoints(), len(st.InFlight))
 	}
 	line("")
 	return b.String()
@@ -144,6 +154,8 @@ type NextReport struct {
 	InFlight           int      `json:"in_flight"`
 	HottestRegion      string   `json:"hottest_region,omitempty"`
 	HottestShare       *float64 `json:"hottest_share,omitempty"`
+	// Widen, when the search space is exhausted, says what to widen.
+	Widen []string `json:"widen,omitempty"`
 }
 
 // Next decides whether to continue at now. It does not change the
@@ -156,9 +168,12 @@ func (c *Campaign) Next(now time.Time) NextReport {
 		InFlight: len(st.InFlight),
 	}
 	stop, reason := c.moveOn(c.clock(now))
+	n.Widen = c.Widen()
 	switch {
 	case st.Status == StatusDone:
 		n.Decision, n.Reason = "stop", st.MoveOnReason
+	case st.Exhausted:
+		n.Decision, n.Reason = "stop", c.exhaustedMessage()+fmt.Sprintf("; %d trial(s) still in flight", len(st.InFlight))
 	case stop:
 		n.Decision, n.Reason = "stop", reason
 	case st.Status == StatusPaused:
@@ -183,6 +198,12 @@ func (n NextReport) Text() string {
 	case "stop":
 		fmt.Fprintf(&b, "DECISION: STOP optimizing %s\n", n.Campaign)
 		fmt.Fprintf(&b, "  Reason: %s\n", n.Reason)
+		if len(n.Widen) > 0 {
+			b.WriteString("  Nothing is left to try in this search space. To go further, widen it:\n")
+			for _, w := range n.Widen {
+				fmt.Fprintf(&b, "    - %s\n", w)
+			}
+		}
 		b.WriteString("  Campaign complete. Run `amkctl report` for the summary.\n")
 		return b.String()
 	case "paused":
@@ -225,6 +246,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("- Elapsed: %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
 	add("- Experiments run: %d (%d kept)", st.ExperimentsRun, st.ExperimentsKept)
 	add("- Consecutive reverts at stop: %d", st.ConsecutiveReverts)
+	if st.Exhausted {
+		add("- **Search space exhausted**: %d of its %d points tried and no other found; this is the end of the space, not a stall", len(st.Tried), c.SpacePoints())
+	}
 	add("")
 	add("## Result")
 	add("")
@@ -243,7 +267,7 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 		add("%s", s)
 		add("- Best latency kind: %s", best.Kind)
 		if best.PctOfRoofline != nil {
-			add("- Distance to roofline: **%.1f%%** of the weights/bandwidth floor (100%% == the floor)", *best.PctOfRoofline)
+			add("- Distance to roofline: **%.1f%%** of the streamed-bytes floor (100%% == the floor)", *best.PctOfRoofline)
 		}
 	default:
 		add("- No correct schedule recorded yet.")

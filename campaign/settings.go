@@ -3,6 +3,8 @@ package campaign
 import (
 	"fmt"
 	"math"
+
+	"github.com/amk-dev/amk/schedule"
 )
 
 // MoveOn holds the move-on criteria (§6.3). A zero threshold disables its
@@ -60,6 +62,10 @@ type Settings struct {
 	// PlateauScaling scales the plateau threshold with the evaluator's
 	// cost and the untried space (see plateauThreshold).
 	PlateauScaling bool `json:"plateau_scaling,omitempty"`
+	// Batch is the decode batch every trial lowers and checks (B > 1:
+	// GEMM tiles, each sequence checked against its own eager decode); 0
+	// and 1 mean one sequence.
+	Batch int `json:"batch,omitempty"`
 }
 
 // DefaultSettings returns the reference's defaults (§5.4, §6.3).
@@ -91,6 +97,8 @@ func (s *Settings) check() error {
 		return fmt.Errorf("trial_timeout_s %v must be non-negative", s.TrialTimeoutS)
 	case s.Proposer != "" && s.Proposer != ProposerModel && s.Proposer != ProposerReference:
 		return fmt.Errorf("proposer %q must be %q or %q", s.Proposer, ProposerModel, ProposerReference)
+	case s.Batch < 0 || s.Batch > schedule.MaxBatch:
+		return fmt.Errorf("batch %d must be in [1, %d] (0 means 1)", s.Batch, schedule.MaxBatch)
 	}
 	if err := s.Budget.check(); err != nil {
 		return err

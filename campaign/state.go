@@ -4,6 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -197,11 +199,42 @@ func ID(model, gpu, device, name string) string {
 	return strings.Join(parts, "-")
 }
 
+// MaxIDLen bounds a campaign id (ID's are far shorter: four parts of at
+// most 47 bytes).
+const MaxIDLen = 255
+
+// ErrBadID is wrapped by ValidID's errors.
+var ErrBadID = errors.New("not a campaign id")
+
+// ValidID is the one grammar of campaign ids, shared by every layer that
+// takes an id from outside (the HTTP API, the scheduler, the workspace, the
+// queue): 1 to MaxIDLen bytes of ASCII letters of either case, digits, '.',
+// '_' and '-', starting with a letter, digit or '_'. Every id ID produces
+// matches it, and no such id can name a path outside a directory ("." and
+// ".." cannot match, nor can any separator).
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return fmt.Errorf("%w: %d bytes (want 1..%d)", ErrBadID, len(id), MaxIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !idByte(c) || (i == 0 && (c == '.' || c == '-')) {
+			return fmt.Errorf("%w: %q (letters, digits, '.', '_', '-'; not starting with '.' or '-')", ErrBadID, id)
+		}
+	}
+	return nil
+}
+
+// idByte reports whether c may appear in a campaign id.
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
 func idPart(s, empty string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_'
+		ok := r < 0x80 && idByte(byte(r)) && r != '-'
 		switch {
 		case ok:
 			b.WriteRune(r)

@@ -36,6 +36,11 @@ type WakeUp struct {
 	ImprovementMilestones []Milestone       `json:"improvement_milestones"`
 	Honesty               string            `json:"honesty"`
 	Trajectory            []TrajectoryPoint `json:"trajectory"`
+	// SearchSpaceExhausted says every point of the space was tried; Widen
+	// what would give the campaign new points.
+	SearchSpacePoints    int      `json:"search_space_points"`
+	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
+	Widen                []string `json:"widen,omitempty"`
 }
 
 // Milestone is one kept experiment.
@@ -70,6 +75,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		CrashOrTimeout: n.Crash + n.Timeout, BasinHopRestarts: st.Restarts,
 		SpeedupVsBaseline: c.Speedup(), BestConfig: json.RawMessage("null"), BoundUS: st.BoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
+		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -112,6 +118,16 @@ func (w WakeUp) Markdown() string {
 		status += " (" + w.MoveOnReason + ")"
 	}
 	add("%s", status)
+	if w.SearchSpaceExhausted {
+		add("")
+		add("## Search space exhausted")
+		add("")
+		add("This campaign's search space (%d points) is used up: the run ended because nothing was left to try, not because it stalled. To go further:", w.SearchSpacePoints)
+		add("")
+		for _, s := range w.Widen {
+			add("- %s", s)
+		}
+	}
 	add("")
 	add("## Result")
 	add("")

@@ -13,4 +13,9 @@
 // it twice; each submitted trial yields exactly one Outcome on the Outcomes
 // channel unless the dispatcher is closed first (the caller then resubmits
 // after a restart; the campaign ledger, not the transport, is the truth).
+//
+// Watchdog guards the evaluations of one device: one at a time, each under a
+// wall-clock limit, a panic made a crash, and a device whose evaluation
+// ignores its cancellation reported wedged. The gpuworker daemon and
+// amkctl's embedded --device cuda runs evaluate through it.
 package dispatch

@@ -27,7 +27,7 @@ func CampaignRoofline() Dashboard {
 			withOption("textMode", "name").withOption("graphMode", "none").withThresholds("blue"),
 		stat("Best latency", "Best correct latency found so far.", "µs", 3, instant(best, "{{campaign}}")).
 			withThresholds("text"),
-		stat("HBM floor", "Weights / bandwidth: no schedule can be faster.", "µs", 3, instant(floor, "{{campaign}}")).
+		stat("HBM floor", "Bytes a step streams (weights once, KV window, gathered embedding rows) / bandwidth: no schedule can be faster.", "µs", 3, instant(floor, "{{campaign}}")).
 			withThresholds("text"),
 		stat("% of roofline", "Best latency / HBM floor × 100. 100 = at the floor; lower is better.", "percent", 3,
 			instant(pct, "{{campaign}}")).withThresholds("green", pctThresholds...).withDecimals(1),

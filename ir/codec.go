@@ -3,15 +3,46 @@ package ir
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/amk-dev/amk/internal/pyjson"
 )
 
-// MaxProgramBytes bounds the size of a program file Decode accepts (256 MiB,
-// far above a 100k-task program).
-const MaxProgramBytes = 256 << 20
+// MaxProgramBytes is the default bound on the size of a program file: 64
+// MiB, over three times a 70B-shape program (about 18 MB; an 8B one is about
+// 6 MB). Decoding costs about 12 bytes of memory and 90 ns per byte of JSON
+// (a 200 MB file: 2.4 GB and 18 s before any check), so the bound is what
+// keeps an oversized file cheap to refuse; callers with bigger genuine
+// programs raise it (amkctl validate --max-bytes).
+const MaxProgramBytes = 64 << 20
+
+// MaxProgramItems is the default bound on the number of tasks, of buffers,
+// of counters and of pages in one program (2^18: a 70B-shape program has
+// about 37,000 tasks). It bounds the validator's work, which grows faster
+// than linearly with the task count on adversarial graphs.
+const MaxProgramItems = 1 << 18
+
+// Limits bound what DecodeLimited accepts; a zero field takes its default.
+type Limits struct {
+	MaxBytes int64 // size of the JSON text
+	MaxItems int   // tasks, buffers, counters and pages, each
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = MaxProgramBytes
+	}
+	if l.MaxItems <= 0 {
+		l.MaxItems = MaxProgramItems
+	}
+	return l
+}
+
+// ErrTooLarge is wrapped by errors for a program over its Limits.
+var ErrTooLarge = errors.New("program too large")
 
 // ErrVersion is wrapped by errors for a major ir_version/abi_version mismatch.
 var ErrVersion = errors.New("major version mismatch")
@@ -30,25 +61,37 @@ func (e *DecodeError) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
-// Decode reads a program from its JSON form (seed 000 §6). Unknown keys of
-// target and config are dropped (additive compatibility); buffers and tasks
-// read their named keys and ignore others; a missing required key, a wrong
-// type, an unknown enum name or a major version mismatch is an error that
-// names its JSON path. Decode never panics.
-func Decode(data []byte) (*Program, error) {
-	if len(data) > MaxProgramBytes {
-		return nil, fmt.Errorf("program is %d bytes, over the %d-byte limit", len(data), MaxProgramBytes)
+// Decode reads a program from its JSON form (seed 000 §6) within the
+// default Limits.
+//
+// Forward compatibility is exactly seed 000's: unknown (newer) keys of
+// target and config are dropped, meta is free-form, and unknown params are
+// left to the validator (a warning). Anywhere else an unknown key is an
+// error, as are a repeated key, a missing required key (the root needs
+// ir_version and tasks: a document without them is not a program), a wrong
+// type, an unknown enum name, a non-finite target figure and a major
+// version mismatch; each error names its JSON path. Decode never panics.
+func Decode(data []byte) (*Program, error) { return DecodeLimited(data, Limits{}) }
+
+// DecodeLimited is Decode within the given limits.
+func DecodeLimited(data []byte, lim Limits) (*Program, error) {
+	lim = lim.withDefaults()
+	if int64(len(data)) > lim.MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrTooLarge, len(data), lim.MaxBytes)
 	}
-	root, err := pyjson.Parse(data)
+	root, err := pyjson.ParseUnique(data)
 	if err != nil {
 		return nil, err
 	}
-	return FromValue(root)
+	return fromValue(root, lim)
 }
 
-// FromValue maps a parsed JSON document to a Program.
-func FromValue(root pyjson.Value) (*Program, error) {
-	d := decoder{}
+// FromValue maps a parsed JSON document to a Program within the default
+// Limits (repeated keys are the parser's business: see pyjson.ParseUnique).
+func FromValue(root pyjson.Value) (*Program, error) { return fromValue(root, Limits{}.withDefaults()) }
+
+func fromValue(root pyjson.Value, lim Limits) (*Program, error) {
+	d := decoder{maxItems: lim.MaxItems}
 	p := d.program(root)
 	if d.err != nil {
 		return nil, d.err
@@ -56,7 +99,43 @@ func FromValue(root pyjson.Value) (*Program, error) {
 	return p, nil
 }
 
-type decoder struct{ err error }
+type decoder struct {
+	err      error
+	maxItems int
+}
+
+// Keys each object of a program may hold; anything else is refused.
+var (
+	programKeys = []string{"ir_version", "abi_version", "meta", "target", "buffers", "counters", "tasks", "pages", "config"}
+	bufferKeys  = []string{"id", "name", "kind", "dtype", "shape", "space", "source"}
+	counterKeys = []string{"id", "init", "note"}
+	taskKeys    = []string{"id", "op", "inputs", "outputs", "out_counter", "waits", "params", "sm", "est_bytes", "est_flops", "label"}
+	waitKeys    = []string{"counter", "threshold"}
+	pagesKeys   = []string{"buffer_to_page", "pages"}
+	pageKeys    = []string{"id", "space", "nbytes", "live_start", "live_end"}
+)
+
+// onlyKeys fails on the first key of obj not in known.
+func (d *decoder) onlyKeys(obj pyjson.Value, path string, known []string) {
+	for _, m := range obj.Obj {
+		if !slices.Contains(known, m.Key) {
+			d.fail(join(path, m.Key), "unknown key (seed 000 drops unknown keys only in target and config)")
+			return
+		}
+	}
+}
+
+// items is array plus the item-count limit.
+func (d *decoder) items(v pyjson.Value, path string) []pyjson.Value {
+	arr := d.array(v, path)
+	if len(arr) > d.maxItems {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: %s has %d entries, over the limit of %d", ErrTooLarge, path, len(arr), d.maxItems)
+		}
+		return nil
+	}
+	return arr
+}
 
 func (d *decoder) fail(path, format string, args ...any) {
 	if d.err == nil {
@@ -108,6 +187,17 @@ func (d *decoder) floatOf(v pyjson.Value, path string) float64 {
 	f, ok := v.Float64()
 	if !ok {
 		d.fail(path, "expected a number, got %s %s", v.Kind, v.Repr())
+	}
+	return f
+}
+
+// finiteOf is floatOf refusing NaN and the infinities (target figures feed
+// the HBM floor and the cost model, where NaN would pass every comparison).
+func (d *decoder) finiteOf(v pyjson.Value, path string) float64 {
+	f := d.floatOf(v, path)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		d.fail(path, "expected a finite number, got %s", v.Repr())
+		return 0
 	}
 	return f
 }
@@ -175,9 +265,17 @@ func (d *decoder) version(root pyjson.Value, key, runtime, what string) string {
 }
 
 func (d *decoder) program(root pyjson.Value) *Program {
-	if !d.object(root, "") {
+	if root.Kind != pyjson.Object {
+		d.fail("", "not a megakernel program: expected a JSON object, got %s", root.Kind)
 		return nil
 	}
+	for _, key := range []string{"ir_version", "tasks"} {
+		if _, ok := root.Get(key); !ok {
+			d.fail("", "not a megakernel program: required key %q is missing (a program is an object with ir_version, buffers, counters and tasks)", key)
+			return nil
+		}
+	}
+	d.onlyKeys(root, "", programKeys)
 	p := &Program{}
 	p.IRVersion = d.version(root, "ir_version", IRVersion, "IR")
 	p.ABIVersion = d.version(root, "abi_version", ABIVersion, "ABI")
@@ -191,20 +289,21 @@ func (d *decoder) program(root pyjson.Value) *Program {
 		p.Target = d.target(t, "target")
 	}
 	if v, ok := root.Get("buffers"); ok {
-		arr := d.array(v, "buffers")
+		arr := d.items(v, "buffers")
 		p.Buffers = make([]Buffer, len(arr))
 		for i, b := range arr {
 			p.Buffers[i] = d.buffer(b, index("buffers", i))
 		}
 	}
 	if v, ok := root.Get("counters"); ok {
-		arr := d.array(v, "counters")
+		arr := d.items(v, "counters")
 		p.Counters = make([]Counter, len(arr))
 		for i, c := range arr {
 			path := index("counters", i)
 			if !d.object(c, path) {
 				break
 			}
+			d.onlyKeys(c, path, counterKeys)
 			id, _ := d.field(c, path, "id", true)
 			p.Counters[i] = Counter{ID: d.intOf(id, join(path, "id")), Init: d.intOr(c, path, "init", 0)}
 			if n, ok := c.Get("note"); ok {
@@ -213,7 +312,7 @@ func (d *decoder) program(root pyjson.Value) *Program {
 		}
 	}
 	if v, ok := root.Get("tasks"); ok {
-		arr := d.array(v, "tasks")
+		arr := d.items(v, "tasks")
 		p.Tasks = make([]Task, len(arr))
 		for i, t := range arr {
 			p.Tasks[i] = d.task(t, index("tasks", i))
@@ -247,10 +346,10 @@ func (d *decoder) target(v pyjson.Value, path string) *GpuTarget {
 	t.MaxRegsPerThread = d.intOf(req("max_regs_per_thread"), join(path, "max_regs_per_thread"))
 	t.L2Bytes = d.int64Of(req("l2_bytes"), join(path, "l2_bytes"))
 	t.HBMBytes = d.int64Of(req("hbm_bytes"), join(path, "hbm_bytes"))
-	t.HBMBandwidthGBs = d.floatOf(req("hbm_bandwidth_gbs"), join(path, "hbm_bandwidth_gbs"))
-	t.FP16TFLOPS = d.floatOf(req("fp16_tflops"), join(path, "fp16_tflops"))
+	t.HBMBandwidthGBs = d.finiteOf(req("hbm_bandwidth_gbs"), join(path, "hbm_bandwidth_gbs"))
+	t.FP16TFLOPS = d.finiteOf(req("fp16_tflops"), join(path, "fp16_tflops"))
 	if x, ok := v.Get("clock_ghz"); ok {
-		t.ClockGHz = d.floatOf(x, join(path, "clock_ghz"))
+		t.ClockGHz = d.finiteOf(x, join(path, "clock_ghz"))
 	}
 	if x, ok := v.Get("supports_cooperative"); ok {
 		t.SupportsCooperative = d.boolOf(x, join(path, "supports_cooperative"))
@@ -259,10 +358,31 @@ func (d *decoder) target(v pyjson.Value, path string) *GpuTarget {
 		t.WDDMTDR = d.boolOf(x, join(path, "wddm_tdr"))
 	}
 	if x, ok := v.Get("measured_bw_gbs"); ok {
-		t.MeasuredBWGBs = d.floatOf(x, join(path, "measured_bw_gbs"))
+		t.MeasuredBWGBs = d.finiteOf(x, join(path, "measured_bw_gbs"))
 	}
 	if x, ok := v.Get("note"); ok {
 		t.Note = d.stringOf(x, join(path, "note"))
+	}
+	if x, ok := v.Get("vendor"); ok {
+		t.Vendor = d.stringOf(x, join(path, "vendor"))
+		if t.Vendor != VendorNVIDIA && t.Vendor != VendorAMD {
+			d.fail(join(path, "vendor"), "unknown vendor %q (known: %s, %s)", t.Vendor, VendorNVIDIA, VendorAMD)
+		}
+	}
+	if x, ok := v.Get("wavefront_size"); ok {
+		t.WavefrontSize = d.intOf(x, join(path, "wavefront_size"))
+	}
+	if x, ok := v.Get("l1_bytes_per_sm"); ok {
+		t.L1BytesPerSM = d.intOf(x, join(path, "l1_bytes_per_sm"))
+	}
+	if x, ok := v.Get("last_level_cache_bytes"); ok {
+		t.LastLevelCacheBytes = d.int64Of(x, join(path, "last_level_cache_bytes"))
+	}
+	if x, ok := v.Get("matrix_tflops"); ok && d.object(x, join(path, "matrix_tflops")) {
+		t.MatrixTFLOPS = make(map[string]float64, len(x.Obj))
+		for _, m := range x.Obj {
+			t.MatrixTFLOPS[m.Key] = d.floatOf(m.Val, join(join(path, "matrix_tflops"), m.Key))
+		}
 	}
 	return t
 }
@@ -272,6 +392,7 @@ func (d *decoder) buffer(v pyjson.Value, path string) Buffer {
 	if !d.object(v, path) {
 		return b
 	}
+	d.onlyKeys(v, path, bufferKeys)
 	req := func(key string) pyjson.Value { x, _ := d.field(v, path, key, true); return x }
 	b.ID = d.intOf(req("id"), join(path, "id"))
 	b.Name = d.stringOf(req("name"), join(path, "name"))
@@ -303,6 +424,7 @@ func (d *decoder) task(v pyjson.Value, path string) Task {
 	if !d.object(v, path) {
 		return t
 	}
+	d.onlyKeys(v, path, taskKeys)
 	req := func(key string) pyjson.Value { x, _ := d.field(v, path, key, true); return x }
 	t.ID = d.intOf(req("id"), join(path, "id"))
 	op, err := ParseOp(d.stringOf(req("op"), join(path, "op")))
@@ -321,6 +443,7 @@ func (d *decoder) task(v pyjson.Value, path string) Task {
 			if !d.object(e, wp) {
 				break
 			}
+			d.onlyKeys(e, wp, waitKeys)
 			c, _ := d.field(e, wp, "counter", true)
 			th, _ := d.field(e, wp, "threshold", true)
 			if th.Kind == pyjson.Bool {
@@ -358,6 +481,7 @@ func (d *decoder) pages(v pyjson.Value, path string) *PageAllocation {
 		return nil
 	}
 	pa := &PageAllocation{}
+	d.onlyKeys(v, path, pagesKeys)
 	if b2p, ok := v.Get("buffer_to_page"); ok {
 		bp := join(path, "buffer_to_page")
 		if d.object(b2p, bp) {
@@ -372,13 +496,14 @@ func (d *decoder) pages(v pyjson.Value, path string) *PageAllocation {
 		}
 	}
 	if ps, ok := v.Get("pages"); ok {
-		arr := d.array(ps, join(path, "pages"))
+		arr := d.items(ps, join(path, "pages"))
 		pa.Pages = make([]Page, len(arr))
 		for i, e := range arr {
 			pp := index(join(path, "pages"), i)
 			if !d.object(e, pp) {
 				break
 			}
+			d.onlyKeys(e, pp, pageKeys)
 			req := func(key string) pyjson.Value { x, _ := d.field(e, pp, key, true); return x }
 			pg := Page{ID: d.intOf(req("id"), join(pp, "id")), NBytes: d.int64Of(req("nbytes"), join(pp, "nbytes")),
 				LiveStart: d.intOr(e, pp, "live_start", -1), LiveEnd: d.intOr(e, pp, "live_end", -1)}

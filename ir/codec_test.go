@@ -102,16 +102,98 @@ func TestUnknownKeysDropped(t *testing.T) {
 			v.Obj[i].Val.Set("future_tensor_mem_kb", pyjson.IntValue(999))
 		case "config":
 			v.Obj[i].Val.Set("made_up_search_dim", pyjson.IntValue(7))
-		case "tasks":
-			v.Obj[i].Val.Arr[0].Set("future_task_field", pyjson.StringValue("x"))
-		case "buffers":
-			v.Obj[i].Val.Arr[0].Set("future_buffer_field", pyjson.BoolValue(true))
-		case "counters":
-			v.Obj[i].Val.Arr[0].Set("future_counter_field", pyjson.NullValue())
 		}
 	}
 	if got := roundTrip(t, pyjson.Indent(v)); !bytes.Equal(got, base) {
 		t.Fatalf("unknown keys were not dropped:\n%s", got)
+	}
+}
+
+// TestUnknownKeysRefusedElsewhere: seed 000 drops unknown keys in target and
+// config only; anywhere else an unknown key is an error naming its path (a
+// typo must not silently lose a field).
+func TestUnknownKeysRefusedElsewhere(t *testing.T) {
+	base := readFile(t, "testdata/seed_example.canonical.json")
+	for _, tc := range []struct{ where, key, path string }{
+		{"", "tasks_v2", "tasks_v2"},
+		{"tasks", "future_task_field", "tasks[0].future_task_field"},
+		{"buffers", "future_buffer_field", "buffers[0].future_buffer_field"},
+		{"counters", "future_counter_field", "counters[0].future_counter_field"},
+		{"waits", "thresold", "tasks[1].waits[0].thresold"},
+		{"pages", "future_pages_field", "pages.future_pages_field"},
+	} {
+		v, err := pyjson.Parse(base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range v.Obj {
+			switch m := &v.Obj[i]; {
+			case tc.where == "" && i == 0:
+				v.Obj = append(v.Obj, pyjson.M(tc.key, pyjson.IntValue(1)))
+			case m.Key == tc.where && m.Val.Kind == pyjson.Array:
+				m.Val.Arr[0].Set(tc.key, pyjson.IntValue(1))
+			case m.Key == tc.where:
+				m.Val.Set(tc.key, pyjson.IntValue(1))
+			case m.Key == "tasks" && tc.where == "waits":
+				m.Val.Arr[1].Obj[5].Val.Arr[0].Set(tc.key, pyjson.IntValue(1))
+			}
+		}
+		_, err = Decode(pyjson.Indent(v))
+		var de *DecodeError
+		if !errors.As(err, &de) || de.Path != tc.path || !strings.Contains(de.Msg, "unknown key") {
+			t.Errorf("%s: got %v, want an unknown-key error at %s", tc.key, err, tc.path)
+		}
+	}
+	// meta is free-form.
+	if _, err := Decode([]byte(strings.Replace(string(base), `"meta": {`, `"meta": {"anything": [1],`, 1))); err != nil {
+		t.Errorf("a free meta key was refused: %v", err)
+	}
+}
+
+// TestForeignDocumentsAreNotPrograms: a JSON document without the program's
+// required keys is malformed, never an empty valid program; a repeated key,
+// a non-finite target figure or a major version mismatch is refused.
+func TestForeignDocumentsAreNotPrograms(t *testing.T) {
+	base := string(readFile(t, "testdata/seed_example.canonical.json"))
+	for _, tc := range []struct{ name, doc, want string }{
+		{"empty object", `{}`, `required key "ir_version" is missing`},
+		{"foreign object", `{"foo": 1}`, `required key "ir_version" is missing`},
+		{"no tasks", `{"ir_version": "0.2.0"}`, `required key "tasks" is missing`},
+		{"versions only", `{"ir_version": "0.2.0", "abi_version": "0.2"}`, `required key "tasks" is missing`},
+		{"a list", `[]`, "expected a JSON object"},
+		{"repeated key", strings.Replace(base, `"meta": {`, `"tasks": [], "meta": {`, 1), `duplicate key "tasks"`},
+		{"repeated nested key", strings.Replace(base, `"op": "RMSNORM",`, `"op": "RMSNORM", "op": "NOP",`, 1), `duplicate key "op" in tasks[0]`},
+		{"NaN bandwidth", strings.Replace(base, `"hbm_bandwidth_gbs": 896.0`, `"hbm_bandwidth_gbs": NaN`, 1), "target.hbm_bandwidth_gbs: expected a finite number"},
+		{"infinite tflops", strings.Replace(base, `"fp16_tflops": 210.0`, `"fp16_tflops": -Infinity`, 1), "target.fp16_tflops: expected a finite number"},
+		{"major 999", strings.Replace(base, `"ir_version": "0.2.0"`, `"ir_version": "999"`, 1), "major version mismatch"},
+		{"major 1", strings.Replace(base, `"ir_version": "0.2.0"`, `"ir_version": "1.0.0"`, 1), "major version mismatch"},
+		{"abi major", strings.Replace(base, `"abi_version": "0.2"`, `"abi_version": "3.0"`, 1), "major version mismatch"},
+	} {
+		if tc.doc == base {
+			t.Fatalf("%s: the fixture edit did not apply", tc.name)
+		}
+		_, err := Decode([]byte(tc.doc))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	// A newer minor version is compatible.
+	if _, err := Decode([]byte(strings.Replace(base, `"ir_version": "0.2.0"`, `"ir_version": "0.9.1"`, 1))); err != nil {
+		t.Errorf("minor version refused: %v", err)
+	}
+}
+
+// TestDecodeLimits: the size and item bounds are clear errors.
+func TestDecodeLimits(t *testing.T) {
+	base := readFile(t, "testdata/seed_example.canonical.json")
+	if _, err := DecodeLimited(base, Limits{MaxBytes: int64(len(base) - 1)}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "byte limit") {
+		t.Errorf("over the byte limit: %v", err)
+	}
+	if _, err := DecodeLimited(base, Limits{MaxItems: 1}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "buffers has") {
+		t.Errorf("over the item limit: %v", err)
+	}
+	if _, err := DecodeLimited(base, Limits{MaxBytes: int64(len(base)), MaxItems: 64}); err != nil {
+		t.Errorf("within the limits: %v", err)
 	}
 }
 
@@ -140,7 +222,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"tasks not a list", edit(`"tasks": [`, `"tasks": {"x": [`) + "}", "", ""},
 		{"target type", edit(`"num_sms": 82`, `"num_sms": "many"`), "target.num_sms", "expected an integer"},
 		{"huge int", edit(`"est_bytes": 0`, `"est_bytes": 123456789012345678901234567890`), "tasks[0].est_bytes", "out of range"},
-		{"top-level array", `[1, 2]`, "", "expected an object"},
+		{"top-level array", `[1, 2]`, "", "expected a JSON object"},
 	} {
 		_, err := Decode([]byte(tc.doc))
 		if err == nil {

@@ -5,9 +5,16 @@
 // PageAllocation, GpuTarget, ScheduleConfig as data), the canonical enum codes
 // shared with the device ABI, the one op table every other package consults
 // (arity, required params, the marshalled param fields), the GPU target
-// registry, the JSON codec of seed 000 §6 and the graph algorithms the
+// registry, the fused layer patterns of FUSED tasks (FusedPatterns, as data),
+// the JSON codec of seed 000 §6 and the graph algorithms the
 // validator, lowering and VMs build on (dependency edges, Kahn order, counter
 // simulation, adversarial interleavings).
+//
+// The target registry holds NVIDIA and AMD parts. amk's own target fields
+// (vendor, wavefront width, L1, a memory-side last-level cache, matrix peaks
+// per dtype, the instruction-level PipelineTiming the pipeline package
+// simulates with) are written by the codec only when set, so NVIDIA records
+// encode exactly as the reference's do. The AMD parts are predicted only.
 //
 // ir imports only the standard library and amk's Python-compatible JSON
 // writer; it performs no I/O besides what its callers hand it.

@@ -1,6 +1,8 @@
 package ir
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/amk-dev/amk/internal/pyjson"
@@ -119,7 +121,7 @@ func taskValue(t *Task) pyjson.Value {
 
 // TargetValue writes a target with every field, in the reference's order.
 func TargetValue(t *GpuTarget) pyjson.Value {
-	return pyjson.ObjectValue(
+	members := []pyjson.Member{
 		pyjson.M("name", pyjson.StringValue(t.Name)),
 		pyjson.M("sm_arch", intV(t.SMArch)),
 		pyjson.M("num_sms", intV(t.NumSMs)),
@@ -137,7 +139,29 @@ func TargetValue(t *GpuTarget) pyjson.Value {
 		pyjson.M("wddm_tdr", pyjson.BoolValue(t.WDDMTDR)),
 		pyjson.M("measured_bw_gbs", pyjson.FloatValue(t.MeasuredBWGBs)),
 		pyjson.M("note", pyjson.StringValue(t.Note)),
-	)
+	}
+	// amk's own fields, only when set: an NVIDIA record encodes as the
+	// reference's does.
+	if t.Vendor != "" && t.Vendor != VendorNVIDIA {
+		members = append(members, pyjson.M("vendor", pyjson.StringValue(t.Vendor)))
+	}
+	if t.WavefrontSize > 0 {
+		members = append(members, pyjson.M("wavefront_size", intV(t.WavefrontSize)))
+	}
+	if t.L1BytesPerSM > 0 {
+		members = append(members, pyjson.M("l1_bytes_per_sm", intV(t.L1BytesPerSM)))
+	}
+	if t.LastLevelCacheBytes > 0 {
+		members = append(members, pyjson.M("last_level_cache_bytes", pyjson.IntValue(t.LastLevelCacheBytes)))
+	}
+	if len(t.MatrixTFLOPS) > 0 {
+		peaks := make([]pyjson.Member, 0, len(t.MatrixTFLOPS))
+		for _, k := range slices.Sorted(maps.Keys(t.MatrixTFLOPS)) {
+			peaks = append(peaks, pyjson.M(k, pyjson.FloatValue(t.MatrixTFLOPS[k])))
+		}
+		members = append(members, pyjson.M("matrix_tflops", pyjson.ObjectValue(peaks...)))
+	}
+	return pyjson.ObjectValue(members...)
 }
 
 // ConfigValue writes a ScheduleConfig as ScheduleConfig.to_dict() does

@@ -55,7 +55,7 @@ var opTable = [opCount]OpSpec{
 	{OpLAYERNORM, "LAYERNORM", 2, 3, 1, []string{"eps", "hidden"}, "LayerNorm(x, w[, b])"},
 	{OpGEMVTile, "GEMV_TILE", 2, 3, 1, []string{"K", "N_tile", "n_off"}, "out[..,n_off:n_off+N_tile] = x @ W[n_off:..].T"},
 	{OpGEMMTile, "GEMM_TILE", 2, 3, 1, []string{"M_tile", "K", "N_tile", "n_off"}, "tiled GEMM (batch rows)"},
-	{OpAttentionTile, "ATTENTION_TILE", 3, 4, 1, []string{"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads"}, "GQA attention over a KV window"},
+	{OpAttentionTile, "ATTENTION_TILE", 3, 4, 1, []string{"head_dim", "kv_start", "kv_len", "scale", "n_heads", "n_kv_heads"}, "GQA attention over a KV window; n_off/N_tile: a KV-head slice (its query heads only)"},
 	{OpROPE, "ROPE", 2, 2, 1, []string{"head_dim", "theta"}, "Llama rotate-half rotary embedding"},
 	{OpSiLUMul, "SILU_MUL", 2, 2, 1, nil, "SwiGLU silu(gate)*up"},
 	{OpGELU, "GELU", 1, 1, 1, nil, "exact (erf) GELU"},
@@ -67,7 +67,7 @@ var opTable = [opCount]OpSpec{
 	{OpKVAppend, "KV_APPEND", 2, 2, 1, []string{"pos"}, "append new k/v into the KV cache at pos (in place)"},
 	{OpSampleArgmax, "SAMPLE_ARGMAX", 1, 1, 1, nil, "greedy logits -> next token"},
 	{OpAttentionCombine, "ATTENTION_COMBINE", 2, 8, 1, nil, "merge per-KV-block (acc, m, l) flash partials"},
-	{OpFUSED, "FUSED", 1, Variadic, 1, []string{"recipe"}, "a fused subgraph described by params.recipe"},
+	{OpFUSED, "FUSED", 1, Variadic, 1, []string{"recipe"}, "a fused subgraph: params.recipe (VM only), or a FusedPatterns pattern named in params.flags bits 16-31 (then its params replace recipe)"},
 }
 
 // Ops lists every opcode in code order.

@@ -261,6 +261,78 @@ func (p *Program) TotalWeightBytes() int64 {
 	return n
 }
 
+// StreamedBytes is the honest roofline numerator: the bytes one decode step
+// must stream from HBM. Every WEIGHT buffer counts once, except a table that
+// only EMBED tasks read, which counts the rows they gather (one per id); every
+// ATTENTION_TILE adds the K and V rows of its window [kv_start,
+// kv_start+kv_len) of each sequence. Activations are not counted (they live
+// in L2 for a decode step). TotalWeightBytes is the seed's all-weights figure.
+func (p *Program) StreamedBytes() int64 {
+	gathered := map[int]int64{} // weight buffer -> bytes of the rows EMBED gathers
+	fullRead := map[int]bool{}
+	var kv int64
+	for i := range p.Tasks {
+		t := &p.Tasks[i]
+		for k, b := range t.Inputs {
+			buf := p.Buffer(b)
+			if buf == nil {
+				continue
+			}
+			switch {
+			case buf.Kind == Weight && t.Op == OpEMBED && k == 1:
+				gathered[b] += embedRowBytes(p, t, buf)
+			case buf.Kind == Weight:
+				fullRead[b] = true
+			case buf.Kind == KVCache && t.Op == OpAttentionTile && (k == 1 || k == 2):
+				kv += kvWindowBytes(t, buf)
+			}
+		}
+	}
+	var n int64
+	for i := range p.Buffers {
+		b := &p.Buffers[i]
+		if b.Kind != Weight {
+			continue
+		}
+		switch g, ok := gathered[i]; {
+		case fullRead[i] || !ok:
+			n += b.NBytes()
+		default:
+			n += min(g, b.NBytes())
+		}
+	}
+	return n + kv
+}
+
+// embedRowBytes is what one EMBED task gathers from its table: one row
+// (the table's first dimension) per id.
+func embedRowBytes(p *Program, t *Task, table *Buffer) int64 {
+	ids := p.Buffer(t.Inputs[0])
+	if ids == nil || len(table.Shape) == 0 || table.Shape[0] <= 0 {
+		return table.NBytes()
+	}
+	return ids.Numel() * (table.NBytes() / int64(table.Shape[0]))
+}
+
+// kvWindowBytes is what an attention task reads from one cache: kv_len rows
+// of every sequence (a cache is [max_seq, n_kv, hd] or [B, max_seq, n_kv,
+// hd]), of its KV heads only when it is a KV-head slice.
+func kvWindowBytes(t *Task, cache *Buffer) int64 {
+	r := len(cache.Shape)
+	if r < 3 || cache.Shape[r-3] <= 0 {
+		return cache.NBytes()
+	}
+	seq := int64(cache.Shape[r-3])
+	perPos := cache.NBytes() / seq
+	kvLen := min(max(t.Params.IntOr("kv_len", seq), 0), seq)
+	// A KV-head slice (n_off, N_tile) reads only its heads' rows.
+	if nkv := int64(cache.Shape[r-2]); nkv > 0 && t.Params.Has("N_tile") {
+		heads := min(max(t.Params.IntOr("N_tile", nkv), 0), nkv)
+		return kvLen * perPos / nkv * heads
+	}
+	return kvLen * perPos
+}
+
 // TotalEstBytes sums the tasks' est_bytes.
 func (p *Program) TotalEstBytes() int64 {
 	var n int64

@@ -125,10 +125,11 @@ func layoutPins() map[string]int {
 	return pins
 }
 
-// Fused-pattern ids (params.flags bits 16-31 of a FUSED task).
+// Fused-pattern ids (params.flags bits 16-31 of a FUSED task): the table
+// is ir.FusedPatterns; abi.h's amk_fused_pattern_t mirrors it (drift test).
 const (
-	FusedNone    = 0
-	FusedGEMVAdd = 1
+	FusedNone    = ir.FusedNone
+	FusedGEMVAdd = ir.FusedGEMVAdd
 )
 
 // AbortCode is the value of the device abort flag after a launch.

@@ -100,10 +100,22 @@ typedef enum {
 #define AMK_FLAG_PARTIAL_WRITE  0x2
 #define AMK_FUSED_PATTERN_SHIFT 16
 
-/* A FUSED task runs on the device only as a known pattern (params.flags bits 16-31). */
+/* A FUSED task runs on the device only as a known pattern (params.flags bits 16-31); the table,
+ * with each pattern's inputs, params and numerics, is ir.FusedPatterns (ir/fused.go). Staging
+ * and every epilogue round where the unfused chain stores: a fused task is its unfused chain,
+ * bit for bit. */
 typedef enum {
-    AMK_FUSED_NONE     = 0,
-    AMK_FUSED_GEMV_ADD = 1 /* out = x @ W[tile].T + residual; inputs [x, W, residual] */
+    AMK_FUSED_NONE                  = 0,
+    AMK_FUSED_GEMV_ADD              = 1,  /* [x, W, residual]: out = x @ W[tile].T + residual          */
+    AMK_FUSED_NORM_GEMV             = 2,  /* [x, norm_w, W]: out = rmsnorm(x) @ W[tile].T               */
+    AMK_FUSED_NORM_GEMV_ROPE        = 3,  /* [x, norm_w, W, pos]: out = rope(rmsnorm(x) @ W[tile].T)    */
+    AMK_FUSED_NORM_GEMV_ROPE_APPEND = 4,  /* [x, norm_w, W, pos] -> cache[pos, tile heads] = rope      */
+    AMK_FUSED_NORM_GEMV_APPEND      = 5,  /* [x, norm_w, W] -> cache[pos, tile heads] = tile           */
+    AMK_FUSED_SILU_GEMV             = 6,  /* [gate, up, W]: out = (silu(gate)*up) @ W[tile].T           */
+    AMK_FUSED_SILU_GEMV_ADD         = 7,  /* [gate, up, W, residual]: ... + residual                   */
+    AMK_FUSED_GEMV_ROPE             = 8,  /* [x, W, pos]                                                */
+    AMK_FUSED_GEMV_ROPE_APPEND      = 9,  /* [x, W, pos] -> cache                                      */
+    AMK_FUSED_GEMV_APPEND           = 10  /* [x, W] -> cache                                           */
 } amk_fused_pattern_t;
 
 /* ---- abort codes ----------------------------------------------------------------------------

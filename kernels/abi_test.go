@@ -186,8 +186,11 @@ func TestHeaderEnumsMatchIR(t *testing.T) {
 		t.Errorf("AMK_OP__COUNT must be the last opcode enumerator, order %v", o)
 	}
 
-	checkEnum(t, h, "amk_fused_pattern_t", map[string]int64{
-		"AMK_FUSED_NONE": FusedNone, "AMK_FUSED_GEMV_ADD": FusedGEMVAdd})
+	pats := map[string]int64{}
+	for _, p := range ir.FusedPatterns() {
+		pats["AMK_FUSED_"+p.Name] = int64(p.ID)
+	}
+	checkEnum(t, h, "amk_fused_pattern_t", pats)
 
 	ab := map[string]int64{}
 	for _, a := range abortTable {

@@ -28,7 +28,7 @@ func (e *UnsupportedError) Error() string {
 }
 
 // CheckDevice rejects, before launch, every program the device kernels would
-// refuse at run time (a trap): FUSED patterns other than GEMV_ADD, dtypes the
+// refuse at run time (a trap): FUSED tasks that are not an ir.FusedPatterns pattern, dtypes the
 // kernels do not store (fp8), quantized GEMM, attention heads beyond
 // AttnMaxHeadDim, softmax over an inner axis, and operands whose shapes the
 // kernels cannot index. It assumes a program that ir-level validation
@@ -76,11 +76,7 @@ func taskUnsupported(p *ir.Program, t *ir.Task) string {
 	}
 	switch t.Op {
 	case ir.OpFUSED:
-		pat := t.Params.IntOr("flags", 0) >> ir.FusedPatternShift & 0xFFFF
-		if pat != FusedGEMVAdd || len(t.Inputs) < 3 {
-			return fmt.Sprintf("FUSED runs on the device only as the GEMV_ADD pattern (params.flags bits 16-31 = %d with inputs [x, W, residual]); pattern %d is not implemented", FusedGEMVAdd, pat)
-		}
-		return projectionUnsupported(p, t, false)
+		return fusedUnsupported(p, t)
 	case ir.OpGEMVTile:
 		q := t.Params.IntOr("qdtype", 0)
 		quant := (q == int64(ir.I8) || q == int64(ir.I4)) && len(t.Inputs) >= 3
@@ -121,6 +117,58 @@ func taskUnsupported(p *ir.Program, t *ir.Task) string {
 
 // projectionUnsupported mirrors amk_gemv_shape and the dtype checks of the
 // GEMV/GEMM kernels.
+// fusedUnsupported checks a FUSED task against the device's patterns
+// (amk_op_fused): a known pattern with its inputs, a float weight covering
+// the tile, whole heads for a RoPE epilogue, a KV cache row for an append.
+func fusedUnsupported(p *ir.Program, t *ir.Task) string {
+	id := ir.TaskFusedPattern(t)
+	pat, ok := ir.FusedPatternByID(id)
+	if !ok || len(t.Inputs) != len(pat.Inputs) {
+		return fmt.Sprintf("FUSED runs on the device only as a pattern of ir.FusedPatterns (params.flags bits 16-31) with its inputs; pattern %d with %d inputs is not one (a params.recipe is VM-only)", id, len(t.Inputs))
+	}
+	if id == ir.FusedGEMVAdd {
+		return projectionUnsupported(p, t, false)
+	}
+	x, w, out := buf(p, t.Inputs, 0), buf(p, t.Inputs, pat.Role(ir.RoleW)), buf(p, t.Outputs, 0)
+	k, nt, off := t.Params.IntOr("K", 0), t.Params.IntOr("N_tile", 0), t.Params.IntOr("n_off", 0)
+	if k <= 0 || nt <= 0 || off < 0 || x.Numel()%k != 0 {
+		return fmt.Sprintf("tile n_off=%d N_tile=%d K=%d does not fit x's %d elements", off, nt, k, x.Numel())
+	}
+	m := x.Numel() / k
+	n := out.Numel() / max(m, 1)
+	if pat.WritesCache() {
+		n = t.Params.IntOr("N", 0)
+		if r := len(out.Shape); out.Kind != ir.KVCache || (r != 3 && r != 4) || int64(out.Shape[r-2]*out.Shape[r-1]) != n {
+			return fmt.Sprintf("pattern %s appends to a KV cache with rows of N=%d values; output %s is %s %v", pat.Name, n, out.Name, out.Kind, out.Shape)
+		}
+	}
+	if off+nt > n {
+		return fmt.Sprintf("tile [%d, %d) exceeds the projection's %d columns", off, off+nt, n)
+	}
+	if hd := t.Params.IntOr("head_dim", 0); pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache() {
+		if hd <= 0 || hd%2 != 0 || off%hd != 0 || nt%hd != 0 {
+			return fmt.Sprintf("pattern %s needs tiles of whole heads (head_dim %d, tile [%d, %d))", pat.Name, hd, off, off+nt)
+		}
+	}
+	switch {
+	case !w.DType.IsFloat() || len(w.Shape) != 2:
+		return fmt.Sprintf("weight %s is %s %v; fused patterns need a float [N, K] weight", w.Name, w.DType, w.Shape)
+	case int64(w.Shape[0]) < off+nt || int64(w.Cols()) < k:
+		return fmt.Sprintf("weight %s %v does not cover the tile [%d, %d) x K=%d", w.Name, w.Shape, off, off+nt, k)
+	}
+	return ""
+}
+
+// fusedTileBytes is the shared-memory tile a RoPE/append pattern collects
+// its sums in (amk_op_fused: [x cache][tile][ring]); 0 for other tasks.
+func fusedTileBytes(t *ir.Task) int64 {
+	pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
+	if !ok || (pat.Epilogue != ir.EpilogueRoPE && !pat.WritesCache()) {
+		return 0
+	}
+	return gemvXBytes(t.Params.IntOr("N_tile", 0))
+}
+
 func projectionUnsupported(p *ir.Program, t *ir.Task, quant bool) string {
 	x, w, out := buf(p, t.Inputs, 0), buf(p, t.Inputs, 1), buf(p, t.Outputs, 0)
 	k, nt, off := t.Params.IntOr("K", 0), t.Params.IntOr("N_tile", 0), t.Params.IntOr("n_off", 0)
@@ -165,6 +213,11 @@ func attentionUnsupported(p *ir.Program, t *ir.Task) string {
 	if nh <= 0 || nkv <= 0 || nh%nkv != 0 {
 		return fmt.Sprintf("n_heads %d must be a positive multiple of n_kv_heads %d", nh, nkv)
 	}
+	if n := t.Params.IntOr("N_tile", 0); n > 0 {
+		if off := t.Params.IntOr("n_off", 0); off < 0 || off+n > nkv {
+			return fmt.Sprintf("KV-head slice [%d, %d) outside the %d KV heads", off, off+n, nkv)
+		}
+	}
 	if kc.DType != vc.DType || !kc.DType.IsFloat() {
 		return fmt.Sprintf("KV caches must share one float dtype, got %s and %s", kc.DType, vc.DType)
 	}
@@ -201,7 +254,7 @@ type SmemPlan struct {
 	OptinCap int      // the per-block opt-in cap it was planned against
 }
 
-// gemvSmemBytes mirrors amk_gemv_x_bytes / amk_gemv_ring_bytes.
+// gemvXBytes and gemvRingBytes mirror amk_gemv_x_bytes / amk_gemv_ring_bytes.
 func gemvXBytes(k int64) int64 { return (k*4 + 15) / 16 * 16 }
 
 func gemvRingBytes(v Variant) int64 {
@@ -233,7 +286,7 @@ func PlanSmem(p *ir.Program, v Variant, optin int) (SmemPlan, error) {
 		if t.Op != ir.OpGEMVTile && t.Op != ir.OpFUSED {
 			continue
 		}
-		x := gemvXBytes(t.Params.IntOr("K", 0))
+		x := gemvXBytes(t.Params.IntOr("K", 0)) + fusedTileBytes(t)
 		q := t.Params.IntOr("qdtype", 0)
 		fp := !(q == int64(ir.I8) || q == int64(ir.I4))
 		want := x

@@ -21,22 +21,26 @@
 // Queue q holds the tasks with SM == q in task-list order: exactly the order
 // the validator proves to be a linear extension of the DAG (R21);
 // MarshalProgram re-proves it (and acyclicity and wait satisfiability) before
-// anything reaches a device. Each block: grid.sync() once, then for each
-// queue entry: (a) weight prefetch — with pipelining_depth d the block keeps
-// the weight rows of its next d projection instructions streaming into L2
+// anything reaches a device. Each block (no entry grid.sync: the cooperative
+// launch already makes every block resident; AMK_ENTRY_GRID_SYNC=1 restores
+// it), for each queue entry: (a) weight prefetch — with pipelining_depth d
+// the block keeps the weight rows of its next d projection instructions, at
+// most AMK_PREFETCH_WINDOW_BYTES (256 KiB) of them ahead, streaming into L2
 // (weights never wait on counters, so this overlaps HBM with the dependency
 // spin); (b) copy the instruction to shared memory and bounds-check it;
 // (c) wait; (d) dispatch the micro-kernel (the whole block cooperates);
 // (e) signal. The kernel's end is the exit barrier.
 //
 // Sync (cuda/sync.cuh, seed 000 §8): signal = __syncthreads, thread 0
-// device-scope release fence (fence.acq_rel.gpu on sm_70+, the ABI's
-// sanctioned form B; __threadfence before) + atomicAdd(counter, 1),
-// __syncthreads. wait = thread 0 polls each (counter, threshold) with
-// ld.acquire.gpu (atomicAdd(c, 0) before sm_70) — counters only grow, so
-// satisfied waits are not re-read — with 64 busy polls and then exponential
-// __nanosleep backoff (32 ns to 4 us); a fence after the last acquire and a
-// __syncthreads publish the data to the block.
+// red.release.gpu.global.add(counter, 1) on sm_70+ (a release reduction:
+// the barrier makes the block's stores visible to thread 0, the release
+// orders them before the increment; before sm_70 a __threadfence +
+// atomicAdd), __syncthreads. wait = thread 0 polls each (counter, threshold)
+// with ld.acquire.gpu (atomicAdd(c, 0) before sm_70) — counters only grow,
+// so satisfied waits are not re-read — with 64 busy polls and then
+// exponential __nanosleep backoff (32 ns, capped at AMK_BACKOFF_MAX_NS =
+// 256 ns); a fence after the last acquire and a __syncthreads publish the
+// data to the block.
 //
 // # Watchdog and aborts (R23, R25)
 //
@@ -68,7 +72,9 @@
 // KV_APPEND (rank 3/4, pos bounds-checked, R28), ADD, MUL, GELU, SILU_MUL,
 // SOFTMAX (last dim), DEQUANT, ALLREDUCE_SHARD (sum on one device), COPY,
 // SAMPLE_ARGMAX (integer index into integer outputs, R27) and FUSED as the
-// GEMV_ADD pattern only. Math is fp32, stored with round-to-nearest-even.
+// patterns of ir.FusedPatterns (RMSNorm or SiLU·up staging into the x cache,
+// residual-add, RoPE and KV-append epilogues; a params.recipe is VM-only).
+// Math is fp32, stored with round-to-nearest-even.
 // The VM dispatches them and amk_entry_<op> kernels run them standalone for
 // Loop 1, so a knob Loop 1 keeps is the code the VM runs (R29).
 //

@@ -131,3 +131,21 @@ func TestSourcesHaveNoMachinePaths(t *testing.T) {
 		t.Errorf("EntryFile %s is not a path inside the package: %v", EntryFile, err)
 	}
 }
+
+// The micro-kernels read activations, KV caches and partials that other
+// blocks write in the same launch: the read-only data path (__ldg,
+// ld.global.nc) is not coherent with those writes, so no op may use it.
+// Only the host-written instruction words (megakernel.cu) may.
+func TestOpsNeverUseTheReadOnlyPath(t *testing.T) {
+	for _, f := range SourceFiles() {
+		if !strings.HasPrefix(f, "cuda/ops") {
+			continue
+		}
+		src := readSource(t, f)
+		for _, bad := range []string{"__ldg(", `"ld.global.nc`} { // the intrinsic, or the instruction in inline asm
+			if strings.Contains(src, bad) {
+				t.Errorf("%s uses %s: activations written in the same launch need coherent loads (__ldcg or plain)", f, bad)
+			}
+		}
+	}
+}

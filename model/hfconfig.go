@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/amk-dev/amk/internal/pyjson"
@@ -272,9 +273,49 @@ func (r *hfReader) features() {
 	if _, ok := r.get("quantization_config"); ok {
 		r.unsupported = append(r.unsupported, "a pre-quantized checkpoint (quantization_config is set)")
 	}
-	if mt, ok := r.get("model_type"); ok && mt.Kind == pyjson.String {
-		if why, bad := lookalikes[mt.S]; bad {
-			r.unsupported = append(r.unsupported, fmt.Sprintf("model_type=%s (%s)", mt.Repr(), why))
+	r.architecture()
+}
+
+// llamaModelTypes and llamaArchitectures name the HuggingFace model types
+// and classes whose forward pass is the Llama decode step amk lowers
+// (Mistral's differs only by the sliding window, which is read).
+var (
+	llamaModelTypes    = []string{"llama", "mistral"}
+	llamaArchitectures = []string{"LlamaForCausalLM", "MistralForCausalLM"}
+)
+
+// architecture refuses a config whose model_type or architectures name
+// anything but a Llama-family model, and one that names neither: other
+// architectures (GPT-2, BERT, ...) would otherwise be read with Llama's
+// defaults and imported as a Llama they are not.
+func (r *hfReader) architecture() {
+	mt, hasType := r.get("model_type")
+	arch, hasArch := r.get("architectures")
+	if !hasType && !hasArch {
+		r.unsupported = append(r.unsupported, "neither model_type nor architectures is set: cannot tell that this is a Llama-family model")
+		return
+	}
+	if hasType {
+		switch {
+		case mt.Kind != pyjson.String:
+			r.invalid = append(r.invalid, fmt.Sprintf("model_type=%s is not a string", mt.Repr()))
+		case lookalikes[mt.S] != "":
+			r.unsupported = append(r.unsupported, fmt.Sprintf("model_type=%s (%s)", mt.Repr(), lookalikes[mt.S]))
+		case !slices.Contains(llamaModelTypes, mt.S):
+			r.unsupported = append(r.unsupported, fmt.Sprintf("model_type=%s is not a Llama-family architecture (supported: %s)",
+				mt.Repr(), strings.Join(llamaModelTypes, ", ")))
+		}
+	}
+	if hasArch {
+		if arch.Kind != pyjson.Array {
+			r.invalid = append(r.invalid, fmt.Sprintf("architectures=%s is not a list", arch.Repr()))
+			return
+		}
+		for _, a := range arch.Arr {
+			if a.Kind != pyjson.String || !slices.Contains(llamaArchitectures, a.S) {
+				r.unsupported = append(r.unsupported, fmt.Sprintf("architectures entry %s is not a Llama-family class (supported: %s)",
+					a.Repr(), strings.Join(llamaArchitectures, ", ")))
+			}
 		}
 	}
 }

@@ -249,3 +249,25 @@ func TestLoadCapsTheImportedWindow(t *testing.T) {
 		t.Fatalf("max_seq %d, want the cap %d", cfg.MaxSeq, ImportMaxSeq)
 	}
 }
+
+// TestOtherArchitecturesAreRefusedByName: a config.json of another family is
+// refused by its model_type/architectures, never read as a Llama with
+// defaults filled in.
+func TestOtherArchitecturesAreRefusedByName(t *testing.T) {
+	gpt2 := `{"activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+		"n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_layer": 12, "n_positions": 1024, "vocab_size": 50257,
+		"hidden_size": 768, "num_attention_heads": 12, "num_hidden_layers": 12, "intermediate_size": 3072}`
+	_, err := FromHFConfig([]byte(gpt2), 0)
+	if err == nil || !strings.Contains(err.Error(), "model_type='gpt2' is not a Llama-family architecture") ||
+		!strings.Contains(err.Error(), "'GPT2LMHeadModel' is not a Llama-family class") {
+		t.Fatalf("GPT-2 config: %v", err)
+	}
+	anonymous := `{"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1, "intermediate_size": 128, "vocab_size": 256}`
+	if _, err := FromHFConfig([]byte(anonymous), 0); err == nil || !strings.Contains(err.Error(), "cannot tell") {
+		t.Fatalf("config without an architecture: %v", err)
+	}
+	mistral := strings.Replace(anonymous, `{`, `{"model_type": "mistral", "architectures": ["MistralForCausalLM"], `, 1)
+	if _, err := FromHFConfig([]byte(mistral), 0); err != nil {
+		t.Fatalf("a Mistral config was refused: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -227,14 +228,12 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	return ""
 }
 
-// record logs and applies one outcome. Outcomes the campaign refuses
-// (duplicates of recorded trials, trials of another campaign) are logged and
-// dropped: they change nothing.
+// record applies one outcome (the ledger logs it to trials.jsonl with the
+// state, exactly once). Outcomes the campaign refuses (duplicates of
+// recorded trials, trials of another campaign) are logged and dropped: they
+// change nothing.
 func (d *Driver) record(o trial.Outcome) error {
 	l := d.Ledger
-	if err := l.AppendTrialLog(o); err != nil {
-		return fmt.Errorf("trials log: %w", err)
-	}
 	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o, Regions: o.Regions})
 	switch {
 	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial), errors.Is(err, campaign.ErrWrongCampaign):
@@ -280,6 +279,7 @@ type Progress struct {
 	Target   int // iterations planned for this run (0 = open-ended)
 	started  time.Time
 	done     int
+	base     int // the campaign's experiments before this run's first outcome
 }
 
 // NewProgress detects whether w is a terminal.
@@ -313,8 +313,11 @@ func (p *Progress) outcome(c *campaign.Campaign, now time.Time, dec campaign.Dec
 	if p == nil {
 		return
 	}
-	p.done++
 	st := c.State()
+	if p.done == 0 {
+		p.base = max(0, st.ExperimentsRun-1)
+	}
+	p.done++
 	best, pct, speed := "-", "-", "-"
 	if st.Best != nil {
 		best = fmt.Sprintf("%.3fus", st.Best.LatencyUS)
@@ -325,13 +328,23 @@ func (p *Progress) outcome(c *campaign.Campaign, now time.Time, dec campaign.Dec
 	if s := c.Speedup(); s != nil {
 		speed = fmt.Sprintf("%.3fx", *s)
 	}
+	// The run ends at its own target or at the campaign's budget of
+	// experiments, whichever comes first (0: neither is set).
+	planned := 0
+	if p.Target > 0 {
+		planned = p.base + p.Target
+	}
+	if b := st.Settings.Budget.Iterations; b > 0 && (planned == 0 || b < planned) {
+		planned = b
+	}
 	eta := ""
-	if p.Target > 0 && p.done > 0 {
+	if planned > 0 && p.done > 0 {
 		per := time.Since(p.started) / time.Duration(p.done)
-		eta = " eta " + (per * time.Duration(max(0, p.Target-p.done))).Round(time.Second).String()
+		// An upper bound: a plateau or a move-on criterion may end it sooner.
+		eta = " eta <= " + (per * time.Duration(max(0, planned-st.ExperimentsRun))).Round(time.Second).String()
 	}
 	status := fmt.Sprintf("[%s] iter %d/%s best %s (%s of floor) speedup %s%s",
-		st.ID, st.ExperimentsRun, target(p.Target), best, pct, speed, eta)
+		st.ID, st.ExperimentsRun, target(planned), best, pct, speed, eta)
 	if p.Terminal {
 		for _, r := range dec.Rows {
 			p.clear()
@@ -372,4 +385,14 @@ func inFlightSpecs(st campaign.State) []trial.Spec {
 		specs[i] = st.InFlight[id].Spec
 	}
 	return specs
+}
+
+// DefaultWorkers is the number of trials a run on this machine keeps in
+// flight when not told: min(4, CPUs) on the CPU, one on a GPU (its trials
+// are timed side by side and must not share the device).
+func DefaultWorkers(device string) int {
+	if device == "cpu" {
+		return min(4, runtime.NumCPU())
+	}
+	return 1
 }

@@ -26,7 +26,12 @@ var ErrLocked = errors.New("campaign is locked by another process")
 var ErrNoCampaign = errors.New("no such campaign")
 
 // Workspace is a directory of campaigns sharing one flywheel corpus.
-type Workspace struct{ Dir string }
+type Workspace struct {
+	Dir string
+	// Corpus, when set, is the corpus file used instead of
+	// Dir/flywheel/corpus.jsonl (the reference's --corpus flag).
+	Corpus string
+}
 
 // OpenWorkspace creates the workspace directory if needed.
 func OpenWorkspace(dir string) (*Workspace, error) {
@@ -43,7 +48,12 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 func (w *Workspace) CampaignDir(id string) string { return filepath.Join(w.Dir, "campaigns", id) }
 
 // CorpusPath is the workspace's flywheel corpus.
-func (w *Workspace) CorpusPath() string { return filepath.Join(w.Dir, "flywheel", "corpus.jsonl") }
+func (w *Workspace) CorpusPath() string {
+	if w.Corpus != "" {
+		return w.Corpus
+	}
+	return filepath.Join(w.Dir, "flywheel", "corpus.jsonl")
+}
 
 // IDs lists the campaigns of the workspace, sorted.
 func (w *Workspace) IDs() ([]string, error) {
@@ -53,7 +63,7 @@ func (w *Workspace) IDs() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if e.IsDir() && fileExists(filepath.Join(w.CampaignDir(e.Name()), "ledger.json")) {
+		if e.IsDir() && campaign.ValidID(e.Name()) == nil && fileExists(filepath.Join(w.CampaignDir(e.Name()), "ledger.json")) {
 			ids = append(ids, e.Name())
 		}
 	}
@@ -61,9 +71,10 @@ func (w *Workspace) IDs() ([]string, error) {
 	return ids, nil
 }
 
-// Exists reports whether the campaign has a ledger.
+// Exists reports whether the campaign has a ledger; an id outside the
+// shared grammar (campaign.ValidID) never exists.
 func (w *Workspace) Exists(id string) bool {
-	return fileExists(filepath.Join(w.CampaignDir(id), "ledger.json"))
+	return campaign.ValidID(id) == nil && fileExists(filepath.Join(w.CampaignDir(id), "ledger.json"))
 }
 
 func fileExists(p string) bool {
@@ -90,6 +101,9 @@ type ledgerFile struct {
 type outbox struct {
 	Rows   []flywheel.Row `json:"rows"`
 	Corpus []string       `json:"corpus"` // compact JSON lines
+	// Trials are the trials.jsonl lines of the event: the outcome it
+	// recorded, so the log holds one line per recorded trial, exactly once.
+	Trials []json.RawMessage `json:"trials,omitempty"`
 }
 
 // Create starts a new campaign from start, or — if the campaign already
@@ -147,6 +161,14 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 		return nil, err
 	}
 	if err := l.recover(lf.Outbox); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.removeOrphanTemps(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	if err := l.repairTrialLog(); err != nil {
 		l.Close()
 		return nil, err
 	}
@@ -249,11 +271,19 @@ func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 	if err != nil {
 		return d, err
 	}
-	return d, l.persist(d)
+	var trials []json.RawMessage
+	if f, ok := ev.(campaign.Finished); ok {
+		line, err := json.Marshal(f.Outcome)
+		if err != nil {
+			return d, fmt.Errorf("trials log: %w", err)
+		}
+		trials = append(trials, line)
+	}
+	return d, l.persist(d, trials...)
 }
 
-func (l *Ledger) persist(d campaign.Decision) error {
-	ob := outbox{Rows: d.Rows}
+func (l *Ledger) persist(d campaign.Decision, trials ...json.RawMessage) error {
+	ob := outbox{Rows: d.Rows, Trials: trials}
 	for i := range d.Corpus {
 		ob.Corpus = append(ob.Corpus, pyjson.Compact(d.Corpus[i].Value(), false))
 	}
@@ -297,6 +327,9 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 			return fmt.Errorf("appending results.tsv: %w", err)
 		}
 	}
+	if err := l.appendTrials(ob.Trials, repair); err != nil {
+		return err
+	}
 	lines := ob.Corpus
 	if repair && len(lines) > 0 {
 		data, err := os.ReadFile(l.ws.CorpusPath())
@@ -338,19 +371,127 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 
 func (l *Ledger) recover(ob outbox) error { return l.flush(ob, true) }
 
-// AppendTrialLog appends one outcome to trials.jsonl (audit trail).
-func (l *Ledger) AppendTrialLog(v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return err
+// trialLogLine is what the repair reads of a trials.jsonl line.
+type trialLogLine struct {
+	TrialID *int `json:"trial_id"`
+}
+
+// appendTrials appends the outbox's outcome lines to trials.jsonl (fsync).
+// When repairing, a trial already in the log is skipped.
+func (l *Ledger) appendTrials(lines []json.RawMessage, repair bool) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	if repair {
+		have, _, err := l.readTrialLog()
+		if err != nil {
+			return err
+		}
+		var keep []json.RawMessage
+		for _, ln := range lines {
+			var t trialLogLine
+			if json.Unmarshal(ln, &t) == nil && t.TrialID != nil && have[*t.TrialID] {
+				continue
+			}
+			keep = append(keep, ln)
+		}
+		lines = keep
+	}
+	var buf bytes.Buffer
+	for _, ln := range lines {
+		buf.Write(ln)
+		buf.WriteByte('\n')
 	}
 	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("trials log: %w", err)
 	}
 	defer f.Close()
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		return err
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("trials log: %w", err)
 	}
 	return f.Sync()
+}
+
+// readTrialLog returns the trial ids of trials.jsonl's well-formed lines
+// and those lines, in order (a missing file is empty).
+func (l *Ledger) readTrialLog() (map[int]bool, [][]byte, error) {
+	data, err := os.ReadFile(l.path("trials.jsonl"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("trials log: %w", err)
+	}
+	ids := map[int]bool{}
+	var lines [][]byte
+	for _, ln := range bytes.Split(data, []byte("\n")) {
+		var t trialLogLine
+		if len(ln) == 0 || json.Unmarshal(ln, &t) != nil || t.TrialID == nil {
+			continue
+		}
+		ids[*t.TrialID] = true
+		lines = append(lines, ln)
+	}
+	return ids, lines, nil
+}
+
+// repairTrialLog makes trials.jsonl agree with the ledger (and so with
+// results.tsv, one row per recorded outcome): a torn or unreadable line, a
+// second line for one trial (earlier versions logged every outcome received,
+// before recording it, so a crash or a redelivery left extra lines) and a
+// line for a trial the campaign has not recorded are dropped. The file is
+// rewritten atomically only when something was dropped.
+func (l *Ledger) repairTrialLog() error {
+	data, err := os.ReadFile(l.path("trials.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	st := l.c.State()
+	recorded := func(id int) bool {
+		_, inFlight := st.InFlight[id]
+		return id >= 0 && id < st.NextTrial && !inFlight
+	}
+	seen := map[int]bool{}
+	var out bytes.Buffer
+	dropped := 0
+	for _, ln := range bytes.Split(data, []byte("\n")) {
+		if len(ln) == 0 {
+			continue
+		}
+		var t trialLogLine
+		if json.Unmarshal(ln, &t) != nil || t.TrialID == nil || seen[*t.TrialID] || !recorded(*t.TrialID) {
+			dropped++
+			continue
+		}
+		seen[*t.TrialID] = true
+		out.Write(ln)
+		out.WriteByte('\n')
+	}
+	if dropped == 0 && (len(data) == 0 || data[len(data)-1] == '\n') {
+		return nil
+	}
+	if err := atomicfile.Write(l.path("trials.jsonl"), out.Bytes()); err != nil {
+		return fmt.Errorf("repairing the trials log: %w", err)
+	}
+	return nil
+}
+
+// removeOrphanTemps deletes the temporary files an atomic write of the
+// ledger or the trials log left behind when the process died between
+// creating and renaming them. The campaign lock is held, so no writer of
+// these files is running.
+func (l *Ledger) removeOrphanTemps() error {
+	for _, name := range []string{"ledger.json", "trials.jsonl"} {
+		orphans, err := filepath.Glob(filepath.Join(l.dir, "."+name+".tmp-*"))
+		if err != nil {
+			return err
+		}
+		for _, o := range orphans {
+			if err := os.Remove(o); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("removing a leftover temporary file: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,5 +232,103 @@ func TestDaemonServesCommands(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// trialLogIDs reads the trial ids of trials.jsonl, in order.
+func trialLogIDs(t *testing.T, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int
+	for _, ln := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		var o trial.Outcome
+		if err := json.Unmarshal([]byte(ln), &o); err != nil {
+			t.Fatalf("trials.jsonl line %q: %v", ln, err)
+		}
+		ids = append(ids, o.TrialID)
+	}
+	return ids
+}
+
+// TestCrashLeftoversAreRepairedOnOpen: temp files of an interrupted atomic
+// write are removed, and trials.jsonl ends with one line per recorded trial,
+// agreeing with results.tsv, whatever a crash or an older version left
+// (a torn line, a trial logged twice, a trial logged but never recorded), and
+// a line lost after the ledger's rename is re-appended from the outbox.
+func TestCrashLeftoversAreRepairedOnOpen(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	runCampaign(t, ws, 4)
+	id := campaign.ID("toy-2L", "h100", "cpu", "")
+	dir := ws.CampaignDir(id)
+	logPath := filepath.Join(dir, "trials.jsonl")
+	rows, _ := flywheel.ReadRows(filepath.Join(dir, "results.tsv"))
+	if got := trialLogIDs(t, logPath); len(got) != len(rows) {
+		t.Fatalf("trials.jsonl has %d lines for %d rows", len(got), len(rows))
+	}
+	clean, _ := os.ReadFile(logPath)
+	if err := os.WriteFile(logPath+".clean", clean, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(clean), "\n")
+	orphan := filepath.Join(dir, ".ledger.json.tmp-123456")
+	if err := os.WriteFile(orphan, []byte(`{"half": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Damage: the first line again (a redelivered outcome), a line of a trial
+	// never recorded, the last line lost and a torn line in its place.
+	damaged := strings.Join(lines[:len(lines)-2], "") + lines[0] + `{"trial_id": 999}` + "\n" + `{"trial_id": 3, "verd`
+	if err := os.WriteFile(logPath, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		l, err := ws.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+	}
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Errorf("orphan temp file still there: %v", err)
+	}
+	got := trialLogIDs(t, logPath)
+	want := trialLogIDs(t, logPath+".clean")
+	slices.Sort(got)
+	slices.Sort(want)
+	// The lost last line comes back from the ledger's outbox (the last event
+	// recorded that trial).
+	if !slices.Equal(got, want) {
+		t.Fatalf("trials.jsonl after repair holds trials %v, want %v (one per row)", got, want)
+	}
+}
+
+// TestProgressCountsThisRunAfterAResume: after a resume the live line
+// counts against the experiment number this run ends at (it said
+// "iter 170/10").
+func TestProgressCountsThisRunAfterAResume(t *testing.T) {
+	ws, _ := OpenWorkspace(t.TempDir())
+	runCampaign(t, ws, 6)
+	l, _, err := ws.Create(toyStart(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := dispatch.NewLocal(1, evaluator)
+	defer d.Close()
+	var out strings.Builder
+	p := NewProgress(&out, 3)
+	if _, err := (&Driver{Ledger: l, Dispatcher: d, Workers: 1, Progress: p}).Run(context.Background(), Limits{Iterations: 3}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"iter 7/9", "iter 9/9"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("progress lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "/3 ") {
+		t.Errorf("progress counts the campaign total against the run's target:\n%s", text)
 	}
 }

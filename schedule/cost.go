@@ -7,24 +7,11 @@ import (
 	"github.com/amk-dev/amk/ir"
 )
 
-// Cost model constants (the formulas are in doc.go).
+// The achievable fractions of DefaultCostParams, kept as the package's
+// named figures (doc.go, R16).
 const (
-	// AchievableBWFraction of the spec HBM bandwidth is the one pool every
-	// SM's streams share (R16).
-	AchievableBWFraction = 0.80
-	// AchievableFlopFraction of the spec fp16 rate, split evenly over SMs.
+	AchievableBWFraction   = 0.80
 	AchievableFlopFraction = 0.70
-
-	dispatchUS      = 0.25 // dequeue, decode the instruction, block barrier
-	signalUS        = 0.50 // __syncthreads + device-scope fence + atomicAdd on the out_counter
-	wakeUS          = 0.60 // a satisfied counter seen by a polling waiter (acquire load + backoff)
-	tileFixedUS     = 0.10 // GEMV/GEMM tile: 2 barriers around the x cache, warp reduction
-	l2BWFactor      = 2.5  // L2 bandwidth as a multiple of the spec HBM bandwidth (x-cache reloads)
-	hbmLatencyUS    = 0.60 // one HBM round trip
-	inflightPerWarp = 2048 // bytes one warp keeps in flight (4 x 512-byte vector loads)
-	prefetchIssueUS = 0.04 // per look-ahead slot per GEMV/GEMM tile: issuing L2 prefetches
-	pipelineGain    = 0.6  // exposed fraction of a tile's bytes: max(0.5, 1/(1+0.6*depth))
-	minExposed      = 0.5
 )
 
 // Regions of the breakdown.
@@ -43,13 +30,16 @@ type Cost struct {
 	PredictedUS      float64 // the headline: max(MakespanUS, BandwidthBoundUS, BytesBoundUS)
 	MakespanUS       float64 // simulated end of the last task
 	TotalWorkUS      float64 // every task run alone on one SM, summed
-	BandwidthBoundUS float64 // weights / spec HBM bandwidth: the roofline floor
-	BytesBoundUS     float64 // Σ est_bytes / achievable HBM bandwidth
-	FlopsBoundUS     float64 // Σ est_flops / achievable fp16 rate
-	RegionUS         map[string]float64
-	NTasks           int
-	NSMsUsed         int
-	Notes            []string
+	BandwidthBoundUS float64 // streamed bytes (ir.Program.StreamedBytes) / spec HBM bandwidth: the roofline floor
+	// AllWeightsBoundUS is the seed's floor, every weight byte (the whole
+	// embedding table included) / spec HBM bandwidth; a second figure only.
+	AllWeightsBoundUS float64
+	BytesBoundUS      float64 // Σ est_bytes / achievable HBM bandwidth
+	FlopsBoundUS      float64 // Σ est_flops / achievable fp16 rate
+	RegionUS          map[string]float64
+	NTasks            int
+	NSMsUsed          int
+	Notes             []string
 }
 
 // Predict estimates the single-stream decode latency of a program on a
@@ -75,8 +65,9 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 	}
 	c.BytesBoundUS = totalBytes / m.bw
 	c.FlopsBoundUS = totalFlops / (m.flopsPerSM * float64(m.numSMs))
-	c.BandwidthBoundUS = t.BandwidthBoundUS(p.TotalWeightBytes())
-	if p.TotalWeightBytes() == 0 || math.IsNaN(c.BandwidthBoundUS) {
+	c.BandwidthBoundUS = t.BandwidthBoundUS(p.StreamedBytes())
+	c.AllWeightsBoundUS = t.BandwidthBoundUS(p.TotalWeightBytes())
+	if p.StreamedBytes() == 0 || math.IsNaN(c.BandwidthBoundUS) {
 		c.BandwidthBoundUS = c.BytesBoundUS
 	}
 
@@ -90,7 +81,7 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 	}
 	switch {
 	case len(p.Tasks) == 0:
-		c.MakespanUS = dispatchUS + signalUS
+		c.MakespanUS = m.c.DispatchUS + m.c.SignalUS
 		c.RegionUS[RegionOther] = c.MakespanUS
 	case s.deadlocked:
 		c.MakespanUS = s.work
@@ -117,12 +108,14 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 
 // costModel holds the per-target rates and the point's timing knobs.
 type costModel struct {
-	bw         float64 // shared achievable HBM bytes per µs
-	flopsPerSM float64 // flops per µs per SM
+	c          CostParams // the target's costs
+	bw         float64    // shared achievable HBM bytes per µs
+	flopsPerSM float64    // flops per µs per SM
 	numSMs     int
-	warps      int
+	warps      int     // warps (AMD: wavefronts) per block
+	inflight   float64 // bytes one warp/wavefront keeps in flight
 	depth      int
-	l2Share    float64 // L2 bytes per SM: a bound on what one SM can prefetch
+	l2Share    float64 // L2 (or Infinity Cache) bytes per SM: a bound on what one SM can prefetch
 	l2PerSM    float64 // L2 bytes per µs per SM
 	exposed    float64 // exposed fraction of a prefetchable tile
 	policy     ir.SMAssignment
@@ -131,15 +124,18 @@ type costModel struct {
 func newCostModel(t *ir.GpuTarget, pt Point) *costModel {
 	numSMs := max(1, t.NumSMs)
 	depth := max(0, pt.Config.PipeliningDepth)
+	c := TargetCosts(t.Name)
 	return &costModel{
-		bw:         max(t.HBMBandwidthGBs, 1e-9) * 1e3 * AchievableBWFraction,
-		flopsPerSM: max(t.FP16TFLOPS, 1e-9) * 1e6 * AchievableFlopFraction / float64(numSMs),
+		c:          c,
+		bw:         max(t.HBMBandwidthGBs, 1e-9) * 1e3 * c.AchievableBW,
+		flopsPerSM: max(t.MatrixPeakTFLOPS("fp16"), 1e-9) * 1e6 * c.AchievableFlop / float64(numSMs),
 		numSMs:     numSMs,
-		warps:      max(1, pt.Config.ThreadsPerBlock/32),
+		warps:      max(1, pt.Config.ThreadsPerBlock/t.Wavefront()),
+		inflight:   c.InflightPerLane * float64(t.Wavefront()),
 		depth:      depth,
-		l2Share:    float64(t.L2Bytes) / float64(numSMs),
-		l2PerSM:    max(t.HBMBandwidthGBs, 1e-9) * 1e3 * l2BWFactor / float64(numSMs),
-		exposed:    max(minExposed, 1/(1+float64(depth)*pipelineGain)),
+		l2Share:    float64(t.PrefetchCacheBytes()) / float64(numSMs),
+		l2PerSM:    max(t.HBMBandwidthGBs, 1e-9) * 1e3 * c.L2BWFactor / float64(numSMs),
+		exposed:    max(c.MinExposed, 1/(1+float64(depth)*c.PipelineGain)),
 		policy:     pt.Config.SMAssignment,
 	}
 }

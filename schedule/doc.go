@@ -10,9 +10,12 @@
 // {cols_per_warp 1, cpasync 1, cpa_stages 4, cpa_cols 2}. ParsePoint is the
 // strict reader of an agent's config dict (§5.3 type sanity; every problem
 // reported, joined by "; "); CheckLaunch adds the target-dependent launch
-// limits (R24). Point.ID is "sch_" + 10 hex digits of the SHA-1 of the
-// normalised point written as Python's json.dumps(sort_keys=True); ConfigID
-// hashes a bare config dict and reproduces the reference's historical ids.
+// limits (R24). Point.ID is the reference harness's id: "sch_" + 10
+// hex digits of the SHA-1 of the config as ScheduleConfig.to_dict() writes
+// it, with kernel_knobs embedded only when some knob is not at its default,
+// written as Python's json.dumps(sort_keys=True); campaigns hash normalised
+// points, so one campaign point has one id. ConfigID hashes a bare config
+// dict.
 //
 // # Search space (R15)
 //
@@ -24,9 +27,32 @@
 // model; the kernels read both from the program's config). On "cuda" only:
 // smem_bytes_per_block and the kernel knobs (kernel build and launch; the
 // cost model does not model them, so a CPU campaign neither draws nor
-// features them). Reserved (recorded, normalised to their defaults, never
-// drawn, not features, not in Complexity): tiling.attention.kv_block,
-// fusion_grouping, page_allocation.
+// features them), and the device lowering's tiling.gemv.tiles_per_sm,
+// tiling.attention.kv_head_split and fusion_grouping (they change the
+// program everywhere, but the cost model has no calibrated hop or
+// streaming costs yet; AMD targets have no device kernels for them). Per
+// vendor: threads_per_block offers whole warps (NVIDIA, 32) or wavefronts
+// (AMD, 64) only, and an AMD target has no kernel_knobs.* (CUDA -D knobs:
+// cp.async rings and the like) and no kernel build at all. Reserved
+// (recorded, normalised to their defaults, never drawn, not features, not
+// in Complexity): tiling.attention.kv_block, page_allocation. A fusion
+// group that matches no entry of Fusions is recorded and normalised away.
+//
+// # Device lowering
+//
+// A config with tiles_per_sm > 0 or a fusion group takes the device
+// lowering (lower_device.go): projection phases (q|k|v, gate|up, o, down,
+// lm_head) split into tiles_per_sm x num_SMs tiles of one width, and the
+// fused lowerings of Fusions (qkv, gate_up, norm_staging, rope_epilogue,
+// residual_epilogue, silu_staging, reshape_view) replace glue tasks by
+// ir.FusedPatterns tiles. kv_head_split = 1 (any lowering) makes each
+// attention, or split-KV shard, one ATTENTION_TILE per KV head (params
+// n_off, N_tile) on one counter: KV head x KV chunk across SMs, the query
+// heads of a GQA group sharing their K/V rows. DeviceDefault is the device
+// lowering's default (seven hops per layer, every SM streaming every
+// phase), FullyFused adds the RoPE epilogue (five hops, whole-head q|k|v
+// tiles). Depth, HopsPerLayer, PhaseTiles and BytesInFlightPerSM measure a
+// point's shape (docs/results/roofline-design.md).
 //
 // # Lowering
 //
@@ -42,9 +68,9 @@
 //
 // Predict simulates the persistent kernel, event by event. Rates: the
 // achievable HBM bandwidth BW = 0.8 x spec GB/s is ONE pool shared by all
-// SMs (R16); each SM computes at 0.7 x fp16 rate / num_sms. Every SM drains
-// its queue (its tasks in topological = list order) strictly serially, so
-// a head task that waits blocks the SM. Per task:
+// SMs (R16); each SM computes at 0.7 x the 16-bit matrix peak / num_sms.
+// Every SM drains its queue (its tasks in topological = list order)
+// strictly serially, so a head task that waits blocks the SM. Per task:
 //
 //	dispatch   0.25 µs                      dequeue, decode, block barrier
 //	  + tile   0.10 µs + x-cache + 0.04 µs x depth      (GEMV/GEMM tiles only)
@@ -52,7 +78,8 @@
 //	wait       until every wait's counter reaches its threshold, then 0.6 µs
 //	           for the polling waiter to see it; while waiting, a tile with
 //	           depth > 0 prefetches up to min((1 - e) x bytes, L2 / num_sms)
-//	           of its weights, e = max(0.5, 1 / (1 + 0.6 x depth))
+//	           of its weights, e = max(0.5, 1 / (1 + 0.6 x depth)); the
+//	           room is L2, or AMD's larger Infinity Cache, over num_sms
 //	data       a 0.6 µs HBM fill latency (hidden in proportion to the bytes
 //	           already prefetched, up to one window), then the remaining
 //	           bytes stream at a rate r <= cap; a task without bytes
@@ -60,13 +87,19 @@
 //	signal     0.5 µs (barrier + device fence + atomicAdd), then the
 //	           counter increments and the SM takes its next task
 //
+// The constants are a target's CostParams (TargetCosts): the same
+// first-principles record for every target until a calibration replaces
+// it; a fused tile adds StagingUS (+ its norm weight or up from L2) and
+// EpilogueUS for a RoPE / append epilogue.
+//
 // cap is the SM's in-flight window over the HBM latency (Little's law):
-// cap = W_eff x 2048 B / 0.6 µs, with W_eff = tpb/32 warps, at most N_tile
+// cap = W_eff x 64 B x wave / 0.6 µs, with W_eff = tpb/wave warps (wave =
+// the target's warp or wavefront width, 32 or 64), at most N_tile
 // for a tile (one warp per output column) or n_heads for attention, and
 // cap <= bytes x per-SM flop rate / flops. At every instant the streaming
 // SMs (data or prefetch) share BW max-min fairly: r_i = min(cap_i, λ) with
 // Σ r_i <= BW. Hence the makespan (the last signal) can never beat
-// Σ bytes / BW, and PredictedUS = max(makespan, weights / spec BW,
+// Σ bytes / BW, and PredictedUS = max(makespan, streamed bytes / spec BW,
 // Σ bytes / BW) — the last two are floors, the first binds in practice.
 // RegionUS splits the critical chain (from the last task back through
 // whichever constraint started each task: its SM predecessor or the

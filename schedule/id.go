@@ -15,9 +15,33 @@ func hashID(v pyjson.Value) string {
 	return "sch_" + hex.EncodeToString(sum[:])[:10]
 }
 
-// ID is the one schedule id of a point (R11): the hash of the normalised
-// config dict with the normalised "kernel_knobs" object embedded.
-func (p Point) ID() string { return hashID(p.Normalize().Value()) }
+// ID is the schedule id of a point, computed exactly as the reference's
+// harness does (harness._sid_with_knobs), so that ids join across amk and
+// AMK results and corpora: the config written as ScheduleConfig.to_dict()
+// writes it (all seven fields, values as the point holds them, not
+// normalised), with "kernel_knobs" embedded only when some knob differs from
+// its default. amk's own points are normalised before they are hashed (the
+// campaign projects every point), so one campaign point has one id.
+func (p Point) ID() string {
+	v := ir.ConfigValue(&p.Config)
+	if knobs := p.Normalize().Knobs; !defaultKnobs(knobs) {
+		v.Obj = append(v.Obj, pyjson.M("kernel_knobs", knobsValue(knobs)))
+	}
+	return hashID(v)
+}
+
+// defaultKnobs reports whether normalised knobs (the searched four always
+// present, others only when they differ from their defaults) are all at
+// their defaults.
+func defaultKnobs(knobs map[string]int) bool {
+	for _, k := range kernelKnobs {
+		v, ok := knobs[k.name]
+		if ok && v != k.def {
+			return false
+		}
+	}
+	return true
+}
 
 // ConfigID hashes a config dict alone, exactly as given (no normalisation,
 // no knobs). It reproduces the reference's historical ids: default_config()

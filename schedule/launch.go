@@ -18,12 +18,14 @@ func CheckLaunch(p Point, t *ir.GpuTarget) error {
 		return fmt.Errorf("no GPU target to check the launch configuration against")
 	}
 	c := &p.Config
-	tpb := c.ThreadsPerBlock
+	tpb, wave := c.ThreadsPerBlock, t.Wavefront()
 	switch {
 	case tpb < 32 || tpb > 1024:
 		return fmt.Errorf("threads_per_block=%d out of range [32,1024]", tpb)
-	case tpb%32 != 0:
-		return fmt.Errorf("threads_per_block=%d is not a multiple of the warp size (32)", tpb)
+	case tpb%wave != 0 && t.IsAMD():
+		return fmt.Errorf("threads_per_block=%d is not a multiple of the wavefront size (%d) of '%s'", tpb, wave, t.Name)
+	case tpb%wave != 0:
+		return fmt.Errorf("threads_per_block=%d is not a multiple of the warp size (%d)", tpb, wave)
 	case !slices.Contains(tpbChoices, tpb):
 		return fmt.Errorf("threads_per_block=%d is not supported by the persistent VM, which runs 128 or 256 "+
 			"threads per block (larger blocks deadlock the cooperative grid sync)", tpb)

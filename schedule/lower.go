@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
@@ -153,13 +154,33 @@ func partitions(c *ir.ScheduleConfig, numSMs, kvLen, b int) int {
 	return max(1, min(maxPartitions, numSMs, np, ceilDiv(kvLen, minKVPerShard)))
 }
 
-// estimateTasks counts the tasks the lowering will emit.
+// tilesPerSM is the config's tiling.gemv.tiles_per_sm (0: the reference's
+// N_tile rule).
+func (l *lowerer) tilesPerSM() int {
+	v, _ := l.cfg.Tile("gemv", "tiles_per_sm")
+	return max(v, 0)
+}
+
+// estimateTasks bounds the tasks the lowering will emit (exact for the
+// reference lowering; with tiles_per_sm, each of a layer's four phases and
+// the lm_head adds at most tiles_per_sm x num_SMs tiles).
 func estimateTasks(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
+	if tps, ok := cfg.Tile("gemv", "tiles_per_sm"); ok && tps > 0 {
+		return estimateReference(m, cfg, numSMs, kvLen, b) + (4*m.NLayers+1)*min(tps, maxTilesPerSM)*numSMs
+	}
+	return estimateReference(m, cfg, numSMs, kvLen, b)
+}
+
+func estimateReference(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
 	tiles := func(n int) int { return ceilDiv(n, gemvNTile(cfg, n)) }
 	qd, kd := m.QDim(), m.KVDim()
-	attn := 1
+	slices := 1
+	if v, ok := cfg.Tile("attention", "kv_head_split"); ok && v > 0 {
+		slices = m.NKVHeads
+	}
+	attn := slices
 	if p := partitions(cfg, numSMs, kvLen, b); p > 1 {
-		attn = p + 1
+		attn = p*slices + 1
 	}
 	perLayer := 12 + attn - 1 + tiles(qd) + 2*tiles(kd) + tiles(m.Hidden) + 2*tiles(m.Intermediate) + tiles(m.Hidden)
 	return 2 + m.NLayers*perLayer + tiles(m.Vocab)
@@ -171,11 +192,18 @@ func (l *lowerer) lower() {
 	l.posIn = l.io(PosInput)
 	l.reshape = l.io(ReshapeInput)
 	h := l.embed()
-	for layer := 0; layer < m.NLayers; layer++ {
-		h = l.layer(layer, h)
+	if f := fusionsOf(l.cfg); f.any() || l.tilesPerSM() > 0 {
+		for layer := 0; layer < m.NLayers; layer++ {
+			h = l.deviceLayer(layer, h, f)
+		}
+		l.deviceHead(h, f)
+	} else {
+		for layer := 0; layer < m.NLayers; layer++ {
+			h = l.layer(layer, h)
+		}
+		hf := l.rmsnorm("final_norm", "hf", l.keys.FinalNorm, h)
+		l.linear("lm_head", LogitsOutput, l.keys.LMHead, hf, m.Hidden, m.Vocab, ir.IOOutput)
 	}
-	hf := l.rmsnorm("final_norm", "hf", l.keys.FinalNorm, h)
-	l.linear("lm_head", LogitsOutput, l.keys.LMHead, hf, m.Hidden, m.Vocab, ir.IOOutput)
 
 	p.SetMeta("model", pyjson.StringValue(modelName(m)))
 	p.SetMeta("gpu", pyjson.StringValue(l.t.Name))
@@ -246,10 +274,11 @@ func (l *lowerer) waitsFor(ts ...tensor) []ir.Wait {
 	var w [ir.MaxWaits]ir.Wait
 	n := 0
 	for _, t := range ts {
-		if t.ctr >= 0 {
-			w[n] = ir.Wait{Counter: t.ctr, Threshold: t.thr}
-			n++
+		if t.ctr < 0 || slices.Contains(w[:n], ir.Wait{Counter: t.ctr, Threshold: t.thr}) {
+			continue // an external, or a sibling on the same (shared) counter
 		}
+		w[n] = ir.Wait{Counter: t.ctr, Threshold: t.thr}
+		n++
 	}
 	return l.waits.take(w[:n]...)
 }
@@ -391,14 +420,33 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 		}
 		return l.params.take(ps...)
 	}
+	// With tiling.attention.kv_head_split each attention (or split-KV shard)
+	// is one task per KV head: the query heads of a GQA group share its K/V
+	// rows, the slices run on distinct SMs and signal one counter.
+	slices := 1
+	if v, ok := l.cfg.Tile("attention", "kv_head_split"); ok && v > 0 {
+		slices = nkv
+	}
+	sliced := func(ps []ir.Param, h int) []ir.Param {
+		if slices == 1 {
+			return ps
+		}
+		return l.params.take(append(append([]ir.Param{}, ps...), ir.IntParam("n_off", int64(h)), ir.IntParam("N_tile", 1))...)
+	}
 	if P <= 1 {
 		ob := l.activation(out, l.shape(l.b, m.QDim()))
 		ctr := l.p.AddCounter(name)
-		l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(ob),
-			OutCounter: ctr, Waits: l.waitsFor(q, kc, vc), Params: attnParams(0, l.kvLen, false), Label: name,
-			EstBytes: attentionBytes(l.b, l.kvLen, nkv, hd, l.dbytes),
-			EstFlops: attentionFlops(l.b, nh, hd, l.kvLen)})
-		return tensor{ob, ctr, 1}
+		for h := 0; h < slices; h++ {
+			label := name
+			if slices > 1 {
+				label = fmt.Sprintf("%s.h%d", name, h)
+			}
+			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(ob),
+				OutCounter: ctr, Waits: l.waitsFor(q, kc, vc), Params: sliced(attnParams(0, l.kvLen, false), h), Label: label,
+				EstBytes: attentionBytes(l.b, l.kvLen, nkv, hd, l.dbytes) / int64(slices),
+				EstFlops: attentionFlops(l.b, nh, hd, l.kvLen) / int64(slices)})
+		}
+		return tensor{ob, ctr, slices}
 	}
 	shard := ceilDiv(l.kvLen, P)
 	parts := make([]tensor, 0, P)
@@ -411,11 +459,18 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 		part := l.activation(fmt.Sprintf("%s.part%d", out, i), l.shape(nh, hd+2))
 		label := fmt.Sprintf("%s.s%d", name, i)
 		pc := l.p.AddCounter(label)
-		sm := i % l.t.NumSMs
-		l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(part),
-			OutCounter: pc, Waits: l.waitsFor(q, kc, vc), Params: attnParams(ks, kl, true), SM: &sm, Label: label,
-			EstBytes: attentionBytes(1, kl, nkv, hd, l.dbytes), EstFlops: attentionFlops(1, nh, hd, kl)})
-		parts = append(parts, tensor{part, pc, 1})
+		for h := 0; h < slices; h++ {
+			sm := (i*slices + h) % l.t.NumSMs
+			tl := label
+			if slices > 1 {
+				tl = fmt.Sprintf("%s.h%d", label, h)
+			}
+			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(part),
+				OutCounter: pc, Waits: l.waitsFor(q, kc, vc), Params: sliced(attnParams(ks, kl, true), h), SM: &sm, Label: tl,
+				EstBytes: attentionBytes(1, kl, nkv, hd, l.dbytes) / int64(slices),
+				EstFlops: attentionFlops(1, nh, hd, kl) / int64(slices)})
+		}
+		parts = append(parts, tensor{part, pc, slices})
 	}
 	ob := l.activation(out, l.shape(1, m.QDim()))
 	cc := l.p.AddCounter(name)

@@ -16,19 +16,66 @@ import (
 // "kernel_knobs" object). It is strict about types and ranges (§5.3): every
 // problem found is reported, joined by "; ", and the text is a clean
 // rejected_reason. Missing keys take the canonical defaults (so {} is
-// Default()); unknown top-level keys are dropped (additive compatibility).
+// Default()); unknown top-level keys are dropped (additive compatibility,
+// seed 000; IgnoredKeys names them); a repeated key is an error.
 func ParsePoint(data []byte) (Point, error) {
-	v, err := pyjson.Parse(data)
+	v, err := pyjson.ParseUnique(data)
 	if err != nil {
-		return Point{}, fmt.Errorf("malformed ScheduleConfig: %v", err)
+		return Point{}, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
 	return PointFromValue(v)
 }
 
+// configKeys are the top-level keys of a config dict that amk reads.
+var configKeys = []string{"tiling", "fusion_grouping", "sm_assignment", "pipelining_depth",
+	"page_allocation", "threads_per_block", "smem_bytes_per_block", "kernel_knobs"}
+
+// tileSizes are the tiling entries amk knows: the ones the lowering consumes
+// and the reserved attention.kv_block.
+var tileSizes = map[string][]string{"gemv": {"N_tile", "base_width"}, "attention": {"kv_block", "n_partitions"}}
+
+// IgnoredKeys names what a config dict holds that amk reads past without an
+// error: unknown top-level keys (dropped, seed 000's forward compatibility)
+// and tiling entries no lowering consumes (kept in the record, no effect),
+// e.g. a misspelt "tilling" that would otherwise leave the default tiling in
+// place without a word. Names are written as Python subscripts. A value
+// that is not an object has no ignored keys.
+func IgnoredKeys(v pyjson.Value) []string {
+	var out []string
+	if v.Kind != pyjson.Object {
+		return nil
+	}
+	for _, m := range v.Obj {
+		if !slices.Contains(configKeys, m.Key) {
+			out = append(out, fmt.Sprintf("'%s'", m.Key))
+		}
+	}
+	if t, ok := v.Get("tiling"); ok && t.Kind == pyjson.Object {
+		for _, arch := range t.Obj {
+			known, ok := tileSizes[arch.Key]
+			if !ok {
+				out = append(out, fmt.Sprintf("tiling['%s']", arch.Key))
+				continue
+			}
+			for _, s := range arch.Val.Obj {
+				if !slices.Contains(known, s.Key) {
+					out = append(out, fmt.Sprintf("tiling['%s']['%s']", arch.Key, s.Key))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ErrMalformed is the error of a config that is not a JSON object at all;
+// its text is "malformed ScheduleConfig: ...". A type or range problem in a
+// well-formed object is reported without that prefix.
+var ErrMalformed = errors.New("malformed ScheduleConfig")
+
 // PointFromValue is ParsePoint on an already parsed JSON value.
 func PointFromValue(v pyjson.Value) (Point, error) {
 	if v.Kind != pyjson.Object {
-		return Point{}, fmt.Errorf("malformed ScheduleConfig: expected a JSON object, got %s", pyType(v))
+		return Point{}, fmt.Errorf("%w: expected a JSON object, got %s", ErrMalformed, pyType(v))
 	}
 	var c checker
 	p := Default()

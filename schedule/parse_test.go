@@ -3,6 +3,8 @@ package schedule
 import (
 	"strings"
 	"testing"
+
+	"github.com/amk-dev/amk/internal/pyjson"
 )
 
 func TestParsePointDefaults(t *testing.T) {
@@ -17,12 +19,12 @@ func TestParsePointDefaults(t *testing.T) {
 	p, err = ParsePoint([]byte(`{"tiling": {"gemv": {"N_tile": 64}, "attention": {"kv_block": 128}},
 		"fusion_grouping": [], "sm_assignment": "load_balance", "pipelining_depth": 2,
 		"page_allocation": "graph_color", "threads_per_block": 256, "smem_bytes_per_block": 0,
-		"future_knob": {"x": 1}}`))
+		"future_knob": {"x": 1}, "kernel_knobs": {"cpasync": 1}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.ID(); got != "sch_c92f8dd66d" {
-		t.Errorf("default_config dict parses to %s, want sch_c92f8dd66d", got)
+	if got := p.ID(); got != "sch_c3af28020e" {
+		t.Errorf("default_config dict parses to %s, want the reference's sch_c3af28020e", got)
 	}
 	if _, ok := p.Value().Get("future_knob"); ok {
 		t.Error("an unknown top-level key survived parsing")
@@ -131,13 +133,24 @@ func TestPointRoundTrip(t *testing.T) {
 	if p.ID() != again.ID() {
 		t.Errorf("re-parsed id %s != %s", again.ID(), p.ID())
 	}
-	// Reserved knobs do not enter the id (R11, R15).
+	// Reserved knobs enter the id as the reference hashes them, but not the
+	// id of the normalised point (R15), which is what campaigns hash.
+	// A fusion group the lowering consumes enters both ids; one it does not
+	// consume leaves the normalised id alone.
 	q := p.Clone()
-	q.Config.FusionGrouping = nil
 	q.Config.PageAllocation = "graph_color"
 	q.Config.SetTile("attention", "kv_block", 128)
-	if q.ID() != p.ID() {
-		t.Errorf("reserved knobs changed the id: %s vs %s", q.ID(), p.ID())
+	if q.ID() == p.ID() {
+		t.Errorf("reserved knobs did not change the reference id %s", p.ID())
+	}
+	if q.Normalize().ID() != p.Normalize().ID() {
+		t.Errorf("reserved knobs changed the normalised id: %s vs %s", q.Normalize().ID(), p.Normalize().ID())
+	}
+	off, unconsumed := p.Clone(), p.Clone()
+	off.Config.FusionGrouping = [][]string{}
+	unconsumed.Config.FusionGrouping = [][]string{{"embed"}}
+	if off.ID() == p.ID() || off.Normalize().ID() == p.Normalize().ID() || unconsumed.Normalize().ID() != off.Normalize().ID() {
+		t.Errorf("fusion ids: gate_up %s, none %s, an unconsumed group %s (normalised)", p.Normalize().ID(), off.Normalize().ID(), unconsumed.Normalize().ID())
 	}
 	// Knobs at their defaults and absent knobs are the same point.
 	r := p.Clone()
@@ -152,5 +165,33 @@ func TestPointRoundTrip(t *testing.T) {
 	}
 	if Default().Complexity() != 2 {
 		t.Errorf("default complexity = %d, want 2", Default().Complexity())
+	}
+}
+
+func TestParsePointRefusesRepeatedKeys(t *testing.T) {
+	for _, doc := range []string{
+		`{"pipelining_depth": 1, "pipelining_depth": 4}`,
+		`{"tiling": {"gemv": {"N_tile": 64, "N_tile": 512}}}`,
+		`{"sm_assignment": {"1": 0, "1": 3}}`,
+	} {
+		if _, err := ParsePoint([]byte(doc)); err == nil || !strings.Contains(err.Error(), "duplicate key") {
+			t.Errorf("%s: got %v, want a duplicate-key error", doc, err)
+		}
+	}
+}
+
+func TestIgnoredKeys(t *testing.T) {
+	v, err := pyjson.Parse([]byte(`{"tilling": {"gemv": {"N_tile": 512}}, "pipelining_depth": 3,
+		"tiling": {"gemv": {"N_tile": 64, "Ntile": 9}, "attention": {"kv_block": 128}, "gemm": {"M_tile": 4}},
+		"kernel_knobs": {"cpasync": 0}, "comment": "x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(IgnoredKeys(v), " ")
+	if want := "'tilling' 'comment' tiling['gemv']['Ntile'] tiling['gemm']"; got != want {
+		t.Errorf("IgnoredKeys = %s, want %s", got, want)
+	}
+	if d := Default().Value(); len(IgnoredKeys(d)) != 0 {
+		t.Errorf("the default point has ignored keys: %v", IgnoredKeys(d))
 	}
 }

@@ -16,10 +16,10 @@ const (
 // Page allocation policies (reserved: recorded, not consumed).
 var pagePolicies = []string{"graph_color", "linear", "none"}
 
-// fusionNames are the op-group names a fusion_grouping may mention
-// (reserved: recorded, not consumed).
+// fusionNames are the op-group names a fusion_grouping may mention; the
+// groups that match a schedule.Fusions entry are consumed by the lowering.
 var fusionNames = []string{"rmsnorm", "gemv", "gate", "up", "silu", "swiglu", "down",
-	"q", "k", "v", "o", "qkv", "rope", "kv_append", "attention", "add", "embed", "lm_head"}
+	"q", "k", "v", "o", "qkv", "rope", "kv_append", "attention", "add", "embed", "lm_head", "reshape"}
 
 // Canonical defaults of the reserved and tiling knobs.
 const (
@@ -30,6 +30,7 @@ const (
 	defaultTPB         = 256
 	maxPipeliningDepth = 8
 	maxPartitions      = 8 // ATTENTION_COMBINE arity cap (== ir.MaxInputs)
+	maxTilesPerSM      = 16
 )
 
 // kernelKnob is one VM build knob (reference-behaviour §9.5): its default,
@@ -131,7 +132,7 @@ func (p Point) Clone() Point {
 func (p Point) Normalize() Point {
 	c := p.Config
 	out := ir.ScheduleConfig{
-		FusionGrouping:    [][]string{},
+		FusionGrouping:    canonicalFusion(fusionsOf(&c)),
 		PipeliningDepth:   c.PipeliningDepth,
 		PageAllocation:    defaultPagePolicy,
 		ThreadsPerBlock:   c.ThreadsPerBlock,
@@ -141,6 +142,12 @@ func (p Point) Normalize() Point {
 		out.SetTile("gemv", "N_tile", nt)
 	} else if bw, ok := c.Tile("gemv", "base_width"); ok {
 		out.SetTile("gemv", "base_width", bw)
+	}
+	if tps, ok := c.Tile("gemv", "tiles_per_sm"); ok {
+		out.SetTile("gemv", "tiles_per_sm", min(tps, maxTilesPerSM))
+	}
+	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
+		out.SetTile("attention", "kv_head_split", 1)
 	}
 	if np, ok := c.Tile("attention", "n_partitions"); ok && np > 1 {
 		out.SetTile("attention", "n_partitions", min(np, maxPartitions))

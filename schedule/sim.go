@@ -142,12 +142,12 @@ func (m *costModel) simulate(p *ir.Program) (simResult, []string) {
 	for i := range p.Tasks {
 		s.tasks[i] = m.taskTiming(p, &p.Tasks[i])
 		st := &s.tasks[i]
-		res.alone[i] = st.pre + st.compute + signalUS
+		res.alone[i] = st.pre + st.compute + m.c.SignalUS
 		if st.bytes > 0 {
-			res.alone[i] += hbmLatencyUS + st.bytes/st.cap
+			res.alone[i] += m.c.HBMLatencyUS + st.bytes/st.cap
 		}
 		if st.waits {
-			res.alone[i] += wakeUS
+			res.alone[i] += m.c.WakeUS
 		}
 		res.work += res.alone[i]
 		s.bind[i] = -1
@@ -218,21 +218,28 @@ func (m *costModel) placeTasks(p *ir.Program) ([]int, []string) {
 // taskTiming derives a task's timing parameters (doc.go, "Per task").
 func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 	b, f := taskBytesFlops(p, t)
-	st := simTask{pre: dispatchUS, bytes: float64(b), waits: len(t.Waits) > 0}
+	st := simTask{pre: m.c.DispatchUS, bytes: float64(b), waits: len(t.Waits) > 0}
 	warps := m.warps
-	tiled := t.Op == ir.OpGEMVTile || t.Op == ir.OpGEMMTile
+	tiled := t.Op == ir.OpGEMVTile || t.Op == ir.OpGEMMTile || ir.TaskFusedPattern(t) != ir.FusedNone
 	switch {
 	case tiled:
 		warps = min(warps, int(max(1, t.Params.IntOr("N_tile", 1))))
-		st.pre += tileFixedUS + prefetchIssueUS*float64(m.depth) + m.xCacheUS(p, t)
+		st.pre += m.c.TileFixedUS + m.c.PrefetchIssueUS*float64(m.depth) + m.xCacheUS(p, t) + m.fusedUS(t)
 		if m.depth > 0 {
 			st.pf = min((1-m.exposed)*st.bytes, m.l2Share)
 		}
 	case t.Op == ir.OpAttentionTile:
-		warps = min(warps, int(max(1, t.Params.IntOr("n_heads", 1))))
+		heads := t.Params.IntOr("n_heads", 1)
+		if nkv := t.Params.IntOr("n_kv_heads", 0); nkv > 0 && t.Params.Has("N_tile") {
+			heads = heads / nkv * t.Params.IntOr("N_tile", nkv) // a KV-head slice: its GQA groups
+		}
+		warps = min(warps, int(max(1, heads)))
 	}
 	if st.bytes > 0 {
-		st.cap = float64(warps) * inflightPerWarp / hbmLatencyUS
+		st.cap = float64(warps) * m.inflight / m.c.HBMLatencyUS
+		if m.c.MaxSMStreamGBs > 0 {
+			st.cap = min(st.cap, m.c.MaxSMStreamGBs*1e3)
+		}
 		if f > 0 {
 			st.cap = min(st.cap, st.bytes*m.flopsPerSM/float64(f))
 		}
@@ -240,6 +247,24 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 		st.compute = float64(f) / m.flopsPerSM
 	}
 	return st
+}
+
+// fusedUS is a fused tile's extra work: its staging step (plus the second
+// K-long operand it reads from L2: the norm weight or up) and its RoPE /
+// append epilogue.
+func (m *costModel) fusedUS(t *ir.Task) float64 {
+	pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
+	if !ok {
+		return 0
+	}
+	us := 0.0
+	if pat.Staging != ir.StageNone {
+		us += m.c.StagingUS + float64(2*max(0, t.Params.IntOr("K", 0)))/m.l2PerSM
+	}
+	if pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache() {
+		us += m.c.EpilogueUS
+	}
+	return us
 }
 
 // xCacheUS is the time a tile spends loading its activation row x (K
@@ -295,7 +320,7 @@ func (s *sim) deps(task int32) (ready float64, bind int32, unsat int) {
 		}
 	}
 	if bind >= 0 {
-		ready += wakeUS
+		ready += s.m.c.WakeUS
 	}
 	return ready, bind, -1
 }
@@ -343,8 +368,8 @@ func (s *sim) beginData(sm int32) {
 		st.left = tk.bytes - st.pfDone
 		// The first bytes arrive one HBM latency after the loads issue;
 		// bytes already prefetched into L2 prime the window and hide it.
-		window := tk.cap * hbmLatencyUS
-		if fill := hbmLatencyUS * (1 - min(1, st.pfDone/window)); fill > 0 {
+		window := tk.cap * s.m.c.HBMLatencyUS
+		if fill := s.m.c.HBMLatencyUS * (1 - min(1, st.pfDone/window)); fill > 0 {
 			s.after(fill, sm, evFillEnd)
 		} else {
 			s.activate(sm)
@@ -356,7 +381,7 @@ func (s *sim) beginData(sm int32) {
 
 func (s *sim) finishData(sm int32) {
 	s.sms[sm].phase = phaseSignal
-	s.after(signalUS, sm, evSignalEnd)
+	s.after(s.m.c.SignalUS, sm, evSignalEnd)
 }
 
 func (s *sim) signalEnd(sm int32) {

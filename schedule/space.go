@@ -31,6 +31,8 @@ const (
 	PathNPartitions  = "tiling.attention.n_partitions"
 	PathKVBlock      = "tiling.attention.kv_block"
 	PathFusion       = "fusion_grouping"
+	PathTilesPerSM   = "tiling.gemv.tiles_per_sm"
+	PathKVHeadSplit  = "tiling.attention.kv_head_split"
 	PathSMAssignment = "sm_assignment"
 	PathDepth        = "pipelining_depth"
 	PathPages        = "page_allocation"
@@ -47,18 +49,23 @@ var (
 	depthChoices      = []int{0, 1, 2, 3, 4}
 	tpbChoices        = []int{128, 256}
 	smPolicyChoices   = []string{PolicyRoundRobin, PolicyLoadBalance}
-	fusionChoiceLists = [][][]string{{}, {{"gate", "up"}}, {{"gate", "up", "silu"}}, {{"rmsnorm", "gemv"}}}
+	tilesPerSMChoices = []int{0, 1, 2}
 )
 
 // Space is the search space as data (R15) for a target and a device ("cpu"
 // or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
 // are effective only on "cuda": the CPU evaluator's cost model does not
 // model them, so on "cpu" they are neither drawn nor presented as levers.
+// The space is per vendor: threads_per_block offers multiples of the
+// target's warp/wavefront only, and an AMD target has no kernel_knobs.*
+// (they are the CUDA kernels' -D knobs: cp.async rings, per-warp columns)
+// and no kernel build, so on AMD every point is predicted.
 func Space(t *ir.GpuTarget, device string) []Knob {
-	cuda := device == "cuda"
-	smemCap := 0
+	amd := t != nil && t.IsAMD()
+	cuda := device == "cuda" && !amd
+	smemCap, wave := 0, 32
 	if t != nil {
-		smemCap = t.SmemBytesPerBlockOptin
+		smemCap, wave = t.SmemBytesPerBlockOptin, t.Wavefront()
 	}
 	knobs := []Knob{
 		{Path: PathNTile, Choices: ints(nTileChoices...), Default: intV(defaultNTile), Effective: true,
@@ -69,8 +76,16 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 				"pinned to SMs, plus one ATTENTION_COMBINE); no effect while kv_len <= 16"},
 		{Path: PathKVBlock, Choices: ints(kvBlockChoices...), Default: intV(defaultKVBlock),
 			Note: "reserved: attention is whole-window (or split by n_partitions); recorded only"},
-		{Path: PathFusion, Choices: fusionValues(), Default: pyjson.ArrayValue(),
-			Note: "reserved: no fused lowering yet; recorded only"},
+		{Path: PathTilesPerSM, Choices: ints(tilesPerSMChoices...), Default: intV(0), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "tiles per SM in every projection phase (q|k|v, gate|up, o, down, " +
+				"lm_head): the tile count is a multiple of the SM count so every SM streams; 0 = the " +
+				"reference's N_tile rule (at most 64 tiles per projection)"},
+		{Path: PathKVHeadSplit, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "1: one attention task per KV head (x split-KV shard) on " +
+				"distinct SMs, the GQA group's query heads sharing its K/V rows; 0: all heads in one task"},
+		{Path: PathFusion, Choices: fusionChoices(), Default: pyjson.ArrayValue(), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "fused lowerings (schedule.Fusions): none, all, or all " +
+				"but one; each removes hops per layer (fused tasks are ir.FusedPatterns)"},
 		{Path: PathSMAssignment, Choices: strs(smPolicyChoices...), Default: pyjson.StringValue(PolicyLoadBalance),
 			Effective: true, Scope: ScopeLowering, Note: "the lowering sets every Task.sm: round_robin over the " +
 				"topological order, or LPT load balance by (bytes, flops, count); the cost model runs the per-SM queues"},
@@ -79,20 +94,43 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 				"config.pipelining_depth); hides part of each sync transition, costs issue slots per task"},
 		{Path: PathPages, Choices: strs(pagePolicies...), Default: pyjson.StringValue(defaultPagePolicy),
 			Note: "reserved: no page allocation is produced; activations live in one linear arena"},
-		{Path: PathTPB, Choices: ints(tpbChoices...), Default: intV(defaultTPB), Effective: true,
+		{Path: PathTPB, Choices: ints(multiplesOf(tpbChoices, wave)...), Default: intV(defaultTPB), Effective: true,
 			Scope: ScopeCostModel, Note: "persistent VM block size; warps per block bound each SM's in-flight " +
 				"weight loads (512 deadlocks the cooperative grid sync and is rejected, R24)"},
 		{Path: PathSmem, Choices: ints(smemChoices(smemCap)...), Default: intV(0), Effective: cuda,
 			Scope: kernelScope(cuda), Note: "dynamic SMEM opt-in per block, bytes (<= the target's opt-in cap)"},
 	}
 	for _, k := range kernelKnobs {
-		if k.choices == nil {
+		if k.choices == nil || amd {
 			continue
 		}
 		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.choices...), Default: intV(k.def),
 			Effective: cuda, Scope: kernelScope(cuda), Note: "GEMV build variant (nvcc -D); measured on the GPU only"})
 	}
 	return knobs
+}
+
+// deviceLoweringScope scopes the device lowering's knobs (tiles_per_sm,
+// fusion_grouping): they change the program on every device, but the cost
+// model has no costs for hops or per-SM streaming yet (until it is
+// calibrated on the GPU), so a CPU campaign neither draws nor features
+// them; an explicit config still lowers with them everywhere.
+func deviceLoweringScope(cuda bool) string {
+	if cuda {
+		return ScopeLowering
+	}
+	return ""
+}
+
+// multiplesOf keeps the choices that are whole numbers of warps/wavefronts.
+func multiplesOf(choices []int, wave int) []int {
+	var out []int
+	for _, c := range choices {
+		if wave > 0 && c%wave == 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func kernelScope(cuda bool) string {
@@ -130,18 +168,6 @@ func strs(xs ...string) []pyjson.Value {
 	return out
 }
 
-func fusionValues() []pyjson.Value {
-	out := make([]pyjson.Value, len(fusionChoiceLists))
-	for i, groups := range fusionChoiceLists {
-		gs := make([]pyjson.Value, len(groups))
-		for j, g := range groups {
-			gs[j] = pyjson.ArrayValue(strs(g...)...)
-		}
-		out[i] = pyjson.ArrayValue(gs...)
-	}
-	return out
-}
-
 // KnobValue reads a knob of the point by path (the default when absent;
 // null for an auto-sized N_tile).
 func (p Point) KnobValue(path string) pyjson.Value {
@@ -162,6 +188,12 @@ func (p Point) KnobValue(path string) pyjson.Value {
 			return intV(v)
 		}
 		return intV(defaultKVBlock)
+	case PathTilesPerSM:
+		v, _ := c.Tile("gemv", "tiles_per_sm")
+		return intV(v)
+	case PathKVHeadSplit:
+		v, _ := c.Tile("attention", "kv_head_split")
+		return intV(min(max(v, 0), 1))
 	case PathSMAssignment, PathFusion:
 		v, _ := ir.ConfigValue(c).Get(path)
 		return v
@@ -234,6 +266,18 @@ func (p *Point) SetKnob(path string, v pyjson.Value) bool {
 		}
 	case PathKVBlock:
 		c.SetTile("attention", "kv_block", n)
+	case PathTilesPerSM:
+		if n <= 0 {
+			c.DeleteTile("gemv", "tiles_per_sm")
+		} else {
+			c.SetTile("gemv", "tiles_per_sm", n)
+		}
+	case PathKVHeadSplit:
+		if n <= 0 {
+			c.DeleteTile("attention", "kv_head_split")
+		} else {
+			c.SetTile("attention", "kv_head_split", 1)
+		}
 	case PathDepth:
 		c.PipeliningDepth = n
 	case PathTPB:
@@ -342,4 +386,17 @@ func Features(p Point) []float64 {
 		f = append(f, float64(v))
 	}
 	return f
+}
+
+// SpaceSize is the number of distinct points of a space: the product of the
+// effective knobs' choice counts (reserved knobs are normalised away, so
+// they add no points).
+func SpaceSize(knobs []Knob) int {
+	n := 1
+	for _, k := range knobs {
+		if k.Effective && len(k.Choices) > 0 {
+			n *= len(k.Choices)
+		}
+	}
+	return n
 }

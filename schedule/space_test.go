@@ -48,7 +48,7 @@ func TestSpaceShape(t *testing.T) {
 			effective[dev][k.Path] = k.Effective
 		}
 	}
-	for _, path := range []string{PathKVBlock, PathFusion, PathPages} {
+	for _, path := range []string{PathKVBlock, PathPages} {
 		if effective["cpu"][path] || effective["cuda"][path] {
 			t.Errorf("%s should be reserved", path)
 		}
@@ -58,7 +58,7 @@ func TestSpaceShape(t *testing.T) {
 			t.Errorf("%s should be effective on both devices", path)
 		}
 	}
-	for _, path := range []string{PathSmem, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
+	for _, path := range []string{PathSmem, PathFusion, PathTilesPerSM, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
 		"kernel_knobs.cpa_stages", "kernel_knobs.cpa_cols"} {
 		if effective["cpu"][path] || !effective["cuda"][path] {
 			t.Errorf("%s should be effective on cuda only", path)
@@ -131,5 +131,21 @@ func checkLegal(t *testing.T, space []Knob, p Point, dev string, tg *ir.GpuTarge
 	}
 	if err := CheckLaunch(p, tg); err != nil {
 		t.Fatalf("%s: drawn point cannot launch: %v", dev, err)
+	}
+}
+
+func TestSpaceSize(t *testing.T) {
+	h200, err := ir.Target("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := SpaceSize(Space(h200, "cpu")); n != 560 {
+		t.Errorf("cpu space of h200 has %d points, want 7x4x2x5x2 = 560", n)
+	}
+	// cuda adds SMEM (3 choices on h200), the four kernel knobs (3x2x3x2)
+	// and the device lowering's knobs: tiles_per_sm (3), kv_head_split (2)
+	// and fusion_grouping (none, all, or all but one of 7: 9).
+	if want := 560 * 3 * 36 * 3 * 2 * 9; SpaceSize(Space(h200, "cuda")) != want {
+		t.Errorf("cuda space of h200 has %d points, want %d", SpaceSize(Space(h200, "cuda")), want)
 	}
 }

@@ -17,6 +17,11 @@ func toyDecode(t *testing.T, prompt []int32, n int) Decode {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return decodeOf(t, cfg, prompt, n)
+}
+
+func decodeOf(t *testing.T, cfg model.Config, prompt []int32, n int) Decode {
+	t.Helper()
 	w, err := model.InitWeights(cfg, WeightSeed)
 	if err != nil {
 		t.Fatal(err)
@@ -29,9 +34,22 @@ func toyDecode(t *testing.T, prompt []int32, n int) Decode {
 }
 
 // The reference VM's greedy decode equals the eager oracle's, step by step
-// and token by token.
+// and token by token, in float32 and in bf16 (the toy shape stored as bf16,
+// the dtype of the larger presets).
 func TestGreedyDecodeMatchesEager(t *testing.T) {
-	d := toyDecode(t, []int32{5, 9, 2}, 6)
+	cfg, err := model.Preset("toy-2L")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf16 := cfg
+	bf16.DType, bf16.Name = ir.BF16, "toy(2L, bf16)"
+	for _, c := range []model.Config{cfg, bf16} {
+		t.Run(c.Name, func(t *testing.T) { checkDecodeMatchesEager(t, decodeOf(t, c, []int32{5, 9, 2}, 6)) })
+	}
+}
+
+func checkDecodeMatchesEager(t *testing.T, d Decode) {
+	t.Helper()
 	res, err := GreedyDecode(context.Background(), d)
 	if err != nil {
 		t.Fatal(err)

@@ -2,11 +2,13 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/validate"
@@ -23,6 +25,9 @@ type Options struct {
 	// Models caches models, weights and oracle logits across trials; nil
 	// means a private cache per call (slow for big models).
 	Models *ModelCache
+	// Environment is the evaluator's fingerprint stamped on the verdict and
+	// the outcome; empty means Environment(Launcher.Name()).
+	Environment string
 }
 
 // Timing is a launcher's answer for one correct program.
@@ -57,6 +62,7 @@ type TimeRequest struct {
 	Expected []float32
 	Token    int
 	Pos      int
+	Batch    int // sequences in the program (>= 1)
 }
 
 // CPULauncher returns the cost model's prediction, labelled predicted.
@@ -70,7 +76,7 @@ func (CPULauncher) Time(ctx context.Context, req TimeRequest) (Timing, error) {
 	c := schedule.Predict(req.Program, req.Target, req.Point)
 	t := Timing{LatencyUS: c.PredictedUS, Kind: KindPredicted}
 	if req.Incumbent != nil {
-		inc, err := schedule.Lower(req.Model.Config, req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos})
+		inc, err := schedule.Lower(req.Model.Config, req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos, B: req.Batch})
 		if err == nil {
 			ic := schedule.Predict(inc, req.Target, *req.Incumbent).PredictedUS
 			ratio := c.PredictedUS / ic
@@ -98,6 +104,10 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	if opts.Models == nil {
 		opts.Models = NewModelCache(0)
 	}
+	if opts.Environment == "" {
+		opts.Environment = Environment(opts.Launcher.Name())
+	}
+	out.Worker = opts.Environment // also on a failure, which has no verdict
 	st := stages{}
 	v, timing, regions, err := evaluate(ctx, spec, opts, st)
 	out.Stages = st
@@ -115,55 +125,86 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 
 func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict, *Timing, map[string]float64, *Failure) {
 	var regions map[string]float64
-	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}}
-	reject := func(format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
+	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}, Environment: opts.Environment}
+	// reject writes a seed-001 rejected verdict: valid and correct false, no
+	// latency and no floor, the reason, and a note saying where it stopped.
+	reject := func(note, format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
 		reason := fmt.Sprintf(format, args...)
-		v.Valid = false
+		incorrect := false
+		v.Valid, v.Correct, v.BoundUS = false, &incorrect, nil
 		v.RejectedReason = &reason
+		v.Notes = append(v.Notes, note)
 		return v, nil, nil, nil
 	}
 	target, err := ir.Target(spec.GPU)
 	if err != nil {
-		return reject("%v", err)
+		return reject(NoteUnknownTarget, "%v", err)
 	}
 	v.GPU = target.Name
+	if target.IsAMD() {
+		v.Notes = append(v.Notes, target.Name+" is an AMD target: predicted only (no AMD device is attached to amk)")
+	}
 	done := st.start(StageParse)
-	point, err := schedule.ParsePoint(pointBytes(spec.Point))
+	point, ignored, err := parseSpecPoint(spec.Point)
 	done()
+	if len(ignored) > 0 {
+		v.Notes = append(v.Notes, IgnoredKeysNote(ignored))
+	}
 	if err != nil {
-		return reject("malformed ScheduleConfig: %v", err)
+		if errors.Is(err, schedule.ErrMalformed) { // already says so
+			return reject(NoteMalformedConfig, "%v", err)
+		}
+		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
-	lm, err := opts.Models.Get(spec.Model, spec.Weights)
+	lm, err := opts.Models.GetContext(ctx, spec.Model, spec.Weights)
+	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
+		return nil, nil, nil, f
+	}
+	var memErr *MemoryError
+	if errors.As(err, &memErr) {
+		return nil, nil, nil, &Failure{Class: FailInfra, Phase: "memory", Message: memErr.Error()}
+	}
 	if err != nil {
-		return reject("model: %v", err)
+		return reject(NoteModel, "model: %v", err)
 	}
 	v.Model = lm.Config.Name
 	if spec.Pos < 0 || spec.Pos >= lm.Config.MaxSeq {
-		return reject("position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
+		return reject(NotePosition, "position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
+	}
+	batch := max(1, spec.Batch)
+	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
+		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
+	}
+	if batch > 1 && spec.Device == "cuda" {
+		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher binds one sequence", batch)
 	}
 	done = st.start(StageLower)
-	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos})
+	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos, B: batch})
 	done()
 	if err != nil {
-		return reject("lowering failed: %v", err)
+		return reject(NoteLowering, "lowering failed: %v", err)
 	}
 	v.Tasks, v.NBuffers, v.NCounters = len(prog.Tasks), len(prog.Buffers), len(prog.Counters)
-	wb := prog.TotalWeightBytes()
-	v.WeightMB = ir.RoundTo(float64(wb)/1e6, 4)
-	bound := target.BandwidthBoundUS(wb)
+	wb, sb := prog.TotalWeightBytes(), prog.StreamedBytes()
+	v.WeightMB, v.StreamedMB = ir.RoundTo(float64(wb)/1e6, 4), ir.RoundTo(float64(sb)/1e6, 4)
+	bound := target.BandwidthBoundUS(sb)
 	if !math.IsNaN(bound) && bound > 0 {
 		b := ir.RoundTo(bound, 4)
 		v.BoundUS = &b
+	}
+	if all := target.BandwidthBoundUS(wb); !math.IsNaN(all) && all > 0 {
+		b := ir.RoundTo(all, 4)
+		v.AllWeightsBoundUS = &b
 	}
 	done = st.start(StageValidate)
 	rep := validate.Validate(prog)
 	done()
 	if !rep.OK {
-		return reject("%s", rep.Reason(4))
+		return reject(NoteValidate, "%s", rep.Reason(4))
 	}
 	if err := schedule.CheckLaunch(point, target); err != nil {
-		return reject("%v", err)
+		return reject(NoteLaunch, "%v", err)
 	}
 	v.Valid = true
 	regions = regionShares(schedule.Predict(prog, target, point))
@@ -172,7 +213,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	}
 
 	done = st.start(StageReferenceVM)
-	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, target, point)
+	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, batch, target, point)
 	done()
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
@@ -194,7 +235,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 
 	done = st.start(StageTiming)
 	timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: prog,
-		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos})
+		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos, Batch: batch})
 	done()
 	if err != nil {
 		if f := ctxFailure(ctx.Err(), "timing"); f != nil {
@@ -230,12 +271,27 @@ func incumbentPoint(spec Spec, v *Verdict) *schedule.Point {
 	return &p
 }
 
-func pointBytes(raw []byte) []byte {
+// parseSpecPoint reads a spec's config dict (empty: the default point) and
+// names the keys amk read past (schedule.IgnoredKeys).
+func parseSpecPoint(raw []byte) (schedule.Point, []string, error) {
 	if len(strings.TrimSpace(string(raw))) == 0 {
-		return []byte("{}")
+		return schedule.Default(), nil, nil
 	}
-	return raw
+	v, err := pyjson.ParseUnique(raw)
+	if err != nil {
+		return schedule.Point{}, nil, err
+	}
+	p, err := schedule.PointFromValue(v)
+	return p, schedule.IgnoredKeys(v), err
 }
+
+// IgnoredKeysPrefix starts the verdict note naming the config keys amk
+// read past (unknown keys are not an error, seed 000, but never go
+// unmentioned).
+const IgnoredKeysPrefix = "ignored unknown config key(s), not evaluated: "
+
+// IgnoredKeysNote is that note for keys.
+func IgnoredKeysNote(keys []string) string { return IgnoredKeysPrefix + strings.Join(keys, ", ") }
 
 func finiteOrNil(x float64) *float64 {
 	if math.IsNaN(x) || math.IsInf(x, 0) {

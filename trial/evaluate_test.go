@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/vm"
 )
 
 var testModels = NewModelCache(0)
@@ -35,11 +40,16 @@ func TestDefaultToyIsValidCorrectAndPredicted(t *testing.T) {
 	if v.BoundUS == nil || *v.LatencyUS < *v.BoundUS {
 		t.Fatalf("latency %v below bound %v", *v.LatencyUS, v.BoundUS)
 	}
+	// toy's untied embedding table is gathered one row per step: the
+	// streamed-bytes floor sits below the seed's all-weights figure.
+	if v.AllWeightsBoundUS == nil || *v.BoundUS >= *v.AllWeightsBoundUS || v.StreamedMB >= v.WeightMB {
+		t.Fatalf("streamed floor %v (%.4f MB) not below the all-weights floor %v (%.4f MB)", *v.BoundUS, v.StreamedMB, v.AllWeightsBoundUS, v.WeightMB)
+	}
 	wantPct := *v.LatencyUS / *v.BoundUS * 100
 	if math.Abs(*v.PctOfRoofline-wantPct)/wantPct > 1e-3 {
 		t.Fatalf("pct_of_roofline %v, want latency/bound*100 = %v", *v.PctOfRoofline, wantPct)
 	}
-	if v.ScheduleID != "sch_c92f8dd66d" || v.Tasks != 27 || v.NBuffers != 37 || v.NCounters != 22 {
+	if v.ScheduleID != "sch_c3af28020e" || v.Tasks != 27 || v.NBuffers != 37 || v.NCounters != 22 {
 		t.Fatalf("unexpected identity/size fields: %+v", v)
 	}
 }
@@ -70,8 +80,17 @@ func TestMalformedConfigsAreCleanRejections(t *testing.T) {
 			if v.Valid || v.RejectedReason == nil || *v.RejectedReason == "" {
 				t.Fatalf("want valid=false with a reason, got %+v", v)
 			}
-			if v.LatencyUS != nil || v.LatencyKind != nil || v.Correct != nil {
-				t.Fatalf("a rejected config carries a latency or correctness claim: %+v", v)
+			if v.LatencyUS != nil || v.LatencyKind != nil || v.PctOfRoofline != nil || v.BoundUS != nil || v.MaxAbsErr != nil {
+				t.Fatalf("a rejected config carries a latency, floor or error figure: %+v", v)
+			}
+			if v.Correct == nil || *v.Correct {
+				t.Fatalf("a rejected verdict must say correct=false (seed 001), got %v", v.Correct)
+			}
+			if len(v.Notes) == 0 || !strings.Contains(strings.Join(v.Notes, " "), "rejected") && !strings.Contains(strings.Join(v.Notes, " "), "REJECTED") {
+				t.Fatalf("the notes do not explain the rejection: %q", v.Notes)
+			}
+			if n := strings.Count(*v.RejectedReason, "malformed ScheduleConfig"); n > 1 {
+				t.Fatalf("the prefix is repeated: %q", *v.RejectedReason)
 			}
 		})
 	}
@@ -201,5 +220,113 @@ func TestSplitKVMatchesWholeWindow(t *testing.T) {
 		Options{Models: testModels}).Verdict
 	if v.Tasks <= whole.Tasks {
 		t.Fatalf("split-KV program has %d tasks, whole-window %d: the split did not happen", v.Tasks, whole.Tasks)
+	}
+}
+
+// TestRejectedVerdictsMatchSeed001: each rejecting stage names itself in the
+// notes; a launch-config rejection has no floor.
+func TestRejectedVerdictsMatchSeed001(t *testing.T) {
+	for point, note := range map[string]string{
+		`{"threads_per_block": 7}`:           NoteLaunch,
+		`{"pipelining_depth": "deep"}`:       NoteMalformedConfig,
+		`{"sm_assignment": {"99999": 9999}}`: NoteLowering,
+	} {
+		v := evalToy(t, point, Options{}).Verdict
+		if v == nil || v.Valid || !slices.Contains(v.Notes, note) {
+			t.Errorf("%s: want a rejection noted %q, got %+v", point, note, v)
+			continue
+		}
+		out, _ := json.Marshal(v)
+		if !strings.Contains(string(out), `"correct":false`) || !strings.Contains(string(out), `"bound_us":null`) {
+			t.Errorf("%s: verdict JSON %s lacks correct=false or bound_us=null", point, out)
+		}
+	}
+}
+
+// TestIgnoredConfigKeysAreNamed: a misspelt key is not an error (seed 000)
+// but the verdict names it.
+func TestIgnoredConfigKeysAreNamed(t *testing.T) {
+	v := evalToy(t, `{"tilling": {"gemv": {"N_tile": 512}}, "pipelining_depth": 2}`, Options{}).Verdict
+	if v == nil || !v.Valid {
+		t.Fatalf("want a valid verdict, got %+v", v)
+	}
+	if !slices.Contains(v.Notes, IgnoredKeysNote([]string{"'tilling'"})) {
+		t.Errorf("notes %q do not name the ignored key 'tilling'", v.Notes)
+	}
+	if v := evalToy(t, `{"pipelining_depth": 1, "pipelining_depth": 3}`, Options{}).Verdict; v == nil || v.Valid ||
+		!strings.Contains(*v.RejectedReason, "duplicate key") {
+		t.Errorf("a repeated key was not rejected: %+v", v)
+	}
+}
+
+// TestEnvironmentFingerprint: every verdict and outcome says what produced
+// it; a caller's own fingerprint (a fleet worker's) wins.
+func TestEnvironmentFingerprint(t *testing.T) {
+	out := evalToy(t, `{}`, Options{})
+	if out.Verdict == nil || !strings.HasPrefix(out.Verdict.Environment, "host=") ||
+		!strings.Contains(out.Verdict.Environment, `device="cpu"`) || !strings.Contains(out.Verdict.Environment, " go=go") {
+		t.Fatalf("verdict environment %q", out.Verdict.Environment)
+	}
+	if out.Worker != out.Verdict.Environment {
+		t.Errorf("outcome worker %q != verdict environment %q", out.Worker, out.Verdict.Environment)
+	}
+	js, _ := json.Marshal(out)
+	if !strings.Contains(string(js), `"environment":"host=`) {
+		t.Errorf("the trial record lacks the environment: %s", js)
+	}
+	fp := "host=w1 target=h200 device=cuda device_name=\"H200\""
+	if out := evalToy(t, `{"threads_per_block": 7}`, Options{Environment: fp}); out.Worker != fp || out.Verdict.Environment != fp {
+		t.Errorf("a given fingerprint was not used: %q / %+v", out.Worker, out.Verdict)
+	}
+}
+
+// TestBatchedLoweringIsCheckedEndToEnd: B > 1 lowers GEMM tiles and every
+// sequence of the batch is checked against its own eager decode (history
+// included), before any latency.
+func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
+	for _, pos := range []int{0, 5} {
+		spec := Spec{Model: "toy-2L", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: 11, Pos: pos, Batch: 3}
+		out := Evaluate(context.Background(), spec, Options{Models: testModels})
+		v := out.Verdict
+		if v == nil || !v.Valid || v.Correct == nil || !*v.Correct || v.LatencyUS == nil {
+			t.Fatalf("pos %d: batched toy-2L not valid+correct with a latency: %+v %+v", pos, v, out.Failure)
+		}
+		if *v.Top1Agreement != 1 || *v.MaxAbsErr > 1e-4 || !strings.Contains(strings.Join(v.Notes, " "), "batch B=3") {
+			t.Errorf("pos %d: top1 %v max_abs_err %v notes %q", pos, *v.Top1Agreement, *v.MaxAbsErr, v.Notes)
+		}
+		single := Evaluate(context.Background(), Spec{Model: "toy-2L", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: 11, Pos: pos},
+			Options{Models: testModels}).Verdict
+		if v.Tasks == single.Tasks && *v.LatencyUS == *single.LatencyUS {
+			t.Errorf("pos %d: the batch did not change the program or its prediction", pos)
+		}
+	}
+	lm, err := testModels.Get("toy-2L", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check is sensitive to which sequence is which: rows decoded in the
+	// wrong order fail it.
+	tg, _ := ir.Target("h100")
+	prog, err := schedule.Lower(lm.Config, tg, schedule.Default(), schedule.LowerOptions{Pos: 0, B: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	swapped, err := RunBatchStep(prog, lm.Weights, []int32{int32(RowToken(11, 1, lm.Config.Vocab)), 11}, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := lm.eagerLogits(context.Background(), 11, 0)
+	if c := vm.Compare(swapped.Logits[:lm.Config.Vocab], want, lm.Config.Vocab, lm.Config.DType); c.Pass {
+		t.Error("row 0 decoded from the wrong token passed the eager comparison")
+	}
+	for _, bad := range []Spec{
+		{Model: "toy", GPU: "h100", Device: "cuda", Point: json.RawMessage(`{}`), Batch: 2},
+		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: -1},
+		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: schedule.MaxBatch + 1},
+	} {
+		v := Evaluate(context.Background(), bad, Options{Models: testModels}).Verdict
+		if v == nil || v.Valid || !slices.Contains(v.Notes, NoteBatch) {
+			t.Errorf("batch %d on %s: want a rejection, got %+v", bad.Batch, bad.Device, v)
+		}
 	}
 }

@@ -64,8 +64,10 @@ func launcherOutcome(v *Verdict, regions map[string]float64, err error) (*Verdic
 		switch le.Class {
 		case ClassRejected:
 			reason := "device refused the program: " + le.Message
+			incorrect := false
 			v.Valid, v.RejectedReason = false, &reason
-			v.Correct, v.MaxAbsErr, v.Top1Agreement = nil, nil, nil
+			v.Correct, v.MaxAbsErr, v.Top1Agreement, v.BoundUS = &incorrect, nil, nil, nil
+			v.Notes = append(v.Notes, NoteDeviceRefused)
 			return v, nil, nil, nil
 		case FailTimeout, FailInfra:
 			return nil, nil, nil, &Failure{Class: le.Class, Phase: phase, Message: le.Message}

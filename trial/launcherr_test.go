@@ -64,7 +64,7 @@ func TestLaunchRefusalIsAnInvalidVerdict(t *testing.T) {
 	if v.Valid || v.RejectedReason == nil || !strings.Contains(*v.RejectedReason, "co-residency") {
 		t.Fatalf("want valid=false naming the refusal, got %+v", v)
 	}
-	if v.Correct != nil || v.LatencyUS != nil || v.LatencyKind != nil {
-		t.Fatalf("a refused program carries a correctness or latency claim: %+v", v)
+	if v.Correct == nil || *v.Correct || v.LatencyUS != nil || v.LatencyKind != nil || v.BoundUS != nil {
+		t.Fatalf("a refused program must say correct=false with no latency or floor: %+v", v)
 	}
 }

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -47,15 +48,18 @@ func (m *LoadedModel) Truncated() bool { return m.Check.NLayers != m.Config.NLay
 // trials of one process. It is safe for concurrent use.
 type ModelCache struct {
 	checkBytes int64
+	probe      MemoryProbe
 	mu         sync.Mutex
 	weightsDir string // see UseWeightsDir
 	models     map[string]*modelEntry
 }
 
+// modelEntry loads one model once; a load that was cancelled is not kept,
+// so the next trial loads it again.
 type modelEntry struct {
-	once sync.Once
-	m    *LoadedModel
-	err  error
+	mu  sync.Mutex
+	m   *LoadedModel
+	err error
 }
 
 // NewModelCache returns a cache; checkBytes <= 0 means DefaultCheckBytes.
@@ -66,9 +70,26 @@ func NewModelCache(checkBytes int64) *ModelCache {
 	return &ModelCache{checkBytes: checkBytes, models: map[string]*modelEntry{}}
 }
 
+// WithMemoryProbe makes the cache refuse, with a *MemoryError and before
+// allocating anything, a model whose EstimateMemory host figure exceeds
+// what probe reports available. It returns c; call it before first use.
+func (c *ModelCache) WithMemoryProbe(probe MemoryProbe) *ModelCache {
+	c.probe = probe
+	return c
+}
+
+// CheckBytes is the cache's check budget (see DefaultCheckBytes).
+func (c *ModelCache) CheckBytes() int64 { return c.checkBytes }
+
 // Get loads (once) the model named by a preset or a config.json path, with
 // seeded weights or the given safetensors file.
 func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
+	return c.GetContext(context.Background(), name, weightsPath)
+}
+
+// GetContext is Get that stops generating weights when ctx ends; the
+// cancelled load is forgotten, not cached.
+func (c *ModelCache) GetContext(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
 	key := name + "\x00" + weightsPath
 	c.mu.Lock()
 	e, ok := c.models[key]
@@ -77,30 +98,42 @@ func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
 		c.models[key] = e
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.m, e.err = c.load(name, weightsPath) })
-	return e.m, e.err
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m != nil || e.err != nil {
+		return e.m, e.err
+	}
+	m, err := c.load(ctx, name, weightsPath)
+	var memErr *MemoryError
+	if ctx.Err() != nil || errors.As(err, &memErr) {
+		return nil, err // not kept: memory may be free next time
+	}
+	e.m, e.err = m, err
+	return m, err
 }
 
-func (c *ModelCache) load(name, weightsPath string) (*LoadedModel, error) {
+func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
 	cfg, err := model.Load(name)
 	if err != nil {
 		return nil, err
 	}
-	check := cfg
-	params := cfg.WeightBytes() / int64(max(1, cfg.DType.Bits()/8))
-	perLayer := params / int64(max(1, cfg.NLayers))
-	for check.NLayers > 1 && (params-int64(cfg.NLayers-check.NLayers)*perLayer)*4 > c.checkBytes {
-		check.NLayers--
-	}
+	check := checkConfig(cfg, c.checkBytes)
 	m := &LoadedModel{Config: cfg, Check: check, oracle: map[[2]int][]float32{}}
-	if weightsPath != "" {
-		if m.Truncated() {
-			return nil, fmt.Errorf("model %s needs %d MB of float32 weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, params*4>>20, c.checkBytes>>20)
+	if weightsPath != "" && m.Truncated() {
+		return nil, fmt.Errorf("model %s needs %d MB of float32 weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, cfg.NumParams()*4>>20, c.checkBytes>>20)
+	}
+	if c.probe != nil {
+		need := EstimateMemory(cfg, false, c.checkBytes).Host
+		avail, source, perr := c.probe()
+		if perr == nil && need > avail {
+			return nil, &MemoryError{Model: cfg.Name, Need: need, Available: avail, Source: source}
 		}
+	}
+	if weightsPath != "" {
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, m.WeightsNote, err = c.seededWeights(check)
+		m.Weights, m.WeightsNote, err = c.seededWeights(ctx, check)
 		m.Source = "seeded init"
 	}
 	if err != nil {
@@ -119,32 +152,61 @@ type checkResult struct {
 	notes  []string
 }
 
-// check runs the reference VM on the program and compares its logits with
-// the eager oracle's at (token, pos).
-func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos int, target *ir.GpuTarget, point schedule.Point) (*checkResult, error) {
+// RowToken is the token sequence r of a batch decodes at the checked
+// position: sequence 0 decodes the spec's token, sequence r the next r-th
+// one (mod vocab), each with its own history (HistoryToken of its token).
+func RowToken(token, r, vocab int) int { return (token + r) % vocab }
+
+// check runs the reference VM on the program (batch sequences, b >= 1) and
+// compares each sequence's logits with the eager oracle's for that
+// sequence: the batch is correct when every sequence is; max_abs_err is the
+// largest over the batch and top1_agreement the mean.
+func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos, b int, target *ir.GpuTarget, point schedule.Point) (*checkResult, error) {
 	res := &checkResult{}
 	if token < 0 || token >= m.Check.Vocab {
 		return nil, fmt.Errorf("token %d outside the vocabulary [0, %d)", token, m.Check.Vocab)
 	}
-	want, err := m.eagerLogits(token, pos)
-	if err != nil {
-		return nil, fmt.Errorf("eager oracle: %w", err)
-	}
 	if m.Truncated() {
 		res.notes = append(res.notes, fmt.Sprintf("correctness checked on the first %d of %d layers (same per-layer schedule; full weights exceed the host check budget)", m.Check.NLayers, m.Config.NLayers))
 	}
-	got, err := runReference(ctx, m, target, point, token, pos, prog)
+	got, err := runReference(ctx, m, target, point, token, pos, b, prog)
 	if err != nil {
 		return nil, err
 	}
 	res.logits = got
-	res.cmp = vm.Compare(got, want, m.Check.Vocab, m.Check.DType)
+	v := m.Check.Vocab
+	if len(got) != b*v {
+		return nil, fmt.Errorf("the program produced %d logits, want %d x %d", len(got), b, v)
+	}
+	top1 := 0.0
+	for r := 0; r < b; r++ {
+		want, err := m.eagerLogits(ctx, RowToken(token, r, v), pos)
+		if err != nil {
+			return nil, fmt.Errorf("eager oracle: %w", err)
+		}
+		c := vm.Compare(got[r*v:(r+1)*v], want, v, m.Check.DType)
+		top1 += c.Top1Agreement
+		switch {
+		case r == 0:
+			res.cmp = c
+		case !c.Pass && res.cmp.Pass:
+			c.Reason = fmt.Sprintf("batch sequence %d: %s", r, c.Reason)
+			c.MaxAbsErr = max(c.MaxAbsErr, res.cmp.MaxAbsErr)
+			res.cmp = c
+		default:
+			res.cmp.MaxAbsErr = max(res.cmp.MaxAbsErr, c.MaxAbsErr)
+		}
+	}
+	res.cmp.Top1Agreement = top1 / float64(b)
+	if b > 1 {
+		res.notes = append(res.notes, fmt.Sprintf("batch B=%d: each sequence checked against its own eager decode", b))
+	}
 	return res, nil
 }
 
 // eagerLogits returns (and caches) the oracle's logits: the eager pass fed
 // the history tokens at positions < pos and token at pos.
-func (m *LoadedModel) eagerLogits(token, pos int) ([]float32, error) {
+func (m *LoadedModel) eagerLogits(ctx context.Context, token, pos int) ([]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.oracle[[2]int{token, pos}]; ok {
@@ -160,7 +222,7 @@ func (m *LoadedModel) eagerLogits(token, pos int) ([]float32, error) {
 		if p == pos {
 			tok = int32(token)
 		}
-		if logits, err = e.Step(tok, p); err != nil {
+		if logits, err = e.StepContext(ctx, tok, p); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +233,7 @@ func (m *LoadedModel) eagerLogits(token, pos int) ([]float32, error) {
 // runReference executes positions 0..pos through the reference VM, carrying
 // the KV caches, and returns the logits at pos. The program for the checked
 // model is the trial's own program unless the check model is truncated.
-func runReference(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, point schedule.Point, token, pos int, prog *ir.Program) ([]float32, error) {
+func runReference(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, point schedule.Point, token, pos, b int, prog *ir.Program) ([]float32, error) {
 	var kv map[string]*tensor.Tensor
 	var logits []float32
 	for p := 0; p <= pos; p++ {
@@ -181,18 +243,22 @@ func runReference(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, poi
 		step := prog
 		if m.Truncated() || p != pos {
 			var err error
-			if step, err = schedule.Lower(m.Check, target, point, schedule.LowerOptions{Pos: p}); err != nil {
+			if step, err = schedule.Lower(m.Check, target, point, schedule.LowerOptions{Pos: p, B: b}); err != nil {
 				return nil, fmt.Errorf("lowering the check model at pos %d: %w", p, err)
 			}
 			if rep := validate.Validate(step); !rep.OK {
 				return nil, fmt.Errorf("check program rejected at pos %d: %s", p, rep.Reason(3))
 			}
 		}
-		tok := HistoryToken(token, p, m.Check.Vocab)
-		if p == pos {
-			tok = int32(token)
+		toks := make([]int32, b)
+		for r := range toks {
+			rt := RowToken(token, r, m.Check.Vocab)
+			toks[r] = HistoryToken(rt, p, m.Check.Vocab)
+			if p == pos {
+				toks[r] = int32(rt)
+			}
 		}
-		out, err := RunStep(step, m.Weights, tok, p, kv)
+		out, err := runBatchStep(ctx, step, m.Weights, toks, p, kv)
 		if err != nil {
 			return nil, err
 		}
@@ -211,16 +277,35 @@ type StepResult struct {
 // RunStep runs one lowered decode step in the reference VM with the given
 // weights, token, position and carried KV caches.
 func RunStep(prog *ir.Program, w model.Weights, token int32, pos int, kv map[string]*tensor.Tensor) (*StepResult, error) {
-	machine, err := vm.New(prog, vm.Options{})
+	return RunBatchStep(prog, w, []int32{token}, pos, kv)
+}
+
+// RunBatchStep is RunStep for a program lowered with B = len(tokens):
+// sequence r decodes tokens[r], all at position pos; the logits are B rows.
+func RunBatchStep(prog *ir.Program, w model.Weights, tokens []int32, pos int, kv map[string]*tensor.Tensor) (*StepResult, error) {
+	return runBatchStep(context.Background(), prog, w, tokens, pos, kv)
+}
+
+// runBatchStep is RunBatchStep that stops between tasks once ctx ends.
+func runBatchStep(ctx context.Context, prog *ir.Program, w model.Weights, tokens []int32, pos int, kv map[string]*tensor.Tensor) (*StepResult, error) {
+	machine, err := vm.New(prog, vm.Options{Done: ctx.Done()})
 	if err != nil {
 		return nil, err
 	}
 	if err := machine.BindWeights(w); err != nil {
 		return nil, err
 	}
-	inputs := map[string]int32{schedule.TokenInput: token, schedule.PosInput: int32(pos), schedule.ReshapeInput: 0}
-	for name, val := range inputs {
-		t, _ := tensor.FromInts(ir.I32, []int{1}, []int32{val})
+	b := len(tokens)
+	positions, rows := make([]int32, b), make([]int32, b)
+	for r := range rows {
+		positions[r], rows[r] = int32(pos), int32(r)
+	}
+	inputs := map[string][]int32{schedule.TokenInput: tokens, schedule.PosInput: positions, schedule.ReshapeInput: rows}
+	for name, vals := range inputs {
+		t, err := tensor.FromInts(ir.I32, []int{b}, vals)
+		if err != nil {
+			return nil, err
+		}
 		if err := machine.Bind(name, t); err != nil {
 			return nil, err
 		}

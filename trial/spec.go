@@ -31,6 +31,10 @@ type Spec struct {
 	// Token and Pos select the decode step checked for correctness.
 	Token int `json:"token"`
 	Pos   int `json:"pos"`
+	// Batch is the number of sequences decoded together (B > 1 lowers the
+	// projections as GEMM tiles); 0 and 1 mean one. Sequence r decodes
+	// RowToken(Token, r) and is checked against its own eager decode.
+	Batch int `json:"batch,omitempty"`
 	// TimeoutSeconds bounds the trial's wall-clock time (0 = the worker's default).
 	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
 }

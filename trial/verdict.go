@@ -8,8 +8,9 @@ const (
 )
 
 // Verdict is the one structured result of evaluating a schedule (seed 001).
-// Pointer fields are JSON null when absent: no latency without correct=true,
-// no correctness claim for a rejected config.
+// Pointer fields are JSON null when absent: no latency without correct=true.
+// A rejected verdict (valid=false) has correct=false, rejected_reason, a note
+// naming the stage that rejected it, and null latency, kind, pct and bound_us.
 type Verdict struct {
 	Valid          bool     `json:"valid"`
 	RejectedReason *string  `json:"rejected_reason"`
@@ -19,14 +20,35 @@ type Verdict struct {
 	LatencyUS      *float64 `json:"latency_us"`
 	LatencyKind    *string  `json:"latency_kind"`
 	PctOfRoofline  *float64 `json:"pct_of_roofline"`
-	BoundUS        *float64 `json:"bound_us"`
-	ScheduleID     string   `json:"schedule_id"`
-	Tasks          int      `json:"tasks"`
-	WeightMB       float64  `json:"weight_mb"`
-	GPU            string   `json:"gpu"`
-	Model          string   `json:"model"`
-	Device         string   `json:"device"`
-	NBuffers       int      `json:"n_buffers"`
-	NCounters      int      `json:"n_counters"`
-	Notes          []string `json:"notes"`
+	BoundUS        *float64 `json:"bound_us"` // the streamed-bytes floor: StreamedMB at the spec HBM bandwidth
+	// AllWeightsBoundUS is the seed's floor (every weight byte, the whole
+	// embedding table included): a second figure, never the headline.
+	AllWeightsBoundUS *float64 `json:"all_weights_bound_us"`
+	ScheduleID        string   `json:"schedule_id"`
+	Tasks             int      `json:"tasks"`
+	WeightMB          float64  `json:"weight_mb"`
+	StreamedMB        float64  `json:"streamed_mb"` // ir.Program.StreamedBytes / 1e6
+	GPU               string   `json:"gpu"`
+	Model             string   `json:"model"`
+	Device            string   `json:"device"`
+	NBuffers          int      `json:"n_buffers"`
+	NCounters         int      `json:"n_counters"`
+	Notes             []string `json:"notes"`
+	// Environment fingerprints the evaluator (trial.Environment, or the
+	// fleet worker's fingerprint); an amk addition to seed 001's fields.
+	Environment string `json:"environment,omitempty"`
 }
+
+// Notes of a rejected verdict, one per stage that can reject (seed 001: a
+// rejected verdict says why and where; the reference's wording).
+const (
+	NoteUnknownTarget   = "unknown GPU target, rejected, no launch"
+	NoteMalformedConfig = "config dict could not be parsed, rejected, no launch"
+	NoteModel           = "model could not be loaded, rejected, no launch"
+	NotePosition        = "decode position outside the model's context, rejected, no launch"
+	NoteLowering        = "lower() raised, config rejected, no launch"
+	NoteValidate        = "validate() REJECTED, schedule never launches (agent-safety)"
+	NoteLaunch          = "launch config infeasible, REJECTED before launch (agent-safety)"
+	NoteDeviceRefused   = "the device's loader refused the program, REJECTED before launch"
+	NoteBatch           = "batch size not supported here, rejected, no launch"
+)

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,12 +53,12 @@ func generatedWeightsPath(dir string, cfg model.Config) (string, error) {
 // seededWeights returns cfg's seeded weights — read from the weights
 // directory when the file is there and sound, else generated (and stored
 // when a directory is set) — and a note saying which.
-func (c *ModelCache) seededWeights(cfg model.Config) (model.Weights, string, error) {
+func (c *ModelCache) seededWeights(ctx context.Context, cfg model.Config) (model.Weights, string, error) {
 	c.mu.Lock()
 	dir := c.weightsDir
 	c.mu.Unlock()
 	if dir == "" {
-		w, err := model.InitWeights(cfg, WeightSeed)
+		w, err := model.InitWeightsContext(ctx, cfg, WeightSeed)
 		return w, "generated", err
 	}
 	path, err := generatedWeightsPath(dir, cfg)
@@ -67,7 +68,7 @@ func (c *ModelCache) seededWeights(cfg model.Config) (model.Weights, string, err
 	if w, err := readMapped(path, cfg); err == nil {
 		return w, "mapped from " + path, nil
 	}
-	w, err := model.InitWeights(cfg, WeightSeed)
+	w, err := model.InitWeightsContext(ctx, cfg, WeightSeed)
 	if err != nil {
 		return nil, "", err
 	}

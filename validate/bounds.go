@@ -41,6 +41,10 @@ func (c *checker) checkBounds() {
 			tc.elementwise()
 		case ir.OpSampleArgmax:
 			tc.argmax()
+		case ir.OpFUSED:
+			if pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t)); ok && len(t.Inputs) == len(pat.Inputs) {
+				tc.fused(pat)
+			}
 		}
 	}
 }
@@ -208,15 +212,21 @@ func (tc *taskCheck) norm() {
 }
 
 // rope checks ROPE [x, positions]: integer positions, x head-shaped (rank 2
-// with one position, or rank 3 with one position per leading row), an even
-// head_dim equal to x's last dimension, the output matching x.
+// with one position, or rank 3 with one position per leading row) or a flat
+// projection [S, heads x head_dim] read as a view (one position per row), an
+// even head_dim, the output matching x.
 func (tc *taskCheck) rope() {
 	x, pos, o := tc.in[0], tc.in[1], tc.out[0]
 	if !isIndexType(pos.DType) {
 		tc.fail(CodeDTypeMismatch, pos, "positions #%d ('%s') have dtype %s; ROPE positions must be an integer type", pos.ID, pos.Name, pos.DType)
 	}
+	hd, hasHD := tc.param("head_dim")
+	flat := len(x.Shape) == 2 && hasHD && hd > 0 && dim(x, -1) > hd && dim(x, -1)%hd == 0
 	switch len(x.Shape) {
 	case 2:
+		if flat && numel(pos) != dim(x, 0) {
+			tc.fail(CodeShapeMismatch, pos, "positions #%d ('%s') hold %d entries, expected %d (one per row of the flat input #%d)", pos.ID, pos.Name, numel(pos), dim(x, 0), x.ID)
+		}
 		if numel(pos) < 1 {
 			tc.fail(CodeShapeMismatch, pos, "positions #%d ('%s') are empty", pos.ID, pos.Name)
 		}
@@ -227,8 +237,8 @@ func (tc *taskCheck) rope() {
 	default:
 		tc.fail(CodeShapeMismatch, x, "input #%d ('%s') has shape %s; ROPE takes [heads, head_dim] or [S, heads, head_dim]", x.ID, x.Name, pyInts(x.Shape))
 	}
-	if hd, ok := tc.param("head_dim"); ok && (hd <= 0 || hd%2 != 0 || hd != dim(x, -1)) {
-		tc.fail(CodeShapeMismatch, x, "head_dim=%d must be even, positive and equal to the last dimension %d of input #%d ('%s')", hd, dim(x, -1), x.ID, x.Name)
+	if hasHD && (hd <= 0 || hd%2 != 0 || (hd != dim(x, -1) && !flat)) {
+		tc.fail(CodeShapeMismatch, x, "head_dim=%d must be even, positive and equal to (or, for a flat [S, heads x head_dim] view, divide) the last dimension %d of input #%d ('%s')", hd, dim(x, -1), x.ID, x.Name)
 	}
 	if numel(o) != numel(x) {
 		tc.fail(CodeShapeMismatch, o, "output #%d ('%s') has %d elements but input #%d ('%s') has %d", o.ID, o.Name, numel(o), x.ID, x.Name, numel(x))
@@ -275,7 +285,8 @@ func (tc *taskCheck) kvAppend() {
 // attention checks ATTENTION_TILE [q, k_cache, v_cache]: q [n_heads, hd]
 // with rank-3 caches or q [B, n_heads, hd] with rank-4 caches, head counts
 // (GQA: n_heads a multiple of n_kv_heads), the KV window inside the cache,
-// and the output size (a [n_heads, hd+2] flash partial with flags bit 1).
+// a KV-head slice (n_off, N_tile) inside the KV heads, and the output size
+// (a [n_heads, hd+2] flash partial with flags bit 1).
 func (tc *taskCheck) attention() {
 	q, k, v, o := tc.in[0], tc.in[1], tc.in[2], tc.out[0]
 	hd, ok1 := tc.param("head_dim")
@@ -319,6 +330,9 @@ func (tc *taskCheck) attention() {
 		case kvStart+kvLen > maxSeq:
 			tc.fail(CodeKVBounds, k, "KV window [%d, %d) exceeds the %d rows of KV cache #%d ('%s')", kvStart, kvStart+kvLen, maxSeq, k.ID, k.Name)
 		}
+	}
+	if off, cnt, sliced := attentionSlice(tc.t, nkv); sliced && (off < 0 || cnt <= 0 || off+cnt > nkv) {
+		tc.fail(CodeTileBounds, o, "KV-head slice n_off=%d N_tile=%d outside the %d KV heads", off, cnt, nkv)
 	}
 	want := batch * nh * hd
 	if flags, ok := tc.param("flags"); ok && flags&ir.FlagPartialWrite != 0 {

@@ -22,6 +22,7 @@ const (
 	CodeMissingParam   = "missing-param"
 	CodeUnknownParam   = "unknown-param" // warning
 	CodeParamType      = "param-type"
+	CodeFusedPattern   = "fused-pattern"
 
 	// Step 2: wait satisfiability and the shared-counter all-join rule.
 	CodeUnsatisfiable = "unsatisfiable-wait"

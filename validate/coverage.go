@@ -44,7 +44,14 @@ type tile struct {
 
 func (c *checker) coverBuffer(buf *ir.Buffer, ws []int32) {
 	cols, rows := dim(buf, -1), rowsOf(buf)
+	if v := c.region(ws[0]).view; v > 0 {
+		cols, rows = v, numel(buf)/v
+	}
 	if cols <= 0 || rows <= 0 {
+		return
+	}
+	if buf.Kind == ir.KVCache {
+		c.coverCacheRow(buf, ws)
 		return
 	}
 	tiles := make([]tile, 0, len(ws))
@@ -55,6 +62,9 @@ func (c *checker) coverBuffer(buf *ir.Buffer, ws []int32) {
 		}
 		if r.rows.all {
 			r.rows = span{lo: 0, hi: rows}
+		}
+		if r.cols.all {
+			r.cols = span{lo: 0, hi: cols}
 		}
 		if r.cols.hi > cols || r.rows.hi > rows {
 			return // out of bounds, reported by checkBounds
@@ -139,4 +149,34 @@ func rowText(rows span, nrows int64) string {
 		return ""
 	}
 	return fmt.Sprintf("rows [%d, %d) ", rows.lo, rows.hi)
+}
+
+// coverCacheRow is coverage for a KV cache written by fused append tiles:
+// the rows of earlier steps are state, so the tiles must cover exactly one
+// position's row (n_kv x head_dim values) of every sequence, once.
+func (c *checker) coverCacheRow(buf *ir.Buffer, ws []int32) {
+	row := dim(buf, -2) * dim(buf, -1)
+	spans := make([]span, 0, len(ws))
+	for _, w := range ws {
+		r := c.region(w)
+		if r.whole || r.view != c.region(ws[0]).view {
+			return // a whole-cache writer (KV_APPEND) or mixed views: the race check decides
+		}
+		spans = append(spans, r.cols)
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmpInt64(a.lo, b.lo) })
+	lo := spans[0].lo - spans[0].lo%max(row, 1)
+	next := lo
+	for _, sp := range spans {
+		if sp.lo != next {
+			c.errf(CodeTileCoverage, -1, buf.ID, -1, "append tiles writing KV cache #%d ('%s') do not cover its row [%d, %d) exactly once (break at %d)",
+				buf.ID, buf.Name, lo, lo+row, min(sp.lo, next))
+			return
+		}
+		next = sp.hi
+	}
+	if next != lo+row {
+		c.errf(CodeTileCoverage, -1, buf.ID, -1, "append tiles writing KV cache #%d ('%s') cover [%d, %d), not its row [%d, %d)",
+			buf.ID, buf.Name, lo, next, lo, lo+row)
+	}
 }

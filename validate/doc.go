@@ -37,7 +37,9 @@
 //     errors keep the reference's order: tile bounds, K, KV window and
 //     position bounds, param/shape/dtype consistency per task, then tile
 //     coverage. They accept every shape the reference lowering emits (the
-//     flat->head EMBED reshape, rank-3/rank-4 KV caches, rank-2/rank-3 q,
+//     flat->head EMBED reshape (or ROPE reading the flat projection as a
+//     view), rank-3/rank-4 KV caches, rank-2/rank-3 q, the fused-pattern
+//     tiles of ir.FusedPatterns,
 //     split-KV partials [n_heads, hd+2] with flags bit 1, GEMM tiles with
 //     M_tile rows, quantized I4/I8 weights with scales).
 //
@@ -59,6 +61,8 @@
 //	missing-param       error     step 1: a required param is absent
 //	unknown-param       warning   step 1: a param that is not an amk_params_t field
 //	param-type          error     step 1: not an int32, or not a finite real
+//	fused-pattern       error     step 1: a FUSED task names an unknown pattern (params.flags
+//	                              bits 16-31), or its inputs do not match the pattern's roles
 //	unsatisfiable-wait  error     step 2: no producer, or threshold > #producers
 //	partial-join        error     step 2: threshold != #producers on a shared counter
 //	cycle               error     step 3: the dependency graph has a cycle

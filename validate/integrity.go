@@ -116,7 +116,19 @@ func (c *checker) checkOpTable(t *ir.Task) {
 	if spec.NOutputs != -1 && len(t.Outputs) != spec.NOutputs {
 		c.errf(CodeArity, t.ID, -1, -1, "task %d (%s) expected %d outputs, got %d", t.ID, spec.Name, spec.NOutputs, len(t.Outputs))
 	}
-	for _, k := range spec.Required {
+	required := spec.Required
+	if id := ir.TaskFusedPattern(t); id != ir.FusedNone {
+		pat, ok := ir.FusedPatternByID(id)
+		if !ok {
+			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) names unknown fused pattern %d (params.flags bits 16-31)", t.ID, spec.Name, id)
+			return
+		}
+		if n != len(pat.Inputs) {
+			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) pattern %s takes %d inputs %v, got %d", t.ID, spec.Name, pat.Name, len(pat.Inputs), pat.Inputs, n)
+		}
+		required = pat.RequiredParams() // a pattern replaces params.recipe
+	}
+	for _, k := range required {
 		if !t.Params.Has(k) {
 			c.errf(CodeMissingParam, t.ID, -1, -1, "task %d (%s) missing required param '%s'", t.ID, spec.Name, k)
 		}

@@ -14,16 +14,18 @@ type span struct {
 
 func (a span) overlaps(b span) bool { return a.all || b.all || (a.lo < b.hi && b.lo < a.hi) }
 
-// region is the footprint a writer covers in its output: rows x cols. whole
-// marks a writer that covers the whole buffer (every non-tile op, or a tile
-// whose offsets are unusable), which overlaps everything.
+// region is the footprint a writer covers in its output: rows x cols of
+// the output viewed as rows of width view (0: its natural [rows, last dim]
+// view). whole marks a writer that covers the whole buffer (every non-tile
+// op, or a tile whose offsets are unusable), which overlaps everything.
 type region struct {
 	rows, cols span
+	view       int64
 	whole      bool
 }
 
 func (a region) disjoint(b region) bool {
-	if a.whole || b.whole {
+	if a.whole || b.whole || a.view != b.view {
 		return false
 	}
 	return !a.rows.overlaps(b.rows) || !a.cols.overlaps(b.cols)
@@ -32,9 +34,16 @@ func (a region) disjoint(b region) bool {
 // writeRegion is the reference's footprint of a writer: GEMV/GEMM tiles cover
 // columns [n_off, n_off+N_tile) (n_off >= 0, N_tile > 0, else the whole
 // buffer); a GEMM tile also covers rows [m_off, m_off+M_tile) when both are
-// valid, otherwise all rows.
-func writeRegion(t *ir.Task) region {
-	if t.Op != ir.OpGEMVTile && t.Op != ir.OpGEMMTile {
+// valid, otherwise all rows. A fused-pattern tile covers the same columns of
+// its output viewed as [M, numel/M] rows (M = the staged activation's rows),
+// or, writing a KV cache, columns [pos·row + n_off, pos·row + n_off + N_tile)
+// of the cache viewed as one row of max_seq·row values per sequence.
+func (c *checker) writeRegion(t *ir.Task) region {
+	pat, fused := ir.FusedPatternByID(ir.TaskFusedPattern(t))
+	if t.Op == ir.OpAttentionTile {
+		return c.attentionRegion(t)
+	}
+	if t.Op != ir.OpGEMVTile && t.Op != ir.OpGEMMTile && !fused {
 		return region{whole: true}
 	}
 	nOff, ok1 := paramInt(t, "n_off")
@@ -43,6 +52,9 @@ func writeRegion(t *ir.Task) region {
 		return region{whole: true}
 	}
 	r := region{rows: span{all: true}, cols: span{lo: nOff, hi: nOff + nTile}}
+	if fused {
+		return c.fusedRegion(t, pat, r)
+	}
 	if t.Op == ir.OpGEMMTile {
 		mOff, ok1 := paramInt(t, "m_off")
 		mTile, ok2 := paramInt(t, "M_tile")
@@ -51,6 +63,93 @@ func writeRegion(t *ir.Task) region {
 		}
 	}
 	return r
+}
+
+// fusedRegion places a fused tile's columns r in its output's view.
+func (c *checker) fusedRegion(t *ir.Task, pat ir.FusedPattern, r region) region {
+	if len(t.Outputs) != 1 || len(t.Inputs) != len(pat.Inputs) {
+		return region{whole: true}
+	}
+	out := c.buffer(t.Outputs[0])
+	if out == nil {
+		return region{whole: true}
+	}
+	if !pat.WritesCache() {
+		rows := c.stagedRows(t, pat)
+		if rows <= 0 || numel(out)%rows != 0 {
+			return region{whole: true}
+		}
+		r.view = numel(out) / rows
+		return r
+	}
+	rank := len(out.Shape)
+	pos, ok := paramInt(t, "pos")
+	if (rank != 3 && rank != 4) || !ok || pos < 0 || pos >= dim(out, -3) {
+		return region{whole: true}
+	}
+	row := dim(out, -2) * dim(out, -1)
+	r.view = dim(out, -3) * row
+	r.cols = span{lo: pos*row + r.cols.lo, hi: pos*row + r.cols.hi}
+	return r
+}
+
+// attentionSlice reads an ATTENTION_TILE's KV-head slice (params n_off,
+// N_tile); sliced is false when the task covers every KV head.
+func attentionSlice(t *ir.Task, nkv int64) (off, cnt int64, sliced bool) {
+	o, ok1 := paramInt(t, "n_off")
+	n, ok2 := paramInt(t, "N_tile")
+	if !ok1 && !ok2 {
+		return 0, nkv, false
+	}
+	if !ok1 {
+		o = 0
+	}
+	if !ok2 {
+		n = nkv - o
+	}
+	return o, n, true
+}
+
+// attentionRegion is a KV-head slice's footprint: the query heads of its
+// KV heads, i.e. columns [h0·hd, h1·hd) of a [B, n_heads·hd] output, or rows
+// [h0, h1) of a [n_heads, hd+2] flash partial (both natural views). A task
+// over every KV head covers its whole output.
+func (c *checker) attentionRegion(t *ir.Task) region {
+	hd, ok1 := paramInt(t, "head_dim")
+	nh, ok2 := paramInt(t, "n_heads")
+	nkv, ok3 := paramInt(t, "n_kv_heads")
+	if !ok1 || !ok2 || !ok3 || hd <= 0 || nkv <= 0 || nh%nkv != 0 || len(t.Outputs) != 1 {
+		return region{whole: true}
+	}
+	off, cnt, sliced := attentionSlice(t, nkv)
+	if !sliced || off < 0 || cnt <= 0 || off+cnt > nkv {
+		return region{whole: true}
+	}
+	rep := nh / nkv
+	h0, h1 := off*rep, (off+cnt)*rep
+	if flags, ok := paramInt(t, "flags"); ok && flags&ir.FlagPartialWrite != 0 {
+		return region{rows: span{lo: h0, hi: h1}, cols: span{all: true}}
+	}
+	out := c.buffer(t.Outputs[0])
+	if out == nil || dim(out, -1) != nh*hd {
+		return region{whole: true}
+	}
+	return region{rows: span{all: true}, cols: span{lo: h0 * hd, hi: h1 * hd}}
+}
+
+// stagedRows is M, the rows of the activation a fused tile reads (x or
+// gate viewed as [M, K]); 0 when K is unusable.
+func (c *checker) stagedRows(t *ir.Task, pat ir.FusedPattern) int64 {
+	k, ok := paramInt(t, "K")
+	role := pat.Role(ir.RoleX)
+	if role < 0 {
+		role = pat.Role(ir.RoleGate)
+	}
+	x := c.buffer(t.Inputs[role])
+	if !ok || k <= 0 || x == nil || numel(x)%k != 0 {
+		return 0
+	}
+	return numel(x) / k
 }
 
 const maxInt64 = int64(^uint64(0) >> 1)
@@ -62,7 +161,7 @@ func (c *checker) region(i int32) region {
 		c.regionOK = make([]bool, len(c.p.Tasks))
 	}
 	if !c.regionOK[i] {
-		c.regions[i] = writeRegion(&c.p.Tasks[i])
+		c.regions[i] = c.writeRegion(&c.p.Tasks[i])
 		c.regionOK[i] = true
 	}
 	return c.regions[i]
@@ -75,7 +174,7 @@ func (c *checker) region(i int32) region {
 func pairwiseDisjoint(regs []region) bool {
 	sameRows, sorted := true, true
 	for i, r := range regs {
-		if r.whole && len(regs) > 1 {
+		if (r.whole || r.view != regs[0].view) && len(regs) > 1 {
 			return false
 		}
 		if i > 0 {

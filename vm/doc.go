@@ -44,4 +44,11 @@
 // Integer dequantisation follows one rule for GEMV/GEMM and DEQUANT (R27):
 // int8 q as stored, packed int4 q = nibble − 8, and q − zero when zero points
 // are given. A float64 FUSED scratch is held at float32 precision.
+//
+// A FUSED task runs its params.recipe (fused.go) or, when params.flags
+// names one, an ir.FusedPatterns pattern (patterns.go): staging through the
+// unfused op's kernel into a scratch of the activation's dtype, the tile's
+// dot products through the one GEMV kernel, then the epilogue, rounding
+// where the unfused chain stores, so a fused program computes its unfused
+// twin's values bit for bit.
 package vm

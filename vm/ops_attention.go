@@ -15,6 +15,7 @@ type attnGeom struct {
 	start, length             int // the KV window [start, start+length)
 	scale                     float32
 	partial                   bool
+	kvFirst, kvCount          int // the KV-head slice (n_off, N_tile): all KV heads when absent
 }
 
 func attentionGeometry(in, out []*tensor.Tensor, p ir.Params) (attnGeom, error) {
@@ -80,6 +81,18 @@ func attentionGeometry(in, out []*tensor.Tensor, p ir.Params) (attnGeom, error) 
 		return g, err
 	}
 	g.partial = flags&ir.FlagPartialWrite != 0
+	g.kvFirst, g.kvCount = 0, g.kvHeads
+	if p.Has("n_off") || p.Has("N_tile") {
+		if g.kvFirst, err = intOr(p, "n_off", 0); err != nil {
+			return g, err
+		}
+		if g.kvCount, err = intOr(p, "N_tile", g.kvHeads-g.kvFirst); err != nil {
+			return g, err
+		}
+		if g.kvFirst < 0 || g.kvCount <= 0 || g.kvFirst+g.kvCount > g.kvHeads {
+			return g, fmt.Errorf("KV-head slice [%d, %d) outside the %d KV heads", g.kvFirst, g.kvFirst+g.kvCount, g.kvHeads)
+		}
+	}
 	width := g.hd
 	if g.partial {
 		width = g.hd + 2
@@ -93,6 +106,9 @@ func attentionGeometry(in, out []*tensor.Tensor, p ir.Params) (attnGeom, error) 
 // opAttention: GQA decode attention over the window [kv_start,
 // kv_start+kv_len) of the caches. Query head h uses KV head h/(n_heads/
 // n_kv_heads); scores are (q·k)·scale, softmax over the window, out = p·V.
+// With params n_off / N_tile the task is the KV-head slice [n_off,
+// n_off+N_tile) and writes only its query heads (the GQA group of each KV
+// head), so several tasks split one attention per KV head.
 // With flags bit1 (PARTIAL_WRITE) each head writes the un-normalised flash
 // partial [acc = Σ exp(s−m)·v | m = max s | l = Σ exp(s−m)]; an empty window
 // writes acc 0, m −inf, l 0 (and a whole-window task writes zeros).
@@ -121,9 +137,10 @@ func opAttention(in, out []*tensor.Tensor, p ir.Params) error {
 	}
 	res := make([]float32, g.batch*g.heads*width)
 	scores := make([]float32, g.length)
+	h0, h1 := g.kvFirst*rep, (g.kvFirst+g.kvCount)*rep // the query heads of the KV-head slice
 	for b := 0; b < g.batch; b++ {
 		cacheBase := (b*g.seq + g.start) * rowLen
-		for h := 0; h < g.heads; h++ {
+		for h := h0; h < h1; h++ {
 			qh := q[(b*g.heads+h)*g.hd : (b*g.heads+h+1)*g.hd]
 			off := (h / rep) * g.hd
 			dst := res[(b*g.heads+h)*width : (b*g.heads+h+1)*width]
@@ -163,7 +180,16 @@ func opAttention(in, out []*tensor.Tensor, p ir.Params) error {
 			}
 		}
 	}
-	return storeAll(out[0], res)
+	if h0 == 0 && h1 == g.heads {
+		return storeAll(out[0], res)
+	}
+	for b := 0; b < g.batch; b++ { // a slice writes only its heads: other slices write the rest
+		lo, hi := (b*g.heads+h0)*width, (b*g.heads+h1)*width
+		if err := store(out[0], lo, res[lo:hi]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // opCombine: ATTENTION_COMBINE merges P split-KV partials, each [rows,

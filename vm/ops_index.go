@@ -43,7 +43,9 @@ func opEmbed(in, out []*tensor.Tensor, _ ir.Params) error {
 // opRoPE applies Llama rotate-half rotary embedding: half = head_dim/2,
 // inv_freq[i] = 1/θ^(i/half), ang = pos·inv_freq, out = [x1·cos − x2·sin,
 // x2·cos + x1·sin]. A rank-2 x [heads, head_dim] uses pos[0]; a rank-3 x
-// [S, heads, head_dim] uses one position per row (len(pos) == S).
+// [S, heads, head_dim] uses one position per row (len(pos) == S). A rank-2
+// x [S, heads·head_dim] (a projection's flat output read as a view, no
+// reshape task) also takes one position per row.
 func opRoPE(in, out []*tensor.Tensor, p ir.Params) error {
 	x, err := inputFloats(in[0])
 	if err != nil {
@@ -57,18 +59,19 @@ func opRoPE(in, out []*tensor.Tensor, p ir.Params) error {
 	if err != nil {
 		return err
 	}
-	if hd <= 0 || hd%2 != 0 || lastDim(in[0]) != hd {
-		return fmt.Errorf("ROPE: head_dim %d must be even, positive and equal x's last dimension (%v)", hd, in[0].Shape)
+	flat := len(in[0].Shape) == 2 && hd > 0 && lastDim(in[0]) > hd && lastDim(in[0])%hd == 0
+	if hd <= 0 || hd%2 != 0 || (lastDim(in[0]) != hd && !flat) {
+		return fmt.Errorf("ROPE: head_dim %d must be even, positive and equal x's last dimension (%v) or divide a flat row", hd, in[0].Shape)
 	}
 	pos := ints(in[1])
 	var seq int
-	switch len(in[0].Shape) {
-	case 2:
+	switch {
+	case len(in[0].Shape) == 2 && !flat:
 		seq = 1
 		if len(pos) < 1 {
 			return fmt.Errorf("ROPE: no position given")
 		}
-	case 3:
+	case len(in[0].Shape) == 2 || len(in[0].Shape) == 3:
 		seq = in[0].Shape[0]
 		if len(pos) != seq {
 			return fmt.Errorf("ROPE: %d positions for %d rows", len(pos), seq)
@@ -79,31 +82,35 @@ func opRoPE(in, out []*tensor.Tensor, p ir.Params) error {
 	if out[0].Numel() != len(x) {
 		return fmt.Errorf("ROPE: input has %d elements, output %d", len(x), out[0].Numel())
 	}
-	half := hd / 2
-	invFreq := make([]float32, half)
-	for i := range invFreq {
-		e := float32(i) / float32(half)
-		invFreq[i] = 1 / float32(math.Pow(theta, float64(e)))
-	}
-	cos, sin := make([]float32, half), make([]float32, half)
 	res := make([]float32, len(x))
 	perRow := len(x) / max(seq, 1)
 	for s := 0; s < seq; s++ {
-		fp := float32(pos[s])
-		for i, f := range invFreq {
-			ang := float64(fp * f)
-			cos[i], sin[i] = float32(math.Cos(ang)), float32(math.Sin(ang))
-		}
-		for h := s * perRow; h < (s+1)*perRow; h += hd {
-			x1, x2 := x[h:h+half], x[h+half:h+hd]
-			d1, d2 := res[h:h+half], res[h+half:h+hd]
-			for i := range x1 {
-				d1[i] = x1[i]*cos[i] - x2[i]*sin[i]
-				d2[i] = x2[i]*cos[i] + x1[i]*sin[i]
-			}
-		}
+		rotateHalf(x[s*perRow:(s+1)*perRow], res[s*perRow:(s+1)*perRow], hd, theta, pos[s])
 	}
 	return storeAll(out[0], res)
+}
+
+// rotateHalf rotates every head_dim-long run of x (whole heads) at one
+// position into res: the one RoPE of the VM, used by ROPE and by the fused
+// patterns' RoPE epilogue.
+func rotateHalf(x, res []float32, hd int, theta float64, pos int64) {
+	half := hd / 2
+	cos, sin := make([]float32, half), make([]float32, half)
+	fp := float32(pos)
+	for i := range cos {
+		e := float32(i) / float32(half)
+		f := 1 / float32(math.Pow(theta, float64(e)))
+		ang := float64(fp * f)
+		cos[i], sin[i] = float32(math.Cos(ang)), float32(math.Sin(ang))
+	}
+	for h := 0; h+hd <= len(x); h += hd {
+		x1, x2 := x[h:h+half], x[h+half:h+hd]
+		d1, d2 := res[h:h+half], res[h+half:h+hd]
+		for i := range x1 {
+			d1[i] = x1[i]*cos[i] - x2[i]*sin[i]
+			d2[i] = x2[i]*cos[i] + x1[i]*sin[i]
+		}
+	}
 }
 
 // opKVAppend writes the new k or v into the cache (inputs [new, cache],

@@ -21,6 +21,9 @@ type Options struct {
 	// Timeout bounds one Run's wall-clock time; 0 means none. Expiry is a
 	// *TimeoutError.
 	Timeout time.Duration
+	// Done, when set, cancels a Run once it is closed (pass a context's
+	// Done channel); the Run then returns ErrCancelled between tasks.
+	Done <-chan struct{}
 }
 
 // maxBufferElems bounds one buffer's size so that a hostile program cannot
@@ -31,8 +34,9 @@ const maxBufferElems = int64(1) << 34
 type task struct {
 	op      ir.Op
 	in, out []int
-	params  ir.Params // private copy: SetIntParam edits it
-	recipe  *recipe   // FUSED only
+	params  ir.Params        // private copy: SetIntParam edits it
+	recipe  *recipe          // FUSED with params.recipe
+	pattern *ir.FusedPattern // FUSED naming a pattern in params.flags
 	label   string
 	outCtr  int
 	waits   []ir.Wait
@@ -129,7 +133,13 @@ func (v *VM) prepareTask(i int) error {
 		outCtr: src.OutCounter,
 		waits:  append([]ir.Wait(nil), src.Waits...),
 	}
-	if t.op == ir.OpFUSED {
+	if id := ir.TaskFusedPattern(src); id != ir.FusedNone {
+		pat, ok := ir.FusedPatternByID(id)
+		if !ok {
+			return fmt.Errorf("vm: task %s: unknown fused pattern %d", t.label, id)
+		}
+		t.pattern = &pat
+	} else if t.op == ir.OpFUSED {
 		rv, _ := t.params.Get("recipe")
 		r, err := parseRecipe(rv, len(t.in))
 		if err != nil {

@@ -2,18 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
@@ -32,9 +31,15 @@ func newAutoresearchCmd() *cobra.Command {
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
+	iters := cmd.Flags().Int("iters", 0, "trials to run in this invocation; 20 when neither --iters nor --minutes is given")
+	return campaignRunCmd(cmd, "autoresearch", iters)
+}
+
+// campaignRunCmd adds the flags and the body shared by autoresearch and
+// loop; iters is the verb's trial-count flag.
+func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command {
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "")
-	iters := fs.Int("iters", 0, "trials to run in this invocation; 20 when neither --iters nor --minutes is given")
 	minutes := fs.Float64("minutes", 0, "wall-clock budget of this invocation, in minutes")
 	device := addDeviceFlag(cmd, "")
 	workers := fs.Int("workers", 0, "trials evaluated at once; 0: min(4, CPUs) on cpu, 1 on cuda")
@@ -47,17 +52,22 @@ func newAutoresearchCmd() *cobra.Command {
 	name := fs.String("name", "", "optional campaign name, to run several campaigns on one model/gpu/device")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
+	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	var ref runner.ReferencePaths
+	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
+	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
+	fs.StringVar(&ref.State, "state", "", "the reference's state file: its directory is the workspace (state goes to campaigns/<id>/ledger.json)")
 	jsonOut := addJSONFlags(cmd, "print the final summary as JSON")
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
 		fail := func(code int, format string, a ...any) int {
-			fmt.Fprintf(stderr, "amkctl autoresearch: "+format+"\n", a...)
+			fmt.Fprintf(stderr, "amkctl "+verb+": "+format+"\n", a...)
 			return code
 		}
 		if len(pos0) != 1 {
 			return fail(exitBadInput, "exactly one MODEL (a preset name or a config.json path) is required")
 		}
-		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
-			return fail(exitBadInput, "--iters and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
+		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 || *batch < 1 {
+			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1], --batch >= 1")
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = 20
@@ -74,15 +84,20 @@ func newAutoresearchCmd() *cobra.Command {
 			return fail(exitBadInput, "%v", err)
 		}
 		if *workers <= 0 {
-			*workers = 1
-			if dev == "cpu" {
-				*workers = min(4, runtime.NumCPU())
-			}
+			*workers = runner.DefaultWorkers(dev)
 		}
-		ws, err := runner.OpenWorkspace(*workspace)
+		wsDir, corpusFile, notes, err := ref.Workspace(*workspace, cmd.Flags().Changed("workspace"))
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "amkctl %s: %s\n", verb, n)
+		}
+		ws, err := runner.OpenWorkspace(wsDir)
+		if err != nil {
+			return fail(exitBadInput, "%v", err)
+		}
+		ws.Corpus = corpusFile
 		if *importCorpus != "" {
 			if n, err := importReferenceCorpus(ws, *importCorpus); err != nil {
 				return fail(exitBadInput, "import: %v", err)
@@ -100,6 +115,9 @@ func newAutoresearchCmd() *cobra.Command {
 		host, _ := os.Hostname()
 		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights,
 			Seed: *seed, Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon}
+		if *batch > 1 {
+			req.Batch = batch
+		}
 		start, err := req.Start(time.Now().UTC(), target, corpus,
 			flywheel.Env{Target: target.Name, Device: dev, DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()})
 		if err != nil {
@@ -117,17 +135,50 @@ func newAutoresearchCmd() *cobra.Command {
 		st := ledger.Campaign().State()
 		fmt.Fprintf(stderr, "%s campaign %s (%d experiments so far) in %s; %d worker(s), device %s\n",
 			verb, ledger.ID(), st.ExperimentsRun, ledger.Dir(), *workers, dev)
+		summary := func(sum runner.RunSummary) int {
+			wake := ledger.Campaign().WakeUp(time.Now().UTC())
+			fmt.Fprintf(stderr, "report: %s/report.md (json, svg beside it); results: %s\n", ledger.Dir(), ledger.ResultsPath())
+			if *jsonOut {
+				summary := map[string]any{"campaign": ledger.ID(), "run": sum, "best_us": wake.BestUS, "best_kind": wake.BestKind,
+					"best_pct_of_roofline": wake.BestPctOfRoofline, "baseline_us": wake.BaselineUS, "speedup_vs_baseline": wake.SpeedupVsBaseline,
+					"best_config": wake.BestConfig, "report": ledger.Dir() + "/report.md"}
+				if err := printJSON(stdout, summary); err != nil {
+					return exitInternal
+				}
+			} else {
+				fmt.Fprint(stdout, ledger.Campaign().StatusText(time.Now().UTC()))
+			}
+			if wake.BestUS == nil {
+				return exitRejected
+			}
+			return exitOK
+		}
+		if !created && ledger.Campaign().Status() == campaign.StatusDone {
+			// Nothing to run, and nothing rewritten: say how to go on.
+			rep := ledger.Campaign().StatusReport(time.Now().UTC())
+			fmt.Fprintf(stderr, "campaign %s is done (%s) after %d experiments: nothing to run.\n"+
+				"  to continue it: amkctl reopen %s --workspace %s [--iters N] [--max-reverts N], then run this again;\n"+
+				"  or start another campaign on the same model with --name NAME\n",
+				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, ledger.ID(), *workspace)
+			return summary(runner.RunSummary{Status: rep.Status, Reason: rep.MoveOnReason, StopReason: "campaign already done"})
+		}
+		cfg, _ := model.Load(pos0[0])
+		fmt.Fprintf(stderr, "preparing: %s weights (%.1f MB) and the eager reference load with the first trial; its result follows\n",
+			cfg.Name, float64(cfg.WeightBytes())/1e6)
 
 		models := trial.NewModelCache(0)
 		// Seeded weights are generated once per workspace, then mapped.
 		models.UseWeightsDir(filepath.Join(ws.Dir, "weights"))
-		eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
-			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
-		}
-		disp := dispatch.NewLocal(*workers, eval)
-		defer disp.Close()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		eval := guardDevice(ctx, dev, func(ctx context.Context, spec trial.Spec) trial.Outcome {
+			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
+		}, stderr, func() {
+			fmt.Fprintln(stderr, "amkctl autoresearch: the GPU is wedged (a trial ignored its cancellation); stopping the run")
+			stop()
+		})
+		disp := dispatch.NewLocal(*workers, eval)
+		defer disp.Close()
 		progress := runner.NewProgress(stderr, *iters)
 		drv := &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: *workers, Progress: progress}
 		sum, err := drv.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
@@ -135,26 +186,15 @@ func newAutoresearchCmd() *cobra.Command {
 		if err != nil {
 			return fail(exitRejected, "%v", err)
 		}
-		wake := ledger.Campaign().WakeUp(time.Now().UTC())
-		fmt.Fprintf(stderr, "stopped: %s; campaign %s", sum.StopReason, sum.Status)
+		fmt.Fprintf(stderr, "stopped: %s", sum.StopReason)
+		if sum.StopReason != "campaign "+sum.Status {
+			fmt.Fprintf(stderr, "; campaign %s", sum.Status)
+		}
 		if sum.Reason != "" {
 			fmt.Fprintf(stderr, " (%s)", sum.Reason)
 		}
-		fmt.Fprintf(stderr, "\nreport: %s/report.md (json, svg beside it); results: %s\n", ledger.Dir(), ledger.ResultsPath())
-		if *jsonOut {
-			summary := map[string]any{"campaign": ledger.ID(), "run": sum, "best_us": wake.BestUS, "best_kind": wake.BestKind,
-				"best_pct_of_roofline": wake.BestPctOfRoofline, "baseline_us": wake.BaselineUS, "speedup_vs_baseline": wake.SpeedupVsBaseline,
-				"best_config": wake.BestConfig, "report": ledger.Dir() + "/report.md"}
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(summary)
-		} else {
-			fmt.Fprint(stdout, ledger.Campaign().StatusText(time.Now().UTC()))
-		}
-		if wake.BestUS == nil {
-			return exitRejected
-		}
-		return exitOK
+		fmt.Fprintln(stderr)
+		return summary(sum)
 	})
 	return cmd
 }

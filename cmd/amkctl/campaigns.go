@@ -106,7 +106,7 @@ func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, 
 		err = fn(ctx, cs, id)
 	}
 	if err != nil {
-		return remoteFail(stderr, verb, err)
+		return campaignFail(stderr, verb, err)
 	}
 	return exitOK
 }
@@ -304,7 +304,7 @@ func newCampaignsCmd() *cobra.Command {
 		defer cancel()
 		reports, err := cs.List(ctx)
 		if err != nil && reports == nil {
-			return remoteFail(stderr, "campaigns", err)
+			return campaignFail(stderr, "campaigns", err)
 		}
 		if err != nil { // some campaigns unreadable: say which, list the others
 			fmt.Fprintln(stderr, "amkctl campaigns:", err)

@@ -41,16 +41,16 @@ func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	cache, err := gpu.CacheDirFromEnv()
+	cache, err := build.CacheDirFromEnv()
 	if err != nil {
 		return nil, err
 	}
 	return gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
-		Ordinal: ordinal, Toolchain: gpu.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+		Ordinal: ordinal, Toolchain: build.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
 }
 
 func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {
-	cache, err := gpu.CacheDirFromEnv()
+	cache, err := build.CacheDirFromEnv()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -58,7 +58,7 @@ func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: gpu.ToolchainFromEnv(), Dir: cache}})
+	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: build.ToolchainFromEnv(), Dir: cache}})
 	if err != nil {
 		_ = dev.Close()
 		return nil, nil, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -20,8 +21,10 @@ func newEvalCmd() *cobra.Command {
 		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
-JSON on stdout (nothing else goes to stdout). Exit 0 iff the program is
-valid and correct, 1 otherwise.`,
+JSON on stdout (nothing else goes to stdout). Unknown config keys are not an
+error (seed 000's forward compatibility) but each is named in the verdict's
+notes and on stderr. Exit 0 iff the program is valid and correct, 1
+otherwise.`,
 		ValidArgsFunction: completeModels,
 	}
 	fs := cmd.Flags()
@@ -32,6 +35,7 @@ valid and correct, 1 otherwise.`,
 	flagAliases(fs, map[string]string{"token": "token-id"})
 	pos := fs.Int("pos", 0, "decode position of the checked step")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)")
+	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked; --device cpu)")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 {
 			fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
@@ -52,8 +56,15 @@ valid and correct, 1 otherwise.`,
 			fmt.Fprintln(stderr, "amkctl eval:", err)
 			return exitBadInput
 		}
-		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos}
-		out := trial.Evaluate(context.Background(), spec, trial.Options{Launcher: launcher})
+		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
+		if out.Verdict != nil {
+			for _, n := range out.Verdict.Notes {
+				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {
+					fmt.Fprintln(stderr, "amkctl eval: warning:", n)
+				}
+			}
+		}
 		if out.Failure != nil {
 			fmt.Fprintf(stderr, "amkctl eval: %s during %s: %s\n", out.Failure.Class, out.Failure.Phase, out.Failure.Message)
 			return exitRejected

@@ -111,6 +111,9 @@ func readInput(path string, limit int64) ([]byte, error) {
 			return nil, err
 		}
 		defer f.Close()
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > limit {
+			return nil, &inputTooLarge{path: path, limit: limit} // refused before reading
+		}
 		r = f
 	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
@@ -118,9 +121,19 @@ func readInput(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+		return nil, &inputTooLarge{path: path, limit: limit}
 	}
 	return data, nil
+}
+
+// inputTooLarge is readInput's refusal of an input over its limit.
+type inputTooLarge struct {
+	path  string
+	limit int64
+}
+
+func (e *inputTooLarge) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit)
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename,

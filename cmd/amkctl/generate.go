@@ -56,7 +56,7 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	}
 	ids, err := splitIDs(g.prompt)
 	if err != nil || len(ids) == 0 {
-		return fail(exitBadInput, "--prompt-ids needs at least one token id (%v)", err)
+		return fail(exitBadInput, "--prompt-ids needs comma-separated token ids, at least one: %s", promptProblem(g.prompt, err))
 	}
 	if g.device != "cpu" && g.device != "cuda" {
 		return fail(exitBadInput, "--device must be cpu or cuda, got %q", g.device)
@@ -173,4 +173,12 @@ func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget,
 	}
 	fmt.Fprintf(stderr, "verify: %d GPU tokens identical to eager greedy\n", len(tokens))
 	return exitOK
+}
+
+// promptProblem says what is wrong with --prompt-ids.
+func promptProblem(prompt string, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%q has none", prompt)
 }

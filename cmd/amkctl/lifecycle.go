@@ -25,6 +25,7 @@ func init() {
 // startFlags are the settings of a new campaign.
 type startFlags struct {
 	iters, restartAfter, workers, maxReverts *int
+	batch                                    *int
 	minutes, epsilon, trialTimeout           *float64
 	seed                                     *uint64
 	cold, overnight                          *bool
@@ -48,6 +49,7 @@ func newStartCmd() *cobra.Command {
 		trialTimeout: fs.Float64("trial-timeout", 0, "wall-clock limit of one trial in seconds; 0: the worker's setting"),
 		maxReverts:   fs.Int("max-reverts", -1, "consecutive reverts before the campaign moves on; negative: the default 8, 0: never"),
 		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"),
+		batch:        fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; device cpu)"),
 	}
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 		if len(pos) != 1 || *cf.gpu == "" || *cf.id != "" {
@@ -63,8 +65,11 @@ func newStartCmd() *cobra.Command {
 		if *sf.maxReverts >= 0 {
 			req.MoveOn = &api.MoveOn{ConsecutiveReverts: sf.maxReverts}
 		}
-		if *sf.iters < 0 || *sf.minutes < 0 || *sf.workers < 0 || *sf.restartAfter < 1 || *sf.epsilon < 0 || *sf.epsilon > 1 {
-			fmt.Fprintln(stderr, "amkctl start: --iters, --minutes and --workers must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
+		if *sf.batch != 1 {
+			req.Batch = sf.batch
+		}
+		if *sf.batch < 1 || *sf.iters < 0 || *sf.minutes < 0 || *sf.workers < 0 || *sf.restartAfter < 1 || *sf.epsilon < 0 || *sf.epsilon > 1 {
+			fmt.Fprintln(stderr, "amkctl start: --iters, --minutes and --workers must be >= 0, --restart-after and --batch >= 1, --epsilon in [0, 1]")
 			return exitBadInput
 		}
 		cs, code := cf.open("start", true, stderr)
@@ -80,7 +85,7 @@ func newStartCmd() *cobra.Command {
 		defer cancel()
 		resp, err := cs.Create(ctx, req)
 		if err != nil {
-			return remoteFail(stderr, "start", err)
+			return campaignFail(stderr, "start", err)
 		}
 		if *cf.jsonOut {
 			if err := printJSON(stdout, resp); err != nil {

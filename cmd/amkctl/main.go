@@ -28,7 +28,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short: "amk's command line: schedules, programs and autoresearch campaigns",
 		Long: `amkctl validates and lowers programs, evaluates schedule configs, runs
 autoresearch campaigns on this machine, and drives campaigns in a local
-workspace or on a scheduler (--server URL, or $` + envServer + `).
+workspace or on a scheduler (--server URL, or $` + envServer + `). --server,
+--token and --token-file may also come before the command:
+amkctl --server URL status.
 
 ` + exitCodesHelp,
 		Version:       version.String(),

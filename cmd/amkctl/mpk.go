@@ -52,7 +52,7 @@ Exit status: 0 all valid, 1 some graph rejected, 2 some file unreadable or malfo
 			fmt.Fprintln(stderr, "amkctl mpk check: at least one FILE is required")
 			return exitBadInput
 		}
-		return validateFiles(files, checkRT.options(), *checkJSON, stdout, stderr)
+		return validateFiles(files, checkRT.options(), ir.Limits{}, *checkJSON, stdout, stderr)
 	})
 
 	rank := &cobra.Command{
@@ -225,7 +225,7 @@ func importMPK(file, outPath string, stdout, stderr io.Writer) int {
 
 // exportMPK writes an amk program file as an MPK task graph.
 func exportMPK(file, outPath string, gpuID int, stdout, stderr io.Writer) int {
-	p, err := loadProgram(file)
+	p, err := loadProgram(file, ir.Limits{})
 	if err != nil {
 		fmt.Fprintf(stderr, "amkctl mpk export: %s: %v\n", file, err)
 		return exitBadInput

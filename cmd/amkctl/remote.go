@@ -150,8 +150,10 @@ func remoteContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), remoteTimeout)
 }
 
-// remoteFail reports a remote error with a hint for the usual causes.
-func remoteFail(stderr io.Writer, verb string, err error) int {
+// campaignFail reports the error of a campaign verb, local or remote (a
+// scheduler's message as it is, with a hint when the token is missing or
+// wrong), and returns exitRejected.
+func campaignFail(stderr io.Writer, verb string, err error) int {
 	var ae *api.Error
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
 		fmt.Fprintf(stderr, "amkctl %s: unauthorized: %s\n  pass the scheduler's token with --token, $%s or --token-file (default %s)\n",

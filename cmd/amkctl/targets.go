@@ -21,7 +21,7 @@ func newTargetsCmd() *cobra.Command {
 	}
 	cmd.RunE = runVerb(func(_ []string, stdout, _ io.Writer) int {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TARGET\tARCH\tSMS\tHBM GB/s\tMEASURED GB/s\tNOTE")
+		fmt.Fprintln(tw, "TARGET\tVENDOR\tARCH\tSMS/CUS\tWAVE\tSMEM/LDS KB\tHBM GB/s\tMEASURED GB/s\tFP16/FP8 TFLOPS\tNOTE")
 		for _, name := range ir.TargetNames() {
 			t, _ := ir.Target(name)
 			arch := "-"
@@ -32,7 +32,12 @@ func newTargetsCmd() *cobra.Command {
 			if t.MeasuredBWGBs > 0 {
 				meas = fmt.Sprint(t.MeasuredBWGBs)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%g\t%s\t%s\n", t.Name, arch, t.NumSMs, t.HBMBandwidthGBs, meas, t.Note)
+			fp8 := "-"
+			if v := t.MatrixPeakTFLOPS("fp8"); v > 0 {
+				fp8 = fmt.Sprint(v)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%g\t%s\t%g/%s\t%s\n", t.Name, t.VendorName(), arch, t.NumSMs,
+				t.Wavefront(), t.SmemBytesPerSM/1024, t.HBMBandwidthGBs, meas, t.MatrixPeakTFLOPS("fp16"), fp8, t.Note)
 		}
 		tw.Flush()
 		fmt.Fprintln(stdout)

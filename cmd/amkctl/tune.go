@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/amk-dev/amk/fib/loop1"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
+	"github.com/amk-dev/amk/pipeline"
 )
 
 // openTuneDevice opens the Loop-1 device of a CUDA ordinal and returns it
@@ -41,7 +41,15 @@ on the CPU (--device cpu, or any build without CUDA when --device is not given) 
 cost model predicts its latency (latency_kind predicted; no kernel runs, no variants,
 no results.tsv rows). --dump DIR writes each case's inputs and amk's outputs for
 scripts/gpu/fib_check.py. Exit 0 iff every case is correct (and on a GPU every tune
-run OK).`,
+run OK).
+
+OP gemm_pipeline is the FP8 GEMM micro-kernel whose knob is its pipeline
+schedule (seed 004): every variant of a small space (MMA order, cross-stage
+rotation, prologue form, ordering) is proved by the hazard checker and the
+safe ones are ranked by predicted MMA utilisation on --gpu (an AMD part:
+mi300x, mi325x, mi355x). Nothing is built or run, no GPU is needed, and the
+JSON says latency_kind "predicted"; --budget is the number of ranked
+variants reported. Exit 0 when some variant is safe.`,
 	}
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "GPU target record of the roofline (amkctl targets lists them)")
@@ -75,7 +83,10 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 		return code
 	}
 	if len(pos) != 1 {
-		return fail(exitBadInput, "exactly one OP is required (e.g. gemv_tile, rmsnorm, attention_tile)")
+		return fail(exitBadInput, "exactly one OP is required (e.g. gemv_tile, rmsnorm, attention_tile, gemm_pipeline)")
+	}
+	if pos[0] == pipeline.TuneOp {
+		return tunePipeline(gpuName, budget, stdout, stderr)
 	}
 	op, err := tune.ParseOp(pos[0])
 	if err != nil {
@@ -88,6 +99,10 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 	target, err := ir.Target(gpuName)
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
+	}
+	if target.IsAMD() {
+		return fail(exitBadInput, "%s is an AMD target: the CUDA micro-kernels do not build for it (the AMD Loop-1 op is %s, predicted)",
+			target.Name, pipeline.TuneOp)
 	}
 	if budget < 1 {
 		return fail(exitBadInput, "--budget must be >= 1")
@@ -185,14 +200,4 @@ func tuneFib(dir, definition, dump, gpuName string, budget int, results, device 
 }
 
 // cudaOrdinal parses cuda, cuda:N or N.
-func cudaOrdinal(s string) (int, error) {
-	s = strings.TrimSpace(strings.ToLower(s))
-	if s == "cuda" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--device must be cuda or cuda:N (Loop 1 needs a GPU), got %q", s)
-	}
-	return n, nil
-}
+func cudaOrdinal(s string) (int, error) { return tune.ParseCUDADevice(s) }

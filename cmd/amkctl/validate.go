@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -27,23 +28,40 @@ warning; with several files each report starts with the file name. --json
 prints the report object (several files: a JSON array of {file, report}).
 A task_graph.json of Mirage's persistent kernel is recognised and checked in
 MPK's terms ("MPK task graph: ..."; amkctl mpk check takes the launch's flags).
+Any other file must be a program (an object with ir_version and tasks); a
+file larger than --max-bytes, or a program with more tasks, buffers or
+counters than --max-items, is refused before any work.
 Exit status: 0 all valid, 1 some program rejected, 2 some file unreadable or
 malformed.`,
 	}
 	asJSON := addJSONFlags(cmd, "print each report as JSON instead of text")
+	lim := addProgramLimitFlags(cmd)
 	cmd.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
 		if len(files) == 0 {
 			fmt.Fprintln(stderr, "amkctl validate: at least one FILE is required (\"-\" reads standard input)")
 			return exitBadInput
 		}
-		return validateFiles(files, mpk.CheckOptions{}, *asJSON, stdout, stderr)
+		if lim.MaxBytes <= 0 || lim.MaxItems <= 0 {
+			fmt.Fprintln(stderr, "amkctl validate: --max-bytes and --max-items must be positive")
+			return exitBadInput
+		}
+		return validateFiles(files, mpk.CheckOptions{}, *lim, *asJSON, stdout, stderr)
 	})
 	return cmd
 }
 
-// validateFiles validates program files and MPK task graphs (the latter
-// for the launch mpkOpt describes).
-func validateFiles(files []string, mpkOpt mpk.CheckOptions, asJSON bool, stdout, stderr io.Writer) int {
+// addProgramLimitFlags adds --max-bytes and --max-items, the bounds on a
+// program file (ir.Limits; defaults far above the largest real program).
+func addProgramLimitFlags(cmd *cobra.Command) *ir.Limits {
+	lim := &ir.Limits{}
+	cmd.Flags().Int64Var(&lim.MaxBytes, "max-bytes", ir.MaxProgramBytes, "largest program file read, in bytes (a 70B-shape program is about 18 MB)")
+	cmd.Flags().IntVar(&lim.MaxItems, "max-items", ir.MaxProgramItems, "most tasks, buffers, counters or pages in one program")
+	return lim
+}
+
+// validateFiles validates program files (within lim) and MPK task graphs
+// (the latter for the launch mpkOpt describes).
+func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSON bool, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
@@ -51,7 +69,7 @@ func validateFiles(files []string, mpkOpt mpk.CheckOptions, asJSON bool, stdout,
 	var reports []fileReport
 	status := exitOK
 	for _, f := range files {
-		text, raw, ok, err := validateFile(f, mpkOpt)
+		text, raw, ok, err := validateFile(f, mpkOpt, lim)
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, err)
 			status = exitBadInput
@@ -84,15 +102,15 @@ func validateFiles(files []string, mpkOpt mpk.CheckOptions, asJSON bool, stdout,
 
 // validateFile checks one file: an MPK task graph (recognised by its
 // all_tasks key) or an amk program.
-func validateFile(f string, mpkOpt mpk.CheckOptions) (text string, raw json.RawMessage, ok bool, err error) {
-	data, err := readInput(f, ir.MaxProgramBytes)
+func validateFile(f string, mpkOpt mpk.CheckOptions, lim ir.Limits) (text string, raw json.RawMessage, ok bool, err error) {
+	data, err := readProgramFile(f, lim)
 	if err != nil {
 		return "", nil, false, err
 	}
 	if mpk.Looks(data) {
 		return checkMPK(data, mpkOpt)
 	}
-	p, err := ir.Decode(data)
+	p, err := decodeProgram(data, lim)
 	if err != nil {
 		return "", nil, false, err
 	}
@@ -127,7 +145,7 @@ Exit status 2 on an unreadable or malformed file.`,
 			fmt.Fprintln(stderr, "amkctl ir roundtrip: exactly one FILE is required")
 			return exitBadInput
 		}
-		p, err := loadProgram(files[0])
+		p, err := loadProgram(files[0], ir.Limits{})
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl ir roundtrip: %s: %v\n", files[0], err)
 			return exitBadInput
@@ -139,12 +157,34 @@ Exit status 2 on an unreadable or malformed file.`,
 	return cmd
 }
 
-// loadProgram reads and decodes a program file; errors name the JSON path
-// (ir.DecodeError) or the byte offset (a syntax error).
-func loadProgram(path string) (*ir.Program, error) {
-	data, err := readInput(path, ir.MaxProgramBytes)
+// loadProgram reads and decodes a program file within lim (zero fields:
+// the defaults); errors name the JSON path (ir.DecodeError), the byte
+// offset (a syntax error) or the limit and its flag.
+func loadProgram(path string, lim ir.Limits) (*ir.Program, error) {
+	data, err := readProgramFile(path, lim)
 	if err != nil {
 		return nil, err
 	}
-	return ir.Decode(data)
+	return decodeProgram(data, lim)
+}
+
+// readProgramFile reads a program file of at most lim.MaxBytes.
+func readProgramFile(path string, lim ir.Limits) ([]byte, error) {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = ir.MaxProgramBytes
+	}
+	data, err := readInput(path, lim.MaxBytes)
+	if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
+		return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
+	}
+	return data, err
+}
+
+// decodeProgram is ir.DecodeLimited naming the flags of its limits.
+func decodeProgram(data []byte, lim ir.Limits) (*ir.Program, error) {
+	p, err := ir.DecodeLimited(data, lim)
+	if errors.Is(err, ir.ErrTooLarge) {
+		return nil, fmt.Errorf("%v (raise --max-items or --max-bytes if the program is genuine)", err)
+	}
+	return p, err
 }

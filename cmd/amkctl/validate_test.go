@@ -71,7 +71,7 @@ func TestValidateVerbJSON(t *testing.T) {
 func TestValidateVerbBadInput(t *testing.T) {
 	dir := t.TempDir()
 	malformed := filepath.Join(dir, "malformed.json")
-	if err := os.WriteFile(malformed, []byte(`{"tasks": [{"id": 0, "op": "FOO"}]}`), 0o644); err != nil {
+	if err := os.WriteFile(malformed, []byte(`{"ir_version": "0.2.0", "tasks": [{"id": 0, "op": "FOO"}]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	truncated := filepath.Join(dir, "truncated.json")
@@ -124,7 +124,7 @@ func TestIRRoundtripVerb(t *testing.T) {
 	}
 	dir := t.TempDir()
 	f := filepath.Join(dir, "v.json")
-	if err := os.WriteFile(f, []byte(`{"ir_version": "7.0"}`), 0o644); err != nil {
+	if err := os.WriteFile(f, []byte(`{"ir_version": "7.0", "tasks": []}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if code, _, errOut := runCmd(t, "ir", "roundtrip", f); code != 2 || !strings.Contains(errOut, "IR major version mismatch: file 7.0 vs runtime 0.2.0") {
@@ -137,5 +137,36 @@ func TestIRRoundtripVerb(t *testing.T) {
 	}
 	if code, out, _ := runCmd(t, "ir", "-h"); code != 0 || !strings.Contains(out, "amkctl ir roundtrip FILE") {
 		t.Errorf("ir -h: code %d %q", code, out)
+	}
+}
+
+// TestValidateRefusesForeignAndOversizedInput: a JSON document that is not a
+// program is malformed (exit 2), never an empty valid program; the size and
+// item limits are flags with clear errors.
+func TestValidateRefusesForeignAndOversizedInput(t *testing.T) {
+	dir := t.TempDir()
+	for name, doc := range map[string]string{"empty.json": `{}`, "foo.json": `{"foo": 1}`, "list.json": `[]`,
+		"dup.json": `{"ir_version": "0.2.0", "tasks": [], "tasks": []}`} {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCmd(t, "validate", f)
+		if code != 2 || strings.Contains(out, "[VALID]") || errOut == "" {
+			t.Errorf("%s: code %d, stdout %q, stderr %q; want exit 2 and an error", doc, code, out, errOut)
+		}
+	}
+	good := filepath.Join(testdata, "good", "ir_smoke_chain.json")
+	if code, _, errOut := runCmd(t, "validate", "--max-bytes", "100", good); code != 2 || !strings.Contains(errOut, "--max-bytes") {
+		t.Errorf("over --max-bytes: code %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "validate", "--max-items", "1", good); code != 2 || !strings.Contains(errOut, "--max-items") {
+		t.Errorf("over --max-items: code %d, %q", code, errOut)
+	}
+	if code, _, _ := runCmd(t, "validate", "--max-bytes", "0", good); code != 2 {
+		t.Errorf("--max-bytes 0: code %d", code)
+	}
+	if code, out, _ := runCmd(t, "validate", good); code != 0 || !strings.Contains(out, "[VALID]") {
+		t.Errorf("default limits: code %d %q", code, out)
 	}
 }

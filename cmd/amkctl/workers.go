@@ -51,7 +51,7 @@ func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	defer cancel()
 	ws, err := c.Workers(ctx)
 	if err != nil {
-		return remoteFail(stderr, "workers", err)
+		return campaignFail(stderr, "workers", err)
 	}
 	if jsonOut {
 		if ws == nil {
@@ -86,7 +86,7 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	defer cancel()
 	qs, err := c.Queues(ctx)
 	if err != nil {
-		return remoteFail(stderr, "queues", err)
+		return campaignFail(stderr, "queues", err)
 	}
 	if jsonOut {
 		if qs == nil {
@@ -108,5 +108,6 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal)
 	}
 	tw.Flush()
+	fmt.Fprintf(stdout, "\n%s\n", api.QueueCountsNote)
 	return exitOK
 }

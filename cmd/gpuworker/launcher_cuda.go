@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/trial"
 )
@@ -24,11 +25,11 @@ func openSupervisedLauncher(ordinal int) (trial.Launcher, deviceInfo, func() err
 	if err != nil {
 		return nil, deviceInfo{}, nil, err
 	}
-	cache, err := gpu.CacheDirFromEnv()
+	cache, err := build.CacheDirFromEnv()
 	if err != nil {
 		return nil, deviceInfo{}, nil, err
 	}
-	tc := gpu.ToolchainFromEnv()
+	tc := build.ToolchainFromEnv()
 	l, err := gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
 		Ordinal: ordinal, Toolchain: tc, CacheDir: cache, Log: os.Stderr}, gpu.Options{})
 	if err != nil {

@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		return exitUsage
 	}
 	log := cfg.Log.Logger(stderr).With("component", "scheduler")
+	redisq.RouteRedisLogs(log)
 	if err := serve(ctx, cfg, log, d); err != nil {
 		log.Error("scheduler stopped", "err", err)
 		return exitFailure
@@ -116,8 +117,26 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		return err
 	}
 	dopts.Logger = log
+	if dopts.Secret, err = cfg.Redis.Secret(); err != nil {
+		return err
+	}
+	if dopts.Secret == nil {
+		log.Warn("no fleet secret (redis.fleet_secret / --fleet-secret-file): outcomes from the queue are accepted unauthenticated; anyone who can write to Redis can forge results (floor and percentages are still recomputed here)")
+	}
+	reg := prometheus.NewRegistry()
+	var disp *redisq.Dispatcher
+	fleetMetrics, err := metrics.RegisterFleet(reg, func() float64 {
+		if disp == nil {
+			return 0
+		}
+		return float64(disp.LostWorkers())
+	})
+	if err != nil {
+		return err
+	}
+	dopts.OnReject = fleetMetrics.Rejected
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	disp, err := redisq.NewDispatcher(cctx, dopts)
+	disp, err = redisq.NewDispatcher(cctx, dopts)
 	cancel()
 	if err != nil {
 		return err
@@ -143,7 +162,6 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		}
 	}()
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := metrics.RegisterScheduler(reg, fleet.Samples); err != nil {
 		return err
@@ -151,7 +169,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
 		return err
 	}
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log,
+	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
 	if err != nil {
 		return err
@@ -199,9 +217,12 @@ func apiToken(cfg config.Scheduler, workspace string, log *slog.Logger) (string,
 	if err != nil || token != "" {
 		return token, err
 	}
-	token, path, err := generatedToken(workspace)
+	token, path, replaced, err := generatedToken(workspace)
 	if err != nil {
 		return "", err
+	}
+	if replaced != "" {
+		log.Warn("API token file not reused: "+replaced, "token_file", path)
 	}
 	log.Warn("no API token configured; state-changing calls need the generated one (amkctl --token-file)", "token_file", path)
 	return token, nil

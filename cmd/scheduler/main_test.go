@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hibiken/asynq"
+
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
@@ -145,6 +147,25 @@ func client(t *testing.T, addr string) *api.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// waitTrialsDrained waits until a target's trial queue has nothing pending,
+// scheduled or running.
+func waitTrialsDrained(t *testing.T, redisAddr, target string) {
+	t.Helper()
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: redisAddr})
+	defer insp.Close()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		q, err := insp.GetQueueInfo(redisq.TrialQueue("", target))
+		if err == nil && q.Pending == 0 && q.Active == 0 && q.Scheduled == 0 && q.Retry == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the trials of %s did not drain: %+v %v", target, q, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // waitDone polls the API until the campaign is done with nothing in flight.
@@ -369,7 +390,7 @@ func TestSchedulerKilledMidCampaignLosesNothing(t *testing.T) {
 	}
 	// The workers finish those trials while no scheduler runs; their
 	// outcomes wait in Redis.
-	time.Sleep(300 * time.Millisecond)
+	waitTrialsDrained(t, srv.Addr, "h200")
 
 	second := startChild(t, logPath, args...)
 	c2 := client(t, second.addr)
@@ -513,6 +534,27 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 	checkLedger(t, ws, resp.ID, 16, st)
 	if code := stop(); code != exitOK {
 		t.Fatalf("scheduler exit %d:\n%s", code, logs)
+	}
+}
+
+// TestShortStoredTokenIsReplaced: a stored api-token shorter than 32
+// characters is not reused; a long one is.
+func TestShortStoredTokenIsReplaced(t *testing.T) {
+	ws := t.TempDir()
+	path := filepath.Join(ws, tokenFileName)
+	if err := os.WriteFile(path, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok, _, replaced, err := generatedToken(ws)
+	if err != nil || len(tok) != 48 || !strings.Contains(replaced, "3 characters, fewer than 32") {
+		t.Fatalf("short token: %q %q %v", tok, replaced, err)
+	}
+	if data, _ := os.ReadFile(path); strings.TrimSpace(string(data)) != tok {
+		t.Fatalf("the file holds %q, not the new token", data)
+	}
+	again, _, replaced, err := generatedToken(ws)
+	if err != nil || again != tok || replaced != "" {
+		t.Fatalf("a generated token was not reused: %q %q %v", again, replaced, err)
 	}
 }
 

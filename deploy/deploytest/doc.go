@@ -23,6 +23,14 @@
 //     series, every metric a dashboard or alert rule names must have been
 //     scraped, and every alert rule must evaluate without error. A metric
 //     renamed in code therefore fails the test.
+//   - fleet_faults_test.go, recovery_test.go, sentinel_test.go: the real
+//     scheduler and gpuworkers through a worker SIGKILL, Redis restarts and
+//     a Sentinel failover (primary, replica and three redis-sentinel
+//     processes); nothing lost, nothing recorded twice; recovery times are
+//     logged for docs/results/fleet-faults.md.
+//   - two_workers_test.go: two gpuworkers with default flags on one host
+//     both start, serve distinct metrics addresses, and a real Prometheus
+//     scrapes both through the scheduler's service discovery.
 //
 // The dashboard test also renders the "Campaign roofline progress" panels
 // from the same query results to a PNG (chart.go, with the bitmap font of

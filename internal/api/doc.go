@@ -28,7 +28,8 @@
 // constant time); GETs are open, so the server binds to loopback by default.
 // Errors are JSON, {"error": "...", "code": "..."}, with the status:
 //
-//	400 malformed_json   the body is not one JSON object
+//	400 malformed_json   the body is not one JSON object, or repeats a key
+//	                     (also one differing only in case)
 //	400 unknown_field    a field the endpoint does not know (typos never pass)
 //	400 bad_value        a field with a refused value (also a refused record)
 //	401 unauthorized     missing or wrong token
@@ -37,6 +38,7 @@
 //	409 conflict         the campaign's state refuses the command (pause a
 //	                     paused campaign, record into a done one)
 //	413 too_large        body over 1 MiB
+//	415 unsupported_media_type  a Content-Type other than application/json
 //	501 unsupported      e.g. workers of an in-process transport
 //	503 unavailable      the campaign's driver did not answer in time
 //

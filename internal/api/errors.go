@@ -18,6 +18,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeUnavailable      = "unavailable"
 	CodeUnsupported      = "unsupported"
+	CodeMediaType        = "unsupported_media_type"
 	CodeInternal         = "internal"
 )
 

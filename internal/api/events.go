@@ -29,6 +29,7 @@ func (r CreateRequest) Start(now time.Time, target *ir.GpuTarget, corpus []flywh
 	setIf(&s.Explore, r.Explore)
 	setIf(&s.MinGain, r.MinGain)
 	setIf(&s.TrialTimeoutS, r.TrialTimeoutS)
+	setIf(&s.Batch, r.Batch)
 	if r.Budget != nil {
 		s.Budget = *r.Budget
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"mime"
 	"net/http"
 	"slices"
 	"sort"
@@ -17,6 +19,9 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
 )
 
 // Server defaults.
@@ -43,11 +48,16 @@ type Options struct {
 	// DefaultCommandTimeout when zero.
 	MaxBody        int64
 	CommandTimeout time.Duration
+	// ModelsDir is where the files a request may name (a config.json as
+	// "model", a safetensors file as "weights") must lie, named relative to
+	// it; empty allows presets only (model.ResolveUnder).
+	ModelsDir string
 }
 
 type server struct {
 	Options
 	token []byte
+	sd    sdMemory
 }
 
 // handlerFunc serves one method of one route; a non-nil error is written as
@@ -93,6 +103,7 @@ func NewServer(o Options) (http.Handler, error) {
 		"/v1/campaigns/{id}/budget":   {"PUT": s.budget},
 		"/v1/campaigns/{id}/criteria": {"PUT": s.criteria},
 		"/v1/workers":                 {"GET": s.workers},
+		"/v1/sd/workers":              {"GET": s.serviceDiscovery},
 		"/v1/queues":                  {"GET": s.queues},
 		"/{path...}":                  {},
 	}
@@ -198,19 +209,35 @@ func writeText(w http.ResponseWriter, contentType, text string) {
 	_, _ = io.WriteString(w, text)
 }
 
-// decode reads a JSON body into v: size-limited, unknown fields refused,
-// exactly one value. An empty body is accepted when optional.
+// decode reads a JSON body into v: declared as JSON (or undeclared),
+// size-limited, unknown fields refused, no key twice (encoding/json would
+// keep the last one, and matches keys without regard to case, so "Name" and
+// "name" count as one key), exactly one value. An empty body is accepted
+// when optional.
 func (s *server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
-	r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		var extra json.RawMessage
-		if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
-			return apiError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: data after the request object")
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return apiError(http.StatusUnsupportedMediaType, CodeMediaType, "Content-Type %q is not application/json", ct)
 		}
-		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.MaxBody))
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err == nil {
+			var extra json.RawMessage
+			if err2 := dec.Decode(&extra); !errors.Is(err2, io.EOF) {
+				return apiError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: data after the request object")
+			}
+			if tree, perr := pyjson.Parse(body); perr == nil {
+				if d := pyjson.FindDuplicateKeyFold(tree); d != nil {
+					return apiError(http.StatusBadRequest, CodeMalformedJSON, "malformed JSON: %v", d)
+				}
+			}
+			return nil
+		}
 	}
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError
@@ -254,6 +281,9 @@ func (s *server) now() time.Time { return s.Now().UTC() }
 // read runs fn on the campaign named by the path.
 func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
 	id := r.PathValue("id")
+	if campaign.ValidID(id) != nil {
+		return notFound(id)
+	}
 	if err := s.Service.Read(id, fn); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return notFound(id)
@@ -267,6 +297,9 @@ func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
 // command timeout.
 func (s *server) do(r *http.Request, ev campaign.Event, command bool) (campaign.Decision, error) {
 	id := r.PathValue("id")
+	if campaign.ValidID(id) != nil {
+		return campaign.Decision{}, notFound(id)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
 	defer cancel()
 	dec, err := s.Service.Do(ctx, id, ev)
@@ -318,6 +351,9 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) error {
 	if err := checkCreate(&req); err != nil {
 		return err
 	}
+	if err := s.confineFiles(&req); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
 	defer cancel()
 	id, created, workers, err := s.Service.Create(ctx, req)
@@ -357,6 +393,10 @@ func checkCreate(req *CreateRequest) error {
 		return bad("field \"device\": %q is not cpu or cuda", req.Device)
 	case req.Workers < 0 || req.Workers > MaxWorkers:
 		return bad("field \"workers\": %d is not in 0..%d", req.Workers, MaxWorkers)
+	case req.Batch != nil && (*req.Batch < 1 || *req.Batch > schedule.MaxBatch):
+		return bad("field \"batch\": %d is not in 1..%d", *req.Batch, schedule.MaxBatch)
+	case req.Batch != nil && *req.Batch > 1 && req.Device == "cuda":
+		return bad("field \"batch\": batched lowering (B>1) is evaluated on device cpu only")
 	}
 	if req.Budget != nil {
 		if err := checkBudget(*req.Budget); err != nil {
@@ -364,6 +404,25 @@ func checkCreate(req *CreateRequest) error {
 		}
 	}
 	return checkMoveOn(req.MoveOn)
+}
+
+// confineFiles resolves the request's model and weights under ModelsDir:
+// presets pass, files must lie inside the directory (the API never opens a
+// path the operator did not put there, nor says whether one exists).
+func (s *server) confineFiles(req *CreateRequest) error {
+	m, err := model.ResolveUnder("model", req.Model, s.ModelsDir, true)
+	if err != nil {
+		return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
+	}
+	req.Model = m
+	if req.Weights != "" {
+		w, err := model.ResolveUnder("weights", req.Weights, s.ModelsDir, false)
+		if err != nil {
+			return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
+		}
+		req.Weights = w
+	}
+	return nil
 }
 
 // MaxWorkers bounds a campaign's trials in flight.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +34,12 @@ func evaluate(ctx context.Context, spec trial.Spec) trial.Outcome {
 // transport.
 func newServer(t *testing.T) (*httptest.Server, *scheduler.Fleet) {
 	t.Helper()
+	return newServerWith(t, "")
+}
+
+// newServerWith starts a server whose files must lie under modelsDir.
+func newServerWith(t *testing.T, modelsDir string) (*httptest.Server, *scheduler.Fleet) {
+	t.Helper()
 	ws, err := runner.OpenWorkspace(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +51,7 @@ func newServer(t *testing.T) (*httptest.Server, *scheduler.Fleet) {
 	if err := f.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.NewServer(api.Options{Service: f, Token: token, MaxBody: 4096, CommandTimeout: 5 * time.Second})
+	h, err := api.NewServer(api.Options{Service: f, Token: token, MaxBody: 4096, CommandTimeout: 5 * time.Second, ModelsDir: modelsDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +120,8 @@ func TestBadRequestsAreClearJSONErrors(t *testing.T) {
 		{"wrong type", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "workers": "two"}`, 400, api.CodeBadValue},
 		{"missing gpu", "POST", "/v1/campaigns", token, `{"model": "toy"}`, 400, api.CodeBadValue},
 		{"bad device", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "device": "tpu"}`, 400, api.CodeBadValue},
+		{"zero batch", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "batch": 0}`, 400, api.CodeBadValue},
+		{"batch on cuda", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "device": "cuda", "batch": 2}`, 400, api.CodeBadValue},
 		{"unknown model", "POST", "/v1/campaigns", token, `{"model": "gpt-9", "gpu": "h200"}`, 400, api.CodeBadValue},
 		{"unknown gpu", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "v100"}`, 400, api.CodeBadValue},
 		{"negative budget", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "budget": {"iterations": -1}}`, 400, api.CodeBadValue},
@@ -319,5 +329,101 @@ func TestNewServerNeedsAToken(t *testing.T) {
 	_ = srv
 	if _, err := api.NewServer(api.Options{Service: f, Token: "  "}); err == nil {
 		t.Fatal("a server without a token was built")
+	}
+}
+
+// TestBodiesMustBeOneUnambiguousJSONObject: a repeated key (also one that
+// differs only in case, which encoding/json would merge) and a body declared
+// as anything but JSON are refused before anything happens.
+func TestBodiesMustBeOneUnambiguousJSONObject(t *testing.T) {
+	srv, _ := newServer(t)
+	post := func(contentType, body string) reply {
+		t.Helper()
+		req, err := http.NewRequest("POST", srv.URL+"/v1/campaigns", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		r := reply{status: resp.StatusCode, body: string(data)}
+		_ = json.Unmarshal(data, &r.err)
+		return r
+	}
+	for _, c := range []struct {
+		name, contentType, body string
+		status                  int
+		code, msg               string
+	}{
+		{"repeated key", "application/json", `{"model": "toy", "gpu": "h200", "gpu": "h100"}`, 400, api.CodeMalformedJSON, `duplicate key "gpu"`},
+		{"repeated nested key", "application/json", `{"model": "toy", "gpu": "h200", "budget": {"iterations": 1, "iterations": 9}}`, 400, api.CodeMalformedJSON, `duplicate key "iterations" in budget`},
+		{"case-folded repeat", "application/json", `{"model": "toy", "gpu": "h200", "GPU": "h100"}`, 400, api.CodeMalformedJSON, `duplicate key "GPU"`},
+		{"text/plain", "text/plain", toyBody, 415, api.CodeMediaType, "not application/json"},
+		{"form", "application/x-www-form-urlencoded", toyBody, 415, api.CodeMediaType, "not application/json"},
+		{"garbage type", "%%%", toyBody, 415, api.CodeMediaType, "not application/json"},
+	} {
+		r := post(c.contentType, c.body)
+		if r.status != c.status || r.err.Code != c.code || !strings.Contains(r.err.Message, c.msg) {
+			t.Errorf("%s: %d %q %q, want %d %s with %q", c.name, r.status, r.err.Code, r.err.Message, c.status, c.code, c.msg)
+		}
+	}
+	if r := call(t, srv, "GET", "/v1/campaigns", "", ""); r.status != 200 || strings.TrimSpace(r.body) != "[]" {
+		t.Fatalf("a refused body created a campaign: %d %s", r.status, r.body)
+	}
+	for _, ct := range []string{"application/json; charset=utf-8", "application/merge-patch+json", ""} {
+		if r := post(ct, toyBody); r.status != 201 && r.status != 200 {
+			t.Errorf("Content-Type %q refused: %d %s", ct, r.status, r.body)
+		}
+	}
+}
+
+// TestModelFilesAreConfinedToTheModelsDirectory: "model" and "weights" name
+// presets or files under the configured directory; any other path is
+// refused with the same answer whether it exists or not.
+func TestModelFilesAreConfinedToTheModelsDirectory(t *testing.T) {
+	// (lower case: the campaign id derives from the path, and fleet ids
+	// were lower-case only until issue 18 item 2)
+	models, err := os.MkdirTemp("", "models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(models) })
+	cfg := `{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+		"num_hidden_layers": 1, "intermediate_size": 128, "vocab_size": 256}`
+	if err := os.WriteFile(filepath.Join(models, "config.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := newServerWith(t, models)
+	var answers []string
+	for _, body := range []string{
+		`{"model": "/etc/shadow", "gpu": "h200"}`,
+		`{"model": "/etc/no-such-file", "gpu": "h200"}`,
+		`{"model": "../../../../etc/shadow", "gpu": "h200"}`,
+		`{"model": "toy", "gpu": "h200", "weights": "/etc/shadow"}`,
+	} {
+		r := call(t, srv, "POST", "/v1/campaigns", token, body)
+		if r.status != 400 || r.err.Code != api.CodeBadValue || !strings.Contains(r.err.Message, "model not allowed") {
+			t.Errorf("%s: %d %s %q, want 400 bad_value refusing the path", body, r.status, r.err.Code, r.err.Message)
+		}
+		answers = append(answers, r.err.Message)
+	}
+	if strings.Replace(answers[0], "/etc/shadow", "X", 1) != strings.Replace(answers[1], "/etc/no-such-file", "X", 1) {
+		t.Errorf("the answer reveals whether a file exists: %q vs %q", answers[0], answers[1])
+	}
+	if r := call(t, srv, "POST", "/v1/campaigns", token, `{"model": "config.json", "gpu": "h200", "budget": {"iterations": 1}}`); r.status != 201 {
+		t.Errorf("a config.json inside the models directory: %d %s", r.status, r.body)
+	}
+	// Without a models directory only presets are accepted.
+	plain, _ := newServer(t)
+	if r := call(t, plain, "POST", "/v1/campaigns", token, `{"model": "config.json", "gpu": "h200"}`); r.status != 400 ||
+		!strings.Contains(r.err.Message, "no models directory") {
+		t.Errorf("a file with no models directory: %d %s", r.status, r.body)
 	}
 }

@@ -11,8 +11,8 @@ import (
 // CreateRequest is the body of POST /v1/campaigns. Model and GPU are
 // required; everything else has the defaults of `amkctl autoresearch`.
 type CreateRequest struct {
-	// Model is a preset name or a path to a HuggingFace config.json on the
-	// scheduler's machine.
+	// Model is a preset name or a path to a HuggingFace config.json (or its
+	// directory) relative to the scheduler's models directory (models_dir).
 	Model string `json:"model"`
 	GPU   string `json:"gpu"`
 	// Device is "cpu" (predicted latencies, the default) or "cuda".
@@ -31,6 +31,9 @@ type CreateRequest struct {
 	Explore       *float64 `json:"explore_fraction,omitempty"`
 	MinGain       *float64 `json:"min_gain,omitempty"`
 	TrialTimeoutS *float64 `json:"trial_timeout_s,omitempty"`
+	// Batch is the decode batch every trial lowers and checks (B > 1:
+	// GEMM tiles; CPU evaluation only).
+	Batch *int `json:"batch,omitempty"`
 	// Budget bounds the whole campaign (0 = unbounded).
 	Budget *campaign.Budget `json:"budget,omitempty"`
 	// MoveOn overrides some of the move-on criteria.
@@ -143,9 +146,20 @@ type Queue struct {
 	// LatencySeconds is the age of the oldest pending task.
 	LatencySeconds float64 `json:"latency_seconds"`
 	Paused         bool    `json:"paused"`
-	ProcessedTotal int64   `json:"processed_total"`
-	FailedTotal    int64   `json:"failed_total"`
+	// ProcessedTotal and FailedTotal are asynq's cumulative counts of
+	// finished handler runs, failed runs included (QueueCountsNote).
+	ProcessedTotal int64 `json:"processed_total"`
+	FailedTotal    int64 `json:"failed_total"`
 }
+
+// QueueCountsNote explains why a trials queue can show more processed
+// tasks than the results queue (`amkctl queues` prints it under the table).
+const QueueCountsNote = `PROCESSED and FAILED count finished runs (asynq's cumulative counters), failed runs included.
+A trial runs once per attempt: a retried infrastructure failure, a lost worker or an
+interrupted run counts again on trials:<target> (and in its FAILED), while the trial's
+outcome is one message on results (a second copy collapses into the first). So
+trials:<target> PROCESSED minus FAILED is the number of outcomes published, and results
+PROCESSED the number the scheduler received; the surplus on a trials queue is retried attempts.`
 
 // Worker is a live worker (GET /v1/workers).
 type Worker struct {
@@ -162,6 +176,17 @@ type Worker struct {
 	Current      string     `json:"current,omitempty"`
 	CurrentSince *time.Time `json:"current_since,omitempty"`
 	Trials       int64      `json:"trials"`
+	// MemoryBytes is the host memory the worker's trials may use (0:
+	// unknown); MetricsAddr where it serves /metrics.
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	MetricsAddr string `json:"metrics_addr,omitempty"`
+}
+
+// SDGroup is one target group of Prometheus's HTTP service discovery
+// (GET /v1/sd/workers): a worker's metrics address and its labels.
+type SDGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
 }
 
 // Health answers GET /healthz.

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-var purePackages = []string{"ir", "ir/mpk", "validate", "tensor", "model", "schedule", "vm", "campaign", "flywheel", "trial", "dispatch", "runner", "fib"}
+var purePackages = []string{"ir", "ir/mpk", "validate", "tensor", "model", "schedule", "vm", "campaign", "flywheel", "trial", "dispatch", "runner", "pipeline", "fib", "baseline"}
 
 var forbidden = []string{
 	"github.com/redis/", "github.com/hibiken/asynq", "github.com/spf13/viper", "github.com/prometheus/",

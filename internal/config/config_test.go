@@ -271,3 +271,39 @@ func TestPasswordFileAndWorkerOptions(t *testing.T) {
 		t.Fatalf("error keys %v (err %v), want redis.password_file", got, err)
 	}
 }
+
+// TestPasswordFileIsNotLoggedAsNoPassword: with a password file the startup
+// log says the password is redacted and where it comes from, not "".
+func TestPasswordFileIsNotLoggedAsNoPassword(t *testing.T) {
+	cleanEnv(t)
+	pw := writeFile(t, "pw", "s3cret\n")
+	s, err := schedulerFrom(t, "--redis", "h:1", "--workspace", t.TempDir(), "--redis-password-file", pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workerFrom(t, "--redis", "h:1", "--target", "h100", "--redis-password-file", pw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{s.String(), w.String()} {
+		if strings.Contains(text, "redis_password= ") || strings.Contains(text, "s3cret") ||
+			!strings.Contains(text, "REDACTED (from password_file "+pw+")") {
+			t.Errorf("log form %q: want the password shown as read from %s", text, pw)
+		}
+	}
+}
+
+func TestModelsDir(t *testing.T) {
+	cleanEnv(t)
+	dir := t.TempDir()
+	s, err := schedulerFrom(t, "--redis", "h:1", "--workspace", dir, "--models-dir", dir)
+	if err != nil || s.ModelsDir != dir {
+		t.Fatalf("models_dir = %q, %v", s.ModelsDir, err)
+	}
+	file := writeFile(t, "f", "x")
+	for _, bad := range []string{file, filepath.Join(dir, "absent")} {
+		if _, err := schedulerFrom(t, "--redis", "h:1", "--workspace", dir, "--models-dir", bad); !slices.Equal(keys(err), []string{"models_dir"}) {
+			t.Errorf("models_dir %s: %v", bad, err)
+		}
+	}
+}

@@ -26,6 +26,9 @@ type Scheduler struct {
 	// Token (best from AMK_TOKEN) or TokenFile guards state-changing calls.
 	Token     string `mapstructure:"token"`
 	TokenFile string `mapstructure:"token_file"`
+	// ModelsDir holds the model files (config.json, safetensors) API
+	// requests may name, relative to it; empty allows presets only.
+	ModelsDir string `mapstructure:"models_dir"`
 	// Targets lists the GPU targets campaigns may use; empty means all.
 	Targets []string `mapstructure:"targets"`
 	// InfraRetries and WorkerLosses are the per-trial retry budgets.
@@ -42,6 +45,7 @@ func schedulerDefaults() map[string]any {
 		"listen":        DefaultSchedulerListen,
 		"token":         "",
 		"token_file":    "",
+		"models_dir":    "",
 		"targets":       []string{},
 		"infra_retries": redisq.DefaultInfraRetries,
 		"worker_losses": redisq.DefaultWorkerLosses,
@@ -56,6 +60,7 @@ var schedulerFlags = append(append([]flagSpec{
 	{"workspace", "workspace", kString, "workspace directory (campaign ledgers)"},
 	{"listen", "listen", kString, "HTTP API address"},
 	{"token-file", "token_file", kString, "file holding the API bearer token"},
+	{"models-dir", "models_dir", kString, "directory of the model files API requests may name (default: presets only)"},
 	{"targets", "targets", kString, "comma-separated GPU targets campaigns may use (default all)"},
 }, redisFlags...), logFlags...)
 
@@ -90,6 +95,13 @@ func (s Scheduler) Validate() error {
 	if s.TokenFile != "" {
 		if _, err := os.Stat(s.TokenFile); err != nil {
 			errs = append(errs, &FieldError{Key: "token_file", Msg: err.Error()})
+		}
+	}
+	if s.ModelsDir != "" {
+		if info, err := os.Stat(s.ModelsDir); err != nil {
+			errs = append(errs, &FieldError{Key: "models_dir", Msg: err.Error()})
+		} else if !info.IsDir() {
+			errs = append(errs, &FieldError{Key: "models_dir", Msg: s.ModelsDir + " is not a directory"})
 		}
 	}
 	for _, t := range s.Targets {
@@ -166,8 +178,10 @@ func (s Scheduler) LogValue() slog.Value {
 		slog.String("workspace", s.Workspace), slog.String("redis", r.Addr), slog.String("redis_user", r.Username),
 		slog.String("redis_password", r.Password), slog.String("namespace", r.Namespace),
 		slog.String("listen", s.Listen), slog.String("token", token), slog.String("token_file", s.TokenFile),
+		slog.String("models_dir", s.ModelsDir),
 		slog.Any("targets", s.Targets), slog.Int("infra_retries", s.InfraRetries),
-		slog.Int("worker_losses", s.WorkerLosses), slog.Duration("retention", s.Retention))
+		slog.Int("worker_losses", s.WorkerLosses), slog.Duration("retention", s.Retention),
+		slog.Any("sentinels", r.SentinelAddrs), slog.Bool("fleet_secret", r.FleetSecret != "" || r.FleetSecretFile != ""))
 }
 
 // String is the redacted form.

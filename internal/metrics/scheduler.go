@@ -85,7 +85,7 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 	c := &schedulerCollector{
 		source:      source,
 		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in microseconds."),
-		floor:       desc(SchedulerHBMFloor, "HBM (weights/bandwidth) floor of the campaign's model on its target, in microseconds."),
+		floor:       desc(SchedulerHBMFloor, "HBM floor (bytes a step streams / bandwidth) of the campaign's model on its target, in microseconds."),
 		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the HBM floor (100 = at the floor; lower is better)."),
 		speedup:     desc(SchedulerSpeedup, "Baseline (default schedule) latency divided by the best latency."),
 		trials:      desc(SchedulerTrials, "Experiments recorded, by results.tsv row tag.", "outcome"),

@@ -100,3 +100,22 @@ func FuzzParseIndentStable(f *testing.F) {
 		}
 	})
 }
+
+func TestParseUniqueRefusesRepeatedKeys(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"a": 1, "a": 2}`:                       `duplicate key "a" in the top-level object`,
+		`{"t": [{"x": 1}, {"y": 1, "y": 2}]}`:    `duplicate key "y" in t[1]`,
+		`{"c": {"tiling": {"g": 1, "g": 1}}}`:    `duplicate key "g" in c.tiling`,
+		`[{"k": {"k": 1}}, {"k": 1, "j": 2}]`:    ``,
+		`{"a": {"b": 1}, "b": {"a": 1}, "x": 0}`: ``,
+	} {
+		_, err := ParseUnique([]byte(doc))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("ParseUnique(%s) error = %q, want %q", doc, got, want)
+		}
+	}
+}

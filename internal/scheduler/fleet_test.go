@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,5 +361,33 @@ func TestLogWriterQuietsRepeats(t *testing.T) {
 	got := buf.String()
 	if strings.Count(got, "waiting on the last trial") != 1 || strings.Count(got, "msg=done") != 1 || strings.Count(got, "level=") != 2 {
 		t.Fatalf("logged:\n%s", got)
+	}
+}
+
+// A failed driver waiting out its backoff restarts as soon as the
+// transport, unhealthy meanwhile, answers again.
+func TestDriverRestartFollowsTheTransportBack(t *testing.T) {
+	var healthy atomic.Bool
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{Health: func(context.Context) error {
+		if healthy.Load() {
+			return nil
+		}
+		return errors.New("redis down")
+	}})
+	done := make(chan bool, 1)
+	go func() {
+		ok, recovered := f.waitRestart(time.Hour)
+		done <- ok && recovered
+	}()
+	time.Sleep(3 * healthProbeEvery) // the outage is seen
+	healthy.Store(true)
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("waitRestart did not report the transport's recovery")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the restart waited out its backoff although the transport was back")
 	}
 }

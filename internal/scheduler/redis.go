@@ -55,7 +55,7 @@ func (v *RedisView) Workers(ctx context.Context) ([]api.Worker, error) {
 	for i, w := range infos {
 		out[i] = api.Worker{ID: w.ID, Target: w.Target, Device: w.Device, Identity: w.Identity, Queue: w.Queue,
 			Host: w.Host, PID: w.PID, Started: w.Started, Heartbeat: w.Heartbeat, Current: w.Current,
-			CurrentSince: w.CurrentSince, Trials: w.Trials}
+			CurrentSince: w.CurrentSince, Trials: w.Trials, MemoryBytes: w.MemoryBytes, MetricsAddr: w.MetricsAddr}
 	}
 	return out, nil
 }

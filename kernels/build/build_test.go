@@ -325,31 +325,3 @@ func TestMissingCompiler(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
-
-// TestRealNVCC compiles the real sources when AMK_NVCC names an nvcc (slow;
-// skipped by default). AMK_NVCC_ARCH overrides the architecture (sm_90).
-func TestRealNVCC(t *testing.T) {
-	nvcc := os.Getenv("AMK_NVCC")
-	if nvcc == "" {
-		t.Skip("set AMK_NVCC to an nvcc executable to compile the real kernels")
-	}
-	arch := os.Getenv("AMK_NVCC_ARCH")
-	if arch == "" {
-		arch = "sm_90"
-	}
-	b := &Builder{Toolchain: Toolchain{NVCC: nvcc}, Dir: t.TempDir()}
-	a, err := b.Build(context.Background(), Request{Arch: arch})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := a.Data()
-	if err != nil || !bytes.HasPrefix(data, []byte("\x7fELF")) {
-		t.Fatalf("not a cubin: %v", err)
-	}
-	for _, k := range []string{kernels.MegakernelName, "amk_entry_gemv_tile"} {
-		if !bytes.Contains(data, []byte(k)) {
-			t.Errorf("cubin lacks kernel %s", k)
-		}
-	}
-	t.Logf("nvcc log:\n%s", a.Log)
-}

@@ -146,6 +146,16 @@ __device__ __forceinline__ void amk_st(const amk_buffer_t& b, int64_t i, float v
     }
 }
 
+/* v rounded to a float dtype and back (RNE), as a store then a load would leave it: the fused
+ * epilogues round the sums to the unfused projection's dtype before adding or rotating. */
+__device__ __forceinline__ float amk_round_to(int32_t dtype, float v) {
+    switch (dtype) {
+        case AMK_F16:  return __half2float(__float2half_rn(v));
+        case AMK_BF16: return __bfloat162float(__float2bfloat16_rn(v));
+        default:       return v;
+    }
+}
+
 /* Store an integer as element i (float buffers receive it converted). */
 __device__ __forceinline__ void amk_st_int(const amk_buffer_t& b, int64_t i, int64_t v) {
     switch (b.dtype) {

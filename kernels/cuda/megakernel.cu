@@ -3,17 +3,20 @@
  *
  * amk_megakernel (cooperative launch, gridDim.x == prog.num_queues <= proven co-residency, one
  * block per SM, blockDim.x == AMK_THREADS):
- *   1. grid.sync() once at entry, so every block starts after every other is resident;
+ *   1. no entry barrier: the cooperative launch already guarantees every block is resident and
+ *      the host zeroes the counters before it, so a grid.sync() would only cost a grid-wide
+ *      round trip (AMK_ENTRY_GRID_SYNC=1 restores it for a comparison);
  *   2. block q walks queue q (task-list order, the order the validator proves) and for each
  *      instruction:
  *        a. weight prefetch: with prog.prefetch_depth = d > 0 the block keeps the weight rows of
- *           the next d GEMV/GEMM/FUSED instructions of its queue (this one included) streaming
- *           into L2. Weights never wait on a counter, so issuing them before the wait overlaps
- *           HBM with the dependency spin and with the previous instruction's compute;
+ *           the next d GEMV/GEMM/FUSED instructions of its queue (this one included), at most
+ *           AMK_PREFETCH_WINDOW_BYTES of them ahead, streaming into L2. Weights never wait on a
+ *           counter, so issuing them before the wait overlaps HBM with the dependency spin and
+ *           with the previous instruction's compute;
  *        b. copy the 224-byte instruction into shared memory and bounds-check its ids;
  *        c. wait (acquire poll, backoff, abort poll, device watchdog; sync.cuh);
  *        d. dispatch (ops.cuh; pure compute, the whole block);
- *        e. signal (release fence, counter += 1);
+ *        e. signal (release reduction: counter += 1);
  *      a trap, an abort seen while waiting, or the watchdog ends the block's queue.
  *   3. no exit barrier: the end of the kernel is the barrier.
  *
@@ -28,6 +31,15 @@
 #include "ops.cuh"
 
 namespace cg = cooperative_groups;
+
+#ifndef AMK_ENTRY_GRID_SYNC
+#define AMK_ENTRY_GRID_SYNC 0
+#endif
+#ifndef AMK_PREFETCH_WINDOW_BYTES
+/* Weight bytes one block keeps prefetched ahead into L2: 132 SMs x 256 KiB = 33 MiB, inside the
+ * 50 MiB L2 of an H100/H200. */
+#define AMK_PREFETCH_WINDOW_BYTES 262144
+#endif
 
 /* Copy one instruction into shared memory; ends with a barrier. */
 __device__ __forceinline__ void amk_load_inst(amk_instruction_t& dst, const amk_instruction_t* src) {
@@ -51,34 +63,59 @@ __device__ __forceinline__ bool amk_inst_ok(const amk_program_t& prog, const amk
     return ok;
 }
 
-/* Non-binding L2 prefetch of the weight rows a projection instruction will stream. */
-__device__ __forceinline__ void amk_prefetch_weights(const amk_program_t& prog, int32_t task) {
-    if (task < 0 || task >= prog.n_instructions) return;
+/* The weight rows a projection instruction will stream, as a byte range of its weight buffer
+ * (W is input 1, or input 2 after a fused pattern's norm weight / up); false if none. Inlined:
+ * a call costs a 160-byte stack frame per task (measured), inlining 24 registers (251, no spill). */
+__device__ __forceinline__ bool amk_weight_range(const amk_program_t& prog, int32_t task, const char** base,
+                                                 int64_t* begin, int64_t* end) {
+    if (task < 0 || task >= prog.n_instructions) return false;
     const amk_instruction_t* inst = prog.instructions + task;
     const int32_t op = __ldg(&inst->op);
-    if (op != AMK_OP_GEMV_TILE && op != AMK_OP_GEMM_TILE && op != AMK_OP_FUSED) return;
-    if (__ldg(&inst->n_inputs) < 2) return;
-    const int32_t wid = __ldg(&inst->inputs[1]);
-    if (wid < 0 || wid >= prog.n_buffers) return;
+    if (op != AMK_OP_GEMV_TILE && op != AMK_OP_GEMM_TILE && op != AMK_OP_FUSED) return false;
+    int wi = 1;
+    if (op == AMK_OP_FUSED) {
+        const amk_fused_shape f = amk_fused_pattern_shape((__ldg(&inst->params.flags) >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF);
+        if (f.staging < 0) return false;
+        wi = f.staging == 0 ? 1 : 2;
+    }
+    if (__ldg(&inst->n_inputs) <= wi) return false;
+    const int32_t wid = __ldg(&inst->inputs[wi]);
+    if (wid < 0 || wid >= prog.n_buffers) return false;
     const amk_buffer_t& W = prog.buffers[wid];
     const int32_t dtype = W.dtype;
     const int64_t bits = dtype == AMK_F32 ? 32 : (dtype == AMK_F16 || dtype == AMK_BF16) ? 16
                        : dtype == AMK_I8 ? 8 : dtype == AMK_I4 ? 4 : 0;
-    if (bits == 0 || W.rank < 1 || W.shape[0] <= 0) return;
+    if (bits == 0 || W.rank < 1 || W.shape[0] <= 0) return false;
     const int64_t row_bits = (W.numel / W.shape[0]) * bits;
-    const int64_t begin = (int64_t)__ldg(&inst->params.n_off) * row_bits / 8;
-    int64_t end = begin + (int64_t)__ldg(&inst->params.N_tile) * row_bits / 8;
-    end = min(end, (W.numel * bits + 7) / 8);
-    const char* p = (const char*)W.ptr;
+    *begin = (int64_t)__ldg(&inst->params.n_off) * row_bits / 8;
+    *end = min(*begin + (int64_t)__ldg(&inst->params.N_tile) * row_bits / 8, (W.numel * bits + 7) / 8);
+    *base = (const char*)W.ptr;
+    return *end > *begin;
+}
+
+/* Non-binding L2 prefetch of the weight rows a projection instruction will stream; returns the
+ * bytes it covers (0 for an instruction without weights). */
+__device__ __forceinline__ int64_t amk_prefetch_weights(const amk_program_t& prog, int32_t task) {
+    const char* p;
+    int64_t begin, end;
+    if (!amk_weight_range(prog, task, &p, &begin, &end)) return 0;
     for (int64_t off = begin + (int64_t)threadIdx.x * 128; off < end; off += (int64_t)AMK_THREADS * 128)
         asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+    return end - begin;
+}
+
+/* Weight bytes of an instruction (what amk_prefetch_weights covered for it). */
+__device__ __forceinline__ int64_t amk_weight_bytes(const amk_program_t& prog, int32_t task) {
+    const char* p;
+    int64_t begin, end;
+    return amk_weight_range(prog, task, &p, &begin, &end) ? end - begin : 0;
 }
 
 extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(const amk_program_t* __restrict__ pp) {
     const amk_program_t prog = *pp;
     __shared__ amk_instruction_t s_inst;
-    /* Launch-shape errors are uniform across blocks: every block traps and returns before the
-     * grid barrier, so nothing waits on a block that is gone. */
+    /* Launch-shape errors are uniform across blocks: every block traps and returns before its
+     * queue (and before the optional grid barrier), so nothing waits on a block that is gone. */
     if (blockDim.x != AMK_THREADS) {
         amk_trap(prog, AMK_TRAP_LAUNCH, -1, -1, (int32_t)blockDim.x);
         return;
@@ -87,20 +124,29 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
         amk_trap(prog, AMK_TRAP_LAUNCH, -1, -1, (int32_t)gridDim.x);
         return;
     }
+#if AMK_ENTRY_GRID_SYNC
     cg::this_grid().sync();
+#endif
 
     const int32_t* queue = prog.queue_flat + prog.queue_off[blockIdx.x];
     const int32_t len = prog.queue_len[blockIdx.x];
     const int32_t depth = prog.prefetch_depth;
     int32_t prefetched = 0; /* queue slots [0, prefetched) have had their weights prefetched */
+    int64_t ahead = 0;      /* weight bytes prefetched for slots [i, prefetched)               */
     for (int32_t i = 0; i < len; ++i) {
         const int32_t task = queue[i];
         if (task < 0 || task >= prog.n_instructions) {
             amk_trap(prog, AMK_TRAP_INDEX, task, -1, task);
             break;
         }
-        for (; depth > 0 && prefetched < len && prefetched < i + depth; ++prefetched)
-            amk_prefetch_weights(prog, queue[prefetched]);
+        /* The look-ahead is d instructions AND at most AMK_PREFETCH_WINDOW_BYTES of weights (the
+         * current instruction's always goes): a window in bytes keeps the SMs' prefetches inside
+         * the L2 whatever the tile sizes. */
+        for (; depth > 0 && prefetched < len && prefetched < i + depth &&
+               (prefetched == i || ahead < (int64_t)AMK_PREFETCH_WINDOW_BYTES);
+             ++prefetched)
+            ahead += amk_prefetch_weights(prog, queue[prefetched]);
+        if (i < prefetched) ahead -= amk_weight_bytes(prog, task);
         amk_load_inst(s_inst, prog.instructions + task);
         if (!amk_inst_ok(prog, s_inst)) {
             amk_trap(prog, AMK_TRAP_INDEX, task, s_inst.op, -1);

@@ -9,7 +9,7 @@
  * The persistent VM (megakernel.cu) and the per-op Loop-1 entry kernels call exactly these
  * functions, so a variant Loop 1 keeps is the code the megakernel runs (R29).
  *
- * Device coverage (R25): every opcode of ir except FUSED patterns other than GEMV_ADD. Those
+ * Device coverage (R25): every opcode of ir, FUSED as the patterns of ir.FusedPatterns. Others
  * trap with AMK_TRAP_FUSED_PATTERN / AMK_TRAP_UNIMPLEMENTED_OP; kernels.CheckDevice rejects
  * such programs before launch, naming the opcode.
  * ========================================================================================== */

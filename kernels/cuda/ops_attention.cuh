@@ -103,13 +103,14 @@ __device__ __forceinline__ void amk_attn_head(const float (&qr)[AMK_ATTN_SLOTS],
 template <typename T>
 __device__ __forceinline__ void amk_attn_all(const amk_buffer_t& q, const amk_buffer_t& kc, const amk_buffer_t& vc,
                                              const amk_buffer_t& out, int64_t B, int nh, int nkv, int hd,
-                                             int64_t seq_stride, int kv_start, int kv_len, float scale, bool partial) {
+                                             int64_t seq_stride, int kv_start, int kv_len, float scale, bool partial,
+                                             int h0, int nsh) {
     const int lane = amk_lane();
     const int rep = nh / nkv;
     const int64_t row = (int64_t)nkv * hd;
-    for (int64_t item = amk_warp(); item < B * nh; item += AMK_WARPS) {
-        const int64_t b = item / nh;
-        const int h = (int)(item % nh);
+    for (int64_t item = amk_warp(); item < B * nsh; item += AMK_WARPS) {
+        const int64_t b = item / nsh;
+        const int h = h0 + (int)(item % nsh); /* the slice's query heads: whole GQA groups */
         const int64_t qbase = (b * nh + h) * hd;
         float qr[AMK_ATTN_SLOTS], acc[AMK_ATTN_SLOTS];
 #pragma unroll
@@ -143,7 +144,8 @@ __device__ __forceinline__ void amk_attn_all(const amk_buffer_t& q, const amk_bu
 }
 
 /* ATTENTION_TILE. q [n_heads, hd] with caches [S, n_kv, hd]; or q [B, n_heads, hd] with caches
- * [B, S, n_kv, hd] (B independent decode attentions). */
+ * [B, S, n_kv, hd] (B independent decode attentions). With params N_tile > 0 the task is the
+ * KV-head slice [n_off, n_off + N_tile) and writes only the query heads of those KV heads. */
 __device__ __forceinline__ bool amk_op_attention_tile(const amk_program_t& prog, const amk_instruction_t& inst,
                                                       int32_t task) {
     const amk_buffer_t q = prog.buffers[inst.inputs[0]], kc = prog.buffers[inst.inputs[1]];
@@ -172,16 +174,22 @@ __device__ __forceinline__ bool amk_op_attention_tile(const amk_program_t& prog,
         return amk_trap(prog, AMK_TRAP_KV_POS, task, inst.op, kv_start + kv_len);
     if (out.numel < (partial ? (int64_t)nh * (hd + 2) : B * nh * hd))
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, (int32_t)out.numel);
+    /* KV-head slice (params n_off, N_tile; N_tile 0 = every KV head): its query heads only. */
+    const int kv0 = inst.params.N_tile > 0 ? inst.params.n_off : 0;
+    const int kvn = inst.params.N_tile > 0 ? inst.params.N_tile : nkv;
+    if (kv0 < 0 || kv0 + kvn > nkv) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, kv0);
+    const int h0 = kv0 * (nh / nkv), nsh = kvn * (nh / nkv);
     const float scale = inst.params.scale;
     switch (kc.dtype) {
         case AMK_F16:
-            amk_attn_all<__half>(q, kc, vc, out, B, nh, nkv, hd, seq_stride, kv_start, kv_len, scale, partial);
+            amk_attn_all<__half>(q, kc, vc, out, B, nh, nkv, hd, seq_stride, kv_start, kv_len, scale, partial, h0, nsh);
             break;
         case AMK_BF16:
-            amk_attn_all<__nv_bfloat16>(q, kc, vc, out, B, nh, nkv, hd, seq_stride, kv_start, kv_len, scale, partial);
+            amk_attn_all<__nv_bfloat16>(q, kc, vc, out, B, nh, nkv, hd, seq_stride, kv_start, kv_len, scale, partial, h0,
+                                        nsh);
             break;
         default:
-            amk_attn_all<float>(q, kc, vc, out, B, nh, nkv, hd, seq_stride, kv_start, kv_len, scale, partial);
+            amk_attn_all<float>(q, kc, vc, out, B, nh, nkv, hd, seq_stride, kv_start, kv_len, scale, partial, h0, nsh);
             break;
     }
     return true;

@@ -1,6 +1,6 @@
 /* ==========================================================================================
  * Projection instructions: GEMV_TILE (fp32/fp16/bf16, int8/int4 dequant-fused), GEMM_TILE and
- * the FUSED GEMV_ADD pattern.
+ * the FUSED layer patterns (staging + GEMV tile + epilogue).
  *
  *   out[m, n_off : n_off + N_tile] = x[m, :K] @ W[n_off : n_off + N_tile, :K]^T  (+ bias / residual)
  *
@@ -135,13 +135,13 @@ __device__ __forceinline__ void amk_rows_tail(const float* __restrict__ xs, cons
 }
 
 /* Output epilogue for row n of one x row m: the warp's partial sums are reduced and lane 0 stores
- * acc (+ bias[n]) (+ residual[m, n]). */
+ * acc (+ bias[n]), or round(acc) + residual[m, n] rounded again (ir.FusedGEMVAdd's numerics). */
 __device__ __forceinline__ void amk_gemv_store(const amk_buffer_t& out, int64_t o, float acc, const amk_buffer_t* bias,
                                                int64_t n, const amk_buffer_t* res) {
     acc = amk_warp_sum(acc);
     if (amk_lane() == 0) {
         if (bias) acc += amk_ld(*bias, n);
-        if (res) acc += amk_ld(*res, o);
+        if (res) acc = amk_round_to(out.dtype, acc) + amk_ld(*res, o); /* GEMV then ADD, bit for bit */
         amk_st(out, o, acc);
     }
 }
@@ -273,6 +273,51 @@ __device__ __forceinline__ void amk_gemv_generic_row(const amk_buffer_t& x, int6
     }
 }
 
+/* ---- activation staging ------------------------------------------------------------------
+ * One x row into the fp32 x cache. The dtype is resolved once per row (not per element); an
+ * aligned row moves in 16-byte vectors, each thread issuing AMK_STAGE_UNROLL loads before its
+ * first store, so several loads per thread are in flight. Activations are written by other SMs
+ * in this launch: plain (coherent) loads after the wait's acquire, never the read-only path. */
+#define AMK_STAGE_UNROLL 2
+
+template <typename T>
+__device__ __forceinline__ void amk_stage_typed(const T* __restrict__ src, int K, float* __restrict__ xs) {
+    constexpr int V = amk_vec<T>::N;
+    const int nvec = ((uintptr_t)src & 15) == 0 ? K / V : 0;
+    const uint4* __restrict__ vsrc = reinterpret_cast<const uint4*>(src);
+    for (int v0 = threadIdx.x; v0 < nvec; v0 += AMK_THREADS * AMK_STAGE_UNROLL) {
+        uint4 r[AMK_STAGE_UNROLL];
+#pragma unroll
+        for (int u = 0; u < AMK_STAGE_UNROLL; ++u) {
+            const int v = v0 + u * AMK_THREADS;
+            if (v < nvec) r[u] = vsrc[v];
+        }
+#pragma unroll
+        for (int u = 0; u < AMK_STAGE_UNROLL; ++u) {
+            const int v = v0 + u * AMK_THREADS;
+            if (v < nvec) {
+                float f[V];
+                amk_vec<T>::cvt(r[u], f);
+#pragma unroll
+                for (int i = 0; i < V; ++i) xs[v * V + i] = f[i];
+            }
+        }
+    }
+    for (int k = nvec * V + threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_vec<T>::one(src, k);
+}
+
+/* xs[0:K] = x[base : base + K] as fp32 (no barrier: the caller syncs). */
+__device__ __forceinline__ void amk_stage_x(const amk_buffer_t& x, int64_t base, int K, float* __restrict__ xs) {
+    switch (x.dtype) {
+        case AMK_F32:  amk_stage_typed<float>((const float*)x.ptr + base, K, xs); break;
+        case AMK_F16:  amk_stage_typed<__half>((const __half*)x.ptr + base, K, xs); break;
+        case AMK_BF16: amk_stage_typed<__nv_bfloat16>((const __nv_bfloat16*)x.ptr + base, K, xs); break;
+        default:
+            for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, base + k);
+            break;
+    }
+}
+
 /* Shared-memory budget of one GEMV tile (mirrors kernels.gemvSmemBytes in Go). */
 __device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
 __device__ __forceinline__ uint32_t amk_gemv_ring_bytes() {
@@ -327,7 +372,7 @@ __device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const 
     constexpr int QC = AMK_QGEMV_COLS;
     for (int64_t m = 0; m < M; ++m) {
         if (use_smem) {
-            for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, m * K + k);
+            amk_stage_x(x, m * K, K, xs);
             __syncthreads();
         }
         for (int t = amk_warp() * QC; t < N_tile; t += AMK_WARPS * QC) {
@@ -420,7 +465,7 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
     if (vec_ok && xb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb;
 #endif
     for (int64_t m = 0; m < M; ++m) {
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS) xs[k] = amk_ld(x, m * K + k);
+        amk_stage_x(x, m * K, K, xs);
         __syncthreads();
         switch (W.dtype) {
             case AMK_F16:
@@ -449,20 +494,160 @@ __device__ __forceinline__ bool amk_op_gemv_tile(const amk_program_t& prog, cons
     return amk_gemv_fp(prog, inst, task, nullptr);
 }
 
-/* FUSED: only the GEMV_ADD pattern runs on the device; anything else traps (the Go side rejects
- * such programs before launch, R25). */
+/* ---- FUSED layer patterns (ir.FusedPatterns, abi.h amk_fused_pattern_t) ---------------------
+ * One projection tile with a staging step before the dot products and an epilogue after them:
+ *   staging  none | RMSNORM (x * rsqrt(mean(x^2) + eps) * norm_w) | SILU_MUL (silu(gate) * up),
+ *            written to the x cache in fp32, rounded to the activation dtype as the unfused op
+ *            would store it;
+ *   epilogue none | ADD residual | ROPE | ROPE + KV append | KV append: the sums are rounded to
+ *            the activation dtype first (the unfused projection's output), then added or rotated.
+ * A RoPE/append tile collects its N_tile sums in shared memory ([x cache][tile][ring]) and
+ * finishes them as whole heads. The dtype switch happens once per tile, never per element. */
+struct amk_fused_shape {
+    int staging;  /* 0 none, 1 rmsnorm, 2 silu_mul */
+    int epilogue; /* 0 none, 1 add, 2 rope, 3 rope+append, 4 append */
+    int n_in;     /* inputs: [x | gate, up][, norm_w], W[, residual][, pos] */
+};
+
+__device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
+    switch (pat) {
+        case AMK_FUSED_GEMV_ADD:              return {0, 1, 3};
+        case AMK_FUSED_NORM_GEMV:             return {1, 0, 3};
+        case AMK_FUSED_NORM_GEMV_ROPE:        return {1, 2, 4};
+        case AMK_FUSED_NORM_GEMV_ROPE_APPEND: return {1, 3, 4};
+        case AMK_FUSED_NORM_GEMV_APPEND:      return {1, 4, 3};
+        case AMK_FUSED_SILU_GEMV:             return {2, 0, 3};
+        case AMK_FUSED_SILU_GEMV_ADD:         return {2, 1, 4};
+        case AMK_FUSED_GEMV_ROPE:             return {0, 2, 3};
+        case AMK_FUSED_GEMV_ROPE_APPEND:      return {0, 3, 3};
+        case AMK_FUSED_GEMV_APPEND:           return {0, 4, 2};
+        default:                              return {-1, -1, 0};
+    }
+}
+
+/* Stage x row m into xs (fp32), applying the pattern's staging. */
+__device__ __forceinline__ void amk_fused_stage(const amk_program_t& prog, const amk_instruction_t& inst,
+                                                const amk_fused_shape& f, int64_t m, int K, float* xs) {
+    __shared__ float s_red[AMK_WARPS];
+    const amk_buffer_t x = prog.buffers[inst.inputs[0]];
+    const amk_buffer_t aux = prog.buffers[inst.inputs[1]]; /* norm_w or up */
+    const int64_t base = m * K;
+    amk_stage_x(x, base, K, xs);
+    if (f.staging == 1) {
+        __syncthreads(); /* vector staging wrote elements other threads read below */
+        float ss = 0.f;
+        for (int k = threadIdx.x; k < K; k += AMK_THREADS) ss = fmaf(xs[k], xs[k], ss);
+        const float r = rsqrtf(amk_block_sum(ss, s_red) / (float)K + inst.params.eps);
+        for (int k = threadIdx.x; k < K; k += AMK_THREADS)
+            xs[k] = amk_round_to(x.dtype, xs[k] * r * amk_ld(aux, k));
+    } else if (f.staging == 2) {
+        __syncthreads(); /* as above */
+        for (int k = threadIdx.x; k < K; k += AMK_THREADS) {
+            const float g = xs[k];
+            xs[k] = amk_round_to(x.dtype, g / (1.f + expf(-g)) * amk_ld(aux, base + k));
+        }
+    }
+    __syncthreads();
+}
+
+/* RoPE and/or append epilogue of row m: tile[j] holds the fp32 sums of columns n_off + j. */
+__device__ __forceinline__ void amk_fused_finish(const amk_program_t& prog, const amk_instruction_t& inst,
+                                                 const amk_fused_shape& f, int32_t act_dtype, const float* tile,
+                                                 const amk_buffer_t& out, int64_t dst, int64_t m) {
+    const int N_tile = inst.params.N_tile, hd = inst.params.head_dim;
+    if (f.epilogue == 4) {
+        for (int j = threadIdx.x; j < N_tile; j += AMK_THREADS) amk_st(out, dst + j, amk_round_to(act_dtype, tile[j]));
+        return;
+    }
+    const amk_buffer_t pb = prog.buffers[inst.inputs[f.n_in - 1]];
+    const float pos = (float)amk_ld_int(pb, pb.numel > m ? m : 0);
+    const int half = hd / 2;
+    for (int e = threadIdx.x; e < N_tile / 2; e += AMK_THREADS) {
+        const int h = e / half, i = e % half;
+        const float inv = 1.f / powf(inst.params.theta, (float)i / (float)half);
+        float sn, cs;
+        sincosf(pos * inv, &sn, &cs);
+        const float x1 = amk_round_to(act_dtype, tile[h * hd + i]);
+        const float x2 = amk_round_to(act_dtype, tile[h * hd + i + half]);
+        amk_st(out, dst + h * hd + i, amk_round_to(act_dtype, x1 * cs - x2 * sn));
+        amk_st(out, dst + h * hd + i + half, amk_round_to(act_dtype, x2 * cs + x1 * sn));
+    }
+}
+
+/* FUSED: a pattern of ir.FusedPatterns; an unknown id traps (the Go side rejects such programs
+ * before launch, R25). */
 __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
     const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
-    if (pat != AMK_FUSED_GEMV_ADD || inst.n_inputs < 3)
-        return amk_trap(prog, AMK_TRAP_FUSED_PATTERN, task, inst.op, pat);
-    return amk_gemv_fp(prog, inst, task, &prog.buffers[inst.inputs[2]]);
+    const amk_fused_shape f = amk_fused_pattern_shape(pat);
+    if (f.staging < 0 || inst.n_inputs != f.n_in) return amk_trap(prog, AMK_TRAP_FUSED_PATTERN, task, inst.op, pat);
+    if (pat == AMK_FUSED_GEMV_ADD) return amk_gemv_fp(prog, inst, task, &prog.buffers[inst.inputs[2]]);
+    const int wi = f.staging == 0 ? 1 : 2; /* W follows x, or x and (norm_w | up) */
+    const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[wi]];
+    const amk_buffer_t out = prog.buffers[inst.outputs[0]];
+    const amk_buffer_t* res = f.epilogue == 1 ? &prog.buffers[inst.inputs[wi + 1]] : nullptr;
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off, hd = inst.params.head_dim;
+    const bool append = f.epilogue >= 3, collect = f.epilogue >= 2;
+    const int64_t M = K > 0 ? x.numel / K : 0;
+    const int64_t N = append ? inst.params.N : (M > 0 ? out.numel / M : 0);
+    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
+    const uint32_t xb = amk_gemv_x_bytes(K), tb = collect ? amk_gemv_x_bytes(N_tile) : 0, have = amk_dyn_smem_bytes();
+    const int rank = out.rank;
+    /* a dynamic index into a local copy of the record would put it in local memory: read the table */
+    const int64_t seq = append && rank >= 3 ? prog.buffers[inst.outputs[0]].shape[rank - 3] : 0;
+    if (M <= 0 || x.numel != M * K || N <= 0 || n_off < 0 || N_tile <= 0 || n_off + N_tile > N ||
+        !amk_is_float(W.dtype) || ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw || xb + tb > have ||
+        (res && res->numel < out.numel) || (collect && (hd <= 0 || (hd & 1) || n_off % hd || N_tile % hd)) ||
+        (append && (seq <= 0 || inst.params.pos < 0 || inst.params.pos >= seq || out.numel < M * seq * N)) ||
+        (!append && out.numel != M * N))
+        return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, pat);
+    float* xs = reinterpret_cast<float*>(amk_dyn_smem);
+    float* tile = reinterpret_cast<float*>(amk_dyn_smem + xb);
+    const int esz = W.dtype == AMK_F32 ? 4 : 2;
+    const bool vec_ok = ((uintptr_t)W.ptr & 15) == 0 && ((ldw * esz) & 15) == 0;
+    unsigned char* ring = nullptr;
+#if AMK_HAVE_CPASYNC
+    if (vec_ok && xb + tb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb + tb;
+#endif
+    /* The sums land in the output (obase = m*N), or in the tile (obase = -n_off: column n -> n - n_off). */
+    amk_buffer_t dst = out;
+    if (collect) {
+        dst.ptr = tile;
+        dst.dtype = AMK_F32;
+        dst.numel = N_tile;
+    }
+    for (int64_t m = 0; m < M; ++m) {
+        amk_fused_stage(prog, inst, f, m, K, xs);
+        const int64_t obase = collect ? -(int64_t)n_off : m * N;
+        switch (W.dtype) {
+            case AMK_F16:
+                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok);
+                break;
+            case AMK_BF16:
+                amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr,
+                                               res, ring, vec_ok);
+                break;
+            default:
+                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok);
+                break;
+        }
+        __syncthreads(); /* the tile is complete; xs is rewritten for the next row */
+        if (collect) {
+            const int64_t row = append ? (m * seq + inst.params.pos) * N : m * N;
+            amk_fused_finish(prog, inst, f, x.dtype, tile, out, row + n_off, m);
+            __syncthreads();
+        }
+    }
+    return true;
 }
 
 /* GEMM_TILE: every row of x (batch decode, M = x.numel / K) times the weight tile. A warp owns
  * one weight row and AMK_GEMM_MMAX x rows at a time, so each weight vector is read once per
- * register tile. x rows come from global memory (L1/L2 resident). */
+ * register tile. x rows come from global memory through coherent L2 loads (__ldcg): other blocks
+ * write x in the same launch, so the read-only path (__ldg, ld.global.nc, which a const
+ * __restrict__ pointer also lets the compiler pick) may return stale data; X is therefore not
+ * __restrict__. */
 template <typename T>
-__device__ __forceinline__ void amk_gemm_typed(const T* __restrict__ X, const T* __restrict__ W, int64_t ldw, int K,
+__device__ __forceinline__ void amk_gemm_typed(const T* X, const T* __restrict__ W, int64_t ldw, int K,
                                                int64_t M, int n_off, int N_tile, const amk_buffer_t& out, int64_t N,
                                                const amk_buffer_t* bias, bool vec_ok) {
     constexpr int V = amk_vec<T>::N;
@@ -482,7 +667,7 @@ __device__ __forceinline__ void amk_gemm_typed(const T* __restrict__ X, const T*
                 for (int i = 0; i < AMK_GEMM_MMAX; ++i) {
                     if (i >= mt) break;
                     float xf[V];
-                    amk_vec<T>::cvt(__ldg(reinterpret_cast<const uint4*>(X + (m0 + i) * K) + kv), xf);
+                    amk_vec<T>::cvt(__ldcg(reinterpret_cast<const uint4*>(X + (m0 + i) * K) + kv), xf);
 #pragma unroll
                     for (int e = 0; e < V; ++e) acc[i] = fmaf(xf[e], wf[e], acc[i]);
                 }

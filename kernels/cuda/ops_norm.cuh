@@ -138,7 +138,8 @@ __device__ __forceinline__ bool amk_op_sample_argmax(const amk_program_t& prog, 
 
 /* ROPE (Llama rotate-half): half = hd/2, inv_freq[i] = 1 / theta^(i/half), angle = pos * inv_freq;
  * out = [x1*cos - x2*sin, x2*cos + x1*sin]. Rank-2 x [heads, hd] uses pos[0]; rank-3 x
- * [S, heads, hd] uses pos[s] per row when positions has S entries (else pos[0]). Precise
+ * [S, heads, hd], or a flat rank-2 x [S, heads*hd], uses pos[s] per row when positions has S
+ * entries (else pos[0]). Precise
  * powf/sincosf, fp32 like the reference tables. */
 __device__ __forceinline__ bool amk_op_rope(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
     const amk_buffer_t x = prog.buffers[inst.inputs[0]], pb = prog.buffers[inst.inputs[1]];
@@ -148,7 +149,11 @@ __device__ __forceinline__ bool amk_op_rope(const amk_program_t& prog, const amk
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, hd);
     const int half = hd / 2;
     const int64_t nvec = x.numel / hd;
-    const int64_t per_row = (x.rank == 3 && pb.numel == x.shape[0] && x.shape[0] > 0) ? x.shape[1] : nvec;
+    /* heads per position: rank 3 [S, heads, hd] or a flat projection [S, heads*hd] read as a view
+     * (one position per row), else every head at pos[0] */
+    const int64_t per_row = (x.rank == 3 && pb.numel == x.shape[0] && x.shape[0] > 0) ? x.shape[1]
+                            : (x.rank == 2 && x.shape[1] > hd && pb.numel == x.shape[0]) ? x.shape[1] / hd
+                                                                                         : nvec;
     const float theta = inst.params.theta;
     for (int64_t e = threadIdx.x; e < nvec * half; e += AMK_THREADS) {
         const int64_t v = e / half;

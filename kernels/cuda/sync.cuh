@@ -1,13 +1,13 @@
 /* ==========================================================================================
  * amk sync primitives (seed 000 §8): the only way work crosses blocks.
  *
- *   signal(c): every thread's output stores are issued (__syncthreads), thread 0 makes them
- *              visible device-wide (a device-scope fence: fence.acq_rel.gpu on sm_70+, else
- *              __threadfence; the release) and increments the counter by exactly one
- *              (atomicAdd), then the block agrees the instruction is retired.
+ *   signal(c): every thread's output stores are issued (__syncthreads), thread 0 increments
+ *              the counter by exactly one with a release reduction (red.release.gpu on sm_70+;
+ *              else a device fence then atomicAdd), then the block agrees the instruction is
+ *              retired.
  *   wait(inst): thread 0 acquire-polls each (counter, threshold) with a load the compiler can
  *              neither hoist nor cache (ld.acquire.gpu on sm_70+, else atomicAdd(c, 0)), with a
- *              short busy window and then exponential __nanosleep backoff. Every 64 polls it
+ *              short busy window and then exponential __nanosleep backoff capped at AMK_BACKOFF_MAX_NS. Every 64 polls it
  *              checks the abort flag and the watchdog:
  *
  *   DEVICE-SIDE SPIN WATCHDOG (R23): a wait that lasts longer than its budget
@@ -28,7 +28,11 @@
 
 #define AMK_SPIN_BUSY_ITERS 64u   /* polls before the first sleep (the satisfied fast path)   */
 #define AMK_BACKOFF_MIN_NS  32u   /* first sleep                                              */
-#define AMK_BACKOFF_MAX_NS  4096u /* sleep cap                                                */
+#ifndef AMK_BACKOFF_MAX_NS
+/* Sleep cap. A waiter on the critical path sees its counter at most this late: 256 ns is a
+ * fraction of one hop, where the former 4 us cap could exceed a whole layer's streaming. */
+#define AMK_BACKOFF_MAX_NS 256u
+#endif
 #define AMK_POLL_MASK       0x3Fu /* abort flag + watchdog clock every 64 polls               */
 
 __device__ __forceinline__ uint64_t amk_now_ns() {
@@ -69,12 +73,18 @@ __device__ __forceinline__ void amk_fence_acq_rel() {
 #endif
 }
 
-/* Retire an instruction: release-fence its outputs, then ++ its counter (whole block calls). */
+/* Retire an instruction: ++ its counter with release semantics (whole block calls). On sm_70+
+ * one release reduction (red.release.gpu) orders the block's stores, made visible to thread 0
+ * by the barrier (cumulativity), before the increment: no separate fence, no returned value. */
 __device__ __forceinline__ void amk_signal(const amk_program_t& prog, int32_t counter) {
     __syncthreads();
     if (threadIdx.x == 0) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&prog.counters[counter]) : "memory");
+#else
         amk_fence_acq_rel();
         atomicAdd(&prog.counters[counter], 1u);
+#endif
     }
     __syncthreads();
 }

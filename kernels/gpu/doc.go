@@ -16,7 +16,11 @@
 // was truncated) is then timed interleaved (ABBA, after warm-up) with the
 // incumbent lowered at the same position on the same device (R7); the
 // incumbent stays resident between trials until it changes or the child
-// restarts. A GPU evaluation never falls back to a prediction (R24).
+// restarts. After the timed launches the candidate's logits are read back
+// (launch op "read") and must equal, bit for bit, those of its checked
+// launch (or, for a truncated check, of one untimed launch at the trial's
+// step): every timed launch ran the same step on the same inputs, so a
+// difference is a race in the schedule and the trial is incorrect. A GPU evaluation never falls back to a prediction (R24).
 // Greedy runs a greedy decode on the device with the same machinery (the GPU
 // counterpart of the eager oracle's greedy decode).
 //
@@ -41,8 +45,8 @@
 //
 // Processes: Open starts the child as a hidden subcommand of the running
 // binary (ChildCommand, served by ChildMain) with the operator's toolchain
-// (ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS) and the host's shared
-// build cache (CacheDirFromEnv: AMK_KERNEL_CACHE). Nothing here imports
+// (build.ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS) and the host's
+// shared build cache (build.CacheDirFromEnv: AMK_KERNEL_CACHE). Nothing here imports
 // gorgonia.org/cu: the default build compiles and tests everything with a
 // fake device; only the child's launch.Open needs the cuda build tag.
 package gpu

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,8 +66,9 @@ func (fakeModules) Module(ctx context.Context, arch string, v kernels.Variant) (
 
 // vmDevice is a launch.Device that computes with the reference VM, so its
 // outputs are exactly what a correct GPU would return. Modes:
-// "corrupt" shifts every logit, "watchdog" ends each launch at the device
-// watchdog, "poison" fails the launch, "hang" never returns from a launch,
+// "corrupt" shifts every logit, "racy" leaves a different last logit after
+// the timed launches than after a checked one, "watchdog" ends each launch
+// at the device watchdog, "poison" fails the launch, "hang" never returns from a launch,
 // "unknown" is a GPU without a target record.
 type vmDevice struct {
 	mode string
@@ -84,6 +86,8 @@ type vmProgram struct {
 	prog    *ir.Program
 	weights map[string]*tensor.Tensor
 	kv      map[string]*tensor.Tensor
+	last    map[string]*tensor.Tensor // the IO outputs of the last launch
+	timed   bool                      // launched by TimeInterleaved since the last Run
 }
 
 func newVMDevice(mode string) *vmDevice {
@@ -193,6 +197,7 @@ func (d *vmDevice) Run(h launch.Handle, inputs map[int][]byte, read []int) (*lau
 		return nil, err
 	}
 	vp.kv = res.KV
+	vp.last, vp.timed = res.Outputs, false
 	out := &launch.RunResult{Status: launch.StatusOK, Outputs: map[int][]byte{}, Grid: 1}
 	for _, id := range read {
 		b := &vp.prog.Buffers[id]
@@ -221,9 +226,11 @@ func (d *vmDevice) Run(h launch.Handle, inputs map[int][]byte, read []int) (*lau
 func (d *vmDevice) TimeInterleaved(cand, inc launch.Handle, warmup, samples int) (*launch.Comparison, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if _, ok := d.progs[cand]; !ok {
+	vp, ok := d.progs[cand]
+	if !ok {
 		return nil, errors.New("unknown candidate")
 	}
+	vp.timed = true
 	var cs, is []float64
 	for i := 0; i < samples; i++ {
 		cs = append(cs, 100+float64(i%5))
@@ -235,6 +242,35 @@ func (d *vmDevice) TimeInterleaved(cand, inc launch.Handle, warmup, samples int)
 		d.times = append(d.times, inc)
 	}
 	return launch.Compare(cs, is), nil
+}
+
+// ReadBuffers implements launch.BufferReader: the IO outputs of the last
+// launch (in mode "racy", one logit off by one ulp once a timing ran).
+func (d *vmDevice) ReadBuffers(h launch.Handle, read []int) (map[int][]byte, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	vp, ok := d.progs[h]
+	if !ok {
+		return nil, errors.New("unknown handle")
+	}
+	out := map[int][]byte{}
+	for _, id := range read {
+		b := &vp.prog.Buffers[id]
+		t := vp.last[b.Name]
+		if t == nil {
+			return nil, fmt.Errorf("buffer %s was never written", b.Name)
+		}
+		if d.mode == "racy" && vp.timed && b.Name == schedule.LogitsOutput {
+			t = t.Clone()
+			t.F[len(t.F)-1] = math.Nextafter32(t.F[len(t.F)-1], float32(math.Inf(1)))
+		}
+		data, err := kernels.EncodeTensor(b, t)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = data
+	}
+	return out, nil
 }
 
 func (d *vmDevice) Unload(h launch.Handle) error {
@@ -310,6 +346,11 @@ func (c *serverClient) Run(ctx context.Context, req *launch.RunRequest) (*launch
 func (c *serverClient) Time(ctx context.Context, req *launch.TimeRequest) (*launch.Comparison, error) {
 	var r launch.Comparison
 	return &r, c.call(ctx, launch.OpTime, req, &r)
+}
+
+func (c *serverClient) Read(ctx context.Context, req *launch.ReadRequest) (*launch.RunResponse, error) {
+	var r launch.RunResponse
+	return &r, c.call(ctx, launch.OpRead, req, &r)
 }
 
 func (c *serverClient) Unload(ctx context.Context, handle string) error {

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels"
 	"github.com/amk-dev/amk/kernels/launch"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 	"github.com/amk-dev/amk/validate"
+	"github.com/amk-dev/amk/vm"
 )
 
 // Client is what the Launcher needs of the launcher child; launch.Client
@@ -23,6 +26,7 @@ type Client interface {
 	Update(ctx context.Context, req *launch.UpdateRequest) error
 	Run(ctx context.Context, req *launch.RunRequest) (*launch.RunResponse, error)
 	Time(ctx context.Context, req *launch.TimeRequest) (*launch.Comparison, error)
+	Read(ctx context.Context, req *launch.ReadRequest) (*launch.RunResponse, error)
 	Unload(ctx context.Context, handle string) error
 }
 
@@ -188,7 +192,7 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 		return trial.Timing{}, err
 	}
 	notes = append(notes, chk.notes...)
-	cand := handleCheck
+	cand, want := handleCheck, chk.logits
 	if !chk.isCandidate {
 		_ = l.unload(ctx, handleCheck)
 		resp, err := l.load(ctx, handleCandidate, req.Program, ws, variant)
@@ -197,6 +201,11 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 		}
 		cand = handleCandidate
 		notes = append(notes, loadNotes("candidate", resp)...)
+		// The full model was checked on a truncation: one untimed launch at
+		// the trial's step gives the logits its timed launches must repeat.
+		if want, err = l.step(ctx, cand, int32(req.Token), req.Pos); err != nil {
+			return trial.Timing{}, err
+		}
 	}
 	inc, incNotes, err := l.incumbent(ctx, req, ws, variant, cand)
 	if err != nil {
@@ -210,8 +219,71 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 	if err != nil {
 		return trial.Timing{}, classify(err, "time")
 	}
+	launches := l.opts.Warmup + l.opts.Samples
+	if inc == cand {
+		launches *= 2 // the candidate was timed against itself
+	}
+	if err := l.recheck(ctx, cand, want, req.Model.Config, launches); err != nil {
+		return trial.Timing{}, err
+	}
+	notes = append(notes, fmt.Sprintf("the logits left by the %d timed launches equal the checked launch's bit for bit", launches))
 	_ = l.unload(ctx, cand)
-	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.TotalWeightBytes()), notes), nil
+	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.StreamedBytes()), notes), nil
+}
+
+// step launches handle once at (token, pos) and returns its logits.
+func (l *Launcher) step(ctx context.Context, handle string, token int32, pos int) ([]float32, error) {
+	inputs, err := stepInputs(token, pos)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, l.opts.RunTimeout)
+	res, err := l.c.Run(rctx, &launch.RunRequest{Handle: handle, Inputs: inputs})
+	cancel()
+	if err != nil {
+		return nil, classify(err, "run")
+	}
+	if err := statusError(res, fmt.Sprintf("run pos %d", pos)); err != nil {
+		return nil, err
+	}
+	return logitsOf(res)
+}
+
+// recheck re-reads the logits the timed launches of handle left on the
+// device and requires them to equal want bit for bit. Every timed launch ran
+// the same step on the same inputs as the checked one, so a difference means
+// a race in the schedule (or a faulty device): the trial is incorrect.
+func (l *Launcher) recheck(ctx context.Context, handle string, want []float32, cfg model.Config, launches int) error {
+	rctx, cancel := context.WithTimeout(ctx, l.opts.RunTimeout)
+	res, err := l.c.Read(rctx, &launch.ReadRequest{Handle: handle, Read: []string{schedule.LogitsOutput}})
+	cancel()
+	if err != nil {
+		return classify(err, "recheck")
+	}
+	got, err := logitsOf(res)
+	if err != nil {
+		return err
+	}
+	differ, first := 0, -1
+	for i := range max(len(got), len(want)) {
+		if i >= len(got) || i >= len(want) || math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			if differ++; first < 0 {
+				first = i
+			}
+		}
+	}
+	if differ == 0 {
+		return nil
+	}
+	cmp := vm.Compare(got, want, cfg.Vocab, cfg.DType)
+	cmp.Pass = false
+	cmp.Reason = fmt.Sprintf("the logits left by the %d timed launches differ from the checked launch's in %d of %d values (first at index %d)",
+		launches, differ, len(want), first)
+	if first < len(got) && first < len(want) {
+		cmp.Reason += fmt.Sprintf(": %g, checked %g", got[first], want[first])
+	}
+	cmp.Reason += "; the schedule races or the device is faulty"
+	return &trial.MismatchError{Device: l.name, Comparison: cmp}
 }
 
 // timing turns the child's comparison into the trial's Timing. The

@@ -69,7 +69,8 @@ func TestLauncherMeasuresACorrectProgram(t *testing.T) {
 		t.Fatalf("device label %q", v.Device)
 	}
 	notes := joined(v.Notes)
-	for _, want := range []string{"GPU logits match the reference VM at pos 0", "measured-gpu on cuda:0 NVIDIA H200: median 102.000 us over 20 samples", "check launch: grid"} {
+	for _, want := range []string{"GPU logits match the reference VM at pos 0", "measured-gpu on cuda:0 NVIDIA H200: median 102.000 us over 20 samples", "check launch: grid",
+		"the logits left by the 25 timed launches equal the checked launch's bit for bit"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
@@ -79,6 +80,23 @@ func TestLauncherMeasuresACorrectProgram(t *testing.T) {
 	}
 	if len(c.dev.loads) != 1 || c.dev.runs != 1 || c.dev.resident() != 0 {
 		t.Fatalf("want one load, one run and nothing left resident: loads %v runs %d resident %d", c.dev.loads, c.dev.runs, c.dev.resident())
+	}
+}
+
+func TestLauncherRacyTimedLaunchesAreIncorrect(t *testing.T) {
+	l, _ := newTestLauncher(t, "racy", Options{})
+	out := evalOn(t, l, nil, trial.Spec{Token: trial.DefaultToken, Pos: 2})
+	v := out.Verdict
+	if out.Failure != nil || v == nil || !v.Valid || v.Correct == nil || *v.Correct {
+		t.Fatalf("want valid, correct=false: %+v %+v", out.Failure, v)
+	}
+	if v.LatencyUS != nil || v.LatencyKind != nil {
+		t.Fatalf("a racy program got a latency: %+v", v)
+	}
+	notes := joined(v.Notes)
+	if !strings.Contains(notes, "the logits left by the 25 timed launches differ from the checked launch's in 1 of 256 values (first at index 255)") ||
+		!strings.Contains(notes, "races") {
+		t.Fatalf("notes: %s", notes)
 	}
 }
 
@@ -140,8 +158,8 @@ func TestLauncherRejectsKnobsTheKernelsRefuse(t *testing.T) {
 	if out.Failure != nil || v == nil || v.Valid || v.RejectedReason == nil || !strings.Contains(*v.RejectedReason, "kunroll") {
 		t.Fatalf("want valid=false naming kunroll: %+v %+v", out.Failure, v)
 	}
-	if v.Correct != nil || v.LatencyUS != nil {
-		t.Fatalf("a refused program carries claims: %+v", v)
+	if v.Correct == nil || *v.Correct || v.LatencyUS != nil || v.BoundUS != nil {
+		t.Fatalf("a refused program must say correct=false (seed 001) with no latency or floor: %+v", v)
 	}
 }
 
@@ -185,6 +203,11 @@ func TestLauncherTruncatedCheckUsesTheCheckModel(t *testing.T) {
 	// check program (1 layer), then the full candidate (2 layers).
 	if len(c.dev.loads) != 2 || c.dev.loads[0] >= c.dev.loads[1] {
 		t.Fatalf("want the 1-layer check then the 2-layer candidate, got task counts %v", c.dev.loads)
+	}
+	// pos 0 and 1 of the check, then one untimed candidate launch whose
+	// logits the timed launches must leave again.
+	if c.dev.runs != 3 {
+		t.Fatalf("runs %d", c.dev.runs)
 	}
 }
 

@@ -19,7 +19,10 @@ type checked struct {
 	// isCandidate: the check handle now holds the trial's own program at
 	// its position (the model is not truncated), so it is what gets timed.
 	isCandidate bool
-	notes       []string
+	// logits are the checked launch's: what the timed launches of the
+	// check handle must leave behind again.
+	logits []float32
+	notes  []string
 }
 
 // verify runs the check model on the device through every decode position
@@ -52,7 +55,7 @@ func (l *Launcher) verify(ctx context.Context, req trial.TimeRequest, ws launch.
 	}
 	notes = append(notes, fmt.Sprintf("GPU logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
 		req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
-	return &checked{isCandidate: !truncated, notes: notes}, nil
+	return &checked{isCandidate: !truncated, logits: logits, notes: notes}, nil
 }
 
 // Greedy decodes on the device: the prompt, then n tokens, each the argmax

@@ -163,6 +163,13 @@ type OpLaunch struct {
 	Warmup, Samples int            // timed launches (0 samples: run once, untimed)
 }
 
+// BufferReader is implemented by devices that can read buffers of a loaded
+// program back without launching it: what the last launch left there (the
+// launcher re-reads the logits after the timed launches this way).
+type BufferReader interface {
+	ReadBuffers(h Handle, read []int) (map[int][]byte, error)
+}
+
 // OpRunner is implemented by devices that can run the Loop-1 entry kernels.
 type OpRunner interface {
 	RunOp(h Handle, l OpLaunch) (*RunResult, Stats, error)

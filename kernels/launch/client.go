@@ -38,3 +38,9 @@ func (c Client) Time(ctx context.Context, req *TimeRequest) (*Comparison, error)
 func (c Client) Unload(ctx context.Context, handle string) error {
 	return c.S.Call(ctx, OpUnload, &UnloadRequest{Handle: handle}, nil)
 }
+
+// Read reads buffers of a loaded program without launching it.
+func (c Client) Read(ctx context.Context, req *ReadRequest) (*RunResponse, error) {
+	var r RunResponse
+	return &r, c.S.Call(ctx, OpRead, req, &r)
+}

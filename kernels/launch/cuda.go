@@ -509,6 +509,20 @@ func (p *cudaProgram) readBack(read []int) (map[int][]byte, error) {
 	return out, nil
 }
 
+// ReadBuffers implements BufferReader: the buffers as the last launch left them.
+func (d *cudaDevice) ReadBuffers(h Handle, read []int) (map[int][]byte, error) {
+	var out map[int][]byte
+	err := d.do(func() error {
+		p, err := d.program(h)
+		if err != nil {
+			return err
+		}
+		out, err = p.readBack(read)
+		return err
+	})
+	return out, err
+}
+
 // RunOp implements OpRunner.
 func (d *cudaDevice) RunOp(h Handle, l OpLaunch) (*RunResult, Stats, error) {
 	var res *RunResult

@@ -6,6 +6,9 @@ package launch
 // nvcc for the device's architecture). Run on the GPU machine:
 //
 //	AMK_NVCC=$(which nvcc) go test -tags cuda -run CUDA ./kernels/launch
+//
+// AMK_NVCC_HOST_ARGS is honoured, and AMK_KERNEL_CACHE, when set, is the
+// build cache (shared with the other tests and verbs of a GPU visit).
 
 import (
 	"context"
@@ -23,9 +26,12 @@ import (
 
 func openCUDA(t *testing.T) (Device, ModuleSource) {
 	t.Helper()
-	nvcc := os.Getenv("AMK_NVCC")
-	if nvcc == "" {
+	if os.Getenv(build.EnvNVCC) == "" {
 		t.Skip("AMK_NVCC not set")
+	}
+	cache := os.Getenv(build.EnvCache)
+	if cache == "" {
+		cache = t.TempDir()
 	}
 	dev, err := Open(0)
 	if err != nil {
@@ -33,7 +39,7 @@ func openCUDA(t *testing.T) (Device, ModuleSource) {
 	}
 	t.Cleanup(func() { dev.Close() })
 	t.Logf("device: %s", dev.Info())
-	return dev, BuilderModules{Builder: &build.Builder{Toolchain: build.Toolchain{NVCC: nvcc}, Dir: t.TempDir()}}
+	return dev, BuilderModules{Builder: &build.Builder{Toolchain: build.ToolchainFromEnv(), Dir: cache}}
 }
 
 // projProgram: EMBED -> RMSNORM -> 3 GEMV tiles -> SAMPLE_ARGMAX in dtype dt.

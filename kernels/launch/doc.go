@@ -13,7 +13,8 @@
 // ERROR) and reads back the requested buffers; TimeInterleaved times a
 // candidate and an incumbent alternately (ABBA) with CUDA events after
 // warm-up launches and returns both Stats and their ratio (R7); OpRunner
-// runs the Loop-1 entry kernels. FloorGuard withholds a latency below the
+// runs the Loop-1 entry kernels; BufferReader reads buffers back without a
+// launch (what the last launch left). FloorGuard withholds a latency below the
 // HBM floor; MatchTarget maps the live device to its ir target record and
 // refuses a GPU without one (R1).
 //
@@ -21,10 +22,13 @@
 // device (a hidden subcommand that calls Serve with a Server over Open's
 // Device, a BuilderModules cache and a WeightProvider) and talks to it
 // through Supervisor/Client: newline-delimited JSON frames, one request at a
-// time (hello, load, update, run, time, unload, shutdown). A request that
-// outlives its context kills the child (process group) and fails with class
-// "timeout"; a child that dies or breaks the protocol fails with "crash" and
-// its stderr tail; the next call starts a fresh child (Generation tells the
+// time (hello, load, update, run, time, read, unload, shutdown). A request
+// that outlives its context kills the child (process group) and fails with
+// class "timeout"; a child that dies or breaks the protocol fails with
+// "crash" and its stderr tail; a child still there KillWait after its kill
+// (stuck in the driver after a GPU fault) is abandoned and the call fails
+// with "infra", so the worker never waits on it; the next call starts a
+// fresh child (Generation tells the
 // caller to reload its handles). Deterministic refusals (CheckDevice,
 // bindings, co-residency, config) come back as class "rejected" and leave the
 // child running; a failed launch poisons the CUDA context, so the child

@@ -46,6 +46,13 @@ func fakeChildHandler(ctx context.Context, op string, body json.RawMessage) (any
 		return os.Getpid(), nil
 	case "hang": // a kernel that never returns
 		time.Sleep(time.Hour)
+	case "wedge": // a kernel that never returns, in a child that will not go when killed
+		pid, err := leaveStuckHolder()
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(os.Stderr, "holder %d\n", pid)
+		time.Sleep(time.Hour)
 	case "crash":
 		fmt.Fprintln(os.Stderr, "simulated device fault: illegal address")
 		os.Exit(3)
@@ -73,6 +80,7 @@ func childCommand(mode string) func() *exec.Cmd {
 type fakeProgram struct {
 	spec *LoadSpec
 	kv   map[int][]byte
+	left map[int][]byte // the buffers the last launch wrote, by id
 }
 
 type fakeDevice struct {
@@ -134,8 +142,25 @@ func (d *fakeDevice) Run(h Handle, inputs map[int][]byte, read []int) (*RunResul
 		if in, ok := inputs[0]; ok {
 			copy(res.Outputs[id], in)
 		}
+		if fp.left == nil {
+			fp.left = map[int][]byte{}
+		}
+		fp.left[id] = res.Outputs[id]
 	}
 	return res, nil
+}
+
+// ReadBuffers implements BufferReader: what the last launch left.
+func (d *fakeDevice) ReadBuffers(h Handle, read []int) (map[int][]byte, error) {
+	fp, ok := d.progs[h]
+	if !ok {
+		return nil, errors.New("unknown handle")
+	}
+	out := map[int][]byte{}
+	for _, id := range read {
+		out[id] = fp.left[id]
+	}
+	return out, nil
 }
 
 func (d *fakeDevice) TimeInterleaved(cand, inc Handle, warmup, samples int) (*Comparison, error) {

@@ -47,6 +47,7 @@ const (
 	OpUpdate   = "update"
 	OpRun      = "run"
 	OpTime     = "time"
+	OpRead     = "read"
 	OpUnload   = "unload"
 	OpShutdown = "shutdown"
 )
@@ -217,6 +218,14 @@ type RunResponse struct {
 	Message string                `json:"message,omitempty"`
 	Diag    *kernels.Diag         `json:"diag,omitempty"`
 	Outputs map[string]WireTensor `json:"outputs,omitempty"`
+}
+
+// ReadRequest reads buffers of a loaded program without launching it: what
+// its last launch left there. Read names the buffers; empty means the IO
+// outputs. The answer is a RunResponse with status OK.
+type ReadRequest struct {
+	Handle string   `json:"handle"`
+	Read   []string `json:"read,omitempty"`
 }
 
 // TimeRequest times a candidate, optionally interleaved with an incumbent.

@@ -93,6 +93,12 @@ func (s *Server) Handle(ctx context.Context, op string, body json.RawMessage) (a
 			return nil, rejected(op, "malformed time request: %v", err)
 		}
 		return s.time(&req)
+	case OpRead:
+		var req ReadRequest
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, rejected(op, "malformed read request: %v", err)
+		}
+		return s.read(&req)
 	case OpUnload:
 		var req UnloadRequest
 		if err := json.Unmarshal(body, &req); err != nil {
@@ -308,6 +314,47 @@ func (s *Server) run(req *RunRequest) (*RunResponse, error) {
 	for _, id := range ids {
 		b := &l.prog.Buffers[id]
 		resp.Outputs[b.Name] = WireTensor{DType: b.DType.String(), Shape: append([]int(nil), b.Shape...), Data: res.Outputs[id]}
+	}
+	return resp, nil
+}
+
+// read answers a ReadRequest from the device's BufferReader.
+func (s *Server) read(req *ReadRequest) (*RunResponse, error) {
+	l, ok := s.handles[req.Handle]
+	if !ok {
+		return nil, rejected(OpRead, "unknown handle %q", req.Handle)
+	}
+	br, ok := s.Device.(BufferReader)
+	if !ok {
+		return nil, rejected(OpRead, "this device cannot read buffers back without a launch")
+	}
+	var ids []int
+	for _, name := range req.Read {
+		id, ok := l.byName[name]
+		if !ok {
+			return nil, rejected(OpRead, "read %q names no buffer of the program", name)
+		}
+		ids = append(ids, id)
+	}
+	if len(req.Read) == 0 {
+		for i := range l.prog.Buffers {
+			if l.prog.Buffers[i].Kind == ir.IOOutput {
+				ids = append(ids, i)
+			}
+		}
+	}
+	data, err := br.ReadBuffers(l.h, ids)
+	if err != nil {
+		var re *RemoteError
+		if !errors.As(err, &re) {
+			re = &RemoteError{Class: ClassCrash, Phase: OpRead, Message: err.Error()}
+		}
+		return nil, &Fatal{Err: re}
+	}
+	resp := &RunResponse{Status: StatusOK, Outputs: map[string]WireTensor{}}
+	for _, id := range ids {
+		b := &l.prog.Buffers[id]
+		resp.Outputs[b.Name] = WireTensor{DType: b.DType.String(), Shape: append([]int(nil), b.Shape...), Data: data[id]}
 	}
 	return resp, nil
 }

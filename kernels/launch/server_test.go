@@ -90,6 +90,16 @@ func TestServerOverTheWire(t *testing.T) {
 	if _, err := logits.Tensor(); err != nil {
 		t.Errorf("logits do not decode: %v", err)
 	}
+	// Read back what the launch left, without launching.
+	back, err := cl.Read(ctx, &ReadRequest{Handle: "cand"})
+	if err != nil || back.Status != StatusOK || string(back.Outputs["logits"].Data) != string(logits.Data) {
+		t.Fatalf("read %+v %v", back, err)
+	}
+	for _, bad := range []*ReadRequest{{Handle: "nope"}, {Handle: "cand", Read: []string{"no-such-buffer"}}} {
+		if _, err := cl.Read(ctx, bad); err == nil || !strings.Contains(err.Error(), "rejected") {
+			t.Errorf("read %+v: %v", bad, err)
+		}
+	}
 	if _, err := cl.Load(ctx, &LoadRequest{Handle: "inc", Program: ir.Encode(tinyProgram("lm")), Weights: inlineWeights(t)}); err != nil {
 		t.Fatal(err)
 	}

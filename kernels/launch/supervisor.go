@@ -27,13 +27,19 @@ type SupervisorConfig struct {
 	Log io.Writer
 	// ShutdownGrace is how long Close waits for a clean exit (default 5 s).
 	ShutdownGrace time.Duration
+	// KillWait bounds how long a kill waits for the child to go (default
+	// 10 s). A child stuck in the driver after a GPU fault can outlive
+	// SIGKILL: it is then abandoned, the call fails as "infra" and the next
+	// call starts a fresh child, so the worker never hangs on it.
+	KillWait time.Duration
 }
 
 // Supervisor owns one launcher child process and talks to it one request at
 // a time. A request that outlives its context deadline kills the child (a
 // hung kernel ends as a "timeout" failure); a child that dies mid-request is
-// a "crash" failure; either way the next call spawns a fresh child, so the
-// worker itself never hangs or dies with the kernel. Handles loaded in a
+// a "crash" failure; a child that does not go within KillWait of its kill is
+// abandoned ("infra"); in every case the next call spawns a fresh child, so
+// the worker itself never hangs or dies with the kernel. Handles loaded in a
 // previous child are gone after a restart: compare Generation before and
 // after to know when to reload.
 type Supervisor struct {
@@ -48,6 +54,7 @@ type Supervisor struct {
 type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
+	stdout io.Closer
 	frames chan frameResult
 	done   chan struct{} // closed after the process exited and stdout drained
 	tail   *tailWriter
@@ -71,8 +78,14 @@ func NewSupervisor(cfg SupervisorConfig) *Supervisor {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 5 * time.Second
 	}
+	if cfg.KillWait <= 0 {
+		cfg.KillWait = DefaultKillWait
+	}
 	return &Supervisor{cfg: cfg}
 }
+
+// DefaultKillWait is SupervisorConfig.KillWait's default.
+const DefaultKillWait = 10 * time.Second
 
 // Generation counts the children spawned so far.
 func (s *Supervisor) Generation() int {
@@ -114,7 +127,7 @@ func (s *Supervisor) spawn() (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, stdin: stdin, frames: make(chan frameResult, 4), done: make(chan struct{}),
+	c := &child{cmd: cmd, stdin: stdin, stdout: stdout, frames: make(chan frameResult, 4), done: make(chan struct{}),
 		tail: &tailWriter{max: s.cfg.StderrTail, fwd: s.cfg.Log}}
 	cmd.Stderr = c.tail
 	if err := cmd.Start(); err != nil {
@@ -153,10 +166,23 @@ func truncate(s string, n int) string {
 	return s
 }
 
-func (c *child) kill() {
+// kill sends SIGKILL to the child's process group and waits up to wait for
+// it to go. It reports false when the child is still there: a process stuck
+// in the driver (uninterruptible) after a GPU fault ignores SIGKILL until
+// the driver lets go, maybe never. Its output pipe is then closed, so the
+// reader stops, and the child is left to the kernel.
+func (c *child) kill(wait time.Duration) bool {
 	killProcess(c.cmd)
 	_ = c.stdin.Close()
-	<-c.done
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return true
+	case <-t.C:
+		_ = c.stdout.Close()
+		return false
+	}
 }
 
 func (c *child) exitReport() string {
@@ -202,8 +228,21 @@ func (s *Supervisor) Call(ctx context.Context, op string, req, resp any) error {
 		wrote <- err
 	}()
 
+	// abandon drops a child that outlived its kill: the call fails as an
+	// infrastructure problem (retried elsewhere or later), never a hang.
+	abandon := func(what string) error {
+		s.c = nil
+		msg := fmt.Sprintf("%s; the launcher child (pid %d) was killed but had not exited %v later (stuck in the driver after a GPU fault?): abandoned it, the next request starts a fresh child",
+			what, c.cmd.Process.Pid, s.cfg.KillWait)
+		if t := strings.TrimSpace(c.tail.String()); t != "" {
+			msg += "; stderr: " + t
+		}
+		return &RemoteError{Class: ClassInfra, Phase: op, Message: msg}
+	}
 	crash := func(what string) error {
-		c.kill()
+		if !c.kill(s.cfg.KillWait) {
+			return abandon(what)
+		}
 		return &RemoteError{Class: ClassCrash, Phase: op, Message: what + ": " + c.exitReport()}
 	}
 	for {
@@ -220,8 +259,8 @@ func (s *Supervisor) Call(ctx context.Context, op string, req, resp any) error {
 			if fr.resp.ID != id {
 				return crash(fmt.Sprintf("launcher child answered request %d while %d was pending", fr.resp.ID, id))
 			}
-			if fr.resp.Exit { // the child is going down after this answer: reap it now
-				c.kill()
+			if fr.resp.Exit && !c.kill(s.cfg.KillWait) { // the child is going down after this answer: reap it now
+				s.c = nil
 			}
 			if !fr.resp.OK {
 				if fr.resp.Error == nil {
@@ -251,9 +290,11 @@ func (s *Supervisor) Call(ctx context.Context, op string, req, resp any) error {
 			}
 			return &RemoteError{Class: ClassCrash, Phase: op, Message: "launcher child died: " + c.exitReport()}
 		case <-ctx.Done():
-			c.kill()
-			return &RemoteError{Class: ClassTimeout, Phase: op,
-				Message: fmt.Sprintf("launcher child gave no answer to %q before the deadline (%v); killed it", op, ctx.Err())}
+			what := fmt.Sprintf("launcher child gave no answer to %q before the deadline (%v)", op, ctx.Err())
+			if !c.kill(s.cfg.KillWait) {
+				return abandon(what)
+			}
+			return &RemoteError{Class: ClassTimeout, Phase: op, Message: what + "; killed it"}
 		}
 	}
 }
@@ -272,7 +313,7 @@ func (s *Supervisor) Close() error {
 	select {
 	case <-c.done:
 	case <-time.After(s.cfg.ShutdownGrace):
-		c.kill()
+		c.kill(s.cfg.KillWait)
 	}
 	return nil
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +69,34 @@ func TestSupervisorKillsAHungChildAtTheDeadline(t *testing.T) {
 	}
 	if fresh := callPID(t, s); fresh == old || s.Generation() != 2 {
 		t.Errorf("no restart after the kill: pid %d gen %d", fresh, s.Generation())
+	}
+}
+
+func TestSupervisorAbandonsAChildThatOutlivesItsKill(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("needs unix sessions")
+	}
+	s := NewSupervisor(SupervisorConfig{Command: childCommand("basic"), KillWait: 300 * time.Millisecond})
+	t.Cleanup(func() { s.Close() })
+	old := callPID(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	re := remoteClass(t, s.Call(ctx, "wedge", nil, nil))
+	if m := regexp.MustCompile(`holder (\d+)`).FindStringSubmatch(re.Message); m != nil { // the child's stderr tail
+		pid, _ := strconv.Atoi(m[1])
+		t.Cleanup(func() { endProcess(pid) })
+	} else {
+		t.Errorf("no stderr tail in %q", re.Message)
+	}
+	if re.Class != ClassInfra || re.Phase != "wedge" || !strings.Contains(re.Message, "abandoned") || !strings.Contains(re.Message, "deadline") {
+		t.Errorf("wedge: %+v", re)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the kill was not bounded (%v)", took)
+	}
+	if fresh := callPID(t, s); fresh == old || s.Generation() != 2 {
+		t.Errorf("no fresh child after abandoning one: pid %d (old %d), gen %d", fresh, old, s.Generation())
 	}
 }
 

@@ -28,11 +28,10 @@ func (w testLog) Write(p []byte) (int, error) {
 }
 
 func TestCUDATuneEveryOp(t *testing.T) {
-	nvcc := os.Getenv("AMK_NVCC")
-	if nvcc == "" {
+	if os.Getenv(build.EnvNVCC) == "" {
 		t.Skip("AMK_NVCC not set")
 	}
-	cache := os.Getenv("AMK_KERNEL_CACHE")
+	cache := os.Getenv(build.EnvCache)
 	if cache == "" {
 		cache = t.TempDir()
 	}
@@ -40,8 +39,7 @@ func TestCUDATuneEveryOp(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no CUDA device: %v", err)
 	}
-	ld, err := NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{
-		Toolchain: build.Toolchain{NVCC: nvcc, HostArgs: strings.Fields(os.Getenv("AMK_NVCC_HOST_ARGS"))}, Dir: cache}})
+	ld, err := NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: build.ToolchainFromEnv(), Dir: cache}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels"
@@ -150,3 +152,16 @@ func (p *launchPrepared) Time(ctx context.Context, warmup, samples int) (launch.
 
 // Close implements Prepared.
 func (p *launchPrepared) Close() error { return p.d.dev.Unload(p.h) }
+
+// ParseCUDADevice parses a Loop 1 device: cuda (ordinal 0), cuda:N or N.
+func ParseCUDADevice(s string) (int, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	if s == "cuda" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--device must be cuda or cuda:N (Loop 1 needs a GPU), got %q", s)
+	}
+	return n, nil
+}

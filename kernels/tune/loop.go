@@ -108,6 +108,7 @@ type Summary struct {
 	PctOfRoofline *float64 `json:"pct_of_roofline"`
 	BoundUS       *float64 `json:"bound_us"`
 	OpBytes       int64    `json:"op_bytes"`
+	Blocks        int      `json:"blocks"` // blocks of one launch: one per task of the case (per-SM rate = op_bytes / best_us / blocks)
 	ResultsTSV    string   `json:"results_tsv"`
 	TrialsDetail  []Trial  `json:"trials_detail"`
 	Case          string   `json:"case"`
@@ -209,7 +210,7 @@ func Tune(ctx context.Context, dev Device, opts Options) (*Summary, error) {
 	}
 	l := &loop{opts: opts, dev: dev, c: c, ref: flatten(c.Outputs, refOut), boundUS: opts.Target.BandwidthBoundUS(c.OpBytes)}
 	l.sum = &Summary{Op: OpName(c.Op), GPU: opts.Target.Name, DType: DTypeName(c.DType), Device: dev.Name(),
-		AllCorrect: true, OpBytes: c.OpBytes, ResultsTSV: opts.Results, TrialsDetail: []Trial{}, Case: c.Describe,
+		AllCorrect: true, OpBytes: c.OpBytes, Blocks: len(c.Program.Tasks), ResultsTSV: opts.Results, TrialsDetail: []Trial{}, Case: c.Describe,
 		Notes: append([]string{}, dev.Notes(opts.Target)...)}
 	if finitePositive(l.boundUS) {
 		b := round(l.boundUS, 6)

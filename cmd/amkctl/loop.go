@@ -1,0 +1,20 @@
+package main
+
+import "github.com/spf13/cobra"
+
+func init() { addVerb(newLoopCmd) }
+
+// newLoopCmd is seed 001's "loop MODEL --gpu G --budget N": the keep/revert
+// loop of N trials, the same campaign engine as autoresearch.
+func newLoopCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "loop MODEL --gpu G [--budget N] [--device cpu|cuda] [--workspace DIR]",
+		Short: "seed 001's keep/revert loop: N trials of an autoresearch campaign (resumable)",
+		Long: `loop runs the keep/revert autoresearch loop for --budget trials (default 8,
+the reference's) and prints the final status; it is autoresearch with
+--iters spelled --budget, and takes the same flags.`,
+		ValidArgsFunction: completeModels,
+	}
+	budget := cmd.Flags().Int("budget", 8, "trials to run (the loop's budget)")
+	return campaignRunCmd(cmd, "loop", budget)
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/amk-dev/amk/flywheel"
+)
+
+// TestLoopAndReferencePaths: seed 001's loop verb runs --budget trials, and
+// the reference's --state/--results/--corpus flags select amk's workspace
+// and corpus.
+func TestLoopAndReferencePaths(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "flywheel-elsewhere", "corpus.jsonl")
+	code, out, errOut := runCmd(t, "loop", "toy", "--gpu", "h200", "--budget", "3",
+		"--state", filepath.Join(dir, "amk_orchestration_state.json"), "--results", filepath.Join(dir, "results.tsv"),
+		"--corpus", corpus, "--workers", "1")
+	if code != 0 || !strings.Contains(out, "experiments  : 3") {
+		t.Fatalf("loop: code %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "campaigns/<id>/results.tsv") {
+		t.Errorf("no note says where results go:\n%s", errOut)
+	}
+	rows, err := flywheel.ReadRows(filepath.Join(dir, "campaigns", "toy-h200-cpu", "results.tsv"))
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("results: %d rows, %v", len(rows), err)
+	}
+	if _, err := os.Stat(corpus); err != nil {
+		t.Errorf("--corpus was not the corpus written: %v", err)
+	}
+	code, _, errOut = runCmd(t, "loop", "toy", "--gpu", "h200", "--budget", "1",
+		"--state", filepath.Join(dir, "a", "s.json"), "--results", filepath.Join(dir, "b", "results.tsv"))
+	if code != 2 || !strings.Contains(errOut, "one workspace") {
+		t.Errorf("disagreeing paths: code %d %s", code, errOut)
+	}
+	code, _, _ = runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "2", "--batch", "2", "--workspace", filepath.Join(dir, "b2"), "--name", "b2")
+	if code != 0 {
+		t.Errorf("autoresearch --batch 2: code %d", code)
+	}
+}
+
+func TestVerifyVerb(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "p.json")
+	if code, _, errOut := runCmd(t, "lower", "toy-2L", "--gpu", "h100", "--pos", "2", "-o", prog); code != 0 {
+		t.Fatalf("lower: %d %s", code, errOut)
+	}
+	if code, out, errOut := runCmd(t, "verify", prog); code != 0 || !strings.HasPrefix(out, "PASS") {
+		t.Fatalf("verify: %d %q %q", code, out, errOut)
+	}
+	data, _ := os.ReadFile(prog)
+	tampered := filepath.Join(dir, "t.json")
+	// Every norm's epsilon changed: the program still validates but
+	// computes something else.
+	edited := strings.ReplaceAll(string(data), `"eps": 1e-06`, `"eps": 10.0`)
+	if edited == string(data) {
+		t.Fatal("the fixture edit did not apply")
+	}
+	if err := os.WriteFile(tampered, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCmd(t, "verify", tampered); code != 1 || !strings.HasPrefix(out, "FAIL") {
+		t.Errorf("tampered: %d %q", code, out)
+	}
+	foreign := filepath.Join(dir, "f.json")
+	_ = os.WriteFile(foreign, []byte(`{"foo": 1}`), 0o644)
+	if code, _, _ := runCmd(t, "verify", foreign); code != 2 {
+		t.Errorf("foreign JSON: %d", code)
+	}
+	if code, out, _ := runCmd(t, "verify"); code != 0 || strings.Count(out, "PASS") != 10 {
+		t.Errorf("built-in proofs: %d\n%s", code, out)
+	}
+}
+
+func TestDoctorVerb(t *testing.T) {
+	code, out, errOut := runCmd(t, "doctor", "--workspace", t.TempDir())
+	if code != 0 || !strings.Contains(out, "numerics") || !strings.Contains(out, "status") {
+		t.Fatalf("doctor: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, _ := runCmd(t, "doctor", "extra"); code != 2 {
+		t.Errorf("doctor with an argument: %d", code)
+	}
+}
+
+// TestCorpusVerb: AMK's state, results.tsv and corpus come in, and the
+// summary joins AMK's rows to the imported point by schedule id.
+func TestCorpusVerb(t *testing.T) {
+	ws := filepath.Join(t.TempDir(), "ws")
+	fly := filepath.Join("..", "..", "flywheel", "testdata")
+	code, out, errOut := runCmd(t, "corpus", "import", "--workspace", ws, "--state", filepath.Join(fly, "amk_orchestration_state.json"),
+		"--results", filepath.Join(fly, "amk_results.tsv"))
+	if code != 0 || !strings.Contains(out, "sch_35332a9ac1") || !strings.Contains(out, "added to") || !strings.Contains(out, "3 rows, 1 join") {
+		t.Fatalf("import: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, _ := runCmd(t, "corpus", "import", "--workspace", ws, "--state", filepath.Join(fly, "amk_orchestration_state.json")); code != 0 || !strings.Contains(out, "already in") {
+		t.Errorf("second import: %d %s", code, out)
+	}
+	code, out, errOut = runCmd(t, "corpus", "merge", "--workspace", ws, filepath.Join(fly, "reference_corpus.jsonl"), filepath.Join(fly, "reference_corpus.jsonl"))
+	if code != 0 || !strings.Contains(out, "added") {
+		t.Fatalf("merge: %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runCmd(t, "corpus", "--workspace", ws, "--results", filepath.Join(fly, "amk_results.tsv"))
+	if code != 0 || !strings.Contains(out, "toy(1L)") || !strings.Contains(out, "1 join a corpus point") {
+		t.Fatalf("inspect: %d\n%s", code, out)
+	}
+	for _, args := range [][]string{{"corpus", "import"}, {"corpus", "bogus"}, {"corpus", "merge"},
+		{"corpus", "import", "--state", filepath.Join(fly, "amk_results.tsv")}} {
+		if code, _, _ := runCmd(t, args...); code != 2 {
+			t.Errorf("%v: code %d", args, code)
+		}
+	}
+}
+
+func TestStartBatch(t *testing.T) {
+	ws := t.TempDir()
+	if code, _, errOut := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "3", "--workspace", ws); code != 0 {
+		t.Fatalf("start --batch 3: %d %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu", "ledger.json"))
+	if err != nil || !strings.Contains(string(data), `"batch":3`) {
+		t.Fatalf("the campaign's settings lack batch 3: %v", err)
+	}
+	if code, _, _ := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "0", "--workspace", ws, "--name", "z"); code != 2 {
+		t.Errorf("--batch 0: code %d", code)
+	}
+}

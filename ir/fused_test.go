@@ -1,0 +1,73 @@
+package ir
+
+import "testing"
+
+// The pattern table is consistent: ids are positions, every pattern has a
+// weight role and the roles its staging and epilogue read, append patterns
+// carry N and pos, RoPE patterns head_dim and theta.
+func TestFusedPatternTable(t *testing.T) {
+	pats := FusedPatterns()
+	if len(pats) < 2 || pats[0].ID != FusedNone {
+		t.Fatalf("table starts with %+v", pats[0])
+	}
+	has := func(xs []string, x string) bool {
+		for _, y := range xs {
+			if y == x {
+				return true
+			}
+		}
+		return false
+	}
+	for i, p := range pats[1:] {
+		id := i + 1
+		if p.ID != id {
+			t.Errorf("pattern %s has id %d at position %d", p.Name, p.ID, id)
+		}
+		if got, ok := FusedPatternByID(id); !ok || got.Name != p.Name {
+			t.Errorf("FusedPatternByID(%d) = %v, %v", id, got.Name, ok)
+		}
+		need := []string{RoleW}
+		switch p.Staging {
+		case StageRMSNorm:
+			need = append(need, RoleX, RoleNormW)
+		case StageSiLUMul:
+			need = append(need, RoleGate, RoleUp)
+		default:
+			need = append(need, RoleX)
+		}
+		if p.Epilogue == EpilogueAdd {
+			need = append(need, RoleResidual)
+		}
+		if p.Epilogue == EpilogueRoPE || p.Epilogue == EpilogueRoPEAppend {
+			need = append(need, RolePos)
+			for _, k := range []string{"head_dim", "theta"} {
+				if !has(p.Required, k) {
+					t.Errorf("%s: RoPE epilogue without param %s", p.Name, k)
+				}
+			}
+		}
+		if p.WritesCache() {
+			for _, k := range []string{"N", "pos", "head_dim"} {
+				if !has(p.Required, k) {
+					t.Errorf("%s: append epilogue without param %s", p.Name, k)
+				}
+			}
+		}
+		for _, r := range need {
+			if p.Role(r) < 0 {
+				t.Errorf("%s: no %s input among %v", p.Name, r, p.Inputs)
+			}
+		}
+		if len(p.Inputs) != len(need) {
+			t.Errorf("%s: inputs %v, expected exactly %v", p.Name, p.Inputs, need)
+		}
+		if FusedPatternFlags(id)>>FusedPatternShift != int64(id) {
+			t.Errorf("%s: flags round trip", p.Name)
+		}
+	}
+	for _, bad := range []int{FusedNone, -1, len(pats), 1 << 16} {
+		if _, ok := FusedPatternByID(bad); ok {
+			t.Errorf("FusedPatternByID(%d) accepted", bad)
+		}
+	}
+}

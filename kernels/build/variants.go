@@ -1,0 +1,52 @@
+package build
+
+import (
+	"slices"
+
+	"github.com/amk-dev/amk/kernels"
+)
+
+// SpotVariants is the default variant followed by every variant that moves
+// one knob (of the search and config scopes) to another of its choices: the
+// variants a GPU visit builds ahead (scripts/gpu/run-1.sh) and the nvcc check
+// compiles. Fixed knobs stay at their defaults.
+func SpotVariants() []kernels.Variant {
+	out := []kernels.Variant{kernels.DefaultVariant()}
+	for _, k := range kernels.KnobSpace() {
+		if k.Scope == kernels.ScopeFixed {
+			continue
+		}
+		for _, c := range k.Choices {
+			if c == k.Default {
+				continue
+			}
+			v := kernels.DefaultVariant()
+			v[k.Name] = c
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// ExtremeVariants is the default variant, the largest block size of the
+// config scope (the tightest register cap) and the search knobs all at
+// their smallest and all at their largest choices: the few builds with the
+// least and the most register pressure, which `make test` compiles when an
+// nvcc is at hand.
+func ExtremeVariants() []kernels.Variant {
+	out := []kernels.Variant{kernels.DefaultVariant()}
+	lo, hi := kernels.DefaultVariant(), kernels.DefaultVariant()
+	for _, k := range kernels.KnobSpace() {
+		switch k.Scope {
+		case kernels.ScopeConfig:
+			if c := slices.Max(k.Choices); c != k.Default {
+				v := kernels.DefaultVariant()
+				v[k.Name] = c
+				out = append(out, v)
+			}
+		case kernels.ScopeSearch:
+			lo[k.Name], hi[k.Name] = slices.Min(k.Choices), slices.Max(k.Choices)
+		}
+	}
+	return append(out, lo, hi)
+}

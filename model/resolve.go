@@ -1,0 +1,65 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrModelNotAllowed is wrapped by ResolveUnder's refusals.
+var ErrModelNotAllowed = errors.New("model not allowed")
+
+// ResolveUnder resolves a model named by a remote caller (the API): a preset
+// name is returned as it is; anything else must be a relative path to a
+// file or directory inside dir, and is returned as the absolute path of
+// that file after following symbolic links. Absolute paths, paths with a
+// ".." element, and links that lead outside dir are refused without looking
+// at the file system, so the answer never reveals whether a path outside
+// dir exists. An empty dir allows presets only. The same rule serves a
+// weights file (what is "weights" names the field in errors).
+func ResolveUnder(what, name, dir string, allowPreset bool) (string, error) {
+	if allowPreset {
+		if _, err := Preset(name); err == nil {
+			return name, nil
+		}
+	}
+	refuse := func(format string, args ...any) (string, error) {
+		return "", fmt.Errorf("%w: %s %q: %s", ErrModelNotAllowed, what, name, fmt.Sprintf(format, args...))
+	}
+	presets := ""
+	if allowPreset {
+		presets = " (presets: " + strings.Join(PresetNames(), ", ") + ")"
+	}
+	if dir == "" {
+		return refuse("not a preset%s, and this server has no models directory (models_dir) for files", presets)
+	}
+	if name == "" || filepath.IsAbs(name) || strings.HasPrefix(name, "~") || filepath.VolumeName(name) != "" {
+		return refuse("a file must be named by a path relative to the models directory%s", presets)
+	}
+	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if part == ".." {
+			return refuse("a path may not leave the models directory")
+		}
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("models directory: %w", err)
+	}
+	root, err = filepath.Abs(root)
+	if err != nil {
+		return "", fmt.Errorf("models directory: %w", err)
+	}
+	full, err := filepath.EvalSymlinks(filepath.Join(root, name))
+	if err != nil {
+		return refuse("not found in the models directory%s", presets)
+	}
+	if rel, err := filepath.Rel(root, full); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return refuse("a path may not leave the models directory")
+	}
+	if _, err := os.Stat(full); err != nil {
+		return refuse("not found in the models directory%s", presets)
+	}
+	return full, nil
+}

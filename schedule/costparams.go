@@ -1,0 +1,63 @@
+package schedule
+
+// CostParams are the cost model's per-target costs, as data: the constants
+// of doc.go's formulas plus the costs the device lowering introduced (a
+// hop, the bytes an SM keeps in flight, a cap on one SM's stream rate, the
+// staging and epilogue work of a fused tile). TargetCosts returns a
+// target's record; a calibration on the GPU (the previous issue) replaces a
+// record, never the formulas, so the ranking follows the device.
+type CostParams struct {
+	AchievableBW   float64 // fraction of the spec HBM bandwidth the SMs' streams share (R16)
+	AchievableFlop float64 // fraction of the spec fp16 rate, split evenly over SMs
+
+	// A hop: what every dependent task pays besides its data.
+	DispatchUS float64 // dequeue, decode the instruction, block barrier
+	SignalUS   float64 // __syncthreads + device-scope fence + atomicAdd on the out_counter
+	WakeUS     float64 // a satisfied counter seen by a polling waiter (acquire load + backoff)
+
+	// Streaming.
+	HBMLatencyUS    float64 // one HBM round trip
+	InflightPerLane float64 // bytes one thread keeps in flight (x the warp/wavefront width per warp)
+	// MaxSMStreamGBs caps one SM's stream rate whatever its bytes in flight
+	// (0: no cap beyond Little's law).
+	MaxSMStreamGBs  float64
+	L2BWFactor      float64 // L2 bandwidth as a multiple of the spec HBM bandwidth (x-cache reloads)
+	TileFixedUS     float64 // GEMV/GEMM tile: 2 barriers around the x cache, warp reduction
+	PrefetchIssueUS float64 // per look-ahead slot per GEMV/GEMM tile: issuing L2 prefetches
+	PipelineGain    float64 // exposed fraction of a tile's bytes: max(MinExposed, 1/(1+gain*depth))
+	MinExposed      float64
+
+	// Fused tiles (ir.FusedPatterns).
+	StagingUS  float64 // a staging step: one block reduction (RMSNorm) or the SiLU pass, plus a barrier
+	EpilogueUS float64 // a RoPE/append epilogue: the tile through shared memory, a barrier, the rotation
+}
+
+// DefaultCostParams are the first-principles estimates every target starts
+// from (doc.go); none is a fit to a measurement.
+func DefaultCostParams() CostParams {
+	return CostParams{
+		AchievableBW: 0.80, AchievableFlop: 0.70,
+		DispatchUS: 0.25, SignalUS: 0.50, WakeUS: 0.60,
+		HBMLatencyUS: 0.60, InflightPerLane: 64, L2BWFactor: 2.5,
+		TileFixedUS: 0.10, PrefetchIssueUS: 0.04, PipelineGain: 0.6, MinExposed: 0.5,
+		StagingUS: 0.15, EpilogueUS: 0.10,
+	}
+}
+
+// targetCosts holds the records that differ from DefaultCostParams, by
+// target name. Empty until a calibration on the device lands.
+var targetCosts = map[string]func(*CostParams){}
+
+// TargetCosts is the cost record of a target (DefaultCostParams with the
+// target's calibrated overrides).
+func TargetCosts(name string) CostParams {
+	c := DefaultCostParams()
+	if f, ok := targetCosts[name]; ok {
+		f(&c)
+	}
+	return c
+}
+
+// HopUS is what one dependent hop costs on the critical path: dispatch,
+// signal and the waiter's wake-up.
+func (c CostParams) HopUS() float64 { return c.DispatchUS + c.SignalUS + c.WakeUS }

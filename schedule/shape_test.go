@@ -1,0 +1,65 @@
+package schedule
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The design figures of docs/results/roofline-design.md: hops per layer,
+// SMs streaming each projection phase and bytes in flight per SM, for the
+// reference default and the device default. Regenerate the table with
+//
+//	go test ./schedule -run TestRooflineDesignFigures -v
+func TestRooflineDesignFigures(t *testing.T) {
+	points := []struct {
+		name string
+		p    Point
+	}{{"reference default", Default()}, {"device default", DeviceDefault()}, {"fully fused", FullyFused()}}
+	var b strings.Builder
+	b.WriteString("| model | gpu | point | hops/layer | tasks | SMs streaming per phase (layer 0, lm_head) | bytes in flight/SM | predicted µs (cost model) | streamed floor µs |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, m := range []string{"small", "llama-1b"} {
+		cfg := mustPreset(t, m)
+		for _, g := range []string{"h100", "h200"} {
+			tg := mustTarget(t, g)
+			for _, pt := range points {
+				prog := mustLower(t, cfg, tg, pt.p, LowerOptions{})
+				hops := HopsPerLayer(cfg, tg, pt.p)
+				tiles := PhaseTiles(prog)
+				var phases []string
+				for name, n := range tiles {
+					if strings.HasPrefix(name, "L0.") || strings.HasPrefix(name, "lm_head") {
+						phases = append(phases, fmt.Sprintf("%s %d", strings.Fields(name)[0], n))
+					}
+				}
+				sort.Strings(phases)
+				c := Predict(prog, tg, pt.p)
+				fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %s | %d KiB | %.1f | %.1f |\n", m, g, pt.name, hops, len(prog.Tasks),
+					strings.Join(phases, ", "), BytesInFlightPerSM(pt.p)/1024, c.PredictedUS, c.BandwidthBoundUS)
+				switch pt.name {
+				case "reference default":
+					if hops < 12 {
+						t.Errorf("%s on %s: reference default has %d hops per layer, the review counted ~13", m, g, hops)
+					}
+				case "device default":
+					if hops != 7 {
+						t.Errorf("%s on %s: device default has %d hops per layer, want 7", m, g, hops)
+					}
+				case "fully fused":
+					if hops != 5 {
+						t.Errorf("%s on %s: fully fused has %d hops per layer, want 5", m, g, hops)
+					}
+				}
+				if pt.name == "device default" {
+					for name, n := range tiles {
+						if n < tg.NumSMs-8 {
+							t.Errorf("%s on %s, %s: phase %q streams from %d of %d SMs", m, g, pt.name, name, n, tg.NumSMs)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Log("\n" + b.String())
+}
