@@ -23,6 +23,7 @@ type Campaign struct {
 	defaultID string
 	inert     []schedule.Knob  // knobs this device cannot use
 	ranker    *flywheel.Ranker // built lazily from st.Prior; nil when stale
+	space     []modelCandidate // the enumerated search space (model proposer), built lazily
 }
 
 // New returns an empty campaign; its first event must be a Start.

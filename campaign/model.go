@@ -287,50 +287,77 @@ func solveUpper(a []float64, n int, b []float64) []float64 {
 // in full; above it, it scores a pool of modelPool drawn candidates.
 const (
 	enumerateLimit = 4096
-	modelPool      = 256
+	modelPool      = 64
 )
+
+// modelCandidate is a point the model proposer may score, with its id and
+// knob levels.
+type modelCandidate struct {
+	p      schedule.Point
+	id     string
+	levels []int
+}
+
+// enumerate lists every point of a searchable space of at most
+// enumerateLimit points (projected, deduplicated), once per campaign: the
+// list depends only on the target and device.
+func (c *Campaign) enumerate(knobs []schedule.Knob) []modelCandidate {
+	if c.space != nil {
+		return c.space
+	}
+	seen := map[string]bool{}
+	levels := make([]int, len(knobs))
+	for {
+		p := schedule.Default()
+		for i, k := range knobs {
+			p.SetKnob(k.Path, k.Choices[levels[i]])
+		}
+		p = c.project(p)
+		if id := p.ID(); !seen[id] {
+			seen[id] = true
+			c.space = append(c.space, modelCandidate{p: p, id: id, levels: levelsOf(p, knobs)})
+		}
+		i := 0
+		for ; i < len(knobs); i++ {
+			if levels[i]++; levels[i] < len(knobs[i].Choices) {
+				break
+			}
+			levels[i] = 0
+		}
+		if i == len(knobs) {
+			return c.space
+		}
+	}
+}
 
 // modelCandidates lists the untried candidates the model proposer scores:
 // every untried point of a small space, else a pool of one-knob mutations
 // of the anchor and uniform random points (alternating).
-func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point) []schedule.Point {
-	var out []schedule.Point
+func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point) []modelCandidate {
+	var out []modelCandidate
+	if schedule.SpaceSize(knobs) <= enumerateLimit {
+		for _, mc := range c.enumerate(knobs) {
+			if _, tried := c.st.Tried[mc.id]; !tried {
+				out = append(out, mc)
+			}
+		}
+		return out
+	}
 	seen := map[string]bool{}
-	add := func(p schedule.Point) {
+	for i := 0; i < modelPool; i++ {
+		var p schedule.Point
+		if i%2 == 0 {
+			p = schedule.Mutate(anchor, c.rng, c.target, c.st.Device)
+		} else {
+			p = c.random()
+		}
 		p = c.project(p)
 		id := p.ID()
 		if _, tried := c.st.Tried[id]; tried || seen[id] {
-			return
+			continue
 		}
 		seen[id] = true
-		out = append(out, p)
-	}
-	if schedule.SpaceSize(knobs) <= enumerateLimit {
-		levels := make([]int, len(knobs))
-		for {
-			p := schedule.Default()
-			for i, k := range knobs {
-				p.SetKnob(k.Path, k.Choices[levels[i]])
-			}
-			add(p)
-			i := 0
-			for ; i < len(knobs); i++ {
-				if levels[i]++; levels[i] < len(knobs[i].Choices) {
-					break
-				}
-				levels[i] = 0
-			}
-			if i == len(knobs) {
-				return out
-			}
-		}
-	}
-	for i := 0; i < modelPool; i++ {
-		if i%2 == 0 {
-			add(schedule.Mutate(anchor, c.rng, c.target, c.st.Device))
-		} else {
-			add(c.random())
-		}
+		out = append(out, modelCandidate{p: p, id: id, levels: levelsOf(p, knobs)})
 	}
 	return out
 }
@@ -366,12 +393,12 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	}
 	best, bestScore := 0, math.Inf(1)
 	var scratch []int
-	for i, p := range pool {
-		if v := s.predict(levelsOf(p, knobs), scratch); v < bestScore {
+	for i, mc := range pool {
+		if v := s.predict(mc.levels, scratch); v < bestScore {
 			best, bestScore = i, v
 		}
 	}
-	return candidate{p: pool[best], id: pool[best].ID(), source: SourceModel}, true
+	return candidate{p: pool[best].p, id: pool[best].id, source: SourceModel}, true
 }
 
 // observePrior records a warm campaign's corpus rows for the model

@@ -80,8 +80,8 @@ func (l *costLandscape) optimum(t testing.TB) float64 {
 		t.Fatal(err)
 	}
 	best := math.Inf(1)
-	for _, p := range c.modelCandidates(c.searchKnobs(), schedule.Default()) {
-		if v := l.verdict(p); v.LatencyUS != nil {
+	for _, mc := range c.modelCandidates(c.searchKnobs(), schedule.Default()) {
+		if v := l.verdict(mc.p); v.LatencyUS != nil {
 			best = min(best, *v.LatencyUS)
 		}
 	}
@@ -148,6 +148,55 @@ func shapeOf(cfg model.Config) flywheel.Shape {
 		HeadDim: cfg.HeadDim, Intermediate: cfg.Intermediate, Vocab: cfg.Vocab}
 }
 
+// armResult sums up one proposer arm over many seeds.
+type armResult struct {
+	hit, seeds        int
+	within, stops     []int // sorted
+	gaps              []float64
+	medWithin, maxWin int // 0 when no run got within 1%
+}
+
+// runArm runs seeds 1..n of one arm: cold, or warm from the corpus of a
+// cold campaign (model proposer, seed 1000+i) on warmFrom.
+func runArm(t testing.TB, l, warmFrom *costLandscape, opt, warmOpt float64, s Settings, warm bool, n int, trialS float64) armResult {
+	r := armResult{seeds: n}
+	for seed := 1; seed <= n; seed++ {
+		var corpus []flywheel.Record
+		if warm {
+			corpus = runSearch(t, warmFrom, DefaultSettings(), uint64(1000+seed), shapeOf(warmFrom.cfg), nil, warmOpt, 200, trialS).corpus
+		}
+		run := runSearch(t, l, s, uint64(seed), shapeOf(l.cfg), corpus, opt, 400, trialS)
+		if run.within > 0 {
+			r.hit++
+			r.within = append(r.within, run.within)
+		}
+		r.stops = append(r.stops, run.trials)
+		r.gaps = append(r.gaps, run.gap)
+		t.Logf("warm=%v seed %d: within@%d, stop@%d (%s), gap %.2f%%", warm, seed, run.within, run.trials, run.stopText, 100*run.gap)
+	}
+	sort.Ints(r.within)
+	sort.Ints(r.stops)
+	sort.Float64s(r.gaps)
+	if len(r.within) > 0 {
+		r.medWithin, r.maxWin = r.within[len(r.within)/2], r.within[len(r.within)-1]
+	}
+	return r
+}
+
+// comparisonArms are today's proposer with its fixed plateau and the new
+// defaults.
+func comparisonArms() []struct {
+	name string
+	s    Settings
+} {
+	ref := DefaultSettings()
+	ref.Proposer, ref.PlateauScaling = ProposerReference, false
+	return []struct {
+		name string
+		s    Settings
+	}{{"reference, plateau 8", ref}, {"model, scaled plateau", DefaultSettings()}}
+}
+
 // TestSearchComparison compares the reference proposer with its fixed
 // plateau against the model proposer with the scaled plateau, cold and
 // warm, over many seeds, on the cost-model landscape of a preset. It runs
@@ -158,54 +207,46 @@ func TestSearchComparison(t *testing.T) {
 	}
 	l := newCostLandscape(t, *searchModel, *searchGPU)
 	opt := l.optimum(t)
-	shape := shapeOf(l.cfg)
 	warmFrom := newCostLandscape(t, *searchWarmOn, *searchGPU)
 	warmOpt := warmFrom.optimum(t)
-	type arm struct {
-		name string
-		s    Settings
-	}
-	ref := DefaultSettings()
-	ref.Proposer, ref.PlateauScaling = ProposerReference, false
-	arms := []arm{{"reference, plateau 8", ref}, {"model, scaled plateau", DefaultSettings()}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "landscape: %s on %s, optimum %.4f us over the CPU space; warm corpus from a cold model-proposer campaign on %s (optimum %.4f us); %d seeds; %.0f s per trial\n\n",
 		l.cfg.Name, *searchGPU, opt, warmFrom.cfg.Name, warmOpt, *searchSeeds, *searchTrialS)
 	b.WriteString("| proposer | start | within 1% (runs) | trials to within 1%: median / max | trials at stop: median | gap at stop: median / worst |\n|---|---|---:|---:|---:|---:|\n")
-	for _, a := range arms {
+	for _, a := range comparisonArms() {
 		for _, warm := range []bool{false, true} {
-			var within, stops []int
-			var gaps []float64
-			hit := 0
-			for seed := 1; seed <= *searchSeeds; seed++ {
-				var corpus []flywheel.Record
-				if warm {
-					src := runSearch(t, warmFrom, DefaultSettings(), uint64(1000+seed), shapeOf(warmFrom.cfg), nil, warmOpt, 200, *searchTrialS)
-					corpus = src.corpus
-				}
-				r := runSearch(t, l, a.s, uint64(seed), shape, corpus, opt, 400, *searchTrialS)
-				if r.within > 0 {
-					hit++
-					within = append(within, r.within)
-				}
-				stops = append(stops, r.trials)
-				gaps = append(gaps, r.gap)
-				t.Logf("%s warm=%v seed %d: within@%d, stop@%d (%s), gap %.2f%%", a.name, warm, seed, r.within, r.trials, r.stopText, 100*r.gap)
-			}
+			r := runArm(t, l, warmFrom, opt, warmOpt, a.s, warm, *searchSeeds, *searchTrialS)
 			startName := "cold"
 			if warm {
 				startName = "warm"
 			}
-			sort.Ints(within)
-			sort.Ints(stops)
-			sort.Float64s(gaps)
 			med, worst := "-", "-"
-			if len(within) > 0 {
-				med, worst = fmt.Sprint(within[len(within)/2]), fmt.Sprint(within[len(within)-1])
+			if r.hit > 0 {
+				med, worst = fmt.Sprint(r.medWithin), fmt.Sprint(r.maxWin)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d/%d | %s / %s | %d | %.2f%% / %.2f%% |\n", a.name, startName, hit, *searchSeeds,
-				med, worst, stops[len(stops)/2], 100*gaps[len(gaps)/2], 100*gaps[len(gaps)-1])
+			fmt.Fprintf(&b, "| %s | %s | %d/%d | %s / %s | %d | %.2f%% / %.2f%% |\n", a.name, startName, r.hit, r.seeds,
+				med, worst, r.stops[len(r.stops)/2], 100*r.gaps[len(r.gaps)/2], 100*r.gaps[len(r.gaps)-1])
 		}
 	}
 	t.Log("\n" + b.String())
+}
+
+// BenchmarkProposerSearch runs the comparison's cold arms over 10 seeds on
+// small/h200 (the cost model: deterministic, so the metrics are too) and
+// reports how many runs got within 1% of the space's optimum and the
+// median and worst number of trials they needed.
+func BenchmarkProposerSearch(b *testing.B) {
+	l := newCostLandscape(b, "small", "h200")
+	opt := l.optimum(b)
+	for _, a := range comparisonArms() {
+		b.Run(strings.NewReplacer(", ", "-", " ", "-").Replace(a.name), func(b *testing.B) {
+			var r armResult
+			for i := 0; i < b.N; i++ {
+				r = runArm(b, l, nil, opt, 0, a.s, false, 10, 2)
+			}
+			b.ReportMetric(float64(r.hit), "runs-within-1%/10")
+			b.ReportMetric(float64(r.medWithin), "median-trials-to-1%")
+			b.ReportMetric(float64(r.maxWin), "max-trials-to-1%")
+		})
+	}
 }
