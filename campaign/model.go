@@ -80,7 +80,7 @@ func (c *Campaign) observe(r result) {
 		return
 	}
 	o := Observation{Levels: levelsOf(c.project(p), c.searchKnobs())}
-	if r.score != nil && r.correctness == "PASS" {
+	if r.score != nil && r.correctness == flywheel.CorrectPass {
 		o.Score = fptr(*r.score)
 	}
 	c.st.Observations = append(c.st.Observations, o)

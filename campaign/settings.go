@@ -34,10 +34,11 @@ type Settings struct {
 	MoveOn MoveOn `json:"move_on"`
 	// MinGain is the keep margin: a ≥ MinGain latency win (0.01 = 1%).
 	MinGain float64 `json:"min_gain"`
-	// Explore is the fraction of search proposals drawn at random.
+	// Explore is the fraction of search proposals drawn at random (the
+	// reference proposer; the model proposer explores by sampling).
 	Explore float64 `json:"explore_fraction"`
 	// Epsilon is the probability an exploit proposal skips the prior's
-	// ranking and takes a plain mutation.
+	// ranking and takes a plain mutation (the reference proposer).
 	Epsilon float64 `json:"epsilon"`
 	// Overnight: never stop on a plateau; basin-hop after RestartAfter
 	// consecutive non-improvements.
