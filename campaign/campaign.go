@@ -23,6 +23,7 @@ type Campaign struct {
 	defaultID string
 	inert     []schedule.Knob  // knobs this device cannot use
 	ranker    *flywheel.Ranker // built lazily from st.Prior; nil when stale
+	space     []modelCandidate // the enumerated search space (model proposer), built lazily
 }
 
 // New returns an empty campaign; its first event must be a Start.
@@ -153,7 +154,7 @@ func (c *Campaign) clock(t time.Time) time.Time {
 }
 
 // ElapsedMinutes is the campaign time at now: since the start, across
-// resumes, excluding time spent paused or done (docs/spec/rules.md docs/spec/rules.md R5).
+// resumes, excluding time spent paused or done (docs/spec/rules.md R5).
 func (c *Campaign) ElapsedMinutes(now time.Time) float64 {
 	now = c.clock(now)
 	if c.st.Status == StatusDone {
@@ -208,6 +209,9 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if !s.Cold {
 		seeds = flywheel.WarmStart(s.Shape, s.GPU, kind, s.Corpus, s.Settings.WarmSeeds)
 		c.st.Prior = flywheel.Examples(s.Corpus, s.GPU, kind)
+		if s.Settings.Proposer == ProposerModel {
+			c.observePrior(flywheel.PriorPoints(s.Corpus, s.GPU, kind))
+		}
 	}
 	c.st.WarmSeeds = len(seeds)
 	if len(seeds) == 0 {

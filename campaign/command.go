@@ -69,7 +69,7 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 	return d, nil
 }
 
-// reopen makes a done campaign live again (docs/spec/rules.md docs/spec/rules.md R3): the plateau counters start
+// reopen makes a done campaign live again (docs/spec/rules.md R3): the plateau counters start
 // over and the budget and criteria may be replaced in the same command; a
 // criterion that would stop it again at once refuses the reopen.
 func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, error) {

@@ -33,7 +33,7 @@ type result struct {
 	opening     bool
 	worker      string
 	newBest     bool // the result becomes the best
-	baseline    bool // the result is the canonical default's (docs/spec/rules.md docs/spec/rules.md R10)
+	baseline    bool // the result is the canonical default's (docs/spec/rules.md R10)
 }
 
 func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
@@ -58,6 +58,10 @@ func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
 	r := c.classify(o, inf)
 	r.regions = regions
 	delete(c.st.InFlight, o.TrialID)
+	if !r.infra {
+		c.st.TrialSeconds += max(0, now.Sub(inf.IssuedAt).Seconds())
+		c.st.TimedTrials++
+	}
 	d := c.apply(now, r)
 	if r.infra {
 		delete(c.st.Tried, inf.ScheduleID)
@@ -268,6 +272,9 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 			st.Prior = append(st.Prior, flywheel.ExampleOf(st.Shape, c.project(p), *r.pct))
 			c.ranker = nil
 		}
+	}
+	if st.Settings.Proposer == ProposerModel {
+		c.observe(r)
 	}
 	d.Rows = append(d.Rows, c.row(exp, r))
 	if kept {

@@ -22,7 +22,7 @@ var correctnessValues = []string{flywheel.CorrectPass, flywheel.CorrectFail, fly
 	flywheel.CorrectCrash, flywheel.CorrectTimeout}
 
 // record applies an outside agent's experiment. It is refused by a done
-// campaign (docs/spec/rules.md docs/spec/rules.md R3). An agent's "kept" is trusted for the counters, as in the
+// campaign (docs/spec/rules.md R3). An agent's "kept" is trusted for the counters, as in the
 // reference; the best moves only to a strictly lower latency (compared with
 // the best's score, which is its latency unless side-by-side ratios were
 // chained). A "baseline" result goes through the normal keep rule.

@@ -164,7 +164,7 @@ func (c *Campaign) Next(now time.Time) NextReport {
 	st := &c.st
 	n := NextReport{
 		Campaign: st.Label + "/" + st.GPU, ExperimentsRun: st.ExperimentsRun, Speedup: c.Speedup(),
-		ConsecutiveReverts: st.ConsecutiveReverts, RevertThreshold: st.Settings.MoveOn.ConsecutiveReverts,
+		ConsecutiveReverts: st.ConsecutiveReverts, RevertThreshold: c.plateauThreshold(),
 		InFlight: len(st.InFlight),
 	}
 	stop, reason := c.moveOn(c.clock(now))

@@ -32,11 +32,12 @@ const (
 	SourceMutate   = "mutate"
 	SourcePrior    = "prior"
 	SourceRestart  = "restart"
+	SourceModel    = "model"
 	SourceAgent    = "ext:agent"
 )
 
 var builtinSources = []string{SourceDefault, SourceBaseline, SourceWarmSeed, SourceRandom,
-	SourceMutate, SourcePrior, SourceRestart}
+	SourceMutate, SourcePrior, SourceRestart, SourceModel}
 
 // Region names of a breakdown (the cost model's, minus "other").
 var Regions = []string{"attention", "mlp", "lm_head"}
@@ -106,7 +107,15 @@ type State struct {
 	// side-by-side ratios.
 	Scores     map[string]float64 `json:"incumbent_scores"`
 	Trajectory []TrajectoryPoint  `json:"trajectory"`
-	Exhausted  bool               `json:"exhausted"`
+	// Observations are the evaluated points the model proposer learns
+	// from, in outcome order (kept only when it is the proposer).
+	Observations []Observation `json:"observations,omitempty"`
+	// TrialSeconds and TimedTrials measure the evaluator's cost: the sum
+	// of issue-to-outcome times of the campaign's evaluated trials, and
+	// how many there were (the scaled plateau threshold reads them).
+	TrialSeconds float64 `json:"trial_seconds,omitempty"`
+	TimedTrials  int     `json:"timed_trials,omitempty"`
+	Exhausted    bool    `json:"exhausted"`
 }
 
 // Result is an evaluated point the campaign keeps: the baseline or the best.

@@ -18,7 +18,7 @@ const RankerK = 5
 // Ranker predicts a candidate's pct_of_roofline from the examples: the
 // inverse-distance weighted mean of log(pct) over the RankerK nearest
 // examples in per-dimension standardised feature space. One fixed,
-// deterministic backend (docs/spec/rules.md docs/spec/rules.md R14); the log target keeps a few huge pct values
+// deterministic backend (docs/spec/rules.md R14); the log target keeps a few huge pct values
 // from dominating. Neighbour ties break by example order.
 type Ranker struct {
 	mu, sd []float64

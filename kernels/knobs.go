@@ -141,7 +141,7 @@ func (v Variant) get(name string) int64 {
 
 // Defines renders the normalised variant as nvcc -D flags sorted by macro.
 // Every knob is spelled out, defaults included, so that the flags (and the
-// build cache key) name the full knob set (docs/spec/rules.md docs/spec/rules.md R8).
+// build cache key) name the full knob set (docs/spec/rules.md R8).
 func (v Variant) Defines() ([]string, error) {
 	n, err := v.Normalize()
 	if err != nil {

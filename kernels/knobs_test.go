@@ -60,7 +60,7 @@ func TestVariantNormalizeAndDefines(t *testing.T) {
 	if !slices.Contains(d, "-DAMK_THREADS=256") || !slices.Contains(d, "-DAMK_GEMV_CPASYNC=1") {
 		t.Errorf("defaults missing: %v", d)
 	}
-	// An empty variant and the default variant build the same flags (docs/spec/rules.md docs/spec/rules.md R8: defaults filled).
+	// An empty variant and the default variant build the same flags (docs/spec/rules.md R8: defaults filled).
 	e, _ := Variant{}.Defines()
 	if !slices.Equal(d, e) {
 		t.Errorf("empty variant flags %v != default %v", e, d)

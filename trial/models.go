@@ -33,6 +33,9 @@ type LoadedModel struct {
 	Check   model.Config
 	Weights model.Weights
 	Source  string // "seeded init" or the safetensors path
+	// WeightsNote says where seeded weights came from: "generated",
+	// "generated, stored in FILE" or "mapped from FILE" (UseWeightsDir).
+	WeightsNote string
 
 	mu     sync.Mutex
 	oracle map[[2]int][]float32 // (token, pos) -> eager logits
@@ -47,6 +50,7 @@ type ModelCache struct {
 	checkBytes int64
 	probe      MemoryProbe
 	mu         sync.Mutex
+	weightsDir string // see UseWeightsDir
 	models     map[string]*modelEntry
 }
 
@@ -129,11 +133,20 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, err = model.InitWeightsContext(ctx, check, WeightSeed)
+		m.Weights, m.WeightsNote, err = c.seededWeights(ctx, check)
 		m.Source = "seeded init"
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The reference VM streams bf16 weights at their stored width from a
+	// packed mirror, while the mirror (2 bytes per weight) still fits in
+	// the check budget beside the float32 values; otherwise it reads the
+	// float32 values, with the same results bit for bit.
+	if check.NumParams()*6 <= c.checkBytes {
+		for _, t := range m.Weights {
+			t.PackBF16()
+		}
 	}
 	return m, nil
 }

@@ -17,7 +17,7 @@ import (
 // LaunchDevice is the Device of a kernels/launch GPU in this process: each
 // variant is built through the shared cache (a ModuleSource), loaded with
 // the case program, and run by the amk_entry_<op> kernels (launch.OpRunner)
-// — the same device functions the megakernel VM dispatches (docs/spec/rules.md docs/spec/rules.md R29). Entry
+// — the same device functions the megakernel VM dispatches (docs/spec/rules.md R29). Entry
 // kernels never wait on counters, so they cannot deadlock; a launch that
 // faults poisons the CUDA context and the variants after it fail as
 // crashes.
@@ -31,7 +31,7 @@ type LaunchDevice struct {
 }
 
 // NewLaunchDevice wraps an open device. A GPU without a target record is
-// refused (docs/spec/rules.md docs/spec/rules.md R1).
+// refused (docs/spec/rules.md R1).
 func NewLaunchDevice(dev launch.Device, mods launch.ModuleSource) (*LaunchDevice, error) {
 	r, ok := dev.(launch.OpRunner)
 	if !ok {

@@ -187,7 +187,7 @@ type loop struct {
 
 // Tune runs Loop 1 on one op: for each proposal build, verify against the
 // reference VM on the case, time only correct variants (each against the
-// best so far, interleaved on the same device, docs/spec/rules.md docs/spec/rules.md R7), keep on a strict
+// best so far, interleaved on the same device, docs/spec/rules.md R7), keep on a strict
 // MinGain win, and log one results.tsv row per trial. Rows are appended as
 // trials finish. The error is for a run that could not proceed (no case, a
 // results file refused, cancellation); variant failures are trial outcomes.
@@ -399,7 +399,7 @@ func (l *loop) closeAll() {
 	}
 }
 
-// pct is latency / floor × 100 (docs/spec/rules.md docs/spec/rules.md R9), nil without a floor.
+// pct is latency / floor × 100 (docs/spec/rules.md R9), nil without a floor.
 func (l *loop) pct(us float64) *float64 {
 	if !finitePositive(l.boundUS) || !finitePositive(us) {
 		return nil

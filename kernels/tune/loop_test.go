@@ -132,7 +132,7 @@ func TestTuneKeepsOnlyStrictWinsTimedSideBySide(t *testing.T) {
 			r.Correctness != flywheel.CorrectPass || r.LatencyUS == nil || r.Regime != flywheel.RegimeSingle {
 			t.Fatalf("row %d: %+v", i, r)
 		}
-		// docs/spec/rules.md docs/spec/rules.md R9: latency / floor x 100.
+		// docs/spec/rules.md R9: latency / floor x 100.
 		wantPct := ir.RoundTo(*r.LatencyUS / *s.BoundUS * 100, 4)
 		if r.PctOfRoofline == nil || relDiff(*r.PctOfRoofline, wantPct) > 1e-3 {
 			t.Fatalf("row %d pct %v, want %v", i, r.PctOfRoofline, wantPct)
