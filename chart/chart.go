@@ -162,18 +162,6 @@ func Grid(title, subtitle string, charts []Chart, cols int, f Format, cell Size)
 	return buf.Bytes(), nil
 }
 
-type svgWriter struct{ *vgsvg.Canvas }
-
-func (s svgWriter) WriteTo(w interface{ Write([]byte) (int, error) }) (int64, error) {
-	return s.Canvas.WriteTo(w)
-}
-
-type pngWriter struct{ vgimg.PngCanvas }
-
-func (s pngWriter) WriteTo(w interface{ Write([]byte) (int, error) }) (int64, error) {
-	return s.PngCanvas.WriteTo(w)
-}
-
 func textStyle(size float64) draw.TextStyle {
 	return draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, font.Length(size)), Handler: plot.DefaultTextHandler}
 }
