@@ -23,6 +23,7 @@ type Campaign struct {
 	defaultID string
 	inert     []schedule.Knob  // knobs this device cannot use
 	ranker    *flywheel.Ranker // built lazily from st.Prior; nil when stale
+	space     []modelCandidate // the enumerated search space (model proposer), built lazily
 }
 
 // New returns an empty campaign; its first event must be a Start.
@@ -153,9 +154,18 @@ func (c *Campaign) clock(t time.Time) time.Time {
 }
 
 // ElapsedMinutes is the campaign time at now: since the start, across
-// resumes, excluding time spent paused (R5).
+// resumes, excluding time spent paused or done (docs/spec/rules.md R5).
 func (c *Campaign) ElapsedMinutes(now time.Time) float64 {
 	now = c.clock(now)
+	if c.st.Status == StatusDone {
+		end := c.st.LastEventAt // a ledger written before done_at existed
+		if c.st.DoneAt != nil {
+			end = *c.st.DoneAt
+		}
+		if now.After(end) {
+			now = end
+		}
+	}
 	s := now.Sub(c.st.StartedAt).Seconds() - c.st.PausedSeconds
 	if c.st.PausedAt != nil {
 		s -= now.Sub(*c.st.PausedAt).Seconds()
@@ -199,6 +209,9 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if !s.Cold {
 		seeds = flywheel.WarmStart(s.Shape, s.GPU, kind, s.Corpus, s.Settings.WarmSeeds)
 		c.st.Prior = flywheel.Examples(s.Corpus, s.GPU, kind)
+		if s.Settings.Proposer == ProposerModel {
+			c.observePrior(flywheel.PriorPoints(s.Corpus, s.GPU, kind))
+		}
 	}
 	c.st.WarmSeeds = len(seeds)
 	if len(seeds) == 0 {

@@ -128,6 +128,32 @@ func TestClockNeverRunsBackwards(t *testing.T) {
 	}
 }
 
+// A done campaign's clock stops; a reopen continues it without the time it
+// spent done.
+func TestElapsedStopsWhenDone(t *testing.T) {
+	c := New()
+	if _, err := c.Step(startEvent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Step(Command{Time: epoch.Add(10 * time.Minute), Op: OpStop}); err != nil {
+		t.Fatal(err)
+	}
+	for _, later := range []time.Duration{10 * time.Minute, time.Hour, 48 * time.Hour} {
+		if got := c.ElapsedMinutes(epoch.Add(later)); got != 10 {
+			t.Fatalf("elapsed %v after %v, want 10 (the campaign is done)", got, later)
+		}
+		if got := c.StatusReport(epoch.Add(later)).ElapsedMinutes; got != 10 {
+			t.Fatalf("status elapsed %v after %v, want 10", got, later)
+		}
+	}
+	if _, err := c.Step(Command{Time: epoch.Add(70 * time.Minute), Op: OpReopen}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ElapsedMinutes(epoch.Add(75 * time.Minute)); got != 15 {
+		t.Fatalf("elapsed %v five minutes after the reopen, want 15", got)
+	}
+}
+
 // TestBestNeverLostAcrossManyTrials drives a long parallel campaign and
 // checks the ledger's bookkeeping invariants at the end.
 func TestLedgerInvariants(t *testing.T) {
@@ -258,13 +284,13 @@ func (f *fuzzRun) number() *float64 {
 	case 0:
 		return nil
 	case 1:
-		return fptr(math.NaN())
+		return new(math.NaN())
 	case 2:
-		return fptr(math.Inf(1))
+		return new(math.Inf(1))
 	case 3:
-		return fptr(-float64(b))
+		return new(-float64(b))
 	default:
-		return fptr(10 + float64(b))
+		return new(10 + float64(b))
 	}
 }
 
@@ -299,7 +325,7 @@ func (f *fuzzRun) outcome(id int) trial.Outcome {
 		bound := 1.0
 		o.Verdict = &trial.Verdict{Valid: true, Correct: &yes, LatencyUS: &lat, LatencyKind: &kind, BoundUS: &bound}
 		if f.byte()%2 == 0 {
-			o.Ratio = fptr(0.9 + float64(f.byte()%25)/100)
+			o.Ratio = new(0.9 + float64(f.byte()%25)/100)
 		}
 	}
 	return o

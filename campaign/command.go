@@ -69,7 +69,7 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 	return d, nil
 }
 
-// reopen makes a done campaign live again (R3): the plateau counters start
+// reopen makes a done campaign live again (docs/spec/rules.md R3): the plateau counters start
 // over and the budget and criteria may be replaced in the same command; a
 // criterion that would stop it again at once refuses the reopen.
 func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, error) {
@@ -89,6 +89,10 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 	if stop, reason := c.moveOn(now); stop {
 		*st = saved
 		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; change the budget or criteria", ErrInvalid, reason)
+	}
+	if st.DoneAt != nil {
+		st.PausedSeconds += max(0, now.Sub(*st.DoneAt).Seconds())
+		st.DoneAt = nil
 	}
 	st.Status = StatusOptimizing
 	st.MoveOnReason = ""

@@ -9,9 +9,9 @@
 //
 // # What it implements
 //
-//   - The proposer of seed 001 and reference §5.4: trial 0 is the canonical
+//   - The proposer of docs/spec/loop.md and reference §5.4: trial 0 is the canonical
 //     default (a cold run) or the prior's best warm seed, followed by the
-//     default as the "baseline" trial (R10) and the other seeds; then an
+//     default as the "baseline" trial (docs/spec/rules.md R10) and the other seeds; then an
 //     explore fraction of schedule.Random points, and otherwise one-knob
 //     schedule.Mutate moves of the incumbent — drawn as a pool ranked by the
 //     flywheel prior when it is trained (source "prior"), with probability
@@ -20,21 +20,36 @@
 //     point becomes the exploration anchor (source "restart") while the
 //     global best is kept; within the new region the anchor follows local
 //     improvements, and only a global win is "kept". Points already tried or
-//     in flight are never proposed again (R6, across resumes); when no fresh
+//     in flight are never proposed again (docs/spec/rules.md R6, across resumes); when no fresh
 //     point turns up in a bounded number of draws, proposing stops and says
 //     the space is exhausted.
-//   - Keep/revert exactly as seed 001 / §5.3 `_better`: only a valid,
+//   - The model proposer (Settings.Proposer "model", the default; "" or
+//     "reference" is the proposer above): after the opening points and 5
+//     scored outcomes, a Bayesian linear surrogate of log(score) over the
+//     searchable knobs' one-hot levels (main effects and, while the space
+//     is small enough, pairwise interactions) is fitted to the campaign's
+//     Observations — on a warm campaign also to the prior's corpus rows,
+//     weaker evidence with an offset of their own — and one posterior
+//     sample picks the untried point it predicts fastest (source "model";
+//     every untried point of a space up to 4096 points is scored, else a
+//     pool of mutations and random points). Draws come from the PCG state.
+//   - With Settings.PlateauScaling the plateau threshold is the configured
+//     consecutive_reverts × a cost factor (1 for an evaluator taking ≥ 60 s
+//     a trial, 2 for ≤ 1 s) × a space factor (1 for ≤ 64 untried points,
+//     2 for ≥ 4096), both logarithmic between; status and next show the
+//     effective threshold.
+//   - Keep/revert exactly as docs/spec/loop.md / §5.3 `_better`: only a valid,
 //     correct candidate with a latency is eligible; with no incumbent it is
 //     kept; a strict ≥ min_gain latency win is kept; within ±min_gain a
 //     measured latency beats a predicted one and, at equal kind, the simpler
 //     point (schedule.Point.Complexity) wins. When the outcome carries a
-//     side-by-side ratio against the incumbent it was measured with (R7), the
+//     side-by-side ratio against the incumbent it was measured with (docs/spec/rules.md R7), the
 //     ratio decides; if the incumbent changed while the trial was in flight,
 //     the ratio is chained through the incumbents' recorded scores, so
 //     latencies from different devices are never compared directly.
 //   - MOVE_ON_CRITERIA in the reference's order and wording (§6.3), every
 //     threshold configurable (0 disables one), elapsed time counted from the
-//     campaign's start across resumes, excluding paused time (R5); then the
+//     campaign's start across resumes, excluding paused time (docs/spec/rules.md R5); then the
 //     campaign's own budget (experiments and/or minutes). Overnight campaigns
 //     never stop on the plateau, roofline or speedup criteria: only time and
 //     budget end them.
@@ -57,7 +72,7 @@
 //	malformed verdict                               if correct)
 //
 // The reference's autoresearch writes "revert" for a correct point that was
-// not kept and "failed" for an incorrect one; amk uses seed 001's tags above.
+// not kept and "failed" for an incorrect one; amk uses docs/spec/loop.md's tags above.
 // Every outcome is one experiment and one row; every kept row with a floor
 // also yields a corpus record. An infrastructure failure does not mark the
 // point as tried (it was never evaluated), and a baseline or warm-seed trial
@@ -67,7 +82,7 @@
 //
 // A campaign becomes done when a criterion trips or an operator stops it.
 // A done campaign refuses Record events and proposes nothing until it is
-// reopened (R3). Outcomes of trials that were already in flight when it
+// reopened (docs/spec/rules.md R3). Outcomes of trials that were already in flight when it
 // became done are still recorded: they were issued while the campaign was
 // live, the work is real, and dropping them would leave an issued trial
 // unaccounted for (the ledger must hold every issued trial exactly once).

@@ -73,7 +73,7 @@ type Command struct {
 
 // Record is an outside agent's own experiment (the reference's `record`).
 // Status uses the reference vocabulary (kept/keep/improved, revert/reverted/
-// slower/same, failed/fail/error, crash, timeout, rejected) plus seed 001's
+// slower/same, failed/fail/error, crash, timeout, rejected) plus docs/spec/loop.md's
 // "tried" and "baseline" (the default point's own result). Correctness
 // defaults from the status; a latency needs correctness PASS and a kind.
 type Record struct {

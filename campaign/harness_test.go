@@ -302,6 +302,11 @@ func (h *harness) start(a args) string {
 	s.Explore = a.float("explore", s.Explore)
 	s.Epsilon = a.float("epsilon", s.Epsilon)
 	s.MaxDraws = a.int("max_draws", s.MaxDraws)
+	// Scripts written before the model proposer existed pin the reference
+	// proposer and the fixed plateau threshold; a script opts in with
+	// proposer=model and plateau_scaling=true.
+	s.Proposer = a.str("proposer", ProposerReference)
+	s.PlateauScaling = a.flag("plateau_scaling")
 	device := a.str("device", "cpu")
 	gpu := a.str("gpu", "h200")
 	ev := Start{Time: h.now, Model: a.str("model", "toy"), Label: a.str("label", ""), GPU: gpu,
@@ -685,7 +690,7 @@ func TestScripts(t *testing.T) {
 func verdictOf(correct *bool, lat *float64, kind *string, bound *float64) *trial.Verdict {
 	v := &trial.Verdict{Valid: true, Correct: correct, LatencyUS: lat, LatencyKind: kind, BoundUS: bound}
 	if lat != nil && bound != nil {
-		v.PctOfRoofline = fptr(round3(*lat / *bound * 100))
+		v.PctOfRoofline = new(round3(*lat / *bound * 100))
 	}
 	return v
 }

@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -20,8 +21,8 @@ func (c *Campaign) moveOn(now time.Time) (bool, string) {
 	st := &c.st
 	m := st.Settings.MoveOn
 	night := st.Settings.Overnight
-	if !night && m.ConsecutiveReverts > 0 && st.ConsecutiveReverts >= m.ConsecutiveReverts {
-		return true, fmt.Sprintf("plateau: %d consecutive reverts (threshold %d)", st.ConsecutiveReverts, m.ConsecutiveReverts)
+	if limit := c.plateauThreshold(); !night && limit > 0 && st.ConsecutiveReverts >= limit {
+		return true, fmt.Sprintf("plateau: %d consecutive reverts (threshold %d)", st.ConsecutiveReverts, limit)
 	}
 	if pct := c.bestPct(); !night && m.PctRooflineTarget > 0 && pct != nil && *pct <= m.PctRooflineTarget {
 		return true, fmt.Sprintf("near roofline: best at %.1f%% of the streamed-bytes floor (target <= %.0f%%)", *pct, m.PctRooflineTarget)
@@ -43,9 +44,47 @@ func (c *Campaign) moveOn(now time.Time) (bool, string) {
 	return false, headroom
 }
 
+// Plateau scaling bounds: an evaluator at or above costlyTrialSeconds per
+// trial keeps the configured threshold; one at or below cheapTrialSeconds
+// doubles it. An untried space of smallSpace points or fewer keeps it; one
+// of largeSpace or more doubles it. Between, both scale with the logarithm.
+const (
+	cheapTrialSeconds  = 1.0
+	costlyTrialSeconds = 60.0
+	smallSpace         = 64.0
+	largeSpace         = 4096.0
+)
+
+// plateauThreshold is the number of consecutive reverts that ends a
+// non-overnight campaign: MoveOn.ConsecutiveReverts, or with
+// PlateauScaling that base × cost factor × space factor (each in [1, 2],
+// so at most 4× the base). A cheap evaluator makes patience cheap, and a
+// large untried space makes a run of reverts weaker evidence of a
+// plateau. The cost is the mean issue-to-outcome time of the campaign's
+// evaluated trials (factor 1 until one is timed).
+func (c *Campaign) plateauThreshold() int {
+	st := &c.st
+	base := st.Settings.MoveOn.ConsecutiveReverts
+	if base <= 0 || !st.Settings.PlateauScaling {
+		return base
+	}
+	logBetween := func(x, lo, hi float64) float64 {
+		x = min(max(x, lo), hi)
+		return math.Log(x/lo) / math.Log(hi/lo)
+	}
+	cost := 1.0
+	if st.TimedTrials > 0 {
+		mean := st.TrialSeconds / float64(st.TimedTrials)
+		cost = 2 - logBetween(mean, cheapTrialSeconds, costlyTrialSeconds)
+	}
+	space := 1 + logBetween(c.remainingPoints(), smallSpace, largeSpace)
+	return int(math.Round(float64(base) * cost * space))
+}
+
 // finish marks the campaign done.
 func (c *Campaign) finish(now time.Time, reason string) {
 	c.closePause(now)
+	c.st.DoneAt = &now
 	c.st.Status = StatusDone
 	c.st.MoveOnReason = reason
 }
@@ -85,5 +124,5 @@ func (c *Campaign) Speedup() *float64 {
 	if b == nil || base == nil || b.Score <= 0 || base.Score <= 0 {
 		return nil
 	}
-	return fptr(round3(base.Score / b.Score))
+	return new(round3(base.Score / b.Score))
 }

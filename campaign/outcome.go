@@ -33,7 +33,7 @@ type result struct {
 	opening     bool
 	worker      string
 	newBest     bool // the result becomes the best
-	baseline    bool // the result is the canonical default's (R10)
+	baseline    bool // the result is the canonical default's (docs/spec/rules.md R10)
 }
 
 func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
@@ -58,6 +58,10 @@ func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
 	r := c.classify(o, inf)
 	r.regions = regions
 	delete(c.st.InFlight, o.TrialID)
+	if !r.infra {
+		c.st.TrialSeconds += max(0, now.Sub(inf.IssuedAt).Seconds())
+		c.st.TimedTrials++
+	}
 	d := c.apply(now, r)
 	if r.infra {
 		delete(c.st.Tried, inf.ScheduleID)
@@ -76,7 +80,7 @@ func checkRegions(m map[string]float64) error {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if v := m[k]; !finite(v) || v < 0 {
+		if v := m[k]; !ir.Finite(v) || v < 0 {
 			return fmt.Errorf("%w: region %q share %v", ErrInvalid, k, v)
 		}
 	}
@@ -137,7 +141,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 	v := o.Verdict
 	r.correctness = flywheel.CorrectPass
 	if positive(v.BoundUS) {
-		r.bound = fptr(*v.BoundUS)
+		r.bound = new(*v.BoundUS)
 	}
 	if v.LatencyUS == nil {
 		r.tag = flywheel.TagTried
@@ -154,12 +158,12 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		return
 	}
 	lat := *v.LatencyUS
-	r.latency, r.kind = fptr(lat), kind
+	r.latency, r.kind = new(lat), kind
 	switch {
 	case positive(v.PctOfRoofline):
-		r.pct = fptr(*v.PctOfRoofline)
+		r.pct = new(*v.PctOfRoofline)
 	case r.bound != nil:
-		r.pct = fptr(lat / *r.bound * 100)
+		r.pct = new(lat / *r.bound * 100)
 	}
 	score, how := lat, ""
 	if positive(o.Ratio) && inf.IncumbentID != "" {
@@ -171,7 +175,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 			}
 		}
 	}
-	r.score = fptr(score)
+	r.score = new(score)
 	keep, why := c.better(score, kind, r.complexity)
 	if keep {
 		r.tag, r.newBest = flywheel.TagKept, true
@@ -197,7 +201,7 @@ func kindRank(kind string) int {
 	return 2
 }
 
-// better is seed 001's keep rule for a correct candidate with a latency:
+// better is docs/spec/loop.md's keep rule for a correct candidate with a latency:
 // no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain a measured
 // latency beats a predicted one, then the simpler point wins.
 func (c *Campaign) better(score float64, kind string, complexity int) (bool, string) {
@@ -241,7 +245,7 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 		d.Log = append(d.Log, fmt.Sprintf("baseline (the canonical default): %s %s", us(*r.latency), r.kind))
 	}
 	if r.bound != nil && st.BoundUS == nil {
-		st.BoundUS = fptr(*r.bound)
+		st.BoundUS = new(*r.bound)
 	}
 	if kept && r.latency != nil {
 		st.ExperimentsKept++
@@ -251,7 +255,7 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 			st.Best = res
 			st.Scores[r.scheduleID] = res.Score
 			if len(r.point) > 0 {
-				st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.point, Score: fptr(res.Score)}
+				st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.point, Score: new(res.Score)}
 			}
 		}
 	} else {
@@ -268,6 +272,9 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 			st.Prior = append(st.Prior, flywheel.ExampleOf(st.Shape, c.project(p), *r.pct))
 			c.ranker = nil
 		}
+	}
+	if st.Settings.Proposer == ProposerModel {
+		c.observe(r)
 	}
 	d.Rows = append(d.Rows, c.row(exp, r))
 	if kept {
@@ -331,13 +338,13 @@ func (c *Campaign) moveAnchor(r result) string {
 		return ""
 	}
 	if r.scheduleID == a.ScheduleID {
-		a.Score = fptr(*r.score)
+		a.Score = new(*r.score)
 		return ""
 	}
 	if a.Score != nil && *r.score >= *a.Score*(1-c.st.Settings.MinGain) {
 		return ""
 	}
-	c.st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.point, Score: fptr(*r.score)}
+	c.st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.point, Score: new(*r.score)}
 	c.st.NonImprovement = 0
 	return fmt.Sprintf("region %d: anchor moved to %s (%s)", c.st.Region, r.scheduleID, us(*r.latency))
 }
@@ -361,9 +368,9 @@ func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool)
 	bound, pct := r.bound, r.pct
 	switch {
 	case bound == nil && pct != nil:
-		bound = fptr(*r.latency * 100 / *pct)
+		bound = new(*r.latency * 100 / *pct)
 	case bound != nil && pct == nil:
-		pct = fptr(*r.latency / *bound * 100)
+		pct = new(*r.latency / *bound * 100)
 	case bound == nil:
 		return flywheel.Record{}, false
 	}
@@ -406,7 +413,7 @@ func (c *Campaign) trajectoryPoint(now time.Time, exp int, r result, kept bool) 
 		tp.LatencyUS, tp.PctOfRoofline = r.latency, r.pct
 	}
 	if c.st.Best != nil {
-		tp.BestUS = fptr(c.st.Best.LatencyUS)
+		tp.BestUS = new(c.st.Best.LatencyUS)
 	}
 	return tp
 }

@@ -94,6 +94,10 @@ func (c *Campaign) next() (candidate, []string, bool) {
 		return c.restart()
 	}
 	anchor := c.anchorPoint()
+	if s.Proposer == ProposerModel {
+		cand, ok := c.modelNext(anchor)
+		return cand, nil, ok
+	}
 	if c.rng.Float64() < s.Explore {
 		cand, ok := c.fresh(SourceRandom, c.random)
 		return cand, nil, ok

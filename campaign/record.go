@@ -10,7 +10,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-// Record status families (the reference's vocabulary, §6.4, plus seed 001's
+// Record status families (the reference's vocabulary, §6.4, plus docs/spec/loop.md's
 // "tried" and amk's "baseline").
 var (
 	keptStatuses    = []string{"kept", "keep", "improved"}
@@ -22,7 +22,7 @@ var correctnessValues = []string{flywheel.CorrectPass, flywheel.CorrectFail, fly
 	flywheel.CorrectCrash, flywheel.CorrectTimeout}
 
 // record applies an outside agent's experiment. It is refused by a done
-// campaign (R3). An agent's "kept" is trusted for the counters, as in the
+// campaign (docs/spec/rules.md R3). An agent's "kept" is trusted for the counters, as in the
 // reference; the best moves only to a strictly lower latency (compared with
 // the best's score, which is its latency unless side-by-side ratios were
 // chained). A "baseline" result goes through the normal keep rule.
@@ -95,11 +95,11 @@ func (c *Campaign) classifyRecord(e Record) (result, error) {
 	switch family {
 	case flywheel.TagKept:
 		r.tag = flywheel.TagKept
-		r.score = fptr(*r.latency)
+		r.score = new(*r.latency)
 		r.newBest = c.st.Best == nil || *r.latency < c.st.Best.Score
 	case SourceBaseline:
 		r.baseline = true
-		r.score = fptr(*r.latency)
+		r.score = new(*r.latency)
 		r.tag = flywheel.TagTried
 		if keep, _ := c.better(*r.score, r.kind, r.complexity); keep {
 			r.tag, r.newBest = flywheel.TagKept, true
@@ -137,18 +137,18 @@ func (c *Campaign) recordNumbers(r *result, e Record) error {
 		if e.Kind != trial.KindMeasuredGPU && e.Kind != trial.KindPredicted {
 			return fmt.Errorf("a latency needs its kind (measured-gpu or predicted), got %q", e.Kind)
 		}
-		r.latency = fptr(*e.LatencyUS)
+		r.latency = new(*e.LatencyUS)
 	} else {
 		r.kind = ""
 	}
 	if e.BoundUS != nil {
-		r.bound = fptr(*e.BoundUS)
+		r.bound = new(*e.BoundUS)
 	}
 	switch {
 	case e.PctOfRoofline != nil:
-		r.pct = fptr(*e.PctOfRoofline)
+		r.pct = new(*e.PctOfRoofline)
 	case r.latency != nil && r.bound != nil:
-		r.pct = fptr(*r.latency / *r.bound * 100)
+		r.pct = new(*r.latency / *r.bound * 100)
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 const rule = "============================================================"
@@ -69,10 +69,10 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 		r.MoveOn = Criterion{Stop: true, Reason: st.MoveOnReason}
 	}
 	if b := st.Baseline; b != nil {
-		r.BaselineUS, r.BaselineKind = fptr(b.LatencyUS), b.Kind
+		r.BaselineUS, r.BaselineKind = new(b.LatencyUS), b.Kind
 	}
 	if b := st.Best; b != nil {
-		r.BestUS, r.BestKind, r.BestPctOfRoofline, r.BestScheduleID = fptr(b.LatencyUS), b.Kind, b.PctOfRoofline, b.ScheduleID
+		r.BestUS, r.BestKind, r.BestPctOfRoofline, r.BestScheduleID = new(b.LatencyUS), b.Kind, b.PctOfRoofline, b.ScheduleID
 		if len(b.Point) > 0 {
 			r.BestConfig = b.Point
 		}
@@ -164,7 +164,7 @@ func (c *Campaign) Next(now time.Time) NextReport {
 	st := &c.st
 	n := NextReport{
 		Campaign: st.Label + "/" + st.GPU, ExperimentsRun: st.ExperimentsRun, Speedup: c.Speedup(),
-		ConsecutiveReverts: st.ConsecutiveReverts, RevertThreshold: st.Settings.MoveOn.ConsecutiveReverts,
+		ConsecutiveReverts: st.ConsecutiveReverts, RevertThreshold: c.plateauThreshold(),
 		InFlight: len(st.InFlight),
 	}
 	stop, reason := c.moveOn(c.clock(now))
@@ -184,7 +184,7 @@ func (c *Campaign) Next(now time.Time) NextReport {
 	if st.Best != nil {
 		for _, r := range Regions {
 			if v, ok := st.Best.Regions[r]; ok && (n.HottestShare == nil || v > *n.HottestShare) {
-				n.HottestRegion, n.HottestShare = r, fptr(v)
+				n.HottestRegion, n.HottestShare = r, new(v)
 			}
 		}
 	}

@@ -34,10 +34,11 @@ type Settings struct {
 	MoveOn MoveOn `json:"move_on"`
 	// MinGain is the keep margin: a ≥ MinGain latency win (0.01 = 1%).
 	MinGain float64 `json:"min_gain"`
-	// Explore is the fraction of search proposals drawn at random.
+	// Explore is the fraction of search proposals drawn at random (the
+	// reference proposer; the model proposer explores by sampling).
 	Explore float64 `json:"explore_fraction"`
 	// Epsilon is the probability an exploit proposal skips the prior's
-	// ranking and takes a plain mutation.
+	// ranking and takes a plain mutation (the reference proposer).
 	Epsilon float64 `json:"epsilon"`
 	// Overnight: never stop on a plateau; basin-hop after RestartAfter
 	// consecutive non-improvements.
@@ -55,6 +56,13 @@ type Settings struct {
 	Pos   int `json:"pos"`
 	// TrialTimeoutS bounds one trial (0 = the worker's default).
 	TrialTimeoutS float64 `json:"trial_timeout_s"`
+	// Proposer picks the search proposer: ProposerModel or
+	// ProposerReference ("" = reference, what campaigns saved before the
+	// setting existed ran).
+	Proposer string `json:"proposer,omitempty"`
+	// PlateauScaling scales the plateau threshold with the evaluator's
+	// cost and the untried space (see plateauThreshold).
+	PlateauScaling bool `json:"plateau_scaling,omitempty"`
 	// Batch is the decode batch every trial lowers and checks (B > 1:
 	// GEMM tiles, each sequence checked against its own eager decode); 0
 	// and 1 mean one sequence.
@@ -66,6 +74,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		MoveOn: DefaultMoveOn(), MinGain: 0.01, Explore: 0.35, Epsilon: 0.30,
 		RestartAfter: 6, WarmSeeds: 3, RankPool: 12, MaxDraws: 1024, Token: 7,
+		Proposer: ProposerModel, PlateauScaling: true,
 	}
 }
 
@@ -87,6 +96,8 @@ func (s *Settings) check() error {
 		return fmt.Errorf("token %d and pos %d must be non-negative", s.Token, s.Pos)
 	case !fin(s.TrialTimeoutS) || s.TrialTimeoutS < 0:
 		return fmt.Errorf("trial_timeout_s %v must be non-negative", s.TrialTimeoutS)
+	case s.Proposer != "" && s.Proposer != ProposerModel && s.Proposer != ProposerReference:
+		return fmt.Errorf("proposer %q must be %q or %q", s.Proposer, ProposerModel, ProposerReference)
 	case s.Batch < 0 || s.Batch > schedule.MaxBatch:
 		return fmt.Errorf("batch %d must be in [1, %d] (0 means 1)", s.Batch, schedule.MaxBatch)
 	}

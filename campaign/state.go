@@ -4,6 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -30,11 +32,12 @@ const (
 	SourceMutate   = "mutate"
 	SourcePrior    = "prior"
 	SourceRestart  = "restart"
+	SourceModel    = "model"
 	SourceAgent    = "ext:agent"
 )
 
 var builtinSources = []string{SourceDefault, SourceBaseline, SourceWarmSeed, SourceRandom,
-	SourceMutate, SourcePrior, SourceRestart}
+	SourceMutate, SourcePrior, SourceRestart, SourceModel}
 
 // Region names of a breakdown (the cost model's, minus "other").
 var Regions = []string{"attention", "mlp", "lm_head"}
@@ -59,6 +62,9 @@ type State struct {
 	LastEventAt   time.Time  `json:"last_event_at"`
 	PausedAt      *time.Time `json:"paused_at,omitempty"`
 	PausedSeconds float64    `json:"paused_seconds"`
+	// DoneAt is when the campaign became done: its elapsed time stops
+	// there (a reopen adds the time it spent done to PausedSeconds).
+	DoneAt *time.Time `json:"done_at,omitempty"`
 
 	Settings Settings       `json:"settings"`
 	Shape    flywheel.Shape `json:"model_shape"`
@@ -101,7 +107,15 @@ type State struct {
 	// side-by-side ratios.
 	Scores     map[string]float64 `json:"incumbent_scores"`
 	Trajectory []TrajectoryPoint  `json:"trajectory"`
-	Exhausted  bool               `json:"exhausted"`
+	// Observations are the evaluated points the model proposer learns
+	// from, in outcome order (kept only when it is the proposer).
+	Observations []Observation `json:"observations,omitempty"`
+	// TrialSeconds and TimedTrials measure the evaluator's cost: the sum
+	// of issue-to-outcome times of the campaign's evaluated trials, and
+	// how many there were (the scaled plateau threshold reads them).
+	TrialSeconds float64 `json:"trial_seconds,omitempty"`
+	TimedTrials  int     `json:"timed_trials,omitempty"`
+	Exhausted    bool    `json:"exhausted"`
 }
 
 // Result is an evaluated point the campaign keeps: the baseline or the best.
@@ -188,11 +202,42 @@ func ID(model, gpu, device, name string) string {
 	return strings.Join(parts, "-")
 }
 
+// MaxIDLen bounds a campaign id (ID's are far shorter: four parts of at
+// most 47 bytes).
+const MaxIDLen = 255
+
+// ErrBadID is wrapped by ValidID's errors.
+var ErrBadID = errors.New("not a campaign id")
+
+// ValidID is the one grammar of campaign ids, shared by every layer that
+// takes an id from outside (the HTTP API, the scheduler, the workspace, the
+// queue): 1 to MaxIDLen bytes of ASCII letters of either case, digits, '.',
+// '_' and '-', starting with a letter, digit or '_'. Every id ID produces
+// matches it, and no such id can name a path outside a directory ("." and
+// ".." cannot match, nor can any separator).
+func ValidID(id string) error {
+	if id == "" || len(id) > MaxIDLen {
+		return fmt.Errorf("%w: %d bytes (want 1..%d)", ErrBadID, len(id), MaxIDLen)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !idByte(c) || (i == 0 && (c == '.' || c == '-')) {
+			return fmt.Errorf("%w: %q (letters, digits, '.', '_', '-'; not starting with '.' or '-')", ErrBadID, id)
+		}
+	}
+	return nil
+}
+
+// idByte reports whether c may appear in a campaign id.
+func idByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
 func idPart(s, empty string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range s {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_'
+		ok := r < 0x80 && idByte(byte(r)) && r != '-'
 		switch {
 		case ok:
 			b.WriteRune(r)

@@ -5,16 +5,13 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func pyjsonCompact(v pyjson.Value) string { return pyjson.Compact(v, false) }
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
-func positive(f *float64) bool { return f != nil && finite(*f) && *f > 0 }
-
-func fptr(f float64) *float64 { return &f }
+func positive(f *float64) bool { return f != nil && ir.Finite(*f) && *f > 0 }
 
 // round3 is Python's round(x, 3).
 func round3(x float64) float64 {

@@ -84,11 +84,11 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		w.Trajectory = []TrajectoryPoint{}
 	}
 	if b := st.Baseline; b != nil {
-		w.BaselineUS = fptr(b.LatencyUS)
+		w.BaselineUS = new(b.LatencyUS)
 	}
 	if b := st.Best; b != nil {
 		kind := b.Kind
-		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = fptr(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
+		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
 		if len(b.Point) > 0 {
 			w.BestConfig = b.Point
 		}
@@ -139,7 +139,7 @@ func (w WakeUp) Markdown() string {
 			s += fmt.Sprintf(", **%.3fx** faster than baseline", *w.SpeedupVsBaseline)
 		}
 		if w.BestPctOfRoofline != nil {
-			s += fmt.Sprintf(", %.0f%% of the HBM floor", *w.BestPctOfRoofline)
+			s += fmt.Sprintf(", %.0f%% of the HBM floor (100%% is the floor; above 100%% is slower than it)", *w.BestPctOfRoofline)
 		}
 		add("%s", s)
 	case w.BestUS != nil:
@@ -150,6 +150,10 @@ func (w WakeUp) Markdown() string {
 	if len(w.ImprovementMilestones) > 0 {
 		add("")
 		add("## Improvement milestones")
+		add("")
+		add("An experiment is a row of results.tsv, numbered in the order results arrived; a trial is the")
+		add("campaign's own evaluation it came from, numbered in the order trials were issued (-1 for an")
+		add("experiment an agent recorded). With trials in flight side by side the two orders differ.")
 		add("")
 		add("| experiment | trial | minutes | best (us) | source |")
 		add("|---:|---:|---:|---:|---|")

@@ -37,6 +37,10 @@ type WatchdogOptions struct {
 	Observer WatchdogObserver
 	// Log, when set, gets the kills and the wedge.
 	Log *slog.Logger
+	// OnWedge, when set, is told which trial wedged the device, before
+	// Wedged closes (a gpuworker marks it poison so that no other worker is
+	// handed it).
+	OnWedge func(spec trial.Spec, message string)
 }
 
 // Watchdog runs evaluations on one device, one at a time, each under a
@@ -144,6 +148,9 @@ func (w *Watchdog) awaitStop(spec trial.Spec, done <-chan trial.Outcome, out tri
 		w.wedgeOnce.Do(func() {
 			w.wedgeMessage = fmt.Sprintf("evaluation of %s/%d ignored cancellation for %s; the device is wedged", spec.CampaignID, spec.TrialID, w.opts.StopGrace)
 			w.opts.Log.Error("device wedged", "reason", w.wedgeMessage)
+			if w.opts.OnWedge != nil {
+				w.opts.OnWedge(spec, w.wedgeMessage)
+			}
 			close(w.wedged)
 		})
 	}

@@ -8,7 +8,7 @@ import (
 // BenchmarkAppendRow is one locked, fsynced results.tsv append.
 func BenchmarkAppendRow(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "results.tsv")
-	r := Row{Experiment: 1, Tag: TagKept, Loop: LoopSchedule, Correctness: CorrectPass, LatencyUS: ptr(123.4),
+	r := Row{Experiment: 1, Tag: TagKept, Loop: LoopSchedule, Correctness: CorrectPass, LatencyUS: new(123.4),
 		Description: "mutate: kept\twith a tab; kind=predicted"}
 	for i := 0; i < b.N; i++ {
 		r.Experiment = i

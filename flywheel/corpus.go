@@ -9,7 +9,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Latency kinds a corpus record can carry (the trial package's values).
@@ -86,13 +87,13 @@ func (r *Record) Check() error {
 		return errors.New("flywheel: corpus record without model or gpu")
 	case r.Correctness != CorrectPass:
 		return fmt.Errorf("flywheel: only PASS points enter the corpus (got %q)", r.Correctness)
-	case !(finite(r.LatencyUS) && r.LatencyUS > 0):
+	case !(ir.Finite(r.LatencyUS) && r.LatencyUS > 0):
 		return fmt.Errorf("flywheel: corpus latency %v is not a positive number", r.LatencyUS)
-	case !(finite(r.BoundUS) && r.BoundUS > 0):
+	case !(ir.Finite(r.BoundUS) && r.BoundUS > 0):
 		return fmt.Errorf("flywheel: corpus bound_us %v is not a positive number", r.BoundUS)
-	case !(finite(r.PctOfRoofline) && r.PctOfRoofline > 0):
+	case !(ir.Finite(r.PctOfRoofline) && r.PctOfRoofline > 0):
 		return fmt.Errorf("flywheel: corpus pct_of_roofline %v is not a positive number", r.PctOfRoofline)
-	case !finite(r.TS):
+	case !ir.Finite(r.TS):
 		return fmt.Errorf("flywheel: corpus ts %v is not finite", r.TS)
 	case r.Schedule.Kind != pyjson.Object:
 		return errors.New("flywheel: corpus schedule is not an object")
@@ -225,7 +226,7 @@ func shapeFromValue(v pyjson.Value) Shape {
 			return 0
 		}
 		x, ok := f.Float64()
-		if !ok || !finite(x) || x < 0 || x > 1<<31 {
+		if !ok || !ir.Finite(x) || x < 0 || x > 1<<31 {
 			return 0
 		}
 		return int(x)
@@ -298,7 +299,7 @@ func importLine(line []byte) (Record, bool) {
 			return 0, false
 		}
 		x, ok := f.Float64()
-		return x, ok && finite(x)
+		return x, ok && ir.Finite(x)
 	}
 	rec := Record{
 		Model: text("model"), GPU: text("gpu"), Regime: text("regime"),

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func sampleRecord(lat float64) Record {

@@ -33,6 +33,6 @@
 // ledgers and the scheduler's workspace lock in runner. Off unix, locking is
 // refused (errors.ErrUnsupported) rather than skipped.
 //
-// pct_of_roofline follows one convention everywhere (R9): latency / floor ×
+// pct_of_roofline follows one convention everywhere (docs/spec/rules.md R9): latency / floor ×
 // 100, so 100 is at the HBM floor and lower is better.
 package flywheel

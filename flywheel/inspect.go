@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Summary describes a corpus and, optionally, a results.tsv: what the

@@ -32,7 +32,7 @@ func DeviceForKind(kind string) string {
 }
 
 // WarmStart returns up to k points from the corpus to start a campaign from
-// (R14): rows on the same GPU with the same latency kind, the nearest model
+// (docs/spec/rules.md R14): rows on the same GPU with the same latency kind, the nearest model
 // shape first (within ShapeRadius, else all), ordered by (distance rounded to
 // 3 places, pct_of_roofline). Each point is re-checked against today's rules
 // (schedule.PointFromValue and schedule.CheckLaunch) and dropped if no longer
@@ -124,7 +124,7 @@ func ProjectInert(p schedule.Point, inert []schedule.Knob) schedule.Point {
 
 func usable(r *Record, gpu, kind string) bool {
 	return r.GPU == gpu && r.LatencyKind == kind && r.Correctness == CorrectPass &&
-		finite(r.PctOfRoofline) && r.PctOfRoofline > 0
+		ir.Finite(r.PctOfRoofline) && r.PctOfRoofline > 0
 }
 
 func cmpFloat(a, b float64) int {
@@ -159,16 +159,24 @@ func ExampleOf(shape Shape, p schedule.Point, pct float64) Example {
 	return Example{X: append(shape.Features(), schedule.Features(p)...), Pct: pct}
 }
 
-// Examples turns the corpus rows for a GPU and latency kind (R14: kinds are
-// never mixed) into ranker examples; rows whose schedule no longer parses
-// are skipped.
-func Examples(corpus []Record, gpu, kind string) []Example {
+// PriorPoint is a usable corpus row as a point of a device's search space:
+// what the prior learns from.
+type PriorPoint struct {
+	Point schedule.Point
+	Shape Shape
+	Pct   float64
+}
+
+// PriorPoints returns the corpus rows for a GPU and latency kind (docs/spec/rules.md R14:
+// kinds are never mixed) as points projected onto the kind's device; rows
+// whose schedule no longer parses are skipped.
+func PriorPoints(corpus []Record, gpu, kind string) []PriorPoint {
 	target, err := ir.Target(gpu)
 	if err != nil {
 		return nil
 	}
 	device := DeviceForKind(kind)
-	var out []Example
+	var out []PriorPoint
 	for i := range corpus {
 		r := &corpus[i]
 		if !usable(r, gpu, kind) {
@@ -178,7 +186,16 @@ func Examples(corpus []Record, gpu, kind string) []Example {
 		if err != nil {
 			continue
 		}
-		out = append(out, ExampleOf(r.Shape, Project(p, target, device), r.PctOfRoofline))
+		out = append(out, PriorPoint{Point: Project(p, target, device), Shape: r.Shape, Pct: r.PctOfRoofline})
+	}
+	return out
+}
+
+// Examples turns PriorPoints into ranker examples.
+func Examples(corpus []Record, gpu, kind string) []Example {
+	var out []Example
+	for _, pp := range PriorPoints(corpus, gpu, kind) {
+		out = append(out, ExampleOf(pp.Shape, pp.Point, pp.Pct))
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/schedule"
 )
 
@@ -17,7 +18,7 @@ const RankerK = 5
 // Ranker predicts a candidate's pct_of_roofline from the examples: the
 // inverse-distance weighted mean of log(pct) over the RankerK nearest
 // examples in per-dimension standardised feature space. One fixed,
-// deterministic backend (R14); the log target keeps a few huge pct values
+// deterministic backend (docs/spec/rules.md R14); the log target keeps a few huge pct values
 // from dominating. Neighbour ties break by example order.
 type Ranker struct {
 	mu, sd []float64
@@ -32,7 +33,7 @@ func NewRanker(examples []Example) *Ranker {
 	dim := -1
 	var rows [][]float64
 	for _, e := range examples {
-		if !(finite(e.Pct) && e.Pct > 0) || !allFinite(e.X) {
+		if !(ir.Finite(e.Pct) && e.Pct > 0) || !allFinite(e.X) {
 			continue
 		}
 		if dim < 0 {
@@ -80,7 +81,7 @@ func NewRanker(examples []Example) *Ranker {
 
 func allFinite(xs []float64) bool {
 	for _, x := range xs {
-		if !finite(x) {
+		if !ir.Finite(x) {
 			return false
 		}
 	}

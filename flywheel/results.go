@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strconv"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Columns is results.tsv's header, in the reference's exact order.
@@ -21,7 +21,7 @@ var Columns = []string{
 // HeaderLine is the header as written to the file, without its newline.
 var HeaderLine = strings.Join(Columns, "\t")
 
-// Row tags (seed 001). A row's tag says what became of the experiment:
+// Row tags (docs/spec/loop.md). A row's tag says what became of the experiment:
 //
 //	kept      correct and the new incumbent
 //	tried     correct (PASS) but not kept: not a ≥ min_gain win
@@ -87,11 +87,11 @@ func (r *Row) check() error {
 		if r.Correctness != CorrectPass {
 			return fmt.Errorf("flywheel: experiment %d: latency without a correctness PASS (%s)", r.Experiment, r.Correctness)
 		}
-		if !finite(*r.LatencyUS) {
+		if !ir.Finite(*r.LatencyUS) {
 			return fmt.Errorf("flywheel: experiment %d: latency %v is not finite", r.Experiment, *r.LatencyUS)
 		}
 	}
-	if r.PctOfRoofline != nil && !finite(*r.PctOfRoofline) {
+	if r.PctOfRoofline != nil && !ir.Finite(*r.PctOfRoofline) {
 		return fmt.Errorf("flywheel: experiment %d: pct_of_roofline %v is not finite", r.Experiment, *r.PctOfRoofline)
 	}
 	return nil
@@ -116,8 +116,6 @@ func formatOptional(f *float64) string {
 	}
 	return pyjson.FormatFloat(*f)
 }
-
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // AppendRows appends rows to the results.tsv at path under an exclusive
 // lock, writing the header when the file is new (or was only a torn

@@ -11,8 +11,6 @@ import (
 	"testing"
 )
 
-func ptr(f float64) *float64 { return &f }
-
 var nastyDescriptions = []string{
 	"plain",
 	"tab\there",
@@ -43,8 +41,8 @@ func TestAppendReadRoundTrip(t *testing.T) {
 	var want []Row
 	for i, d := range nastyDescriptions {
 		r := Row{Experiment: i + 1, Tag: TagTried, Loop: LoopSchedule, Model: "toy\tmodel", GPU: "h200",
-			Regime: RegimeSingle, Correctness: CorrectPass, LatencyUS: ptr(100.5 + float64(i)),
-			PctOfRoofline: ptr(1234.5), ScheduleID: "sch_0123456789", Description: d}
+			Regime: RegimeSingle, Correctness: CorrectPass, LatencyUS: new(100.5 + float64(i)),
+			PctOfRoofline: new(1234.5), ScheduleID: "sch_0123456789", Description: d}
 		if i%3 == 1 {
 			r.Tag, r.Correctness, r.LatencyUS, r.PctOfRoofline = TagRejected, CorrectRejected, nil, nil
 		}
@@ -89,8 +87,8 @@ func TestAppendRefusesDishonestRows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "results.tsv")
 	bad := []Row{
 		{Experiment: 1, Tag: TagKept},
-		{Experiment: 1, Tag: TagRevert, Correctness: CorrectFail, LatencyUS: ptr(3)},
-		{Experiment: 1, Tag: TagKept, Correctness: CorrectPass, LatencyUS: ptr(posInf())},
+		{Experiment: 1, Tag: TagRevert, Correctness: CorrectFail, LatencyUS: new(3.0)},
+		{Experiment: 1, Tag: TagKept, Correctness: CorrectPass, LatencyUS: new(posInf())},
 		{Experiment: -1, Tag: TagKept, Correctness: CorrectPass},
 	}
 	for _, r := range bad {
@@ -120,7 +118,7 @@ func TestTornTailRepaired(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "results.tsv")
 	row := func(n int) Row {
-		return Row{Experiment: n, Tag: TagKept, Loop: LoopSchedule, Correctness: CorrectPass, LatencyUS: ptr(float64(n))}
+		return Row{Experiment: n, Tag: TagKept, Loop: LoopSchedule, Correctness: CorrectPass, LatencyUS: new(float64(n))}
 	}
 	if err := AppendRows(path, row(1), row(2)); err != nil {
 		t.Fatal(err)
@@ -162,7 +160,7 @@ func TestTornTailRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(path2)
-	if want := HeaderLine + "\n" + (&Row{Experiment: 1, Tag: TagKept, Loop: LoopSchedule, Correctness: CorrectPass, LatencyUS: ptr(1)}).Line(); string(data) != want {
+	if want := HeaderLine + "\n" + (&Row{Experiment: 1, Tag: TagKept, Loop: LoopSchedule, Correctness: CorrectPass, LatencyUS: new(1.0)}).Line(); string(data) != want {
 		t.Fatalf("torn header not repaired:\n%q\nwant\n%q", data, want)
 	}
 }
@@ -178,7 +176,7 @@ func TestHelperAppender(t *testing.T) {
 
 func appendMany(t *testing.T, path, who string, n int) {
 	for i := 0; i < n; i++ {
-		r := Row{Experiment: i, Tag: TagTried, Correctness: CorrectPass, LatencyUS: ptr(float64(i)),
+		r := Row{Experiment: i, Tag: TagTried, Correctness: CorrectPass, LatencyUS: new(float64(i)),
 			Description: who + "\tline\n" + strconv.Itoa(i)}
 		if err := AppendRows(path, r); err != nil {
 			t.Error(err)

@@ -12,8 +12,8 @@ func CampaignRoofline() Dashboard {
 		queryVariable("target", "GPU target", "GPU targets of the chosen campaigns.",
 			`amk_scheduler_campaign_status{campaign=~"$campaign"}`),
 	}
-	best := `min by (campaign) (amk_scheduler_best_latency_microseconds{` + campaignSel + `})`
-	floor := `min by (campaign) (amk_scheduler_hbm_floor_microseconds{` + campaignSel + `})`
+	best := `min by (campaign) (amk_scheduler_best_latency_seconds{` + campaignSel + `})`
+	floor := `min by (campaign) (amk_scheduler_hbm_floor_seconds{` + campaignSel + `})`
 	pct := `min by (campaign) (amk_scheduler_best_roofline_percent{` + campaignSel + `})`
 	speedup := `max by (campaign) (amk_scheduler_speedup_ratio{` + campaignSel + `})`
 	since := `time() - max by (campaign) (amk_scheduler_last_improvement_timestamp_seconds{` + campaignSel + `})`
@@ -25,9 +25,9 @@ func CampaignRoofline() Dashboard {
 		stat("Status", "The campaign's state: optimizing, paused or done.", "", 4,
 			instant(`max by (campaign, status) (amk_scheduler_campaign_status{`+campaignSel+`}) == 1`, "{{campaign}}: {{status}}")).
 			withOption("textMode", "name").withOption("graphMode", "none").withThresholds("blue"),
-		stat("Best latency", "Best correct latency found so far.", "µs", 3, instant(best, "{{campaign}}")).
+		stat("Best latency", "Best correct latency found so far.", "s", 3, instant(best, "{{campaign}}")).
 			withThresholds("text"),
-		stat("HBM floor", "Bytes a step streams (weights once, KV window, gathered embedding rows) / bandwidth: no schedule can be faster.", "µs", 3, instant(floor, "{{campaign}}")).
+		stat("HBM floor", "Bytes a step streams (weights once, KV window, gathered embedding rows) / bandwidth: no schedule can be faster.", "s", 3, instant(floor, "{{campaign}}")).
 			withThresholds("text"),
 		stat("% of roofline", "Best latency / HBM floor × 100. 100 = at the floor; lower is better.", "percent", 3,
 			instant(pct, "{{campaign}}")).withThresholds("green", pctThresholds...).withDecimals(1),
@@ -43,7 +43,7 @@ func CampaignRoofline() Dashboard {
 	progress := []Panel{
 		timeseries("Best latency vs HBM floor",
 			"The best latency steps down as the search keeps faster schedules; the dashed line is the HBM floor it cannot pass.",
-			"µs", 16, 10, series(best, "{{campaign}} best"), series(floor, "{{campaign}} HBM floor")).
+			"s", 16, 10, series(best, "{{campaign}} best"), series(floor, "{{campaign}} HBM floor")).
 			withCustom("lineInterpolation", "stepAfter").
 			withOverride(".* HBM floor$",
 				Property{ID: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},

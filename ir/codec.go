@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // MaxProgramBytes is the default bound on the size of a program file: 64
@@ -61,10 +61,10 @@ func (e *DecodeError) Error() string {
 	return e.Path + ": " + e.Msg
 }
 
-// Decode reads a program from its JSON form (seed 000 §6) within the
+// Decode reads a program from its JSON form (docs/spec/ir.md §6) within the
 // default Limits.
 //
-// Forward compatibility is exactly seed 000's: unknown (newer) keys of
+// Forward compatibility is exactly docs/spec/ir.md's: unknown (newer) keys of
 // target and config are dropped, meta is free-form, and unknown params are
 // left to the validator (a warning). Anywhere else an unknown key is an
 // error, as are a repeated key, a missing required key (the root needs

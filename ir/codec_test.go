@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func readFile(t *testing.T, path string) []byte {
@@ -31,7 +31,7 @@ func roundTrip(t *testing.T, data []byte) []byte {
 	return Encode(p)
 }
 
-// TestSeedExample: the seed 000 §6 example (target completed) decodes, and
+// TestSeedExample: the docs/spec/ir.md §6 example (target completed) decodes, and
 // encodes to exactly what the reference's to_json writes for it (the
 // canonical file was produced by the Python reference); the canonical form
 // round-trips byte for byte.
@@ -109,7 +109,7 @@ func TestUnknownKeysDropped(t *testing.T) {
 	}
 }
 
-// TestUnknownKeysRefusedElsewhere: seed 000 drops unknown keys in target and
+// TestUnknownKeysRefusedElsewhere: docs/spec/ir.md drops unknown keys in target and
 // config only; anywhere else an unknown key is an error naming its path (a
 // typo must not silently lose a field).
 func TestUnknownKeysRefusedElsewhere(t *testing.T) {

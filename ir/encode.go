@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Encode writes the program exactly as the reference's

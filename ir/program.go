@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Buffer is a named tensor: a weight, an activation, a KV cache, a model
@@ -359,10 +359,14 @@ func (p *Program) Buffer(id int) *Buffer {
 	return &p.Buffers[id]
 }
 
+// Finite says x is neither NaN nor an infinity (the one helper for the
+// check every latency, ratio and parameter goes through).
+func Finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
 // RoundTo rounds x to n decimal places (half away from zero), as the
 // reports do.
 func RoundTo(x float64, n int) float64 {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
+	if !Finite(x) {
 		return x
 	}
 	s := math.Pow(10, float64(n))

@@ -13,7 +13,7 @@ const (
 )
 
 // UnsupportedError says why a program cannot run on the device, naming the
-// task and its opcode (R25). It is a clean rejection before launch.
+// task and its opcode (docs/spec/rules.md R25). It is a clean rejection before launch.
 type UnsupportedError struct {
 	Task   string // ir.Task.Describe(), or "" for a buffer-level reason
 	Op     ir.Op
@@ -273,7 +273,7 @@ func RingBytes(v Variant) int64 {
 // PlanSmem sizes the dynamic shared memory of a launch: for every GEMV-like
 // tile the x cache (+ the cp.async ring when the variant enables it), as much
 // as fits under optin (the device's per-block opt-in cap); the config's
-// smem_bytes_per_block is a floor. A floor above the cap is an error (R24).
+// smem_bytes_per_block is a floor. A floor above the cap is an error (docs/spec/rules.md R24).
 // With the streaming ring (ring_stages > 0) its RingBytes come on top, the
 // ops' share shrinks by as much, and a ring that does not fit is an error.
 func PlanSmem(p *ir.Program, v Variant, optin int) (SmemPlan, error) {

@@ -13,13 +13,13 @@
 // The host zeroes the counters, the abort flag and the diagnostics before
 // every launch; KV caches persist in device memory across launches; a new
 // position only re-marshals instruction params (Tables.RemarshalInstructions,
-// R28), weights stay resident.
+// docs/spec/rules.md R28), weights stay resident.
 //
 // The launch has one block per queue: grid = 1 + the largest Task.SM, which
 // the launcher checks against the co-residency the occupancy API proves for
-// the compiled kernel at its block size and dynamic shared memory (R24).
+// the compiled kernel at its block size and dynamic shared memory (docs/spec/rules.md R24).
 // Queue q holds the tasks with SM == q in task-list order: exactly the order
-// the validator proves to be a linear extension of the DAG (R21);
+// the validator proves to be a linear extension of the DAG (docs/spec/rules.md R21);
 // MarshalProgram re-proves it (and acyclicity and wait satisfiability) before
 // anything reaches a device. Each block (no entry grid.sync: the cooperative
 // launch already makes every block resident; AMK_ENTRY_GRID_SYNC=1 restores
@@ -40,7 +40,7 @@
 // per-tile cp.async ring is compiled out and PlanSmem provisions the ring
 // (RingBytes) above the ops' shared memory.
 //
-// Sync (cuda/sync.cuh, seed 000 §8): signal = __syncthreads, thread 0
+// Sync (cuda/sync.cuh, docs/spec/ir.md §8): signal = __syncthreads, thread 0
 // red.release.gpu.global.add(counter, 1) on sm_70+ (a release reduction:
 // the barrier makes the block's stores visible to thread 0, the release
 // orders them before the increment; before sm_70 a __threadfence +
@@ -51,7 +51,7 @@
 // 256 ns); a fence after the last acquire and a __syncthreads publish the
 // data to the block.
 //
-// # Watchdog and aborts (R23, R25)
+// # Watchdog and aborts (docs/spec/rules.md R23, R25)
 //
 // Every 64 polls a waiting thread checks the abort flag and the %globaltimer
 // clock. A wait longer than amk_program_t.watchdog_ns (0: the build's
@@ -75,17 +75,17 @@
 // streaming loads, a register path with COLS x KUNROLL loads in flight per
 // lane and a cp.async path streaming each warp's rows through a private ring
 // that never drains between row groups; int8/int4 dequant-fused with q = nibble -
-// zero when zeros are given, else nibble - 8, R27), GEMM_TILE (batch rows in
+// zero when zeros are given, else nibble - 8, docs/spec/rules.md R27), GEMM_TILE (batch rows in
 // register tiles), ATTENTION_TILE (GQA, batched, split-KV partials; q and
 // the accumulator in registers, head_dim <= 256), ATTENTION_COMBINE, ROPE,
-// KV_APPEND (rank 3/4, pos bounds-checked, R28), ADD, MUL, GELU, SILU_MUL,
+// KV_APPEND (rank 3/4, pos bounds-checked, docs/spec/rules.md R28), ADD, MUL, GELU, SILU_MUL,
 // SOFTMAX (last dim), DEQUANT, ALLREDUCE_SHARD (sum on one device), COPY,
-// SAMPLE_ARGMAX (integer index into integer outputs, R27) and FUSED as the
+// SAMPLE_ARGMAX (integer index into integer outputs, docs/spec/rules.md R27) and FUSED as the
 // patterns of ir.FusedPatterns (RMSNorm or SiLU·up staging into the x cache,
 // residual-add, RoPE and KV-append epilogues; a params.recipe is VM-only).
 // Math is fp32, stored with round-to-nearest-even.
 // The VM dispatches them and amk_entry_<op> kernels run them standalone for
-// Loop 1, so a knob Loop 1 keeps is the code the VM runs (R29).
+// Loop 1, so a knob Loop 1 keeps is the code the VM runs (docs/spec/rules.md R29).
 //
 // # Knobs
 //
@@ -93,7 +93,7 @@
 // ranges; the sources carry the same defaults (a test compares them), so the
 // default variant equals a build without -D. The build refuses any other
 // macro or value (ParseDefine) and keys its cache on the full knob set with
-// defaults filled (R8).
+// defaults filled (docs/spec/rules.md R8).
 //
 // # What is verified here and what is not
 //

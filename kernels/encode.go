@@ -10,7 +10,7 @@ import (
 	"github.com/amk-dev/amk/tensor"
 )
 
-// CheckBinding checks a host tensor against the buffer it is bound to (R26):
+// CheckBinding checks a host tensor against the buffer it is bound to (docs/spec/rules.md R26):
 // the same shape, and the same dtype, except that a floating tensor may be
 // bound to any floating buffer the device stores (it is rounded on upload,
 // as the reference casts weights to the buffer dtype).

@@ -35,7 +35,11 @@ const (
 var gemvOps = []ir.Op{ir.OpGEMVTile, ir.OpFUSED}
 
 var knobSpace = []Knob{
-	{Name: "threads", Macro: "AMK_THREADS", Default: 256, Choices: []int64{128, 256, 512},
+	// No 512 (or larger) choice: one resident block of 512 threads caps a thread at
+	// 65536/512 = 128 registers, while the VM kernel and the fused/GEMV entry kernels need
+	// 200-255, so such a build spills (nvcc 11.8, sm_90: 240/536 B in amk_megakernel), which
+	// the nvcc check forbids; the VM refuses threads_per_block=512 anyway (schedule.Space).
+	{Name: "threads", Macro: "AMK_THREADS", Default: 256, Choices: []int64{128, 256},
 		Min: 64, Max: 1024, Multiple: 32, Scope: ScopeConfig,
 		Note: "block size every entry kernel is built for (__launch_bounds__); the VM takes it from ScheduleConfig.threads_per_block, Loop 1 tunes it"},
 	{Name: "cols_per_warp", Macro: "AMK_GEMV_COLS_PER_WARP", Default: 1, Choices: []int64{1, 2, 4},
@@ -150,7 +154,7 @@ func (v Variant) get(name string) int64 {
 
 // Defines renders the normalised variant as nvcc -D flags sorted by macro.
 // Every knob is spelled out, defaults included, so that the flags (and the
-// build cache key) name the full knob set (R8).
+// build cache key) name the full knob set (docs/spec/rules.md R8).
 func (v Variant) Defines() ([]string, error) {
 	n, err := v.Normalize()
 	if err != nil {

@@ -35,7 +35,7 @@ func TestKnobSpaceIsConsistent(t *testing.T) {
 			t.Errorf("%s: unknown scope %q", k.Name, k.Scope)
 		}
 	}
-	// The schedule package's kernel knobs (seed 001 / reference §9.5 names) all exist.
+	// The schedule package's kernel knobs (docs/spec/loop.md / reference §9.5 names) all exist.
 	for _, name := range []string{"cols_per_warp", "cpasync", "cpa_stages", "cpa_cols"} {
 		if _, ok := LookupKnob(name); !ok {
 			t.Errorf("knob %s missing", name)
@@ -60,7 +60,7 @@ func TestVariantNormalizeAndDefines(t *testing.T) {
 	if !slices.Contains(d, "-DAMK_THREADS=256") || !slices.Contains(d, "-DAMK_GEMV_CPASYNC=1") {
 		t.Errorf("defaults missing: %v", d)
 	}
-	// An empty variant and the default variant build the same flags (R8: defaults filled).
+	// An empty variant and the default variant build the same flags (docs/spec/rules.md R8: defaults filled).
 	e, _ := Variant{}.Defines()
 	if !slices.Equal(d, e) {
 		t.Errorf("empty variant flags %v != default %v", e, d)

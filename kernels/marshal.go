@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // ArenaAlign is the alignment of every activation inside the scratch arena
@@ -37,7 +37,7 @@ type Tables struct {
 	QueueLen     []byte // NumQueues x int32
 
 	// Queues are the per-queue instruction indices (task ids) in execution
-	// order: task-list order, the order the validator proves (R21).
+	// order: task-list order, the order the validator proves (docs/spec/rules.md R21).
 	Queues [][]int32
 
 	NumQueues     int
@@ -179,7 +179,7 @@ func (t *Tables) marshalInstructions(p *ir.Program) error {
 
 // RemarshalInstructions re-encodes the instruction table from p (same tasks,
 // new params, e.g. after schedule.Reposition moved the decode position), so a
-// loaded program is reused across tokens (R28).
+// loaded program is reused across tokens (docs/spec/rules.md R28).
 func (t *Tables) RemarshalInstructions(p *ir.Program) error {
 	if len(p.Tasks) != t.NInstructions || len(p.Buffers) != t.NBuffers || len(p.Counters) != t.NCounters {
 		return fmt.Errorf("program shape changed (%d tasks, %d buffers, %d counters); marshal it again",
@@ -323,7 +323,7 @@ func (t *Tables) buildQueues(p *ir.Program) {
 
 // checkSchedule proves the queues cannot deadlock a co-resident grid: the
 // DAG is acyclic, every wait can be satisfied, and within a queue every
-// producer precedes its consumers (the queue is a linear extension, R21).
+// producer precedes its consumers (the queue is a linear extension, docs/spec/rules.md R21).
 func checkSchedule(p *ir.Program, queues [][]int32) error {
 	prod := ir.ProducersByCounter(p)
 	for i := range p.Tasks {

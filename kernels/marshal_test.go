@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func sm(i int) *int { return &i }

@@ -69,7 +69,7 @@ func HashSources(fsys fs.FS) (string, error) {
 // EntryKernel names the standalone Loop-1 kernel of an opcode:
 // amk_entry_<op>(const amk_program_t*, long long first, long long count)
 // runs instructions [first, first+count) of that opcode, one per block, with
-// the same device function the VM dispatches (R29). NOP has none.
+// the same device function the VM dispatches (docs/spec/rules.md R29). NOP has none.
 func EntryKernel(op ir.Op) (string, bool) {
 	if !op.Valid() || op == ir.OpNOP {
 		return "", false

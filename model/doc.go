@@ -21,7 +21,7 @@
 //     It is written from the model's definition, not derived from any task
 //     DAG, so the reference VM and the GPU kernels can be checked against it.
 //
-// Numerics follow the frozen conventions of seed 000 §7 and
+// Numerics follow the frozen conventions of docs/spec/ir.md §7 and
 // reference-behaviour §8: weights are [N_out, K_in] and y = x·Wᵀ is
 // accumulated in float32; every op's output is rounded to the model dtype
 // when stored (bf16 and fp16 by round-to-nearest-even); RMSNorm computes

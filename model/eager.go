@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
@@ -100,6 +101,12 @@ func padded(x []float32) []float32 { return x[:pad4(len(x))] }
 // and V to the cache and returns the logits (float32 values rounded to the
 // dtype, a fresh slice).
 func (e *Eager) Step(token int32, pos int) ([]float32, error) {
+	return e.StepContext(context.Background(), token, pos)
+}
+
+// StepContext is Step that gives up with ctx's error, checked before every
+// layer; the KV cache is left as it was before the step.
+func (e *Eager) StepContext(ctx context.Context, token int32, pos int) ([]float32, error) {
 	cfg := &e.cfg
 	if pos != e.n {
 		return nil, fmt.Errorf("eager: step at pos %d, but the KV cache holds %d positions (steps must be consecutive; Reset to start over)", pos, e.n)
@@ -117,6 +124,13 @@ func (e *Eager) Step(token int32, pos int) ([]float32, error) {
 		e.scores = make([]float32, pos+1, max(2*(pos+1), 16))
 	}
 	for l := range e.layers {
+		if err := ctx.Err(); err != nil {
+			for j := range l {
+				e.kc[j] = e.kc[j][:pos*cfg.KVDim()]
+				e.vc[j] = e.vc[j][:pos*cfg.KVDim()]
+			}
+			return nil, err
+		}
 		ly := &e.layers[l]
 		rmsnorm(dt, e.xn, e.h, ly.inputNorm, cfg.RMSEps)
 		x := padded(e.xn)

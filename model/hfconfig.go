@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // HFConfigError lists every reason a HuggingFace config.json cannot be

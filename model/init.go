@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"hash/fnv"
 	"math"
 
@@ -50,6 +51,14 @@ const initChunk = 1 << 18
 // dtype (bf16/fp16 round-to-nearest-even). Chunks are generated on every
 // core; the result does not depend on how many there are.
 func InitWeights(cfg Config, seed uint64) (Weights, error) {
+	return InitWeightsContext(context.Background(), cfg, seed)
+}
+
+// InitWeightsContext is InitWeights that stops with ctx's error as soon as
+// ctx ends: before each tensor is allocated and before each chunk of values
+// is generated, so a cancelled trial gives its memory and cores back within
+// one chunk's work instead of after the whole model.
+func InitWeightsContext(ctx context.Context, cfg Config, seed uint64) (Weights, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,6 +72,9 @@ func InitWeights(cfg Config, seed uint64) (Weights, error) {
 	}
 	var jobs []job
 	for _, spec := range specs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		t := tensor.New(cfg.DType, spec.Shape...)
 		w[spec.Key] = t
 		scale, mid := 1.0, 0.0
@@ -78,11 +90,17 @@ func InitWeights(cfg Config, seed uint64) (Weights, error) {
 		}
 	}
 	parallelFor(len(jobs), func(j int) {
+		if ctx.Err() != nil {
+			return
+		}
 		jb := jobs[j]
 		f := jb.t.F
 		for i := jb.lo; i < jb.hi; i++ {
 			f[i] = tensor.Round(jb.t.DType, float32(jb.mid+jb.scale*uniformAt(jb.s, i)))
 		}
 	})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	return w, nil
 }

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // MaxSafetensorsHeader bounds the JSON header of a .safetensors file (the

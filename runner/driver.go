@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/trial"
@@ -189,7 +191,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 				}
 			}
 		case <-ticker.C:
-			if l.Campaign().Status() == "optimizing" {
+			if l.Campaign().Status() == campaign.StatusOptimizing {
 				if _, err := l.Apply(campaign.Tick{Time: d.now()}); err != nil && !errors.Is(err, campaign.ErrDone) {
 					return sum, err
 				}
@@ -215,7 +217,7 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	switch {
 	case ctx.Err() != nil:
 		return "interrupted"
-	case d.Ledger.Campaign().Status() != "optimizing":
+	case d.Ledger.Campaign().Status() != campaign.StatusOptimizing:
 		return "campaign " + d.Ledger.Campaign().Status()
 	case lim.Daemon:
 		return ""
@@ -258,10 +260,14 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	svg, err := chart.TrajectorySVG(w)
+	if err != nil {
+		return err
+	}
 	files := map[string][]byte{
 		"report.json": append(js, '\n'),
 		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
-		"report.svg":  []byte(TrajectorySVG(w)),
+		"report.svg":  svg,
 	}
 	for name, data := range files {
 		if err := atomicfile.Write(dir+string(os.PathSeparator)+name, data); err != nil {
@@ -384,4 +390,14 @@ func inFlightSpecs(st campaign.State) []trial.Spec {
 		specs[i] = st.InFlight[id].Spec
 	}
 	return specs
+}
+
+// DefaultWorkers is the number of trials a run on this machine keeps in
+// flight when not told: min(4, CPUs) on the CPU, one on a GPU (its trials
+// are timed side by side and must not share the device).
+func DefaultWorkers(device string) int {
+	if device == "cpu" {
+		return min(4, runtime.NumCPU())
+	}
+	return 1
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/atomicfile"
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // ledgerVersion is the on-disk format of ledger.json.
@@ -63,7 +63,7 @@ func (w *Workspace) IDs() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range entries {
-		if e.IsDir() && fileExists(filepath.Join(w.CampaignDir(e.Name()), "ledger.json")) {
+		if e.IsDir() && campaign.ValidID(e.Name()) == nil && fileExists(filepath.Join(w.CampaignDir(e.Name()), "ledger.json")) {
 			ids = append(ids, e.Name())
 		}
 	}
@@ -71,9 +71,10 @@ func (w *Workspace) IDs() ([]string, error) {
 	return ids, nil
 }
 
-// Exists reports whether the campaign has a ledger.
+// Exists reports whether the campaign has a ledger; an id outside the
+// shared grammar (campaign.ValidID) never exists.
 func (w *Workspace) Exists(id string) bool {
-	return fileExists(filepath.Join(w.CampaignDir(id), "ledger.json"))
+	return campaign.ValidID(id) == nil && fileExists(filepath.Join(w.CampaignDir(id), "ledger.json"))
 }
 
 func fileExists(p string) bool {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -163,7 +165,7 @@ func TestCancelledRunLeavesTrialsInFlightForTheNextRun(t *testing.T) {
 	}
 }
 
-func TestTrajectorySVG(t *testing.T) {
+func TestReportSVG(t *testing.T) {
 	ws, _ := OpenWorkspace(t.TempDir())
 	runCampaign(t, ws, 6)
 	id := campaign.ID("toy-2L", "h100", "cpu", "")
@@ -171,8 +173,15 @@ func TestTrajectorySVG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg := TrajectorySVG(c.WakeUp(time.Now()))
-	for _, want := range []string{"<svg", "HBM floor", "baseline", "<circle", "</svg>"} {
+	if err := WriteReport(ws.CampaignDir(id), c, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(ws.CampaignDir(id), "report.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg := string(data)
+	for _, want := range []string{"<svg", "HBM floor", "baseline", "best so far", "</svg>"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("plot lacks %q", want)
 		}
@@ -189,7 +198,14 @@ func BenchmarkEmbeddedLoop(b *testing.B) {
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "trials/s")
 }
 
+// TestDaemonServesCommands runs in a synctest bubble: the driver's ticks
+// and the sleeps below are on the bubble's clock, so "paused for 100 ms"
+// means every tick of that window has run, and nothing may have happened.
 func TestDaemonServesCommands(t *testing.T) {
+	synctest.Test(t, testDaemonServesCommands)
+}
+
+func testDaemonServesCommands(t *testing.T) {
 	ws, _ := OpenWorkspace(t.TempDir())
 	l, _, err := ws.Create(toyStart(4))
 	if err != nil {
@@ -209,25 +225,24 @@ func TestDaemonServesCommands(t *testing.T) {
 			t.Fatalf("%T: %v", ev, err)
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
 	call(campaign.Command{Time: time.Now(), Op: campaign.OpPause})
 	time.Sleep(50 * time.Millisecond) // in-flight trials drain while paused
+	synctest.Wait()
 	experiments := func() (n int) {
 		l.Read(func(c *campaign.Campaign) { n = c.State().ExperimentsRun })
 		return n
 	}
 	runs := experiments()
-	time.Sleep(100 * time.Millisecond)
-	if got := experiments(); got > runs+1 {
+	time.Sleep(100 * time.Millisecond) // ten ticks of the driver, on the bubble's clock
+	synctest.Wait()
+	if got := experiments(); got != runs {
 		t.Fatalf("paused campaign kept running trials: %d -> %d", runs, got)
 	}
 	call(campaign.Command{Time: time.Now(), Op: campaign.OpResume})
-	deadline := time.Now().Add(10 * time.Second)
-	for experiments() <= runs+1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if experiments() <= runs+1 {
-		t.Fatal("resumed campaign did not run trials")
+	// Trials take no time on the bubble's clock: wait for the first one by
+	// yielding, not sleeping (a sleep would let hundreds run).
+	for experiments() <= runs {
+		runtime.Gosched()
 	}
 	cancel()
 	if err := <-done; err != nil {

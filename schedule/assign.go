@@ -9,7 +9,7 @@ import (
 
 // AssignSMs sets every task's SM (the per-SM serial queues are the tasks of
 // each SM in list order). Tasks that already have an SM keep it (the
-// split-KV shards the lowering pins, R17); explicit pins of the assignment
+// split-KV shards the lowering pins, docs/spec/rules.md R17); explicit pins of the assignment
 // override; every other task is placed by the policy:
 //
 //   - round_robin: the k-th unpinned task of the topological order goes to

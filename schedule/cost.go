@@ -8,7 +8,7 @@ import (
 )
 
 // The achievable fractions of DefaultCostParams, kept as the package's
-// named figures (doc.go, R16).
+// named figures (doc.go, docs/spec/rules.md R16).
 const (
 	AchievableBWFraction   = 0.80
 	AchievableFlopFraction = 0.70
@@ -45,7 +45,7 @@ type Cost struct {
 // Predict estimates the single-stream decode latency of a program on a
 // target under a point's timing knobs (pipelining_depth, threads_per_block;
 // sm_assignment places the tasks of a program that carries no SMs). It is
-// deterministic and never below either HBM floor (R16).
+// deterministic and never below either HBM floor (docs/spec/rules.md R16).
 func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 	c := Cost{NTasks: len(p.Tasks), RegionUS: map[string]float64{}}
 	for _, r := range Regions {

@@ -9,7 +9,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 )
 
-// R16: every prediction is at or above both HBM floors, for every target
+// docs/spec/rules.md R16: every prediction is at or above both HBM floors, for every target
 // and preset shape, at random points; and it is deterministic.
 func TestPredictNeverBelowFloor(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -96,7 +96,7 @@ func with(path string, v int) Point {
 	return p
 }
 
-// Each effective knob moves the program or the prediction (R15).
+// Each effective knob moves the program or the prediction (docs/spec/rules.md R15).
 func TestEffectiveKnobsChangeProgramOrPrediction(t *testing.T) {
 	rr := Default()
 	rr.Config.SMAssignment = ir.SMAssignment{Policy: PolicyRoundRobin}

@@ -7,7 +7,7 @@ package schedule
 // target's record; a calibration on the GPU (the previous issue) replaces a
 // record, never the formulas, so the ranking follows the device.
 type CostParams struct {
-	AchievableBW   float64 // fraction of the spec HBM bandwidth the SMs' streams share (R16)
+	AchievableBW   float64 // fraction of the spec HBM bandwidth the SMs' streams share (docs/spec/rules.md R16)
 	AchievableFlop float64 // fraction of the spec fp16 rate, split evenly over SMs
 
 	// A hop: what every dependent task pays besides its data.

@@ -6,18 +6,18 @@
 // # Points and ids
 //
 // A Point is a ScheduleConfig plus the kernel build knobs. Default() is the
-// canonical default (R12): the reference's default_config() with knobs
+// canonical default (docs/spec/rules.md R12): the reference's default_config() with knobs
 // {cols_per_warp 1, cpasync 1, cpa_stages 4, cpa_cols 2}. ParsePoint is the
 // strict reader of an agent's config dict (§5.3 type sanity; every problem
 // reported, joined by "; "); CheckLaunch adds the target-dependent launch
-// limits (R24). Point.ID is the reference harness's id: "sch_" + 10
+// limits (docs/spec/rules.md R24). Point.ID is the reference harness's id: "sch_" + 10
 // hex digits of the SHA-1 of the config as ScheduleConfig.to_dict() writes
 // it, with kernel_knobs embedded only when some knob is not at its default,
 // written as Python's json.dumps(sort_keys=True); campaigns hash normalised
 // points, so one campaign point has one id. ConfigID hashes a bare config
 // dict.
 //
-// # Search space (R15)
+// # Search space (docs/spec/rules.md R15)
 //
 // Space lists every knob with its choices, its default and whether it is
 // effective. Effective: tiling.gemv.N_tile and tiling.attention.n_partitions
@@ -60,15 +60,15 @@
 // names, labels, counter notes, params, est_bytes/est_flops, meta), adds
 // the SM assignment (AssignSMs: round_robin over the topological order, or
 // LPT keyed (Σ est_bytes, Σ est_flops, count, sm) with pinned split-KV
-// shards keeping their SM and counting their load, R17) and rejects
-// positions outside [0, max_seq) (R28). Reposition re-targets a lowered
+// shards keeping their SM and counting their load, docs/spec/rules.md R17) and rejects
+// positions outside [0, max_seq) (docs/spec/rules.md R28). Reposition re-targets a lowered
 // program to another position when the result equals a fresh lowering.
 //
 // # Cost model
 //
 // Predict simulates the persistent kernel, event by event. Rates: the
 // achievable HBM bandwidth BW = 0.8 x spec GB/s is ONE pool shared by all
-// SMs (R16); each SM computes at 0.7 x the 16-bit matrix peak / num_sms.
+// SMs (docs/spec/rules.md R16); each SM computes at 0.7 x the 16-bit matrix peak / num_sms.
 // Every SM drains its queue (its tasks in topological = list order)
 // strictly serially, so a head task that waits blocks the SM. Per task:
 //

@@ -3,8 +3,8 @@ package schedule
 import (
 	"slices"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Fusion is one fused lowering the search can turn on or off: the config's
@@ -133,7 +133,7 @@ func fusionChoices() []pyjson.Value {
 // rope_epilogue, whose whole-head tiles cannot fill the SMs on the q|k|v
 // phase (small: 24 of 132): the default fills every SM and pays two hops
 // more per layer (7, not 5). Default stays the reference's default_config
-// (R12, its schedule ids are pinned).
+// (docs/spec/rules.md R12, its schedule ids are pinned).
 func DeviceDefault() Point {
 	p := Default()
 	p.Config.SetTile("gemv", "tiles_per_sm", 1)

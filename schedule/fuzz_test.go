@@ -3,8 +3,8 @@ package schedule
 import (
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // FuzzParsePoint: arbitrary config JSON never panics ParsePoint, and a point

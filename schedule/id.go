@@ -4,8 +4,8 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // hashID is "sch_" + the first 10 hex digits of the SHA-1 of the value as

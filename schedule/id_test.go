@@ -29,7 +29,7 @@ func TestScheduleIDVectors(t *testing.T) {
 // normalised and left out when all default) from the exact dicts below.
 func TestScheduleIDsMatchTheReference(t *testing.T) {
 	for _, tc := range []struct{ name, cfg, want string }{
-		// seed 001's cfg.json: amk said sch_0a9ab6e673 (knobs embedded), AMK sch_35332a9ac1.
+		// docs/spec/loop.md's cfg.json: amk said sch_0a9ab6e673 (knobs embedded), AMK sch_35332a9ac1.
 		{"seed 001 cfg.json", `{ "tiling": {"gemv": {"N_tile": 128}, "attention": {"kv_block": 128}},
 			"fusion_grouping": [], "sm_assignment": "load_balance",
 			"pipelining_depth": 3, "page_allocation": "graph_color",

@@ -8,7 +8,7 @@ import (
 )
 
 // CheckLaunch checks the launch configuration against the target before
-// anything is lowered or launched (R24), returning one clear reason: the
+// anything is lowered or launched (docs/spec/rules.md R24), returning one clear reason: the
 // block size must be one the persistent VM supports (128 or 256: larger
 // blocks deadlock the cooperative grid sync), the SMEM opt-in must be
 // within [0, the target's per-block opt-in cap], and explicit SM pins must

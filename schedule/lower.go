@@ -6,9 +6,9 @@ import (
 	"math"
 	"slices"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Names of the IO inputs of a lowered decode step.

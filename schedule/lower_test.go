@@ -150,7 +150,7 @@ func TestLowerSplitKV(t *testing.T) {
 	if shards != 8 || combines != 2 {
 		t.Errorf("%d shards and %d combines, want 8 and 2", shards, combines)
 	}
-	// R17: the other tasks are spread by the policy, not sent to SM 0.
+	// docs/spec/rules.md R17: the other tasks are spread by the policy, not sent to SM 0.
 	if unpinnedOnZero*4 > unpinned {
 		t.Errorf("%d of %d unpinned tasks on SM 0", unpinnedOnZero, unpinned)
 	}

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // ParsePoint reads a point from a JSON config dict (with an optional
@@ -17,7 +17,7 @@ import (
 // problem found is reported, joined by "; ", and the text is a clean
 // rejected_reason. Missing keys take the canonical defaults (so {} is
 // Default()); unknown top-level keys are dropped (additive compatibility,
-// seed 000; IgnoredKeys names them); a repeated key is an error.
+// docs/spec/ir.md; IgnoredKeys names them); a repeated key is an error.
 func ParsePoint(data []byte) (Point, error) {
 	v, err := pyjson.ParseUnique(data)
 	if err != nil {
@@ -35,7 +35,7 @@ var configKeys = []string{"tiling", "fusion_grouping", "sm_assignment", "pipelin
 var tileSizes = map[string][]string{"gemv": {"N_tile", "base_width"}, "attention": {"kv_block", "n_partitions"}}
 
 // IgnoredKeys names what a config dict holds that amk reads past without an
-// error: unknown top-level keys (dropped, seed 000's forward compatibility)
+// error: unknown top-level keys (dropped, docs/spec/ir.md's forward compatibility)
 // and tiling entries no lowering consumes (kept in the record, no effect),
 // e.g. a misspelt "tilling" that would otherwise leave the default tiling in
 // place without a word. Names are written as Python subscripts. A value

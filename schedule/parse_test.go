@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 func TestParsePointDefaults(t *testing.T) {
@@ -72,7 +72,7 @@ func TestParsePointRejects(t *testing.T) {
 }
 
 // Type-sane values that no launch supports parse, and CheckLaunch gives one
-// clear reason for them (R24).
+// clear reason for them (docs/spec/rules.md R24).
 func TestCheckLaunch(t *testing.T) {
 	tg := mustTarget(t, "rtx5090")
 	cases := []struct{ json, want string }{
@@ -134,7 +134,7 @@ func TestPointRoundTrip(t *testing.T) {
 		t.Errorf("re-parsed id %s != %s", again.ID(), p.ID())
 	}
 	// Reserved knobs enter the id as the reference hashes them, but not the
-	// id of the normalised point (R15), which is what campaigns hash.
+	// id of the normalised point (docs/spec/rules.md R15), which is what campaigns hash.
 	// A fusion group the lowering consumes enters both ids; one it does not
 	// consume leaves the normalised id alone.
 	q := p.Clone()

@@ -3,8 +3,8 @@ package schedule
 import (
 	"sort"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // SM assignment policies.
@@ -92,7 +92,7 @@ func DefaultKnobs() map[string]int {
 	return m
 }
 
-// DefaultConfig is the canonical default ScheduleConfig (R12): the
+// DefaultConfig is the canonical default ScheduleConfig (docs/spec/rules.md R12): the
 // reference's default_config().
 func DefaultConfig() ir.ScheduleConfig {
 	return ir.ScheduleConfig{
@@ -109,7 +109,7 @@ func DefaultConfig() ir.ScheduleConfig {
 	}
 }
 
-// Default is THE canonical default point (R12): DefaultConfig with the
+// Default is THE canonical default point (docs/spec/rules.md R12): DefaultConfig with the
 // default kernel knobs. Every entry point (lowering without a config, trial
 // 0, propose, the baseline) uses it.
 func Default() Point {
@@ -128,7 +128,7 @@ func (p Point) Clone() Point {
 	return out
 }
 
-// Normalize returns the canonical form of the point (R11, R15): searched
+// Normalize returns the canonical form of the point (docs/spec/rules.md R11, R15): searched
 // kernel knobs filled with their defaults, other knobs kept only when they
 // differ from their defaults; reserved knobs (tiling.attention.kv_block,
 // fusion_grouping, page_allocation) reset to their defaults; tiling reduced
@@ -223,7 +223,7 @@ func (p Point) Value() pyjson.Value {
 // Complexity is the seed-001 simplicity score counting only effective knobs:
 // pipelining depth, +1 for a non-zero SMEM opt-in, +1 for an explicit SM
 // map. (The reference also counted fusion groups and a non-default page
-// policy; those knobs are reserved in amk, R15.)
+// policy; those knobs are reserved in amk, docs/spec/rules.md R15.)
 func (p Point) Complexity() int {
 	n := p.Config.PipeliningDepth
 	if p.Config.SmemBytesPerBlock != 0 {

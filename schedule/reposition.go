@@ -3,12 +3,12 @@ package schedule
 import (
 	"fmt"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Reposition patches a lowered decode program for another position without
-// re-lowering (R28): KV_APPEND pos, ATTENTION_TILE kv_start/kv_len and their
+// re-lowering (docs/spec/rules.md R28): KV_APPEND pos, ATTENTION_TILE kv_start/kv_len and their
 // cost estimates, meta pos/kv_len, and the SM placement (the load-balance
 // policy weighs attention by its kv_len). The result equals Lower at the new
 // position. It refuses, leaving the program untouched, when that would not

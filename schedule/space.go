@@ -4,8 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Knob describes one searchable dimension.
@@ -52,7 +52,7 @@ var (
 	tilesPerSMChoices = []int{0, 1, 2}
 )
 
-// Space is the search space as data (R15) for a target and a device ("cpu"
+// Space is the search space as data (docs/spec/rules.md R15) for a target and a device ("cpu"
 // or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
 // are effective only on "cuda": the CPU evaluator's cost model does not
 // model them, so on "cpu" they are neither drawn nor presented as levers.
@@ -364,7 +364,7 @@ func FeatureNames() []string {
 	return names
 }
 
-// Features encodes the point's effective knobs for the prior's ranker (R15:
+// Features encodes the point's effective knobs for the prior's ranker (docs/spec/rules.md R15:
 // reserved knobs are not features). sm_policy: round_robin 0, load_balance
 // 1, explicit map 2. The kernel knobs are constant on CPU campaigns.
 func Features(p Point) []float64 {

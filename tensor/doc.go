@@ -1,5 +1,5 @@
 // Package tensor is the small dense-array type shared by the eager model, the
 // reference VM and the GPU launcher: values with an ir.DType and a shape, and
-// the storage rounding of seed 000 §7 (compute in float32, round to the
+// the storage rounding of docs/spec/ir.md §7 (compute in float32, round to the
 // buffer's dtype when stored; bf16 and fp16 by round-to-nearest-even).
 package tensor

@@ -19,6 +19,25 @@ type Tensor struct {
 	F      []float32
 	I      []int32
 	Packed []byte
+	// BF16 optionally mirrors F of a BF16 tensor at its stored width, four
+	// values to a word (element i in bits 16·(i mod 4) of word i/4, the
+	// last word zero-padded; F holds the values widened, exactly): readers
+	// that stream weights read it, half the bytes. Set by PackBF16, nil
+	// otherwise; a tensor whose F changes must not keep it.
+	BF16 []uint64
+}
+
+// PackBF16 fills the BF16 mirror of a BF16 tensor (no-op for other dtypes
+// or when it is already there).
+func (t *Tensor) PackBF16() {
+	if t.DType != ir.BF16 || len(t.BF16) == (len(t.F)+3)/4 {
+		return
+	}
+	packed := make([]uint64, (len(t.F)+3)/4)
+	for i, v := range t.F {
+		packed[i/4] |= uint64(FloatToBF16(v)) << (16 * (i % 4))
+	}
+	t.BF16 = packed
 }
 
 // Numel is the number of elements of a shape.

@@ -37,6 +37,14 @@ func BenchmarkDecodeStep(b *testing.B) {
 				}
 			}
 		})
+		b.Run(name+"/reference-vm-float32-weights", func(b *testing.B) {
+			plain := withoutMirrors(lm.Weights) // the VM as it read weights before the bf16 mirrors
+			for i := 0; i < b.N; i++ {
+				if _, err := RunStep(prog, plain, DefaultToken, 0, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(name+"/eager", func(b *testing.B) {
 			e, err := model.NewEager(lm.Config, lm.Weights)
 			if err != nil {
@@ -64,6 +72,61 @@ func BenchmarkDecodeStep(b *testing.B) {
 }
 
 var sink float32
+
+// BenchmarkWeightReadStored is the floor at the weights' stored width: one
+// read of every bf16 mirror (2 bytes per weight) of small, on all cores.
+func BenchmarkWeightReadStored(b *testing.B) {
+	lm, err := NewModelCache(0).Get("small", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var words [][]uint64
+	var n int64
+	for _, t := range lm.Weights {
+		if len(t.BF16) > 0 {
+			words = append(words, t.BF16)
+			n += int64(8 * len(t.BF16))
+		}
+	}
+	b.SetBytes(n)
+	for i := 0; i < b.N; i++ {
+		parallelEach(len(words), func(j int) float32 {
+			var a0, a1 uint64
+			s := words[j]
+			k := 0
+			for ; k+2 <= len(s); k += 2 {
+				a0 ^= s[k]
+				a1 ^= s[k+1]
+			}
+			return float32(a0 ^ a1)
+		})
+	}
+}
+
+// parallelEach runs f over [0, n) on all cores and adds the results to sink.
+func parallelEach(n int, f func(int) float32) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := make(chan int, n)
+	for j := 0; j < n; j++ {
+		next <- j
+	}
+	close(next)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var acc float32
+			for j := range next {
+				acc += f(j)
+			}
+			mu.Lock()
+			sink += acc
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+}
 
 // sumAll reads every value once, spread over all cores.
 func sumAll(slices [][]float32) {

@@ -16,5 +16,7 @@
 //
 // Models whose float32 weights exceed the host's check budget are checked on
 // a truncation to their first layers (every layer lowers the same way); the
-// verdict says so in its notes.
+// verdict says so in its notes. With ModelCache.UseWeightsDir, seeded
+// weights are generated once per directory (a workspace's weights/) and
+// memory-mapped from the stored safetensors file by every later load.
 package trial

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/validate"
 )
@@ -157,7 +157,14 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
-	lm, err := opts.Models.Get(spec.Model, spec.Weights)
+	lm, err := opts.Models.GetContext(ctx, spec.Model, spec.Weights)
+	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
+		return nil, nil, nil, f
+	}
+	var memErr *MemoryError
+	if errors.As(err, &memErr) {
+		return nil, nil, nil, &Failure{Class: FailInfra, Phase: "memory", Message: memErr.Error()}
+	}
 	if err != nil {
 		return reject(NoteModel, "model: %v", err)
 	}
@@ -279,7 +286,7 @@ func parseSpecPoint(raw []byte) (schedule.Point, []string, error) {
 }
 
 // IgnoredKeysPrefix starts the verdict note naming the config keys amk
-// read past (unknown keys are not an error, seed 000, but never go
+// read past (unknown keys are not an error, docs/spec/ir.md, but never go
 // unmentioned).
 const IgnoredKeysPrefix = "ignored unknown config key(s), not evaluated: "
 

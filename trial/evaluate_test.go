@@ -54,7 +54,7 @@ func TestDefaultToyIsValidCorrectAndPredicted(t *testing.T) {
 	}
 }
 
-// Every malformed-config case of seed 001 is a clean valid=false with a
+// Every malformed-config case of docs/spec/loop.md is a clean valid=false with a
 // reason and no latency.
 func TestMalformedConfigsAreCleanRejections(t *testing.T) {
 	cases := map[string]string{
@@ -243,7 +243,7 @@ func TestRejectedVerdictsMatchSeed001(t *testing.T) {
 	}
 }
 
-// TestIgnoredConfigKeysAreNamed: a misspelt key is not an error (seed 000)
+// TestIgnoredConfigKeysAreNamed: a misspelt key is not an error (docs/spec/ir.md)
 // but the verdict names it.
 func TestIgnoredConfigKeysAreNamed(t *testing.T) {
 	v := evalToy(t, `{"tilling": {"gemv": {"N_tile": 512}}, "pipelining_depth": 2}`, Options{}).Verdict
@@ -315,7 +315,7 @@ func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := lm.eagerLogits(11, 0)
+	want, _ := lm.eagerLogits(context.Background(), 11, 0)
 	if c := vm.Compare(swapped.Logits[:lm.Config.Vocab], want, lm.Config.Vocab, lm.Config.DType); c.Pass {
 		t.Error("row 0 decoded from the wrong token passed the eager comparison")
 	}

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -32,6 +33,9 @@ type LoadedModel struct {
 	Check   model.Config
 	Weights model.Weights
 	Source  string // "seeded init" or the safetensors path
+	// WeightsNote says where seeded weights came from: "generated",
+	// "generated, stored in FILE" or "mapped from FILE" (UseWeightsDir).
+	WeightsNote string
 
 	mu     sync.Mutex
 	oracle map[[2]int][]float32 // (token, pos) -> eager logits
@@ -44,14 +48,18 @@ func (m *LoadedModel) Truncated() bool { return m.Check.NLayers != m.Config.NLay
 // trials of one process. It is safe for concurrent use.
 type ModelCache struct {
 	checkBytes int64
+	probe      MemoryProbe
 	mu         sync.Mutex
+	weightsDir string // see UseWeightsDir
 	models     map[string]*modelEntry
 }
 
+// modelEntry loads one model once; a load that was cancelled is not kept,
+// so the next trial loads it again.
 type modelEntry struct {
-	once sync.Once
-	m    *LoadedModel
-	err  error
+	mu  sync.Mutex
+	m   *LoadedModel
+	err error
 }
 
 // NewModelCache returns a cache; checkBytes <= 0 means DefaultCheckBytes.
@@ -62,9 +70,26 @@ func NewModelCache(checkBytes int64) *ModelCache {
 	return &ModelCache{checkBytes: checkBytes, models: map[string]*modelEntry{}}
 }
 
+// WithMemoryProbe makes the cache refuse, with a *MemoryError and before
+// allocating anything, a model whose EstimateMemory host figure exceeds
+// what probe reports available. It returns c; call it before first use.
+func (c *ModelCache) WithMemoryProbe(probe MemoryProbe) *ModelCache {
+	c.probe = probe
+	return c
+}
+
+// CheckBytes is the cache's check budget (see DefaultCheckBytes).
+func (c *ModelCache) CheckBytes() int64 { return c.checkBytes }
+
 // Get loads (once) the model named by a preset or a config.json path, with
 // seeded weights or the given safetensors file.
 func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
+	return c.GetContext(context.Background(), name, weightsPath)
+}
+
+// GetContext is Get that stops generating weights when ctx ends; the
+// cancelled load is forgotten, not cached.
+func (c *ModelCache) GetContext(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
 	key := name + "\x00" + weightsPath
 	c.mu.Lock()
 	e, ok := c.models[key]
@@ -73,34 +98,55 @@ func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
 		c.models[key] = e
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.m, e.err = c.load(name, weightsPath) })
-	return e.m, e.err
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m != nil || e.err != nil {
+		return e.m, e.err
+	}
+	m, err := c.load(ctx, name, weightsPath)
+	var memErr *MemoryError
+	if ctx.Err() != nil || errors.As(err, &memErr) {
+		return nil, err // not kept: memory may be free next time
+	}
+	e.m, e.err = m, err
+	return m, err
 }
 
-func (c *ModelCache) load(name, weightsPath string) (*LoadedModel, error) {
+func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
 	cfg, err := model.Load(name)
 	if err != nil {
 		return nil, err
 	}
-	check := cfg
-	params := cfg.WeightBytes() / int64(max(1, cfg.DType.Bits()/8))
-	perLayer := params / int64(max(1, cfg.NLayers))
-	for check.NLayers > 1 && (params-int64(cfg.NLayers-check.NLayers)*perLayer)*4 > c.checkBytes {
-		check.NLayers--
-	}
+	check := checkConfig(cfg, c.checkBytes)
 	m := &LoadedModel{Config: cfg, Check: check, oracle: map[[2]int][]float32{}}
-	if weightsPath != "" {
-		if m.Truncated() {
-			return nil, fmt.Errorf("model %s needs %d MB of float32 weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, params*4>>20, c.checkBytes>>20)
+	if weightsPath != "" && m.Truncated() {
+		return nil, fmt.Errorf("model %s needs %d MB of float32 weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, cfg.NumParams()*4>>20, c.checkBytes>>20)
+	}
+	if c.probe != nil {
+		need := EstimateMemory(cfg, false, c.checkBytes).Host
+		avail, source, perr := c.probe()
+		if perr == nil && need > avail {
+			return nil, &MemoryError{Model: cfg.Name, Need: need, Available: avail, Source: source}
 		}
+	}
+	if weightsPath != "" {
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, err = model.InitWeights(check, WeightSeed)
+		m.Weights, m.WeightsNote, err = c.seededWeights(ctx, check)
 		m.Source = "seeded init"
 	}
 	if err != nil {
 		return nil, err
+	}
+	// The reference VM streams bf16 weights at their stored width from a
+	// packed mirror, while the mirror (2 bytes per weight) still fits in
+	// the check budget beside the float32 values; otherwise it reads the
+	// float32 values, with the same results bit for bit.
+	if check.NumParams()*6 <= c.checkBytes {
+		for _, t := range m.Weights {
+			t.PackBF16()
+		}
 	}
 	return m, nil
 }
@@ -143,7 +189,7 @@ func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos, b
 	}
 	top1 := 0.0
 	for r := 0; r < b; r++ {
-		want, err := m.eagerLogits(RowToken(token, r, v), pos)
+		want, err := m.eagerLogits(ctx, RowToken(token, r, v), pos)
 		if err != nil {
 			return nil, fmt.Errorf("eager oracle: %w", err)
 		}
@@ -169,7 +215,7 @@ func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos, b
 
 // eagerLogits returns (and caches) the oracle's logits: the eager pass fed
 // the history tokens at positions < pos and token at pos.
-func (m *LoadedModel) eagerLogits(token, pos int) ([]float32, error) {
+func (m *LoadedModel) eagerLogits(ctx context.Context, token, pos int) ([]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if l, ok := m.oracle[[2]int{token, pos}]; ok {
@@ -185,7 +231,7 @@ func (m *LoadedModel) eagerLogits(token, pos int) ([]float32, error) {
 		if p == pos {
 			tok = int32(token)
 		}
-		if logits, err = e.Step(tok, p); err != nil {
+		if logits, err = e.StepContext(ctx, tok, p); err != nil {
 			return nil, err
 		}
 	}
@@ -221,7 +267,7 @@ func runReference(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, poi
 				toks[r] = int32(rt)
 			}
 		}
-		out, err := RunBatchStep(step, m.Weights, toks, p, kv)
+		out, err := runBatchStep(ctx, step, m.Weights, toks, p, kv)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +292,12 @@ func RunStep(prog *ir.Program, w model.Weights, token int32, pos int, kv map[str
 // RunBatchStep is RunStep for a program lowered with B = len(tokens):
 // sequence r decodes tokens[r], all at position pos; the logits are B rows.
 func RunBatchStep(prog *ir.Program, w model.Weights, tokens []int32, pos int, kv map[string]*tensor.Tensor) (*StepResult, error) {
-	machine, err := vm.New(prog, vm.Options{})
+	return runBatchStep(context.Background(), prog, w, tokens, pos, kv)
+}
+
+// runBatchStep is RunBatchStep that stops between tasks once ctx ends.
+func runBatchStep(ctx context.Context, prog *ir.Program, w model.Weights, tokens []int32, pos int, kv map[string]*tensor.Tensor) (*StepResult, error) {
+	machine, err := vm.New(prog, vm.Options{Done: ctx.Done()})
 	if err != nil {
 		return nil, err
 	}

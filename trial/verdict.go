@@ -7,7 +7,7 @@ const (
 	KindPredicted   = "predicted"
 )
 
-// Verdict is the one structured result of evaluating a schedule (seed 001).
+// Verdict is the one structured result of evaluating a schedule (docs/spec/loop.md).
 // Pointer fields are JSON null when absent: no latency without correct=true.
 // A rejected verdict (valid=false) has correct=false, rejected_reason, a note
 // naming the stage that rejected it, and null latency, kind, pct and bound_us.
@@ -35,11 +35,11 @@ type Verdict struct {
 	NCounters         int      `json:"n_counters"`
 	Notes             []string `json:"notes"`
 	// Environment fingerprints the evaluator (trial.Environment, or the
-	// fleet worker's fingerprint); an amk addition to seed 001's fields.
+	// fleet worker's fingerprint); an amk addition to docs/spec/loop.md's fields.
 	Environment string `json:"environment,omitempty"`
 }
 
-// Notes of a rejected verdict, one per stage that can reject (seed 001: a
+// Notes of a rejected verdict, one per stage that can reject (docs/spec/loop.md: a
 // rejected verdict says why and where; the reference's wording).
 const (
 	NoteUnknownTarget   = "unknown GPU target, rejected, no launch"

@@ -4,7 +4,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 )
 
-// checkBounds is amk's R19 pass over every task: tile and KV bounds, K, and
+// checkBounds is amk's docs/spec/rules.md R19 pass over every task: tile and KV bounds, K, and
 // the consistency of params, shapes and dtypes, accepting every shape the
 // reference lowering emits. A task whose arity is wrong or that names a
 // missing buffer is skipped (step 1 has reported it), and so is each check
@@ -71,7 +71,7 @@ func (c *checker) resolve(t *ir.Task) (in, out []*ir.Buffer, ok bool) {
 	return in, out, true
 }
 
-// taskCheck holds one task's resolved buffers while its R19 checks run.
+// taskCheck holds one task's resolved buffers while its docs/spec/rules.md R19 checks run.
 type taskCheck struct {
 	c       *checker
 	t       *ir.Task

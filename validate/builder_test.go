@@ -3,8 +3,8 @@ package validate
 import (
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // builder assembles test programs the way the reference's tests do: F32

@@ -6,7 +6,7 @@ const (
 	CodeNilProgram = "nil-program"
 	CodeInternal   = "internal"
 
-	// R18 and structural sanity.
+	// docs/spec/rules.md R18 and structural sanity.
 	CodeDenseIDs = "dense-ids"
 	CodeBadShape = "bad-shape"
 
@@ -52,7 +52,7 @@ const (
 	CodeOutputUnproduced = "output-unproduced"
 	CodeGPULabel         = "gpu-label" // warning
 
-	// R19: bounds, coverage, shapes and dtypes.
+	// docs/spec/rules.md R19: bounds, coverage, shapes and dtypes.
 	CodeTileBounds    = "tile-bounds"
 	CodeTileCoverage  = "tile-coverage"
 	CodeBadK          = "bad-K"

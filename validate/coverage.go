@@ -10,7 +10,7 @@ import (
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// checkCoverage is R19's coverage rule: when every writer of a buffer that is
+// checkCoverage is docs/spec/rules.md R19's coverage rule: when every writer of a buffer that is
 // read (or is a model output) is a GEMV/GEMM tile, the tiles must cover each
 // element exactly once — their row bands partition the rows, and within each
 // band the column ranges partition the columns. Buffers with a whole-buffer

@@ -3,8 +3,8 @@ package validate
 import (
 	"fmt"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // decodeShape sizes a program shaped like the reference's lowering of one

@@ -1,5 +1,5 @@
 // Package validate statically proves a megakernel program safe to load:
-// deadlock-free, race-free and in bounds (seed 000 §3). Validate(p) returns a
+// deadlock-free, race-free and in bounds (docs/spec/ir.md §3). Validate(p) returns a
 // Report; a program with any error must never reach a VM or a GPU. Validate
 // never panics and never mutates the program, whatever it holds.
 //
@@ -8,32 +8,32 @@
 // The rules are those of the reference validator (reference-behaviour §2.2),
 // in its order and with its message templates, with the §13 changes:
 //
-//  0. R18: every buffer, counter and task id equals its list position. Each
+//  0. docs/spec/rules.md R18: every buffer, counter and task id equals its list position. Each
 //     violation is an error; with non-dense ids nothing else is checked
 //     (every reference is an id = position), except the GPU label warning.
 //  1. Per task in list order: missing buffers and counters, ABI caps
 //     (8 inputs, 4 outputs, 8 waits, rank 4), thresholds >= 1, self-waits,
 //     the op table (opcode, arity, outputs, required params), param keys
 //     (unknown: warning) and types (int32; finite real for eps/scale/theta,
-//     R22: bools, NaN and infinities rejected). The reference's
+//     docs/spec/rules.md R22: bools, NaN and infinities rejected). The reference's
 //     "unimplemented opcode" rule never fires: every opcode has an oracle.
 //  2. Waits: a counter with no producer or a threshold above its producer
 //     count is unsatisfiable; a counter with several producers must be waited
 //     on with threshold == #producers (all-join).
 //  3. Acyclicity (Kahn), with a witness from an iterative DFS.
-//  4. Transitive RAW provenance, at every size (R20: no task cap, no
+//  4. Transitive RAW provenance, at every size (docs/spec/rules.md R20: no task cap, no
 //     "SKIPPED" warning): every writer of a transient buffer other than the
 //     reader precedes the read; a KV cache written this pass counts.
 //  5. Multi-writer WAW: the writers share one counter and have pairwise
 //     disjoint tile footprints, or they are totally ordered.
 //  6. On-chip (SMEM/REGISTER) buffers are used on one SM.
 //  7. Per-SM queues: amk's loader builds each SM's serial queue in task-list
-//     order (R21), so a dependency between two tasks on one SM must point
+//     order (docs/spec/rules.md R21), so a dependency between two tasks on one SM must point
 //     forward in the list; placements lie in [0, target.num_sms).
 //  8. Page aliasing, at every size: buffers sharing a page have separated
 //     live ranges (every use of one precedes every writer of the other).
 //  9. Every IO_OUTPUT is produced; meta['gpu'] != target.name warns.
-//  10. R19, amk's own checks, after the reference's so that reference-rule
+//  10. docs/spec/rules.md R19, amk's own checks, after the reference's so that reference-rule
 //     errors keep the reference's order: tile bounds, K, KV window and
 //     position bounds, param/shape/dtype consistency per task, then tile
 //     coverage. They accept every shape the reference lowering emits (the
@@ -44,6 +44,8 @@
 //     M_tile rows, quantized I4/I8 weights with scales).
 //
 // # Codes
+//
+// RN in the rule column is requirement N of docs/spec/rules.md.
 //
 //	code                severity  rule
 //	nil-program         error     Validate(nil)

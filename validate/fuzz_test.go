@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // FuzzValidate decodes arbitrary JSON and validates whatever decodes: never a

@@ -3,11 +3,11 @@ package validate
 import (
 	"math"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
-// checkDenseIDs is R18: every buffer, counter and task id must equal its list
+// checkDenseIDs is docs/spec/rules.md R18: every buffer, counter and task id must equal its list
 // position. It also rejects negative dimensions, which only a program built
 // in code can carry (the decoder refuses them). It reports whether the ids
 // are dense.
@@ -270,7 +270,7 @@ func intParam(t *ir.Task, key string) (int64, bool) {
 }
 
 // realValue accepts an int or float that is finite and representable as the
-// float32 it marshals to (R22: bools, NaN and infinities are not real numbers).
+// float32 it marshals to (docs/spec/rules.md R22: bools, NaN and infinities are not real numbers).
 func realValue(v pyjson.Value) (float64, bool) {
 	f, ok := v.Float64()
 	if !ok || math.IsNaN(f) || math.Abs(f) > math.MaxFloat32 {

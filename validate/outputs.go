@@ -1,8 +1,8 @@
 package validate
 
 import (
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // checkOutputs is step 9: every IO_OUTPUT buffer must be written by some task.

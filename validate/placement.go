@@ -60,7 +60,7 @@ func (c *checker) checkOnChip() {
 
 // checkSMQueues is step 7, once any task is placed: each SM runs its tasks
 // serially in task-list order (the order amk's loader builds its per-SM
-// queues in, R21), so a dependency between two tasks on one SM must point
+// queues in, docs/spec/rules.md R21), so a dependency between two tasks on one SM must point
 // forward in the list; and every placement must name an SM of the target.
 func (c *checker) checkSMQueues() {
 	p := c.p

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // pyRepr renders a decoded JSON value as Python's repr() of the object

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Diagnostic is one finding. Code is stable (see the table in doc.go); Task,

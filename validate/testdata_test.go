@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/{good,bad}/*.json from the Go builders")

@@ -78,9 +78,9 @@ func (c *checker) run() {
 	}
 	c.checkOutputs()  // step 9
 	c.checkGPULabel() // step 9
-	c.checkBounds()   // R19: per-task bounds, shapes and dtypes
+	c.checkBounds()   // docs/spec/rules.md R19: per-task bounds, shapes and dtypes
 	if c.order != nil {
-		c.checkCoverage() // R19: tiles cover every column exactly once
+		c.checkCoverage() // docs/spec/rules.md R19: tiles cover every column exactly once
 	}
 }
 

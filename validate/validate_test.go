@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // TestSpecVector is reference-behaviour §2.3: the exact report line, and a

@@ -83,7 +83,7 @@ func weightKey(b *ir.Buffer) string {
 	return b.Name
 }
 
-// checkTensor checks a tensor against its buffer (R26): same dtype, same
+// checkTensor checks a tensor against its buffer (docs/spec/rules.md R26): same dtype, same
 // shape, and storage that holds exactly that many elements.
 func checkTensor(b *ir.Buffer, t *tensor.Tensor) error {
 	if t == nil {

@@ -78,7 +78,7 @@ func Compare(test, ref []float32, rowLen int, dt ir.DType) Comparison {
 	allClose := true
 	for i := range ref {
 		a, b := float64(test[i]), float64(ref[i])
-		if !finite(a) || !finite(b) {
+		if !ir.Finite(a) || !ir.Finite(b) {
 			c.MaxAbsErr = math.Inf(1)
 			allClose = false
 			continue
@@ -116,12 +116,10 @@ func Compare(test, ref []float32, rowLen int, dt ir.DType) Comparison {
 	return c
 }
 
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
-
 func countNonFinite(xs []float32) int {
 	n := 0
 	for _, v := range xs {
-		if !finite(float64(v)) {
+		if !ir.Finite(float64(v)) {
 			n++
 		}
 	}

@@ -1,6 +1,6 @@
 // Package vm is amk's CPU reference VM: it executes an ir.Program with the
 // counter-synchronisation semantics of the megakernel and real numerics for
-// every opcode of seed 000 §7, and it owns the one tolerance helper
+// every opcode of docs/spec/ir.md §7, and it owns the one tolerance helper
 // (Compare, Tolerance) that every numeric comparison in amk uses.
 //
 // # Loading and binding
@@ -9,13 +9,13 @@
 // constants are bound by state-dict key (Buffer.Source, else the buffer name)
 // with BindWeights and are never copied; model inputs and KV caches are bound
 // by buffer name with Bind (or BindKV). Every bound tensor is checked against
-// its buffer's dtype and shape (R26). Activations and IO outputs start zeroed
+// its buffer's dtype and shape (docs/spec/rules.md R26). Activations and IO outputs start zeroed
 // on every run; an unbound KV cache starts as zeros; a missing weight or IO
 // input is an error at Run.
 //
 // # Execution
 //
-// Run is ready-queue driven (R30): each counter keeps its waiters sorted by
+// Run is ready-queue driven (docs/spec/rules.md R30): each counter keeps its waiters sorted by
 // threshold, so a task becomes ready exactly when its last wait is met and
 // the whole run costs O(tasks + waits) bookkeeping. Ready tasks run on a
 // worker pool (Options.Workers, default GOMAXPROCS); counters are only ever
@@ -29,19 +29,19 @@
 // Run copies bound KV caches before writing them, so the caller's tensors are
 // never modified; the caches of the next decode step are Result.KV bound
 // again. Between runs SetIntParam (pos, kv_start, kv_len) and SetPosition move
-// one validated program to another decode position (R28).
+// one validated program to another decode position (docs/spec/rules.md R28).
 //
 // # Numerics
 //
 // Every op computes in float32 and rounds each stored value to its output
 // buffer's dtype with tensor.Round (integer outputs are truncated toward
-// zero, R27 for SAMPLE_ARGMAX). Dot products and norm sums accumulate in
+// zero, docs/spec/rules.md R27 for SAMPLE_ARGMAX). Dot products and norm sums accumulate in
 // float32 over eight partial sums whose grouping depends only on the element
 // index, never on the tile shape, so a value does not change with the
 // schedule; the other reductions (softmax and attention denominators, split-
 // KV combine) accumulate in float32 in element order. Transcendentals (exp, erf, sqrt, sin, cos, pow) are evaluated
 // in float64 and rounded to float32, because Go has no float32 versions.
-// Integer dequantisation follows one rule for GEMV/GEMM and DEQUANT (R27):
+// Integer dequantisation follows one rule for GEMV/GEMM and DEQUANT (docs/spec/rules.md R27):
 // int8 q as stored, packed int4 q = nibble − 8, and q − zero when zero points
 // are given. A float64 FUSED scratch is held at float32 precision.
 //

@@ -75,7 +75,7 @@ func (e *DeadlockError) Error() string {
 
 // TimeoutError reports that Options.Timeout expired. It is a wall-clock
 // guard, not evidence of a livelock: the run was still making progress
-// unless a DeadlockError says otherwise (R30).
+// unless a DeadlockError says otherwise (docs/spec/rules.md R30).
 type TimeoutError struct {
 	Timeout time.Duration
 	Done    int

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/tensor"
 )
 

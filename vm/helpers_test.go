@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/tensor"
 )
 

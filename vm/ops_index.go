@@ -164,7 +164,7 @@ func opKVAppend(in, out []*tensor.Tensor, p ir.Params) error {
 
 // opArgmax: argmax over the last dimension (ties -> the lowest index, NaN
 // counts as the largest value, as torch does). An integer output gets the
-// integer index (R27); a float output the index as a float.
+// integer index (docs/spec/rules.md R27); a float output the index as a float.
 func opArgmax(in, out []*tensor.Tensor, _ ir.Params) error {
 	x, err := inputFloats(in[0])
 	if err != nil {

@@ -48,7 +48,8 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 	}
 	var row func(n int) []float32
 	var bias []float32
-	if (qdtype == qdtypeI8 || qdtype == qdtypeI4) && len(in) >= 3 {
+	quantised := (qdtype == qdtypeI8 || qdtype == qdtypeI4) && len(in) >= 3
+	if quantised {
 		row, err = quantRows(in, p, qdtype, K, nOff+nTile)
 	} else {
 		row, bias, err = floatRows(in, K, nOff+nTile)
@@ -56,15 +57,30 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 	if err != nil {
 		return err
 	}
+	// A bf16 weight with its packed mirror is read at its stored width
+	// (rows must start on a word: K a multiple of 4).
+	var packed []uint64
+	if w := in[1]; !quantised && w.DType == ir.BF16 && K%4 == 0 && len(w.BF16) == (len(w.F)+3)/4 {
+		packed = w.BF16
+	}
 	res := make([]float32, M*nTile)
 	for j := 0; j < nTile; j++ {
-		w := row(nOff + j)
+		n := nOff + j
+		var w []float32
+		if packed == nil {
+			w = row(n)
+		}
 		var b float32
 		if bias != nil {
-			b = bias[nOff+j]
+			b = bias[n]
 		}
 		for m := 0; m < M; m++ {
-			v := dot(x[m*K:(m+1)*K], w)
+			var v float32
+			if packed != nil {
+				v = dotBF16(x[m*K:(m+1)*K], packed[n*K/4:(n+1)*K/4])
+			} else {
+				v = dot(x[m*K:(m+1)*K], w)
+			}
 			if bias != nil {
 				v += b
 			}

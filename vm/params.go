@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // maxParamInt bounds integer params so that index arithmetic cannot
@@ -13,8 +13,8 @@ import (
 const maxParamInt = int64(1) << 40
 
 // SetIntParam changes one of the params that advance between decode steps
-// (seed 000 §2: pos, kv_start, kv_len) on one task, so that one validated
-// program serves every position (R28). The new value is bounds-checked
+// (docs/spec/ir.md §2: pos, kv_start, kv_len) on one task, so that one validated
+// program serves every position (docs/spec/rules.md R28). The new value is bounds-checked
 // against the task's KV cache: pos in [0, max_seq), kv_start >= 0,
 // kv_len >= 1 and kv_start+kv_len <= max_seq. Any other change needs a new
 // lowering. Not safe to call during Run.

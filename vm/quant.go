@@ -14,7 +14,7 @@ const (
 )
 
 // quantMatrix is a group-wise quantised [rows, cols] matrix with one rule
-// for every op that dequantises (R27): q is the stored integer (int8 or any
+// for every op that dequantises (docs/spec/rules.md R27): q is the stored integer (int8 or any
 // unpacked integer as is; packed int4 nibble − 8), or stored − zero when zero
 // points are given; real = q·scale. Column k uses group k/group; a ragged
 // tail (cols not a multiple of group) reuses the last group.

@@ -58,7 +58,7 @@ func TestInt4NibbleRule(t *testing.T) {
 		ip("K", 4), ip("N_tile", 1), ip("n_off", 1), ip("qdtype", 7), ip("group", 2))
 	same(t, "int4 gemv second tile", one.F, []float32{-1, 2.25})
 
-	// R27: with zero points q = nibble − zero (no −8).
+	// docs/spec/rules.md R27: with zero points q = nibble − zero (no −8).
 	z := ft(t, ir.F16, shp(2, 2), 8, 0, 3, 7)
 	deq := tensor.New(ir.F32, 2, 4)
 	kernel(t, ir.OpDEQUANT, []*tensor.Tensor{q, s, z}, deq, ip("qdtype", 7), ip("group", 2))

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -144,6 +145,19 @@ func (s *runState) expired() bool {
 	return !s.deadline.IsZero() && time.Now().After(s.deadline)
 }
 
+// ErrCancelled is what a Run returns when Options.Done was closed.
+var ErrCancelled = errors.New("vm: run cancelled")
+
+// cancelled reports whether Options.Done is closed.
+func (s *runState) cancelled() bool {
+	select {
+	case <-s.vm.opts.Done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *runState) timeoutError() error {
 	return &TimeoutError{Timeout: s.vm.opts.Timeout, Done: len(s.order), Total: len(s.vm.tasks)}
 }
@@ -153,6 +167,9 @@ func (s *runState) runSerial(pick func(n int) int) error {
 	for s.nReady() > 0 {
 		if s.expired() {
 			return s.timeoutError()
+		}
+		if s.cancelled() {
+			return ErrCancelled
 		}
 		t := s.take(pick(s.nReady()))
 		if err := s.vm.exec(t, s.bufs); err != nil {
@@ -188,9 +205,13 @@ func (s *runState) runParallel(workers int) error {
 		defer tm.Stop()
 		timer = tm.C
 	}
+	cancel := s.vm.opts.Done
 	running := 0
 	var firstErr error
 	for {
+		if firstErr == nil && s.cancelled() {
+			firstErr = ErrCancelled
+		}
 		for firstErr == nil && s.nReady() > 0 && running < workers {
 			work <- s.take(0)
 			running++
@@ -212,6 +233,11 @@ func (s *runState) runParallel(workers int) error {
 			timer = nil
 			if firstErr == nil {
 				firstErr = s.timeoutError()
+			}
+		case <-cancel:
+			cancel = nil
+			if firstErr == nil {
+				firstErr = ErrCancelled
 			}
 		}
 	}

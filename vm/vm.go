@@ -21,6 +21,9 @@ type Options struct {
 	// Timeout bounds one Run's wall-clock time; 0 means none. Expiry is a
 	// *TimeoutError.
 	Timeout time.Duration
+	// Done, when set, cancels a Run once it is closed (pass a context's
+	// Done channel); the Run then returns ErrCancelled between tasks.
+	Done <-chan struct{}
 }
 
 // maxBufferElems bounds one buffer's size so that a hostile program cannot

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -84,10 +84,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			return fail(exitBadInput, "%v", err)
 		}
 		if *workers <= 0 {
-			*workers = 1
-			if dev == "cpu" {
-				*workers = min(4, runtime.NumCPU())
-			}
+			*workers = runner.DefaultWorkers(dev)
 		}
 		wsDir, corpusFile, notes, err := ref.Workspace(*workspace, cmd.Flags().Changed("workspace"))
 		if err != nil {
@@ -170,6 +167,8 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			cfg.Name, float64(cfg.WeightBytes())/1e6)
 
 		models := trial.NewModelCache(0)
+		// Seeded weights are generated once per workspace, then mapped.
+		models.UseWeightsDir(filepath.Join(ws.Dir, "weights"))
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		eval := guardDevice(ctx, dev, func(ctx context.Context, spec trial.Spec) trial.Outcome {

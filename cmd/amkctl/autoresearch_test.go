@@ -124,7 +124,7 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 		trials[p.Trial] = true
 		if p.BestUS != nil {
 			// Within the 1% keep margin a simpler config may take over
-			// (seed 001's tie-break); beyond it the best never worsens.
+			// (docs/spec/loop.md's tie-break); beyond it the best never worsens.
 			if best != nil && *p.BestUS > *best*1.01 {
 				t.Fatalf("best got worse: %v after %v", *p.BestUS, *best)
 			}

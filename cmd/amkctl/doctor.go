@@ -29,20 +29,7 @@ Exit status: 0 ready (CPU-only included), 1 some check failed.`,
 			fmt.Fprintln(stderr, "amkctl doctor: takes no arguments")
 			return exitBadInput
 		}
-		opts := doctor.Options{Workspace: *workspace}
-		if openCUDALauncher != nil {
-			opts.GPUProbe = func(context.Context) (string, error) {
-				l, err := openCUDALauncher(0)
-				if err != nil {
-					return "", err
-				}
-				if c, ok := l.(io.Closer); ok {
-					defer c.Close()
-				}
-				return l.Name(), nil
-			}
-		}
-		r := doctor.Run(context.Background(), opts)
+		r := doctor.Run(context.Background(), doctor.Options{Workspace: *workspace, GPUProbe: gpuProbe()})
 		if *jsonOut {
 			if err := printJSON(stdout, r); err != nil {
 				return exitInternal
@@ -56,4 +43,22 @@ Exit status: 0 ready (CPU-only included), 1 some check failed.`,
 		return exitOK
 	})
 	return cmd
+}
+
+// gpuProbe opens CUDA device 0 and names it, for doctor; nil when this
+// binary was built without CUDA support.
+func gpuProbe() func(context.Context) (string, error) {
+	if openCUDALauncher == nil {
+		return nil
+	}
+	return func(context.Context) (string, error) {
+		l, err := openCUDALauncher(0)
+		if err != nil {
+			return "", err
+		}
+		if c, ok := l.(io.Closer); ok {
+			defer c.Close()
+		}
+		return l.Name(), nil
+	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // TestEvalNamesIgnoredKeysAndMatchesTheReferenceID: a misspelt key is not
-// an error, but the verdict's notes and stderr name it; seed 001's cfg.json
+// an error, but the verdict's notes and stderr name it; docs/spec/loop.md's cfg.json
 // gets the reference's id; --batch reaches the pipeline.
 func TestEvalNamesIgnoredKeysAndMatchesTheReferenceID(t *testing.T) {
 	dir := t.TempDir()

@@ -4,7 +4,7 @@ import "github.com/spf13/cobra"
 
 func init() { addVerb(newLoopCmd) }
 
-// newLoopCmd is seed 001's "loop MODEL --gpu G --budget N": the keep/revert
+// newLoopCmd is docs/spec/loop.md's "loop MODEL --gpu G --budget N": the keep/revert
 // loop of N trials, the same campaign engine as autoresearch.
 func newLoopCmd() *cobra.Command {
 	cmd := &cobra.Command{

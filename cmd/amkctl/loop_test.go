@@ -9,7 +9,7 @@ import (
 	"github.com/amk-dev/amk/flywheel"
 )
 
-// TestLoopAndReferencePaths: seed 001's loop verb runs --budget trials, and
+// TestLoopAndReferencePaths: docs/spec/loop.md's loop verb runs --budget trials, and
 // the reference's --state/--results/--corpus flags select amk's workspace
 // and corpus.
 func TestLoopAndReferencePaths(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 
@@ -61,27 +61,7 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 			return exitBadInput
 		}
 	}
-	space := make([]pyjson.Value, 0)
-	for _, k := range schedule.Space(target, device) {
-		space = append(space, pyjson.ObjectValue(
-			pyjson.M("path", pyjson.StringValue(k.Path)),
-			pyjson.M("choices", pyjson.ArrayValue(k.Choices...)),
-			pyjson.M("default", k.Default),
-			pyjson.M("effective", pyjson.BoolValue(k.Effective)),
-			pyjson.M("scope", pyjson.StringValue(k.Scope)),
-			pyjson.M("note", pyjson.StringValue(k.Note)),
-		))
-	}
-	doc := pyjson.ObjectValue(
-		pyjson.M("model", pyjson.StringValue(cfg.Name)),
-		pyjson.M("gpu", pyjson.StringValue(target.Name)),
-		pyjson.M("device", pyjson.StringValue(device)),
-		pyjson.M("schedule_config", inc.Value()),
-		pyjson.M("schedule_id", pyjson.StringValue(inc.ID())),
-		pyjson.M("default_schedule_id", pyjson.StringValue(schedule.Default().ID())),
-		pyjson.M("search_space", pyjson.ArrayValue(space...)),
-		pyjson.M("edit_surface", pyjson.StringValue("Edit the ScheduleConfig object only (effective knobs move the schedule; reserved knobs are recorded and normalised to their defaults). Evaluate with: amkctl eval MODEL --gpu G --schedule cfg.json")),
-	)
+	doc := schedule.Surface(cfg.Name, target, device, inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
 	return exitOK
 }

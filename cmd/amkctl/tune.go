@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -201,14 +200,4 @@ func tuneFib(dir, definition, dump, gpuName string, budget int, results, device 
 }
 
 // cudaOrdinal parses cuda, cuda:N or N.
-func cudaOrdinal(s string) (int, error) {
-	s = strings.TrimSpace(strings.ToLower(s))
-	if s == "cuda" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--device must be cuda or cuda:N (Loop 1 needs a GPU), got %q", s)
-	}
-	return n, nil
-}
+func cudaOrdinal(s string) (int, error) { return tune.ParseCUDADevice(s) }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/hostmem"
+	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/kernels/gpu"
@@ -121,40 +122,75 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 		grace = d.stopGrace
 	}
 	// One model cache for the worker's life: models, weights and oracle
-	// logits are loaded once, not per trial.
-	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0), Environment: fp.String()}
+	// logits are loaded once, not per trial. A model that would not fit in
+	// the memory this worker has is refused before anything is allocated.
+	memory := hostmem.System(int64(cfg.MaxMemoryMB) << 20)
+	opts := trial.Options{Launcher: launcher, Models: trial.NewModelCache(0).WithMemoryProbe(memory.Available), Environment: fp.String()}
+	// The trial that wedges the device is marked poison before the worker
+	// goes down (worker is set below, before any trial can run).
+	var worker *redisq.Worker
+	onWedge := func(spec trial.Spec, message string) {
+		if worker != nil {
+			worker.MarkPoison(spec, message)
+		}
+	}
 	dog := dispatch.NewWatchdog(func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return d.evaluate(ctx, spec, opts)
-	}, dispatch.WatchdogOptions{Limit: cfg.TrialTimeout, StopGrace: grace, Observer: m, Log: log})
+	}, dispatch.WatchdogOptions{Limit: cfg.TrialTimeout, StopGrace: grace, Observer: m, Log: log, OnWedge: onWedge})
 
 	wopts, err := cfg.WorkerOptions()
 	if err != nil {
 		return err
 	}
+	if wopts.Secret, err = cfg.Redis.Secret(); err != nil {
+		return err
+	}
+	if wopts.Secret == nil {
+		log.Warn("no fleet secret (redis.fleet_secret / --fleet-secret-file): outcomes are sent unauthenticated; a scheduler with a secret refuses them")
+	}
+	if capacity, source, err := memory.Capacity(); err == nil {
+		wopts.MemoryBytes = capacity
+		log.Info("memory for trials", "mib", capacity>>20, "from", source)
+	}
+
+	// The metrics endpoint never stops the worker: a taken port falls back
+	// to a free one, and the address actually served is announced in the
+	// worker registry, where the scheduler's service discovery finds it.
+	ln, note, err := metrics.Listen(cfg.MetricsListen())
+	switch {
+	case err != nil:
+		log.Error("no metrics endpoint; serving trials without one", "err", err)
+	case note != "":
+		log.Warn("metrics listener moved", "why", note)
+	}
+	if ln != nil {
+		wopts.MetricsAddr = metrics.Advertised(ln.Addr())
+	}
 	wopts.Evaluate = dog.Evaluate
 	wopts.Identity = fp.String()
 	wopts.Logger = log
 	wopts.Published = func(o trial.Outcome) { m.Published(redisq.Label(o)) }
-	worker, err := redisq.NewWorker(wopts)
+	worker, err = redisq.NewWorker(wopts)
 	if err != nil {
+		if ln != nil {
+			_ = ln.Close()
+		}
 		return err
 	}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("metrics listener: %w", err)
+	if ln != nil {
+		httpSrv := &http.Server{Handler: handler(reg, worker, dog), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server failed; trials go on", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = httpSrv.Shutdown(sctx)
+		}()
 	}
-	httpSrv := &http.Server{Handler: handler(reg, worker, dog), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server failed", "err", err)
-		}
-	}()
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = httpSrv.Shutdown(sctx)
-	}()
 
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	err = worker.Start(startCtx)
@@ -163,9 +199,13 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 		_ = worker.Shutdown(context.Background())
 		return err
 	}
-	log.Info("gpuworker serving", "queue", worker.Queue(), "metrics", "http://"+ln.Addr().String()+"/metrics")
+	metricsAddr := ""
+	if ln != nil {
+		metricsAddr = ln.Addr().String()
+	}
+	log.Info("gpuworker serving", "queue", worker.Queue(), "metrics", "http://"+metricsAddr+"/metrics")
 	if d.ready != nil {
-		d.ready(ln.Addr().String())
+		d.ready(metricsAddr)
 	}
 
 	var failure error
@@ -180,6 +220,9 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	defer cancel()
 	if err := worker.Shutdown(sctx); err != nil && failure == nil {
 		failure = err
+	}
+	if failure == nil {
+		failure = dog.Health() // a trial handed back on the way out wedged the device
 	}
 	if failure == nil {
 		log.Info("gpuworker stopped")

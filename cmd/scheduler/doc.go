@@ -16,7 +16,15 @@
 // metrics) and /healthz are on the same address. State-changing requests
 // need the bearer token from token / AMK_TOKEN or token_file; when none is
 // configured the scheduler generates one into DIR/api-token (mode 0600) and
-// logs its path, never its value.
+// logs its path, never its value. GET /v1/sd/workers lists the workers'
+// metrics addresses for Prometheus's http_sd_configs
+// (deploy/prometheus-hosts.yml).
+//
+// With a fleet secret (redis.fleet_secret / --fleet-secret-file) only
+// outcomes carrying its HMAC are accepted, refusals counted in
+// amk_scheduler_outcomes_rejected_total; without one the scheduler warns at
+// startup that outcomes are unauthenticated and accepts them. Redis may be
+// reached through Sentinel (--redis-sentinels, --redis-sentinel-master).
 //
 // Settings come from flags, AMK_* environment variables and a YAML file, in
 // that precedence (internal/config; deploy/scheduler.example.yaml), and are

@@ -24,6 +24,7 @@ import (
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/internal/web"
 	"github.com/amk-dev/amk/runner"
 )
 
@@ -33,6 +34,9 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 )
+
+// monitorPath is where the asynq web UI is mounted.
+const monitorPath = "/queues"
 
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
 const shutdownTimeout = 5 * time.Second
@@ -87,6 +91,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 		return exitUsage
 	}
 	log := cfg.Log.Logger(stderr).With("component", "scheduler")
+	redisq.RouteRedisLogs(log)
 	if err := serve(ctx, cfg, log, d); err != nil {
 		log.Error("scheduler stopped", "err", err)
 		return exitFailure
@@ -116,8 +121,26 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		return err
 	}
 	dopts.Logger = log
+	if dopts.Secret, err = cfg.Redis.Secret(); err != nil {
+		return err
+	}
+	if dopts.Secret == nil {
+		log.Warn("no fleet secret (redis.fleet_secret / --fleet-secret-file): outcomes from the queue are accepted unauthenticated; anyone who can write to Redis can forge results (floor and percentages are still recomputed here)")
+	}
+	reg := prometheus.NewRegistry()
+	var disp *redisq.Dispatcher
+	fleetMetrics, err := metrics.RegisterFleet(reg, func() float64 {
+		if disp == nil {
+			return 0
+		}
+		return float64(disp.LostWorkers())
+	})
+	if err != nil {
+		return err
+	}
+	dopts.OnReject = fleetMetrics.Rejected
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	disp, err := redisq.NewDispatcher(cctx, dopts)
+	disp, err = redisq.NewDispatcher(cctx, dopts)
 	cancel()
 	if err != nil {
 		return err
@@ -143,7 +166,6 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		}
 	}()
 
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := metrics.RegisterScheduler(reg, fleet.Samples); err != nil {
 		return err
@@ -151,11 +173,22 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
 		return err
 	}
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
+	apiHandler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
 	if err != nil {
 		return err
 	}
+	monitor, closeMonitor, err := scheduler.Monitor(dopts.Conn, monitorPath)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeMonitor() }()
+	pages, err := web.Handler(web.Options{Campaigns: web.ServiceSource(fleet, nil), Fleet: fleet, Token: token,
+		MonitorPath: monitorPath, Metrics: true, Where: "scheduler, workspace " + ws.Dir, Logger: log})
+	if err != nil {
+		return err
+	}
+	handler := web.Site(pages, apiHandler, monitor, monitorPath)
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("API listener: %w", err)
@@ -172,7 +205,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
-	log.Info("scheduler serving", "api", "http://"+addr, "campaigns", len(fleet.IDs()))
+	log.Info("scheduler serving", "api", "http://"+addr, "web", "http://"+addr+"/ui/", "campaigns", len(fleet.IDs()))
 	if d.ready != nil {
 		d.ready(addr)
 	}

@@ -276,6 +276,16 @@ func TestCampaignWithTwoWorkersRunsToItsBudget(t *testing.T) {
 	if want := `amk_scheduler_campaign_status{campaign="toy-h200-cpu",model="toy",status="done",target="h200"} 1`; !strings.Contains(body, want) {
 		t.Errorf("/metrics lacks %q", want)
 	}
+	// The web view and the queue monitor beside the API.
+	page := get(t, "http://"+addr+"/ui/")
+	for _, want := range []string{resp.ID, "done", "trials:h200", `href="/queues/"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the web view lacks %q", want)
+		}
+	}
+	if body := get(t, "http://"+addr+"/queues/api/queues"); !strings.Contains(body, "trials:h200") {
+		t.Errorf("the queue monitor does not list trials:h200: %.200s", body)
+	}
 	if code := stop(); code != exitOK {
 		t.Fatalf("scheduler exited %d", code)
 	}

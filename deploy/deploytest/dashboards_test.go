@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/grafana"
 	"github.com/amk-dev/amk/internal/redistest"
 )
@@ -114,7 +115,7 @@ var scraping = []string{
 // readiness is true once every panel can have data: a best latency and a
 // speedup, stage timings, and rates over a few scrapes.
 var readiness = []string{
-	`amk_scheduler_best_latency_microseconds`,
+	`amk_scheduler_best_latency_seconds`,
 	`amk_scheduler_speedup_ratio`,
 	`sum(amk_worker_stage_duration_seconds_count) > 0`,
 	`sum(amk_worker_trial_duration_seconds_count) > 0`,
@@ -354,40 +355,63 @@ func logStats(t *testing.T, panels []panelResult) {
 }
 
 // renderPicture draws the campaign dashboard's time-series panels from the
-// query results, checks the PNG, and writes it where -dashtest.png says.
+// query results (package chart, as PNG), checks the PNG, and writes it where
+// -dashtest.png says.
 func renderPicture(t *testing.T, panels []panelResult, campaign string) {
 	t.Helper()
-	var charts []Chart
+	t0, t1 := sampleSpan(panels)
+	var charts []chart.Chart
 	for _, pr := range panels {
 		if pr.panel.Type == "timeseries" {
-			charts = append(charts, chartOf(pr))
+			c := chartOf(pr, t0)
+			c.XMax = t1.Sub(t0).Minutes() // one time axis for all
+			charts = append(charts, c)
 		}
 	}
 	sub := fmt.Sprintf("campaign %s: %s on %s, 2 CPU workers (predicted latencies), Prometheus scraping every %s",
 		campaign, *model, testTarget, scrapeEvery)
-	img := Render("Campaign roofline progress", sub, charts, 3, 700, 430)
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
+	data, err := chart.Grid("Campaign roofline progress", sub, charts, 3, chart.PNG, chart.Size{W: 620, H: 400})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := png.Decode(bytes.NewReader(buf.Bytes())); err != nil {
+	if _, err := png.Decode(bytes.NewReader(data)); err != nil {
 		t.Fatalf("the rendered PNG does not decode: %v", err)
 	}
 	path := filepath.Join(t.TempDir(), "roofline-progress.png")
 	if *picture != "" {
 		path = *picture
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("rendered %d panels to %s (%d bytes)", len(charts), path, buf.Len())
+	t.Logf("rendered %d panels to %s (%d bytes)", len(charts), path, len(data))
+}
+
+// sampleSpan is the earliest and the latest sample time of the panels'
+// results: the charts' x axis is minutes since the first.
+func sampleSpan(panels []panelResult) (t0, t1 time.Time) {
+	for _, pr := range panels {
+		for _, series := range pr.series {
+			for _, s := range series {
+				for _, p := range s.Points {
+					if t0.IsZero() || p.T.Before(t0) {
+						t0 = p.T
+					}
+					if p.T.After(t1) {
+						t1 = p.T
+					}
+				}
+			}
+		}
+	}
+	return t0, t1
 }
 
 // chartOf turns a time-series panel's results into a chart, with the
 // panel's unit, step interpolation, legends and overrides.
-func chartOf(pr panelResult) Chart {
+func chartOf(pr panelResult, t0 time.Time) chart.Chart {
 	p := pr.panel
-	c := Chart{Title: p.Title, Unit: unitSuffix(p.FieldConfig.Defaults.Unit)}
+	c := chart.Chart{Title: p.Title, Unit: unitSuffix(p.FieldConfig.Defaults.Unit), XLabel: "minutes"}
 	c.Step = p.FieldConfig.Defaults.Custom["lineInterpolation"] == "stepAfter"
 	if m, ok := p.FieldConfig.Defaults.Custom["axisSoftMin"].(float64); ok {
 		c.SoftMin = &m
@@ -400,12 +424,41 @@ func chartOf(pr panelResult) Chart {
 			if allZero(s) && len(pr.series[q.RefID]) > 1 {
 				continue // e.g. outcomes that never happened
 			}
-			l := Line{Name: legendName(q.LegendFormat, s.Labels), Points: s.Points, Color: Palette[len(c.Lines)%len(Palette)]}
+			l := chart.Line{Name: legendName(q.LegendFormat, s.Labels), Color: chart.Palette[len(c.Lines)%len(chart.Palette)]}
+			for _, pt := range s.Points {
+				l.Points = append(l.Points, chart.Point{X: pt.T.Sub(t0).Minutes(), Y: pt.V})
+			}
 			applyOverrides(&l, p.FieldConfig.Overrides)
 			c.Lines = append(c.Lines, l)
 		}
 	}
+	scaleSeconds(&c)
 	return c
+}
+
+// scaleSeconds writes a chart of sub-millisecond seconds in µs, as Grafana
+// picks a readable unit for "s".
+func scaleSeconds(c *chart.Chart) {
+	if c.Unit != "s" {
+		return
+	}
+	peak := 0.0
+	for _, l := range c.Lines {
+		for _, p := range l.Points {
+			if !math.IsNaN(p.Y) && !math.IsInf(p.Y, 0) {
+				peak = math.Max(peak, math.Abs(p.Y))
+			}
+		}
+	}
+	if peak == 0 || peak >= 1e-3 {
+		return
+	}
+	c.Unit = "µs"
+	for i := range c.Lines {
+		for j := range c.Lines[i].Points {
+			c.Lines[i].Points[j].Y *= 1e6
+		}
+	}
 }
 
 func unitSuffix(unit string) string {
@@ -434,7 +487,7 @@ func legendName(format string, labels map[string]string) string {
 
 // applyOverrides applies the byRegexp overrides the dashboards use: a dashed
 // line style and a fixed colour.
-func applyOverrides(l *Line, overrides []grafana.Override) {
+func applyOverrides(l *chart.Line, overrides []grafana.Override) {
 	for _, o := range overrides {
 		pattern, _ := o.Matcher.Options.(string)
 		if o.Matcher.ID != "byRegexp" || !regexp.MustCompile("^(?:"+pattern+")$").MatchString(l.Name) {
@@ -446,7 +499,7 @@ func applyOverrides(l *Line, overrides []grafana.Override) {
 				l.Dashed = true
 			case "color":
 				if m, ok := prop.Value.(map[string]any); ok && m["fixedColor"] == "red" {
-					l.Color = Red
+					l.Color = chart.Red
 				}
 			}
 		}

@@ -23,10 +23,18 @@
 //     series, every metric a dashboard or alert rule names must have been
 //     scraped, and every alert rule must evaluate without error. A metric
 //     renamed in code therefore fails the test.
+//   - fleet_faults_test.go, recovery_test.go, sentinel_test.go: the real
+//     scheduler and gpuworkers through a worker SIGKILL, Redis restarts and
+//     a Sentinel failover (primary, replica and three redis-sentinel
+//     processes); nothing lost, nothing recorded twice; recovery times are
+//     logged for docs/results/fleet-faults.md.
+//   - two_workers_test.go: two gpuworkers with default flags on one host
+//     both start, serve distinct metrics addresses, and a real Prometheus
+//     scrapes both through the scheduler's service discovery.
 //
 // The dashboard test also renders the "Campaign roofline progress" panels
-// from the same query results to a PNG (chart.go, with the bitmap font of
-// font.go). The picture in docs/ comes from a longer run of the same test:
+// from the same query results to a PNG (package chart, amk's one plotting
+// path). The picture in docs/ comes from a longer run of the same test:
 //
 //	go test ./deploy/deploytest -run TestDashboards -timeout 10m -args \
 //	  -dashtest.model small -dashtest.run 75s -dashtest.png "$PWD/docs/roofline-progress.png"
@@ -34,5 +42,5 @@
 // Helpers: StartPrometheus runs the prometheus binary with a given
 // configuration and Prometheus queries its HTTP API; ScrapeConfig derives a
 // test configuration from deploy/prometheus.yml (same jobs and labels, the
-// test's addresses, 1 s scrapes); Render draws line charts.
+// test's addresses, 1 s scrapes).
 package deploytest

@@ -24,8 +24,8 @@ import (
 // that no verdict was lost and none recorded twice, and that the ledger,
 // results.tsv and the scheduler's view agree.
 //
-// The killed worker's trial comes back only after asynq's lease expires
-// (about a minute), so this test takes one to two minutes.
+// The killed worker's trial is re-offered once its heartbeat has been silent
+// for a few seconds (recovery times: docs/results/fleet-faults.md).
 func TestFleetSurvivesAWorkerKillAndARedisRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fleet fault test with real binaries")

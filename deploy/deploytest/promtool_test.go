@@ -43,9 +43,11 @@ func promtool(t *testing.T, dir string, args ...string) string {
 }
 
 func TestPromtoolCheckConfig(t *testing.T) {
-	out := promtool(t, deployDir(t), "check", "config", "prometheus.yml")
-	if !strings.Contains(out, "SUCCESS") {
-		t.Errorf("promtool check config did not report success:\n%s", out)
+	for _, file := range []string{"prometheus.yml", "prometheus-hosts.yml"} {
+		out := promtool(t, deployDir(t), "check", "config", file)
+		if !strings.Contains(out, "SUCCESS") {
+			t.Errorf("promtool check config %s did not report success:\n%s", file, out)
+		}
 	}
 }
 

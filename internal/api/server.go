@@ -19,8 +19,8 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 
@@ -57,6 +57,7 @@ type Options struct {
 type server struct {
 	Options
 	token []byte
+	sd    sdMemory
 }
 
 // handlerFunc serves one method of one route; a non-nil error is written as
@@ -102,6 +103,7 @@ func NewServer(o Options) (http.Handler, error) {
 		"/v1/campaigns/{id}/budget":   {"PUT": s.budget},
 		"/v1/campaigns/{id}/criteria": {"PUT": s.criteria},
 		"/v1/workers":                 {"GET": s.workers},
+		"/v1/sd/workers":              {"GET": s.serviceDiscovery},
 		"/v1/queues":                  {"GET": s.queues},
 		"/{path...}":                  {},
 	}
@@ -279,6 +281,9 @@ func (s *server) now() time.Time { return s.Now().UTC() }
 // read runs fn on the campaign named by the path.
 func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
 	id := r.PathValue("id")
+	if campaign.ValidID(id) != nil {
+		return notFound(id)
+	}
 	if err := s.Service.Read(id, fn); err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return notFound(id)
@@ -292,6 +297,9 @@ func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
 // command timeout.
 func (s *server) do(r *http.Request, ev campaign.Event, command bool) (campaign.Decision, error) {
 	id := r.PathValue("id")
+	if campaign.ValidID(id) != nil {
+		return campaign.Decision{}, notFound(id)
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
 	defer cancel()
 	dec, err := s.Service.Do(ctx, id, ev)

@@ -176,6 +176,17 @@ type Worker struct {
 	Current      string     `json:"current,omitempty"`
 	CurrentSince *time.Time `json:"current_since,omitempty"`
 	Trials       int64      `json:"trials"`
+	// MemoryBytes is the host memory the worker's trials may use (0:
+	// unknown); MetricsAddr where it serves /metrics.
+	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	MetricsAddr string `json:"metrics_addr,omitempty"`
+}
+
+// SDGroup is one target group of Prometheus's HTTP service discovery
+// (GET /v1/sd/workers): a worker's metrics address and its labels.
+type SDGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
 }
 
 // Health answers GET /healthz.

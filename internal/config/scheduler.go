@@ -180,7 +180,8 @@ func (s Scheduler) LogValue() slog.Value {
 		slog.String("listen", s.Listen), slog.String("token", token), slog.String("token_file", s.TokenFile),
 		slog.String("models_dir", s.ModelsDir),
 		slog.Any("targets", s.Targets), slog.Int("infra_retries", s.InfraRetries),
-		slog.Int("worker_losses", s.WorkerLosses), slog.Duration("retention", s.Retention))
+		slog.Int("worker_losses", s.WorkerLosses), slog.Duration("retention", s.Retention),
+		slog.Any("sentinels", r.SentinelAddrs), slog.Bool("fleet_secret", r.FleetSecret != "" || r.FleetSecretFile != ""))
 }
 
 // String is the redacted form.

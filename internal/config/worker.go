@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/spf13/pflag"
 	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -33,7 +34,11 @@ type Worker struct {
 	// ShutdownGrace is how long SIGTERM lets a running trial finish before
 	// handing it back to the queue.
 	ShutdownGrace time.Duration `mapstructure:"shutdown_grace"`
-	Log           Log           `mapstructure:"log"`
+	// MaxMemoryMB caps the host memory the worker's trials may take (0: what
+	// the host or the worker's cgroup has). A trial whose model needs more
+	// is refused before anything is allocated.
+	MaxMemoryMB int `mapstructure:"max_memory_mb"`
+	Log         Log `mapstructure:"log"`
 }
 
 func workerDefaults() map[string]any {
@@ -43,6 +48,7 @@ func workerDefaults() map[string]any {
 		"listen":         DefaultWorkerListen,
 		"trial_timeout":  DefaultTrialTimeout,
 		"shutdown_grace": DefaultShutdownGrace,
+		"max_memory_mb":  0,
 	}
 	redisDefaults(m)
 	logDefaults(m)
@@ -55,6 +61,7 @@ var workerFlags = append(append([]flagSpec{
 	{"metrics-listen", "listen", kString, "address of /metrics and /healthz"},
 	{"trial-timeout", "trial_timeout", kDuration, "wall-clock limit of a trial whose spec sets none"},
 	{"shutdown-grace", "shutdown_grace", kDuration, "on SIGTERM, how long the running trial may finish before it is handed back"},
+	{"max-memory-mb", "max_memory_mb", kInt, "host memory (MiB) the worker's trials may use; 0 = the host's or cgroup's limit"},
 }, redisFlags...), logFlags...)
 
 // WorkerFlags registers the gpuworker's flags on fs.
@@ -89,6 +96,9 @@ func (w Worker) Validate() error {
 	if w.TrialTimeout <= 0 {
 		errs = append(errs, &FieldError{Key: "trial_timeout", Msg: fmt.Sprintf("%s must be positive", w.TrialTimeout)})
 	}
+	if w.MaxMemoryMB < 0 {
+		errs = append(errs, &FieldError{Key: "max_memory_mb", Msg: fmt.Sprintf("%d is negative", w.MaxMemoryMB)})
+	}
 	if w.ShutdownGrace < 0 {
 		errs = append(errs, &FieldError{Key: "shutdown_grace", Msg: fmt.Sprintf("%s is negative", w.ShutdownGrace)})
 	}
@@ -107,6 +117,21 @@ func (w Worker) DeviceOrdinal() (ordinal int, cpu bool, err error) {
 		return 0, false, &FieldError{Key: "device", Msg: fmt.Sprintf("%q is not cpu or a CUDA device ordinal (0, 1, ...)", w.Device)}
 	}
 	return n, false, nil
+}
+
+// MetricsListen is the address the metrics listener tries first: Listen,
+// except that with the default address a CUDA worker takes port 9101 plus
+// its device ordinal, so one worker per GPU on a host gets distinct,
+// predictable ports. (Whatever is taken, the worker falls back to a free
+// port and announces it to the scheduler.)
+func (w Worker) MetricsListen() string {
+	ordinal, cpu, err := w.DeviceOrdinal()
+	if w.Listen != DefaultWorkerListen || cpu || err != nil {
+		return w.Listen
+	}
+	host, port, _ := net.SplitHostPort(DefaultWorkerListen)
+	base, _ := strconv.Atoi(port)
+	return net.JoinHostPort(host, strconv.Itoa(base+ordinal))
 }
 
 // WorkerOptions is the redisq worker configuration this config describes;
@@ -131,7 +156,8 @@ func (w Worker) LogValue() slog.Value {
 		slog.String("redis", r.Addr), slog.String("redis_user", r.Username), slog.String("redis_password", r.Password),
 		slog.String("namespace", r.Namespace), slog.String("target", w.Target), slog.String("device", w.Device),
 		slog.String("listen", w.Listen), slog.Duration("trial_timeout", w.TrialTimeout),
-		slog.Duration("shutdown_grace", w.ShutdownGrace))
+		slog.Duration("shutdown_grace", w.ShutdownGrace), slog.Int("max_memory_mb", w.MaxMemoryMB),
+		slog.Any("sentinels", r.SentinelAddrs), slog.Bool("fleet_secret", r.FleetSecret != "" || r.FleetSecretFile != ""))
 }
 
 // String is the redacted form.

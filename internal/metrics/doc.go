@@ -11,8 +11,8 @@
 // against exactly these names (the exported constants below):
 //
 //	scheduler, labels campaign, model, target (one series set per campaign):
-//	  amk_scheduler_best_latency_microseconds           gauge   best correct latency
-//	  amk_scheduler_hbm_floor_microseconds              gauge   the HBM floor (streamed bytes / bandwidth)
+//	  amk_scheduler_best_latency_seconds                gauge   best correct latency
+//	  amk_scheduler_hbm_floor_seconds                   gauge   the HBM floor (streamed bytes / bandwidth)
 //	  amk_scheduler_best_roofline_percent               gauge   best latency / floor x 100 (100 = at the floor)
 //	  amk_scheduler_speedup_ratio                       gauge   baseline / best
 //	  amk_scheduler_trials_total{outcome}               counter experiments by results.tsv row tag
@@ -23,6 +23,10 @@
 //	  amk_scheduler_campaign_status{status}             gauge   1 for the current status, 0 for the others
 //	                                                            (optimizing, paused, done)
 //	  amk_scheduler_last_improvement_timestamp_seconds  gauge   when the best last improved (unix time)
+//
+//	scheduler, fleet-wide:
+//	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)
+//	  amk_scheduler_lost_workers_total                  counter trials taken back from silent workers and re-offered
 //
 //	queues, label queue (trials:<target> and results, with the namespace prefix):
 //	  amk_queue_depth_tasks      gauge   tasks waiting for a consumer (pending + scheduled + retry)

@@ -2,8 +2,8 @@ package metrics
 
 // Scheduler metric names (labels campaign, model, target).
 const (
-	SchedulerBestLatency        = "amk_scheduler_best_latency_microseconds"
-	SchedulerHBMFloor           = "amk_scheduler_hbm_floor_microseconds"
+	SchedulerBestLatency        = "amk_scheduler_best_latency_seconds"
+	SchedulerHBMFloor           = "amk_scheduler_hbm_floor_seconds"
 	SchedulerBestRoofline       = "amk_scheduler_best_roofline_percent"
 	SchedulerSpeedup            = "amk_scheduler_speedup_ratio"
 	SchedulerTrials             = "amk_scheduler_trials_total"
@@ -12,6 +12,10 @@ const (
 	SchedulerInFlight           = "amk_scheduler_inflight_trials"
 	SchedulerCampaignStatus     = "amk_scheduler_campaign_status"
 	SchedulerLastImprovement    = "amk_scheduler_last_improvement_timestamp_seconds"
+	// Fleet-wide (no campaign label): refused outcomes (label reason) and
+	// trials taken back from lost workers.
+	SchedulerOutcomesRejected = "amk_scheduler_outcomes_rejected_total"
+	SchedulerLostWorkers      = "amk_scheduler_lost_workers_total"
 )
 
 // Queue metric names (label queue).
@@ -38,7 +42,7 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerHBMFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement}
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected}
 }
 
 // QueueNames lists the queue metric names.

@@ -84,8 +84,8 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 	}
 	c := &schedulerCollector{
 		source:      source,
-		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in microseconds."),
-		floor:       desc(SchedulerHBMFloor, "HBM floor (bytes a step streams / bandwidth) of the campaign's model on its target, in microseconds."),
+		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in seconds."),
+		floor:       desc(SchedulerHBMFloor, "HBM floor (bytes a step streams / bandwidth) of the campaign's model on its target, in seconds."),
 		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the HBM floor (100 = at the floor; lower is better)."),
 		speedup:     desc(SchedulerSpeedup, "Baseline (default schedule) latency divided by the best latency."),
 		trials:      desc(SchedulerTrials, "Experiments recorded, by results.tsv row tag.", "outcome"),
@@ -116,8 +116,13 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(d, *v)
 			}
 		}
-		optional(c.best, m.BestUS)
-		optional(c.floor, m.FloorUS)
+		seconds := func(d *prometheus.Desc, us *float64) {
+			if us != nil {
+				gauge(d, *us/1e6) // Prometheus's base unit
+			}
+		}
+		seconds(c.best, m.BestUS)
+		seconds(c.floor, m.FloorUS)
 		optional(c.pct, m.BestPctOfRoofline)
 		optional(c.speedup, m.Speedup)
 		for _, tag := range RowTags {

@@ -30,23 +30,46 @@ type Conn struct {
 	// CAFile is a PEM bundle that verifies the server certificate instead of
 	// the system roots.
 	CAFile string
+	// SentinelAddrs (host:port of each Redis Sentinel) and SentinelMaster
+	// (the name the sentinels monitor) select Sentinel mode: the client asks
+	// the sentinels for the current primary and follows a failover; Addr is
+	// then ignored. SentinelPassword authenticates to the sentinels.
+	SentinelAddrs    []string
+	SentinelMaster   string
+	SentinelPassword string
 }
+
+// sentinel reports whether c selects Sentinel mode.
+func (c Conn) sentinel() bool { return len(c.SentinelAddrs) > 0 }
 
 // ErrNoAddr is returned when Conn has no address.
 var ErrNoAddr = errors.New("redis address is empty")
 
 // Options turns c into go-redis client options. Errors never contain the
 // password.
+// In Sentinel mode Addr is the first sentinel's.
 func (c Conn) Options() (*redis.Options, error) {
 	o, err := c.options()
 	if err != nil {
-		return nil, scrub(err, c.Password, urlPassword(c.Addr))
+		return nil, scrub(err, c.Password, urlPassword(c.Addr), c.SentinelPassword)
 	}
 	return o, nil
 }
 
 func (c Conn) options() (*redis.Options, error) {
 	addr := strings.TrimSpace(c.Addr)
+	if c.sentinel() {
+		if strings.TrimSpace(c.SentinelMaster) == "" {
+			return nil, errors.New("redis sentinels given without the name of the primary they monitor (sentinel_master)")
+		}
+		for _, s := range c.SentinelAddrs {
+			host, port, err := net.SplitHostPort(strings.TrimSpace(s))
+			if err != nil || host == "" || port == "" {
+				return nil, fmt.Errorf("redis sentinel address %q is not host:port", redactPlain(s))
+			}
+		}
+		addr = strings.TrimSpace(c.SentinelAddrs[0])
+	}
 	if addr == "" {
 		return nil, ErrNoAddr
 	}
@@ -104,13 +127,25 @@ func (c Conn) options() (*redis.Options, error) {
 	return o, nil
 }
 
-// Client opens a go-redis client for c.
+// Client opens a go-redis client for c: a failover client that follows
+// the sentinels' primary in Sentinel mode (asynq's servers, clients and
+// inspectors are built on it, so they follow it too).
 func (c Conn) Client() (*redis.Client, error) {
 	o, err := c.Options()
 	if err != nil {
 		return nil, err
 	}
-	return redis.NewClient(o), nil
+	if !c.sentinel() {
+		return redis.NewClient(o), nil
+	}
+	addrs := make([]string, len(c.SentinelAddrs))
+	for i, a := range c.SentinelAddrs {
+		addrs[i] = strings.TrimSpace(a)
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: strings.TrimSpace(c.SentinelMaster), SentinelAddrs: addrs, SentinelPassword: c.SentinelPassword,
+		Username: o.Username, Password: o.Password, DB: o.DB, TLSConfig: o.TLSConfig, Protocol: o.Protocol,
+	}), nil
 }
 
 // String describes the connection with every secret redacted.
@@ -118,6 +153,9 @@ func (c Conn) String() string {
 	addr := redactPlain(c.Addr)
 	if strings.Contains(c.Addr, "://") {
 		addr = redactURL(c.Addr)
+	}
+	if c.sentinel() {
+		addr = "sentinel:" + c.SentinelMaster + "@" + redactPlain(strings.Join(c.SentinelAddrs, ","))
 	}
 	var b strings.Builder
 	b.WriteString(addr)

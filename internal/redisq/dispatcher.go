@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -47,6 +48,16 @@ type DispatcherOptions struct {
 	PollInterval  time.Duration
 	// Buffer is the capacity of the Outcomes channel (default 256).
 	Buffer int
+	// LostAfter is how long a worker's heartbeat may be silent before its
+	// running trial is offered again (DefaultLostAfter when zero);
+	// LostCheckInterval how often that is checked (DefaultLostCheckInterval).
+	LostAfter         time.Duration
+	LostCheckInterval time.Duration
+	// Secret is the fleet secret: when set, only outcomes carrying its MAC
+	// are accepted (see auth.go); OnReject, when set, is told the reason of
+	// each refused outcome (for a metric).
+	Secret   []byte
+	OnReject func(reason string)
 }
 
 // Dispatcher is a dispatch.Dispatcher over asynq: it enqueues trials on
@@ -55,6 +66,7 @@ type Dispatcher struct {
 	opts    DispatcherOptions
 	budget  budget
 	log     *slog.Logger
+	outage  outageLog
 	rdb     *redis.Client
 	client  *asynq.Client
 	insp    *asynq.Inspector
@@ -62,6 +74,8 @@ type Dispatcher struct {
 	out     chan trial.Outcome
 	closing chan struct{}
 	wg      sync.WaitGroup
+	// lostWorkers counts running trials claimed from lost workers.
+	lostWorkers atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -98,6 +112,12 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 	if opts.Buffer <= 0 {
 		opts.Buffer = 256
 	}
+	if opts.LostAfter <= 0 {
+		opts.LostAfter = DefaultLostAfter
+	}
+	if opts.LostCheckInterval <= 0 {
+		opts.LostCheckInterval = DefaultLostCheckInterval
+	}
 	rdb, err := opts.Conn.Client()
 	if err != nil {
 		return nil, err
@@ -118,6 +138,7 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		pending:   map[string]submitted{},
 		delivered: map[string]time.Time{},
 	}
+	d.outage = outageLog{d.log}
 	d.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:       2,
 		Queues:            map[string]int{ResultQueue(opts.Namespace): 1},
@@ -143,8 +164,9 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		_ = rdb.Close()
 		return nil, err
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.sweepLoop()
+	go d.lostLoop()
 	return d, nil
 }
 
@@ -235,8 +257,8 @@ func (d *Dispatcher) settle(key, queue string, info *asynq.TaskInfo) int {
 	campaign, trialID, _ := ParseTaskID(key)
 	switch info.State {
 	case asynq.TaskStateCompleted:
-		var out trial.Outcome
-		if err := json.Unmarshal(info.Result, &out); err != nil || (out.Verdict == nil && out.Failure == nil) {
+		out, ok := d.open(info.Result, "stored result", key)
+		if !ok || (out.Verdict == nil && out.Failure == nil) {
 			d.log.Warn("finished trial has no usable stored outcome; running it again", "task", key)
 			if d.insp.DeleteTask(queue, key) != nil {
 				return settleWaiting
@@ -259,11 +281,14 @@ func (d *Dispatcher) settle(key, queue string, info *asynq.TaskInfo) int {
 
 // receive is the asynq handler of the results queue.
 func (d *Dispatcher) receive(ctx context.Context, t *asynq.Task) error {
-	var out trial.Outcome
-	if err := json.Unmarshal(t.Payload(), &out); err != nil || t.Type() != TypeOutcome {
-		id, _ := asynq.GetTaskID(ctx)
-		d.log.Error("malformed outcome on the results queue; archived", "task", id, "type", t.Type(), "err", err)
-		return fmt.Errorf("malformed outcome: %w", asynq.SkipRetry)
+	id, _ := asynq.GetTaskID(ctx)
+	if t.Type() != TypeOutcome {
+		d.log.Error("unknown task type on the results queue; archived", "task", id, "type", t.Type())
+		return fmt.Errorf("task type %q is not %s: %w", t.Type(), TypeOutcome, asynq.SkipRetry)
+	}
+	out, ok := d.open(t.Payload(), "results queue", id)
+	if !ok {
+		return fmt.Errorf("outcome refused: %w", asynq.SkipRetry)
 	}
 	if !d.deliver(ctx, out) {
 		// Closing: wait until asynq hands the task back to the queue, so
@@ -272,6 +297,20 @@ func (d *Dispatcher) receive(ctx context.Context, t *asynq.Task) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// open decodes and authenticates an outcome read from Redis; a refused one
+// is logged (rate-limited), counted and reported as not ok.
+func (d *Dispatcher) open(payload []byte, from, task string) (trial.Outcome, bool) {
+	out, reason, err := openOutcome(d.opts.Secret, payload)
+	if err == nil {
+		return out, true
+	}
+	if d.opts.OnReject != nil {
+		d.opts.OnReject(reason)
+	}
+	d.outage.Warn("reject:"+reason, "outcome refused", "from", from, "task", task, "reason", reason, "err", err)
+	return out, false
 }
 
 // deliverAsync delivers an outcome found while submitting or sweeping,
@@ -344,6 +383,10 @@ func (d *Dispatcher) Close() error {
 	_ = d.client.Close()
 	return d.rdb.Close()
 }
+
+// LostWorkers counts the trials this dispatcher took back from workers
+// that stopped heartbeating.
+func (d *Dispatcher) LostWorkers() int64 { return d.lostWorkers.Load() }
 
 // Workers lists the live workers of this namespace.
 func (d *Dispatcher) Workers(ctx context.Context) ([]WorkerInfo, error) {

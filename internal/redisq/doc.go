@@ -76,11 +76,32 @@
 // waits for the evaluation to stop. An attempt whose context ended publishes
 // nothing: the trial's next run publishes its outcome.
 //
-// A worker killed with SIGKILL cannot hand its trial back; asynq recovers it
-// when its lease (30 s, extended every 5 s while the worker lives) has been
-// expired for 30 s, checked once a minute by every live worker of the queue,
-// so such a trial runs again after one to two minutes. Those intervals are
-// fixed inside asynq.
+// A worker killed with SIGKILL cannot hand its trial back. Its heartbeat
+// stops, and the dispatcher's lost-worker check (lost.go) re-offers the
+// trial it held within DefaultLostAfter plus a second, as a new task
+// "<key>#r<n>"; the trial key still names the outcome, so whichever attempt
+// finishes first is the one recorded, and later attempts find its done
+// marker and complete without evaluating. Re-offers count against the
+// WorkerLosses budget. A trial whose evaluation wedged its worker (ignored
+// cancellation) is marked poison by that worker before it exits and is
+// never evaluated again: the next to meet it publishes a `crash` once and
+// the task is archived.
+//
+// # Authentication
+//
+// With a fleet secret every outcome carries an HMAC-SHA256 of its canonical
+// JSON (auth.go); a dispatcher with a secret refuses outcomes without a
+// valid MAC from every path (results queue, doorbell, stored result) and
+// reports each refusal (DispatcherOptions.OnReject). Without a secret
+// outcomes are accepted as they come.
+//
+// # Outages
+//
+// asynq's and go-redis's own complaints, heartbeat and sweep failures are
+// logged at most once per kind per DefaultOutageLogEvery per process, the
+// next line saying how many were suppressed. When Redis answers again (or
+// a Sentinel failover promoted a replica) the dispatcher re-checks every
+// trial it waits for at once.
 //
 // # Latency
 //
@@ -96,6 +117,8 @@
 // # Connections
 //
 // Conn takes host:port or a redis:// / rediss:// URL (TLS, with an optional
-// CA file), an ACL user and a password. Its String and LogValue redact the
-// password, so connection details can be logged.
+// CA file), or a list of Redis Sentinels and the primary's name (a failover
+// client that follows the promoted replica), an ACL user and a password. Its
+// String and LogValue redact the password, so connection details can be
+// logged.
 package redisq

@@ -2,10 +2,7 @@ package redisq
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-
-	"github.com/amk-dev/amk/trial"
 )
 
 // The doorbell is a fast path for outcomes. asynq polls its queues, so the
@@ -40,9 +37,9 @@ func (d *Dispatcher) listenDoorbell(ctx context.Context) error {
 	go func() {
 		defer d.wg.Done()
 		for msg := range ring {
-			var out trial.Outcome
-			if json.Unmarshal([]byte(msg.Payload), &out) != nil {
-				continue // the queue copy gets the malformed-outcome treatment
+			out, ok := d.open([]byte(msg.Payload), "doorbell", "")
+			if !ok {
+				continue // the queue copy gets the same treatment
 			}
 			if d.deliver(stop, out) {
 				// The queue copy is no longer needed; one that is already

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -34,15 +35,20 @@ func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
 		return w.publish(ctx, t, id, trial.Outcome{CampaignID: campaign, TrialID: trialID,
 			Failure: &trial.Failure{Class: trial.FailCrash, Phase: "decode", Message: "malformed trial payload: " + err.Error()}})
 	}
+	key := TaskID(spec)
+	if settled, err := w.alreadySettled(ctx, t, key, log); settled || err != nil {
+		return err
+	}
 	b := budgetFrom(t.Headers())
 	infra := w.infraFailures(ctx, id)
-	if lost := retried - infra; lost > 0 && lost >= b.losses {
+	reoffers, _ := w.rdb.HGet(ctx, lossesKey(w.opts.Namespace), key).Int()
+	if lost := max(retried-infra, reoffers); lost > 0 && lost >= b.losses {
 		log.Error("trial keeps losing its worker; reporting a crash", "lost", lost)
 		return w.publish(ctx, t, id, trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID,
 			Failure: &trial.Failure{Class: trial.FailCrash, Phase: "worker",
 				Message: fmt.Sprintf("trial lost its worker %d times (killed, hung or cut off from Redis); not retried", lost)}})
 	}
-	out, ran := w.evaluate(ctx, spec)
+	out, ran := w.evaluate(ctx, t, id, spec)
 	if !ran || ctx.Err() != nil {
 		// The task was handed back (shutdown) or lost its lease: asynq has
 		// already requeued or retried it, so this attempt publishes nothing.
@@ -60,6 +66,63 @@ func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
 		out.Failure.Message = fmt.Sprintf("%s (gave up after %d infrastructure retries)", out.Failure.Message, b.infra)
 	}
 	return w.publish(ctx, t, id, out)
+}
+
+// alreadySettled handles a trial that must not be evaluated by this
+// attempt: one that finished in an earlier attempt (its outcome becomes this
+// task's result too), a poison trial (a crash is published once and the task
+// archived), and one that a live worker is evaluating right now (a re-offer
+// racing asynq's own recovery of the original task: this attempt waits for
+// that evaluation instead of running a second one).
+func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, key string, log *slog.Logger) (bool, error) {
+	for {
+		if payload, ok := doneOutcome(ctx, w.rdb, w.opts.Namespace, key); ok {
+			if rw := t.ResultWriter(); rw != nil {
+				_, _ = rw.Write(payload)
+			}
+			log.Info("trial already finished in an earlier attempt; not evaluated again")
+			return true, nil
+		}
+		if msg, _ := w.rdb.HGet(ctx, poisonKey(w.opts.Namespace), key).Result(); msg != "" {
+			campaign, trialID, _ := ParseTaskID(key)
+			log.Error("poison trial: reporting a crash and archiving it", "reason", msg)
+			if err := w.publish(ctx, t, key, poisonCrash(campaign, trialID, msg)); err != nil {
+				return true, err
+			}
+			return true, fmt.Errorf("poison trial: %s: %w", msg, asynq.SkipRetry)
+		}
+		if !w.evaluatedElsewhere(ctx, key) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return true, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// evaluatedElsewhere reports whether another live worker holds the trial's
+// running marker.
+func (w *Worker) evaluatedElsewhere(ctx context.Context, key string) bool {
+	raw, err := w.rdb.HGet(ctx, runningKey(w.opts.Namespace), key).Result()
+	if err != nil {
+		return false
+	}
+	var m running
+	if json.Unmarshal([]byte(raw), &m) != nil || m.Worker == w.reg.snapshot().ID {
+		return false
+	}
+	workers, err := listWorkers(ctx, w.rdb, w.opts.Namespace)
+	if err != nil {
+		return false
+	}
+	for _, info := range workers {
+		if info.ID == m.Worker {
+			return m.heldBy(key, info, DefaultLostAfter)
+		}
+	}
+	return false
 }
 
 // decodeSpec parses and checks a trial payload.
@@ -95,7 +158,7 @@ func (w *Worker) decodeSpec(payload []byte, taskID string) (trial.Spec, error) {
 // evaluate runs the evaluator under the device semaphore and turns a panic
 // into a crash outcome. ran is false when ctx ended before the device was
 // free.
-func (w *Worker) evaluate(ctx context.Context, spec trial.Spec) (out trial.Outcome, ran bool) {
+func (w *Worker) evaluate(ctx context.Context, t *asynq.Task, taskID string, spec trial.Spec) (out trial.Outcome, ran bool) {
 	select {
 	case w.device <- struct{}{}:
 	case <-ctx.Done():
@@ -103,6 +166,8 @@ func (w *Worker) evaluate(ctx context.Context, spec trial.Spec) (out trial.Outco
 	}
 	defer func() { <-w.device }()
 	key := TaskID(spec)
+	mark := w.markRunning(ctx, key, t, taskID)
+	defer w.releaseRunning(key, mark)
 	w.reg.begin(key)
 	defer w.reg.end()
 	start := time.Now()
@@ -140,7 +205,7 @@ func (w *Worker) publish(ctx context.Context, t *asynq.Task, id string, out tria
 	if out.Worker == "" {
 		out.Worker = w.opts.Identity
 	}
-	payload, err := json.Marshal(out)
+	payload, err := sealOutcome(w.opts.Secret, out)
 	if err != nil {
 		return fmt.Errorf("encode outcome: %v: %w", err, asynq.SkipRetry)
 	}
@@ -151,7 +216,7 @@ func (w *Worker) publish(ctx context.Context, t *asynq.Task, id string, out tria
 		if err == nil {
 			break
 		}
-		w.log.Warn("could not publish outcome; retrying", "task", id, "err", err)
+		w.outage.Warn("publish", "could not publish outcome; retrying", "task", id, "err", err)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("publish outcome: %w", err)
@@ -165,6 +230,8 @@ func (w *Worker) publish(ctx context.Context, t *asynq.Task, id string, out tria
 	bg := context.WithoutCancel(ctx)
 	w.rdb.Publish(bg, doorbellChannel(w.opts.Namespace), payload)
 	w.rdb.Del(bg, infraKey(w.queue, id))
+	w.rdb.Set(bg, doneKey(w.opts.Namespace, key), payload, DefaultRetention)
+	w.rdb.HDel(bg, lossesKey(w.opts.Namespace), key)
 	w.log.Info("trial done", "task", id, "outcome", Label(out), "elapsed_s", out.ElapsedS)
 	return nil
 }

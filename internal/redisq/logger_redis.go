@@ -14,7 +14,8 @@ import (
 type redisLogger struct{ l *slog.Logger }
 
 func (r redisLogger) Printf(_ context.Context, format string, v ...any) {
-	r.l.Warn(strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "go-redis")
+	msg := strings.TrimSpace(fmt.Sprintf(format, v...))
+	outageLog(r).Warn(lineKind("go-redis", msg), msg, "component", "go-redis")
 }
 
 // RouteRedisLogs sends go-redis's process-wide log output to l. go-redis has

@@ -53,7 +53,9 @@ func TaskID(spec trial.Spec) string { return dispatch.Key(spec) }
 var errBadKey = errors.New("not a campaign/trial task id")
 
 // ParseTaskID splits a task id made by TaskID back into campaign and trial.
+// A re-offer's suffix ("#r1") is dropped: it names the same trial.
 func ParseTaskID(id string) (campaign string, trialID int, err error) {
+	id = trialKeyOf(id)
 	i := strings.LastIndexByte(id, '/')
 	if i < 0 {
 		return "", 0, fmt.Errorf("%q: %w", id, errBadKey)

@@ -38,6 +38,13 @@ type WorkerInfo struct {
 	CurrentSince *time.Time `json:"current_since,omitempty"`
 	// Trials counts evaluations this worker finished.
 	Trials int64 `json:"trials"`
+	// MemoryBytes is the host memory the worker may use at most (its
+	// cgroup limit, MemTotal or max_memory), for the scheduler's check that
+	// some worker can hold a new campaign's model; 0 when unknown.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// MetricsAddr is where the worker serves /metrics (host:port), for
+	// Prometheus service discovery through the scheduler.
+	MetricsAddr string `json:"metrics_addr,omitempty"`
 }
 
 func registryPrefix(namespace string) string { return prefix(namespace) + "amk:worker:" }

@@ -30,7 +30,10 @@ func (d *Dispatcher) sweepLoop() {
 // copy lost) is delivered, and a trial that vanished from Redis (a restart
 // without persistence) is enqueued again. It also forgets delivered keys
 // older than the retention period.
-func (d *Dispatcher) sweep() {
+func (d *Dispatcher) sweep() { d.sweepOlderThan(d.opts.SweepInterval) }
+
+// sweepOlderThan is sweep over the trials pending for at least age.
+func (d *Dispatcher) sweepOlderThan(age time.Duration) {
 	now := time.Now()
 	type due struct {
 		key string
@@ -39,7 +42,7 @@ func (d *Dispatcher) sweep() {
 	var list []due
 	d.mu.Lock()
 	for k, s := range d.pending {
-		if now.Sub(s.at) >= d.opts.SweepInterval {
+		if now.Sub(s.at) >= age {
 			list = append(list, due{k, s})
 		}
 	}
@@ -62,14 +65,14 @@ func (d *Dispatcher) sweep() {
 			d.log.Warn("pending trial vanished from Redis; enqueueing it again", "task", e.key)
 			requeue = true
 		case err != nil:
-			d.log.Warn("cannot check on pending trial", "task", e.key, "err", err)
+			d.outage.Warn("sweep_check", "cannot check on pending trial", "task", e.key, "err", err)
 		default:
 			requeue = d.settle(e.key, e.sub.queue, info) == settleRequeue
 		}
 		if requeue {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := d.enqueue(ctx, e.sub.spec, e.sub.queue); err != nil {
-				d.log.Warn("re-enqueue failed; will try again", "task", e.key, "err", err)
+				d.outage.Warn("sweep_requeue", "re-enqueue failed; will try again", "task", e.key, "err", err)
 			}
 			cancel()
 		}

@@ -52,6 +52,13 @@ type WorkerOptions struct {
 	RetryDelay    time.Duration
 	// Published, when set, is called after each outcome reached Redis.
 	Published func(trial.Outcome)
+	// MemoryBytes and MetricsAddr are announced in the worker registry
+	// (see WorkerInfo).
+	MemoryBytes int64
+	MetricsAddr string
+	// Secret is the fleet secret; when set every outcome carries its MAC
+	// (see auth.go).
+	Secret []byte
 }
 
 // Worker consumes one target's trial queue with concurrency 1 and publishes
@@ -59,6 +66,7 @@ type WorkerOptions struct {
 type Worker struct {
 	opts   WorkerOptions
 	log    *slog.Logger
+	outage outageLog
 	queue  string
 	rdb    *redis.Client
 	client *asynq.Client
@@ -106,8 +114,10 @@ func NewWorker(opts WorkerOptions) (*Worker, error) {
 		client: asynq.NewClientFromRedisClient(rdb),
 		device: make(chan struct{}, 1),
 	}
+	w.outage = outageLog{w.log}
 	w.reg = newRegistration(rdb, opts.Namespace, WorkerInfo{
 		Target: opts.Target, Device: opts.Device, Identity: opts.Identity, Queue: w.queue,
+		MemoryBytes: opts.MemoryBytes, MetricsAddr: opts.MetricsAddr,
 	})
 	delay := retryDelay(opts.RetryDelay)
 	w.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{

@@ -26,6 +26,9 @@ type Options struct {
 	AppendOnly bool
 	// Password, when set, is required from clients (requirepass).
 	Password string
+	// ReplicaOf, when set (host:port), makes the server a replica of that
+	// primary.
+	ReplicaOf string
 }
 
 // Server is one redis-server process owned by a test.
@@ -129,6 +132,10 @@ func (s *Server) launch() error {
 	}
 	if s.opts.Password != "" {
 		args = append(args, "--requirepass", s.opts.Password)
+	}
+	if s.opts.ReplicaOf != "" {
+		host, port, _ := net.SplitHostPort(s.opts.ReplicaOf)
+		args = append(args, "--replicaof", host, port)
 	}
 	cmd := exec.Command(s.binary, args...)
 	cmd.Dir = s.Dir

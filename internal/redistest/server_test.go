@@ -82,3 +82,24 @@ func TestPasswordRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestSentinelsFailOverToTheReplica(t *testing.T) {
+	primary := StartWith(t, Options{AppendOnly: true})
+	replica := StartWith(t, Options{AppendOnly: true, ReplicaOf: primary.Addr})
+	sentinels := StartSentinels(t, primary, SentinelOptions{})
+	if got, err := sentinels.Primary(); err != nil || got != primary.Addr {
+		t.Fatalf("primary %q %v, want %s", got, err, primary.Addr)
+	}
+	primary.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := sentinels.Primary()
+		if err == nil && got == replica.Addr {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no failover to %s: primary %q %v\n%s", replica.Addr, got, err, sentinels.Log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

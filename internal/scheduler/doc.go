@@ -13,7 +13,17 @@
 // is readable but not driven; a periodic scan adopts it once released, and
 // adopts campaigns created beside the scheduler (amkctl start on the
 // workspace). A driver that fails (e.g. Redis is unreachable) is restarted
-// with backoff; operator commands wait for it up to the API's timeout.
+// with backoff — at once, and with the backoff started over, as soon as the
+// transport answers again; operator commands wait for it up to the API's
+// timeout.
+//
+// Outcomes from the transport are not trusted for what the scheduler can
+// compute itself (trust.go): every verdict's HBM floor, weight size and
+// pct_of_roofline are recomputed from the campaign's model and target, and a
+// latency below the floor, not finite or without a correctness PASS is
+// withheld. Create refuses (400) a campaign whose model no live worker of
+// its target could hold (trial.EstimateMemory against each worker's
+// announced memory). Campaign ids from requests follow campaign.ValidID.
 //
 // The number of trials a campaign keeps in flight is a driver setting, not
 // campaign state: it is stored beside the ledger in scheduler.json.

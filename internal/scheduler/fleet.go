@@ -17,7 +17,9 @@ import (
 	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
 )
 
 // Defaults.
@@ -69,6 +71,9 @@ type Fleet struct {
 	log  *slog.Logger
 	mux  *dispatch.Mux
 
+	floorsMu sync.Mutex
+	floors   map[string]floor // campaign id -> its HBM floor
+
 	mu        sync.Mutex
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -109,8 +114,10 @@ func New(opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Fleet{opts: opts, log: log, mux: dispatch.NewMux(opts.Transport),
-		campaigns: map[string]*entry{}, broken: map[string]string{}}, nil
+	f := &Fleet{opts: opts, log: log, floors: map[string]floor{},
+		campaigns: map[string]*entry{}, broken: map[string]string{}}
+	f.mux = dispatch.NewMux(newRecomputing(opts.Transport, f.floorOf))
+	return f, nil
 }
 
 func (f *Fleet) now() time.Time { return f.opts.Now().UTC() }
@@ -235,14 +242,56 @@ func (f *Fleet) supervise(e *entry) {
 			err = errors.New("driver returned")
 		}
 		f.log.Error("campaign driver stopped; restarting it", "campaign", id, "err", err, "in", delay)
-		select {
-		case <-f.ctx.Done():
+		ok, recovered := f.waitRestart(delay)
+		if !ok {
 			return
-		case <-time.After(delay):
 		}
 		delay = min(2*delay, maxRestartDelay)
+		if recovered {
+			// The transport is back: start the backoff over, so that a
+			// failure while its connections come up costs a second, not
+			// the backed-off delay.
+			delay = f.opts.RestartDelay
+		}
 	}
 }
+
+// waitRestart waits delay before a failed driver runs again, but no longer
+// than until the transport, found unhealthy meanwhile, answers again (after
+// a Redis outage the campaign goes on at once instead of after the backed-
+// off delay). ok is false when the fleet stops; recovered says the wait
+// ended because the transport came back.
+func (f *Fleet) waitRestart(delay time.Duration) (ok, recovered bool) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	probe := time.NewTicker(healthProbeEvery)
+	defer probe.Stop()
+	sawOutage := false
+	for {
+		select {
+		case <-f.ctx.Done():
+			return false, false
+		case <-timer.C:
+			return true, false
+		case <-probe.C:
+			if f.opts.Health == nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(f.ctx, healthProbeEvery)
+			err := f.opts.Health(ctx)
+			cancel()
+			if err != nil {
+				sawOutage = true
+			} else if sawOutage {
+				return true, true
+			}
+		}
+	}
+}
+
+// healthProbeEvery is how often a waiting driver restart checks the
+// transport.
+const healthProbeEvery = 250 * time.Millisecond
 
 // Close stops every driver (trials in flight stay in the ledgers), closes
 // the transport and releases the campaigns' locks.
@@ -292,20 +341,9 @@ func (f *Fleet) entry(id string) *entry {
 	return f.campaigns[id]
 }
 
-// validID accepts what campaign.ID produces (lower-case letters, digits,
-// '.', '_', '-'; no leading dot), so an id from a request can never name a
-// path outside the workspace.
-func validID(id string) bool {
-	if id == "" || len(id) > 255 || id[0] == '.' {
-		return false
-	}
-	for _, r := range id {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validID is the id grammar every layer shares (campaign.ValidID): ids keep
+// the model's case ("toy-2L-h100-cpu", a name like "Night1").
+func validID(id string) bool { return campaign.ValidID(id) == nil }
 
 // Read runs fn on a campaign: the live state of a driven campaign, or a
 // snapshot of one another process drives.
@@ -409,6 +447,9 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 	if err != nil {
 		return "", false, 0, err
 	}
+	if err := f.checkMemory(ctx, req, target.Name); err != nil {
+		return "", false, 0, err
+	}
 	workers := req.Workers
 	if workers <= 0 {
 		workers = f.opts.DefaultWorkers
@@ -454,6 +495,41 @@ func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaig
 		f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
 	}
 	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: "fleet", AMKVersion: f.opts.Version})
+}
+
+// checkMemory refuses a campaign whose model no live worker of its target
+// could hold (trial.EstimateMemory against the memory each worker
+// announced). With no worker announcing its memory it cannot tell, and lets
+// the campaign start: each worker still refuses such a trial before
+// allocating anything.
+func (f *Fleet) checkMemory(ctx context.Context, req api.CreateRequest, target string) error {
+	if f.opts.Workers == nil {
+		return nil
+	}
+	workers, err := f.opts.Workers(ctx)
+	if err != nil {
+		f.log.Warn("cannot list workers to check the model's memory need", "err", err)
+		return nil
+	}
+	cfg, err := model.Load(req.Model)
+	if err != nil {
+		return fmt.Errorf("%w: %v", api.ErrBadValue, err)
+	}
+	need := trial.EstimateMemory(cfg, false, trial.DefaultCheckBytes)
+	var largest int64
+	known := false
+	for _, w := range workers {
+		if w.Target != target || w.MemoryBytes <= 0 {
+			continue
+		}
+		known = true
+		largest = max(largest, w.MemoryBytes)
+	}
+	if known && need.Host > largest {
+		return fmt.Errorf("%w: model %s needs about %d MiB of host memory per evaluator (its check runs %d of %d layers), but the largest live worker serving %s has %d MiB; add a worker with more memory (or raise its max_memory_mb)",
+			api.ErrBadValue, cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
+	}
+	return nil
 }
 
 // Workers lists the transport's live workers.

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -246,7 +248,14 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 	checkLedger(t, ws, id, 4)
 }
 
+// TestFleetCommandsGoThroughTheDriver runs in a synctest bubble, so the
+// paused window below is on the bubble's clock: every tick of it has run
+// when the test looks, and not one experiment may have been added.
 func TestFleetCommandsGoThroughTheDriver(t *testing.T) {
+	synctest.Test(t, testFleetCommandsGoThroughTheDriver)
+}
+
+func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{})
 	req := toyRequest(0) // unbounded, overnight: runs until stopped
@@ -262,8 +271,10 @@ func TestFleetCommandsGoThroughTheDriver(t *testing.T) {
 		t.Fatalf("second pause: %v", err)
 	}
 	waitFor(t, "the paused campaign to drain", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	synctest.Wait()
 	before := status(t, f, id).ExperimentsRun
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // two ticks of the fleet
+	synctest.Wait()
 	if after := status(t, f, id).ExperimentsRun; after != before {
 		t.Fatalf("a paused campaign ran %d more experiments", after-before)
 	}
@@ -360,5 +371,33 @@ func TestLogWriterQuietsRepeats(t *testing.T) {
 	got := buf.String()
 	if strings.Count(got, "waiting on the last trial") != 1 || strings.Count(got, "msg=done") != 1 || strings.Count(got, "level=") != 2 {
 		t.Fatalf("logged:\n%s", got)
+	}
+}
+
+// A failed driver waiting out its backoff restarts as soon as the
+// transport, unhealthy meanwhile, answers again.
+func TestDriverRestartFollowsTheTransportBack(t *testing.T) {
+	var healthy atomic.Bool
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{Health: func(context.Context) error {
+		if healthy.Load() {
+			return nil
+		}
+		return errors.New("redis down")
+	}})
+	done := make(chan bool, 1)
+	go func() {
+		ok, recovered := f.waitRestart(time.Hour)
+		done <- ok && recovered
+	}()
+	time.Sleep(3 * healthProbeEvery) // the outage is seen
+	healthy.Store(true)
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("waitRestart did not report the transport's recovery")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the restart waited out its backoff although the transport was back")
 	}
 }

@@ -3,11 +3,13 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/amk-dev/amk/internal/api"
@@ -55,7 +57,7 @@ func (v *RedisView) Workers(ctx context.Context) ([]api.Worker, error) {
 	for i, w := range infos {
 		out[i] = api.Worker{ID: w.ID, Target: w.Target, Device: w.Device, Identity: w.Identity, Queue: w.Queue,
 			Host: w.Host, PID: w.PID, Started: w.Started, Heartbeat: w.Heartbeat, Current: w.Current,
-			CurrentSince: w.CurrentSince, Trials: w.Trials}
+			CurrentSince: w.CurrentSince, Trials: w.Trials, MemoryBytes: w.MemoryBytes, MetricsAddr: w.MetricsAddr}
 	}
 	return out, nil
 }
@@ -107,3 +109,20 @@ func QueueMetrics(qs []api.Queue) []metrics.Queue {
 }
 
 func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// Monitor is the asynq web UI (hibiken/asynqmon) over its own connection to
+// Redis, mounted at root (e.g. "/queues") and read-only: queues are changed
+// by the scheduler, not by hand. close releases the connection.
+func Monitor(conn redisq.Conn, root string) (h http.Handler, close func() error, err error) {
+	rdb, err := conn.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	m := asynqmon.New(asynqmon.Options{RootPath: root, RedisConnOpt: clientOpt{rdb}, ReadOnly: true})
+	return m, m.Close, nil
+}
+
+// clientOpt hands asynqmon an existing client.
+type clientOpt struct{ rdb *redis.Client }
+
+func (o clientOpt) MakeRedisClient() any { return o.rdb }

@@ -6,8 +6,8 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // MaxGraphBytes bounds the size of a task-graph file Decode accepts.

@@ -3,8 +3,8 @@ package mpk
 import (
 	"fmt"
 
-	"github.com/amk-dev/amk/internal/pyjson"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Fixed positions of the canonical layout (doc.go): the termination task and
@@ -163,7 +163,7 @@ func wholeView(b *ir.Buffer) Tensor {
 
 // outputView is the part of a buffer a task writes: a GEMV/GEMM tile writes
 // columns [n_off, n_off+N_tile) (and a GEMM tile rows [m_off, m_off+M_tile))
-// of its output (seed 000 §7); every other task writes the whole buffer.
+// of its output (docs/spec/ir.md §7); every other task writes the whole buffer.
 func outputView(t *ir.Task, b *ir.Buffer) Tensor {
 	v := wholeView(b)
 	if (t.Op != ir.OpGEMVTile && t.Op != ir.OpGEMMTile) || len(v.Dims) == 0 || b.DType.Bits()%8 != 0 {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/amk-dev/amk/internal/pyjson"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // EventID is MPK's 64-bit event id: the NVSHMEM tag in the top bits, the gpu

@@ -79,7 +79,7 @@ func (e *CompileError) Error() string {
 
 // Builder compiles the kernel sources through a content-addressed cache in
 // Dir, shared by every worker of a host: a variant compiled once is never
-// compiled again (R8). Safe for concurrent use, also across processes.
+// compiled again (docs/spec/rules.md R8). Safe for concurrent use, also across processes.
 type Builder struct {
 	Toolchain Toolchain
 	Dir       string        // cache directory

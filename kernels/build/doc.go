@@ -1,6 +1,6 @@
 // Package build compiles the kernel sources (package kernels) with nvcc for
 // one GPU architecture and one knob variant, through a content-addressed
-// cache shared by every worker of a host (R8).
+// cache shared by every worker of a host (docs/spec/rules.md R8).
 //
 // Inputs are validated before anything runs: the architecture must look like
 // sm_XY[a|f]; knobs come as a kernels.Variant or as "-DAMK_X=N" flags checked

@@ -29,7 +29,8 @@ func SpotVariants() []kernels.Variant {
 }
 
 // ExtremeVariants is the default variant, the largest block size of the
-// config scope (the tightest register cap) and the search knobs all at
+// config scope (the tightest register cap) when it is not the default's, and
+// the search knobs all at
 // their smallest and all at their largest choices: the few builds with the
 // least and the most register pressure, which `make test` compiles when an
 // nvcc is at hand.

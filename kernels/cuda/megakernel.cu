@@ -112,7 +112,10 @@ __device__ __forceinline__ int64_t amk_weight_bytes(const amk_program_t& prog, i
 }
 
 extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(const amk_program_t* __restrict__ pp) {
-    const amk_program_t prog = *pp;
+    /* The record (and below the queue, its length, the prefetch depth) is read where it is used
+     * (L1 hits), not copied into registers at entry: a copy stays live across the whole
+     * persistent loop, on top of the largest op, and the highest GEMV knobs spilled with it. */
+    const amk_program_t& prog = *pp;
     __shared__ amk_instruction_t s_inst;
     /* Launch-shape errors are uniform across blocks: every block traps and returns before its
      * queue (and before the optional grid barrier), so nothing waits on a block that is gone. */
@@ -128,16 +131,17 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
     cg::this_grid().sync();
 #endif
 
-    const int32_t* queue = prog.queue_flat + prog.queue_off[blockIdx.x];
-    const int32_t len = prog.queue_len[blockIdx.x];
-    const int32_t depth = prog.prefetch_depth;
+    auto len = [&] { return prog.queue_len[blockIdx.x]; };
+    auto slot = [&](int32_t s) { return prog.queue_flat[prog.queue_off[blockIdx.x] + s]; };
+    const int32_t& depth = prog.prefetch_depth;
     int32_t prefetched = 0; /* queue slots [0, prefetched) have had their weights prefetched */
     int64_t ahead = 0;      /* weight bytes prefetched for slots [i, prefetched)               */
 #if AMK_RING_ON
-    amk_ring_start(prog, queue, len); /* the first tiles' weights go before the first wait */
+    /* the first tiles' weights go before the first wait */
+    amk_ring_start(prog, prog.queue_flat + prog.queue_off[blockIdx.x], len());
 #endif
-    for (int32_t i = 0; i < len; ++i) {
-        const int32_t task = queue[i];
+    for (int32_t i = 0; i < len(); ++i) {
+        const int32_t task = slot(i);
         if (task < 0 || task >= prog.n_instructions) {
             amk_trap(prog, AMK_TRAP_INDEX, task, -1, task);
             break;
@@ -145,10 +149,10 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
         /* The look-ahead is d instructions AND at most AMK_PREFETCH_WINDOW_BYTES of weights (the
          * current instruction's always goes): a window in bytes keeps the SMs' prefetches inside
          * the L2 whatever the tile sizes. */
-        for (; depth > 0 && prefetched < len && prefetched < i + depth &&
+        for (; depth > 0 && prefetched < len() && prefetched < i + depth &&
                (prefetched == i || ahead < (int64_t)AMK_PREFETCH_WINDOW_BYTES);
              ++prefetched)
-            ahead += amk_prefetch_weights(prog, queue[prefetched]);
+            ahead += amk_prefetch_weights(prog, slot(prefetched));
         if (i < prefetched) ahead -= amk_weight_bytes(prog, task);
         amk_load_inst(s_inst, prog.instructions + task);
         if (!amk_inst_ok(prog, s_inst)) {

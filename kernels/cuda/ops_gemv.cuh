@@ -188,18 +188,19 @@ __device__ __forceinline__ void amk_gemv_cpasync(const float* __restrict__ xs, c
             }
         if (ci == nchunks - 1) { /* the group's last chunk: leftover vectors, the scalar tail, store */
             const int64_t n0 = n_off + t;
-            for (int kv = nchunks * 32 + lane; kv < nvec; kv += 32)
+            /* One row at a time (each acc[c] sees the same sequence as row-interleaved): C rows'
+             * leftover vectors in flight at once pushed the highest knobs past 255 registers. */
 #pragma unroll
-                for (int c = 0; c < C; ++c)
-                    if (c < cols) {
+            for (int c = 0; c < C; ++c)
+                if (c < cols) {
+                    const T* w = W + (n0 + c) * ldw;
+                    for (int kv = nchunks * 32 + lane; kv < nvec; kv += 32) {
                         float f[V];
-                        amk_vec<T>::cvt(__ldcs(reinterpret_cast<const uint4*>(W + (n0 + c) * ldw) + kv), f);
+                        amk_vec<T>::cvt(__ldcs(reinterpret_cast<const uint4*>(w) + kv), f);
                         acc[c] = amk_dot_smem<V>(xs + (int64_t)kv * V, f, acc[c]);
                     }
-            for (int k = nvec * V + lane; k < K; k += 32)
-#pragma unroll
-                for (int c = 0; c < C; ++c)
-                    if (c < cols) acc[c] = fmaf(xs[k], amk_vec<T>::one(W + (n0 + c) * ldw, k), acc[c]);
+                    for (int k = nvec * V + lane; k < K; k += 32) acc[c] = fmaf(xs[k], amk_vec<T>::one(w, k), acc[c]);
+                }
 #pragma unroll
             for (int c = 0; c < C; ++c) {
                 if (c < cols) amk_gemv_store(out, obase + n0 + c, acc[c], bias, n0 + c, res);

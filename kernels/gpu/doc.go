@@ -8,19 +8,19 @@
 // decode position up to the trial's: the history tokens of
 // trial.HistoryToken, then the trial's token, with the KV caches carried in
 // device memory — launch Update when the next position's program has the
-// same layout (R28), otherwise a reload with the caches read back and bound
+// same layout (docs/spec/rules.md R28), otherwise a reload with the caches read back and bound
 // again. The final logits are compared with the reference VM's
 // (TimeRequest.Expected) by vm.Compare at the model dtype; a mismatch is a
 // *trial.MismatchError, which trial turns into correct=false, never a
 // latency. The candidate (the check handle itself unless the check model
 // was truncated) is then timed interleaved (ABBA, after warm-up) with the
-// incumbent lowered at the same position on the same device (R7); the
+// incumbent lowered at the same position on the same device (docs/spec/rules.md R7); the
 // incumbent stays resident between trials until it changes or the child
 // restarts. After the timed launches the candidate's logits are read back
 // (launch op "read") and must equal, bit for bit, those of its checked
 // launch (or, for a truncated check, of one untimed launch at the trial's
 // step): every timed launch ran the same step on the same inputs, so a
-// difference is a race in the schedule and the trial is incorrect. A GPU evaluation never falls back to a prediction (R24).
+// difference is a race in the schedule and the trial is incorrect. A GPU evaluation never falls back to a prediction (docs/spec/rules.md R24).
 // Greedy runs a greedy decode on the device with the same machinery (the GPU
 // counterpart of the eager oracle's greedy decode).
 //
@@ -39,7 +39,7 @@
 // incumbent never fails the candidate: a refusal times the candidate alone
 // with a note, a child failure is "infra" (retried).
 //
-// Devices are matched to a target record at start (launch.MatchTarget, R1):
+// Devices are matched to a target record at start (launch.MatchTarget, docs/spec/rules.md R1):
 // a GPU without one is refused. A trial for another target is measured and
 // labelled with the trial's target, and the verdict notes the difference.
 //

@@ -34,7 +34,7 @@ type Client interface {
 type Options struct {
 	// Target is the operator's target record for this device (the
 	// worker's --target); "" recognises it from the device name. Either
-	// way a device without a record is refused (R1).
+	// way a device without a record is refused (docs/spec/rules.md R1).
 	Target string
 	// Warmup launches per program and interleaved Samples per program.
 	Warmup, Samples int

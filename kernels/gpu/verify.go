@@ -126,7 +126,7 @@ func lowerChecked(cfg model.Config, target *ir.GpuTarget, point schedule.Point, 
 // walk runs decode positions 0..last on the device under handle: the
 // program of each position from programAt, the token from token(pos,
 // previous logits), the KV caches carried in device memory — launch Update
-// when the next position's program has the same layout (R28), otherwise a
+// when the next position's program has the same layout (docs/spec/rules.md R28), otherwise a
 // reload with the caches read back and bound again. step receives every
 // position's logits. It returns the load notes.
 func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSource, v kernels.Variant, last int,

@@ -116,7 +116,7 @@ func kvNames(p *ir.Program) []string {
 }
 
 // sameLayout reports whether b can replace a's instruction params in place
-// (launch Update, R28): the same buffers and the same tasks on the same
+// (launch Update, docs/spec/rules.md R28): the same buffers and the same tasks on the same
 // queues, differing only in params.
 func sameLayout(a, b *ir.Program) bool {
 	if len(a.Buffers) != len(b.Buffers) || len(a.Tasks) != len(b.Tasks) || len(a.Counters) != len(b.Counters) {

@@ -18,7 +18,7 @@ type Status string
 const (
 	StatusOK       Status = "OK"
 	StatusTrap     Status = "TRAP"     // a device trap (kernels.AbortCode >= TrapFirst)
-	StatusWatchdog Status = "WATCHDOG" // the device spin watchdog ended the launch (R23)
+	StatusWatchdog Status = "WATCHDOG" // the device spin watchdog ended the launch (docs/spec/rules.md R23)
 	StatusTimeout  Status = "TIMEOUT"  // the driver/OS watchdog killed the kernel, or the supervisor's deadline expired
 	StatusError    Status = "ERROR"    // the launch or a device call failed
 )
@@ -60,7 +60,7 @@ func StatusOf(code kernels.AbortCode) Status {
 	}
 }
 
-// Info describes the live device (R1: grid, co-residency and SM assignment
+// Info describes the live device (docs/spec/rules.md R1: grid, co-residency and SM assignment
 // come from it, not from a target record).
 type Info struct {
 	Ordinal        int    `json:"ordinal"`
@@ -137,10 +137,10 @@ type RunResult struct {
 type Device interface {
 	Info() Info
 	// Load marshals, uploads and prepares a program (co-residency is
-	// checked here, R24). Weights stay resident until Unload.
+	// checked here, docs/spec/rules.md R24). Weights stay resident until Unload.
 	Load(spec *LoadSpec) (Handle, LoadInfo, error)
 	// Update re-marshals a loaded program's instruction params (a new
-	// decode position) without touching weights or KV caches (R28).
+	// decode position) without touching weights or KV caches (docs/spec/rules.md R28).
 	Update(h Handle, p *ir.Program) error
 	// Run copies the given buffers (IO inputs, KV caches) to the device,
 	// launches once and reads back the buffers in read.
@@ -154,7 +154,7 @@ type Device interface {
 
 // OpLaunch is one Loop-1 launch of an entry kernel: instructions
 // [First, First+Count) of a loaded program, all of opcode Op, one block each,
-// without counters, through the same device function the VM dispatches (R29).
+// without counters, through the same device function the VM dispatches (docs/spec/rules.md R29).
 type OpLaunch struct {
 	Op              ir.Op
 	First, Count    int

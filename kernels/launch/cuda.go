@@ -230,7 +230,7 @@ func (d *cudaDevice) load(spec *LoadSpec) (_ *cudaProgram, err error) {
 			return nil, err
 		}
 	}
-	// Co-residency (R24): every queue's block must be resident at once.
+	// Co-residency (docs/spec/rules.md R24): every queue's block must be resident at once.
 	occ, err := p.vm.MaxActiveBlocksPerMultiProcessor(p.threads, int64(p.smem))
 	if err != nil {
 		return nil, err

@@ -6,17 +6,17 @@
 // cuFuncSetAttribute) or ErrNoCUDA in the default build ("built without CUDA
 // support (rebuild with -tags cuda)"). Load marshals a program
 // (kernels.MarshalProgram), checks co-residency with the occupancy API at the
-// variant's block size and dynamic shared memory (R24), uploads the tables,
+// variant's block size and dynamic shared memory (docs/spec/rules.md R24), uploads the tables,
 // the weights and a zeroed activation arena; Run zeroes counters and the
 // abort block, launches cooperatively, synchronises, reads the abort flag and
 // amk_diag_t (StatusOK, TRAP, WATCHDOG; TIMEOUT for the driver watchdog;
 // ERROR) and reads back the requested buffers; TimeInterleaved times a
 // candidate and an incumbent alternately (ABBA) with CUDA events after
-// warm-up launches and returns both Stats and their ratio (R7); OpRunner
+// warm-up launches and returns both Stats and their ratio (docs/spec/rules.md R7); OpRunner
 // runs the Loop-1 entry kernels; BufferReader reads buffers back without a
 // launch (what the last launch left). FloorGuard withholds a latency below the
 // HBM floor; MatchTarget maps the live device to its ir target record and
-// refuses a GPU without one (R1).
+// refuses a GPU without one (docs/spec/rules.md R1).
 //
 // Supervised child: the gpuworker runs the launcher as a child process per
 // device (a hidden subcommand that calls Serve with a Server over Open's

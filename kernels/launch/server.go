@@ -42,7 +42,7 @@ type WeightProvider interface {
 }
 
 // Server is the child-side Handler: it turns protocol requests into Device
-// calls, checking everything it can before touching the device (R24-R26).
+// calls, checking everything it can before touching the device (docs/spec/rules.md R24-R26).
 type Server struct {
 	Device  Device
 	Modules ModuleSource
@@ -190,7 +190,7 @@ func (s *Server) load(ctx context.Context, req *LoadRequest) (*LoadResponse, err
 	return &LoadResponse{Handle: req.Handle, Launch: li, Notes: notes}, nil
 }
 
-// bindWeights encodes every WEIGHT/CONST buffer (R26: shape and dtype checked).
+// bindWeights encodes every WEIGHT/CONST buffer (docs/spec/rules.md R26: shape and dtype checked).
 func (s *Server) bindWeights(ctx context.Context, src WeightSource, p *ir.Program) (map[int][]byte, error) {
 	var byKey map[string]*tensor.Tensor
 	switch src.Kind {

@@ -60,7 +60,7 @@ func quantile(sorted []float64, q float64) float64 {
 }
 
 // Comparison is a candidate timed side by side with the incumbent on one
-// device in one session (R7). Ratio = candidate median / incumbent median
+// device in one session (docs/spec/rules.md R7). Ratio = candidate median / incumbent median
 // (< 1: the candidate is faster); 0 when there is no incumbent.
 type Comparison struct {
 	Candidate Stats   `json:"candidate"`

@@ -18,7 +18,7 @@ func squash(s string) string {
 	return b.String()
 }
 
-// MatchTarget finds the target record of the live device (R1). With want
+// MatchTarget finds the target record of the live device (docs/spec/rules.md R1). With want
 // set (the worker's configured target) that record is used and every
 // disagreement with the device is returned as a note for the verdict; with
 // want empty the record is recognised from the device name (longest record

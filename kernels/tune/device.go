@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels"
@@ -15,7 +17,7 @@ import (
 // LaunchDevice is the Device of a kernels/launch GPU in this process: each
 // variant is built through the shared cache (a ModuleSource), loaded with
 // the case program, and run by the amk_entry_<op> kernels (launch.OpRunner)
-// — the same device functions the megakernel VM dispatches (R29). Entry
+// — the same device functions the megakernel VM dispatches (docs/spec/rules.md R29). Entry
 // kernels never wait on counters, so they cannot deadlock; a launch that
 // faults poisons the CUDA context and the variants after it fail as
 // crashes.
@@ -29,7 +31,7 @@ type LaunchDevice struct {
 }
 
 // NewLaunchDevice wraps an open device. A GPU without a target record is
-// refused (R1).
+// refused (docs/spec/rules.md R1).
 func NewLaunchDevice(dev launch.Device, mods launch.ModuleSource) (*LaunchDevice, error) {
 	r, ok := dev.(launch.OpRunner)
 	if !ok {
@@ -150,3 +152,16 @@ func (p *launchPrepared) Time(ctx context.Context, warmup, samples int) (launch.
 
 // Close implements Prepared.
 func (p *launchPrepared) Close() error { return p.d.dev.Unload(p.h) }
+
+// ParseCUDADevice parses a Loop 1 device: cuda (ordinal 0), cuda:N or N.
+func ParseCUDADevice(s string) (int, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	if s == "cuda" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("--device must be cuda or cuda:N (Loop 1 needs a GPU), got %q", s)
+	}
+	return n, nil
+}

@@ -15,7 +15,7 @@ import (
 )
 
 // vmLaunchDevice is a launch.Device and OpRunner that computes with the
-// reference VM. A module whose variant has threads=512 traps.
+// reference VM. A module whose variant sets cpasync=0 traps.
 type vmLaunchDevice struct {
 	name  string
 	progs map[launch.Handle]*vmLoaded
@@ -55,7 +55,7 @@ func (d *vmLaunchDevice) RunOp(h launch.Handle, l launch.OpLaunch) (*launch.RunR
 	if l.First != 0 || l.Count != len(p.Tasks) || l.Op != p.Tasks[0].Op {
 		return nil, launch.Stats{}, errors.New("bad entry launch")
 	}
-	if lp.spec.Variant.Threads() == 512 {
+	if c, set := lp.spec.Variant["cpasync"]; set && c == 0 {
 		return &launch.RunResult{Status: launch.StatusTrap, Message: "trap: launch shape"}, launch.Stats{}, nil
 	}
 	machine, err := vm.New(p, vm.Options{})
@@ -152,7 +152,7 @@ func TestLaunchDeviceRunsTheLoop(t *testing.T) {
 	for _, tr := range s.TrialsDetail {
 		got = append(got, tr.Variant+":"+tr.Correctness)
 	}
-	want := []string{"default:PASS", "threads=128:CRASH", "threads=512:CRASH"}
+	want := []string{"default:PASS", "threads=128:CRASH", "cpasync=0:CRASH"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("trials %v, want %v", got, want)
 	}

@@ -1,4 +1,4 @@
-// Package tune is Loop 1 (seed 001 §1A): single-instruction tuning of the
+// Package tune is Loop 1 (docs/spec/loop.md §1): single-instruction tuning of the
 // micro-kernels the megakernel VM dispatches, by their -D knobs.
 //
 // Cases. NewCase cuts one op's task group out of the lowering of the
@@ -32,7 +32,7 @@
 // the reference by vm.Compare at the case dtype, element by element (rows of
 // one, so only allclose and finiteness decide); time only a correct
 // variant — the first alone, every later one in alternating rounds against
-// the best so far on the same device (R7) — and keep it on a strict
+// the best so far on the same device (docs/spec/rules.md R7) — and keep it on a strict
 // MinGain (1%) win. A failed run or timing is a crash and makes
 // all_correct false, as does a mismatch (tag revert, FAIL). A reading
 // below the op-bytes HBM floor is withheld (launch.FloorGuard). When a
@@ -40,12 +40,12 @@
 // the end and speedup = baseline / best. Every trial appends one
 // loop=instruction row to results.tsv as it finishes: model inst:<op>,
 // kernel_id <op>[<variant>], latency only for PASS, pct_of_roofline =
-// latency / floor × 100 (R9). Summary is the seed-001 JSON, plus the case
+// latency / floor × 100 (docs/spec/rules.md R9). Summary is the seed-001 JSON, plus the case
 // description and notes; OK is the verb's exit condition (all built
 // variants correct and a correct best).
 //
 // Devices. LaunchDevice runs on a kernels/launch Device in-process through
-// its OpRunner (the amk_entry_<op> kernels, R29) with modules from the
+// its OpRunner (the amk_entry_<op> kernels, docs/spec/rules.md R29) with modules from the
 // shared build cache; the amkctl cuda build opens it. Everything else is
 // tested with fakes.
 package tune

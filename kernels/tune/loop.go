@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 
 	"github.com/amk-dev/amk/flywheel"
@@ -188,7 +187,7 @@ type loop struct {
 
 // Tune runs Loop 1 on one op: for each proposal build, verify against the
 // reference VM on the case, time only correct variants (each against the
-// best so far, interleaved on the same device, R7), keep on a strict
+// best so far, interleaved on the same device, docs/spec/rules.md R7), keep on a strict
 // MinGain win, and log one results.tsv row per trial. Rows are appended as
 // trials finish. The error is for a run that could not proceed (no case, a
 // results file refused, cancellation); variant failures are trial outcomes.
@@ -260,7 +259,7 @@ func (l *loop) trial(ctx context.Context, i int, v kernels.Variant) Trial {
 		return l.crashed(tr, "run failed: "+err.Error())
 	}
 	cmp := vm.Compare(flatten(l.c.Outputs, out), l.ref, 1, l.c.DType)
-	if finite(cmp.MaxRelErr) {
+	if ir.Finite(cmp.MaxRelErr) {
 		e := round(cmp.MaxRelErr, 8)
 		tr.MaxRelErr = &e
 	}
@@ -275,17 +274,17 @@ func (l *loop) trial(ctx context.Context, i int, v kernels.Variant) Trial {
 	}
 	tr.Correct, tr.Correctness = true, flywheel.CorrectPass
 	l.sum.NCorrect++
-	if finite(spread) {
-		tr.Spread = ptr(round(spread, 4))
+	if ir.Finite(spread) {
+		tr.Spread = new(round(spread, 4))
 	}
 	if incUS > 0 {
-		tr.IncumbentUS, tr.Ratio = ptr(round(incUS, 4)), ptr(round(us/incUS, 4))
+		tr.IncumbentUS, tr.Ratio = new(round(incUS, 4)), new(round(us/incUS, 4))
 	}
 	if ok, note := launch.FloorGuard(us, l.boundUS); !ok {
 		tr.Note = note
 		return tr
 	}
-	tr.LatencyUS = ptr(round(us, 4))
+	tr.LatencyUS = new(round(us, 4))
 	tr.PctOfRoofline = l.pct(us)
 	// Correctness first, then a strict MinGain win over the best so far,
 	// both timed side by side.
@@ -383,11 +382,11 @@ func (l *loop) finish(ctx context.Context) {
 	default:
 		s.Notes = append(s.Notes, "the default variant was not correct: no baseline")
 	}
-	s.BestUS = ptr(round(best, 4))
+	s.BestUS = new(round(best, 4))
 	s.PctOfRoofline = l.pct(best)
 	if base > 0 {
-		s.BaselineUS = ptr(round(base, 4))
-		s.Speedup = ptr(round(base/best, 4))
+		s.BaselineUS = new(round(base, 4))
+		s.Speedup = new(round(base/best, 4))
 	}
 }
 
@@ -400,12 +399,12 @@ func (l *loop) closeAll() {
 	}
 }
 
-// pct is latency / floor × 100 (R9), nil without a floor.
+// pct is latency / floor × 100 (docs/spec/rules.md R9), nil without a floor.
 func (l *loop) pct(us float64) *float64 {
 	if !finitePositive(l.boundUS) || !finitePositive(us) {
 		return nil
 	}
-	return ptr(round(us/l.boundUS*100, 4))
+	return new(round(us/l.boundUS*100, 4))
 }
 
 // log writes the trial's row and its progress line.
@@ -454,10 +453,6 @@ func flatten(ids []int, out map[int]*tensor.Tensor) []float32 {
 	return vals
 }
 
-func ptr(x float64) *float64 { return &x }
-
-func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-func finitePositive(x float64) bool { return finite(x) && x > 0 }
+func finitePositive(x float64) bool { return ir.Finite(x) && x > 0 }
 
 func round(x float64, n int) float64 { return ir.RoundTo(x, n) }

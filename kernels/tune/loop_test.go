@@ -69,9 +69,11 @@ func (p *fakePrepared) Time(ctx context.Context, warmup, samples int) (launch.St
 
 func (p *fakePrepared) Close() error { p.d.open--; return nil }
 
-func rmsnormCase(t *testing.T) *Case {
+// gemvCase is the loop tests' case: a GEMV tile has the knobs for three
+// proposals (default, threads=128, cpasync=0).
+func gemvCase(t *testing.T) *Case {
 	t.Helper()
-	c, err := NewCase(ir.OpRMSNORM, ir.F32, h200(t), "toy")
+	c, err := NewCase(ir.OpGEMVTile, ir.F32, h200(t), "toy")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,21 +83,21 @@ func rmsnormCase(t *testing.T) *Case {
 func tune(t *testing.T, d *fakeDevice, budget int, results string) *Summary {
 	t.Helper()
 	var log bytes.Buffer
-	s, err := Tune(context.Background(), d, Options{Target: h200(t), Budget: budget, Results: results, Case: rmsnormCase(t), Log: &log})
+	s, err := Tune(context.Background(), d, Options{Target: h200(t), Budget: budget, Results: results, Case: gemvCase(t), Log: &log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.open != 0 {
 		t.Fatalf("%d prepared variants left open", d.open)
 	}
-	if !strings.Contains(log.String(), "tune-instruction rmsnorm") {
+	if !strings.Contains(log.String(), "tune-instruction gemv_tile") {
 		t.Fatalf("no progress log: %q", log.String())
 	}
 	return s
 }
 
 func TestTuneKeepsOnlyStrictWinsTimedSideBySide(t *testing.T) {
-	d := &fakeDevice{lat: map[string]float64{"default": 10, "threads=128": 9.5, "threads=512": 9.45}}
+	d := &fakeDevice{lat: map[string]float64{"default": 10, "threads=128": 9.5, "cpasync=0": 9.45}}
 	results := filepath.Join(t.TempDir(), "ws", "results.tsv")
 	s := tune(t, d, 3, results)
 	if !s.OK() || !s.AllCorrect || s.NCorrect != 3 || s.Trials != 3 {
@@ -109,12 +111,12 @@ func TestTuneKeepsOnlyStrictWinsTimedSideBySide(t *testing.T) {
 		kept = append(kept, tr.Kept)
 	}
 	if !slices.Equal(kept, []bool{true, true, false}) {
-		t.Fatalf("kept %v (threads=512 is only 0.5%% faster)", kept)
+		t.Fatalf("kept %v (cpasync=0 is only 0.5%% faster)", kept)
 	}
 	// default alone; then 4 ABBA rounds against the best; then best vs baseline.
 	want := []string{"default",
 		"threads=128", "default", "default", "threads=128", "threads=128", "default", "default", "threads=128",
-		"threads=512", "threads=128", "threads=128", "threads=512", "threads=512", "threads=128", "threads=128", "threads=512",
+		"cpasync=0", "threads=128", "threads=128", "cpasync=0", "cpasync=0", "threads=128", "threads=128", "cpasync=0",
 		"threads=128", "default", "default", "threads=128", "threads=128", "default", "default", "threads=128"}
 	if !slices.Equal(d.timed, want) {
 		t.Fatalf("timing order %v", d.timed)
@@ -128,17 +130,17 @@ func TestTuneKeepsOnlyStrictWinsTimedSideBySide(t *testing.T) {
 	}
 	for i, tag := range []string{flywheel.TagKept, flywheel.TagKept, flywheel.TagTried} {
 		r := rows[i]
-		if r.Tag != tag || r.Loop != flywheel.LoopInstruction || r.Model != "inst:rmsnorm" || r.GPU != "h200" ||
+		if r.Tag != tag || r.Loop != flywheel.LoopInstruction || r.Model != "inst:gemv_tile" || r.GPU != "h200" ||
 			r.Correctness != flywheel.CorrectPass || r.LatencyUS == nil || r.Regime != flywheel.RegimeSingle {
 			t.Fatalf("row %d: %+v", i, r)
 		}
-		// R9: latency / floor x 100.
+		// docs/spec/rules.md R9: latency / floor x 100.
 		wantPct := ir.RoundTo(*r.LatencyUS / *s.BoundUS * 100, 4)
 		if r.PctOfRoofline == nil || relDiff(*r.PctOfRoofline, wantPct) > 1e-3 {
 			t.Fatalf("row %d pct %v, want %v", i, r.PctOfRoofline, wantPct)
 		}
 	}
-	if rows[0].KernelID != "rmsnorm[default]" || rows[1].KernelID != "rmsnorm[threads=128]" {
+	if rows[0].KernelID != "gemv_tile[default]" || rows[1].KernelID != "gemv_tile[threads=128]" {
 		t.Fatalf("kernel ids %q %q", rows[0].KernelID, rows[1].KernelID)
 	}
 	if *s.PctOfRoofline < 100 {
@@ -158,8 +160,8 @@ func relDiff(a, b float64) float64 {
 }
 
 func TestTuneMismatchAndCrashAreNeverTimed(t *testing.T) {
-	d := &fakeDevice{lat: map[string]float64{"default": 10, "threads=128": 1, "threads=512": 1},
-		wrong: map[string]bool{"threads=128": true}, crash: map[string]bool{"threads=512": true}}
+	d := &fakeDevice{lat: map[string]float64{"default": 10, "threads=128": 1, "cpasync=0": 1},
+		wrong: map[string]bool{"threads=128": true}, crash: map[string]bool{"cpasync=0": true}}
 	results := filepath.Join(t.TempDir(), "results.tsv")
 	s := tune(t, d, 3, results)
 	if s.OK() || s.AllCorrect || s.NCorrect != 1 || *s.BestVariant != "default" || *s.Speedup != 1 {
@@ -181,7 +183,7 @@ func TestTuneMismatchAndCrashAreNeverTimed(t *testing.T) {
 }
 
 func TestTuneBuildFailureIsRejectedNotIncorrect(t *testing.T) {
-	d := &fakeDevice{lat: map[string]float64{"default": 10, "threads=512": 10}, broken: map[string]bool{"threads=128": true}}
+	d := &fakeDevice{lat: map[string]float64{"default": 10, "cpasync=0": 10}, broken: map[string]bool{"threads=128": true}}
 	s := tune(t, d, 3, "")
 	if !s.OK() || s.NCorrect != 2 || s.TrialsDetail[1].Built || s.TrialsDetail[1].Correctness != flywheel.CorrectCrash {
 		t.Fatalf("summary %+v", s)
@@ -227,13 +229,13 @@ func TestSummaryJSONOrder(t *testing.T) {
 		}
 		last = i
 	}
-	if !strings.Contains(string(data), `"dtype":"fp32"`) || !strings.Contains(string(data), `"op":"rmsnorm"`) {
+	if !strings.Contains(string(data), `"dtype":"fp32"`) || !strings.Contains(string(data), `"op":"gemv_tile"`) {
 		t.Fatalf("%s", data)
 	}
 }
 
 func TestTuneRefusesABadBudget(t *testing.T) {
-	if _, err := Tune(context.Background(), &fakeDevice{}, Options{Target: h200(t), Budget: 0, Case: rmsnormCase(t)}); err == nil {
+	if _, err := Tune(context.Background(), &fakeDevice{}, Options{Target: h200(t), Budget: 0, Case: gemvCase(t)}); err == nil {
 		t.Fatal("budget 0 accepted")
 	}
 }

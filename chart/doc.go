@@ -1,0 +1,9 @@
+// Package chart is amk's one plotting path: a small model of line charts
+// (Chart, Line) drawn by gonum.org/v1/plot to SVG or PNG, one chart or a
+// grid of them under a title.
+//
+// Trajectory makes a campaign's progress chart (best latency against the
+// HBM floor, experiment by experiment) from its wake-up report; the report
+// (runner: report.svg), the web view (internal/web) and the docs picture
+// (deploy/deploytest, from Prometheus range queries) all draw with it.
+package chart

@@ -1,0 +1,56 @@
+package chart
+
+import (
+	"github.com/amk-dev/amk/campaign"
+)
+
+// TrajectorySize is the size of a campaign's progress chart.
+var TrajectorySize = Size{W: 900, H: 480}
+
+// Trajectory is a campaign's progress chart: every latency a trial got
+// (filled when kept, open when not), the best so far as a step line, and
+// the baseline and the HBM floor as dashed levels. The x axis is the
+// experiment number; the y axis is latency in µs, on a log scale (so that
+// the floor and a slow start both fit).
+func Trajectory(w campaign.WakeUp) Chart {
+	c := Chart{Title: w.Campaign + " — best latency against the HBM floor", XLabel: "experiment",
+		YLabel: "latency", Unit: " µs", Step: true, LogY: true}
+	var kept, tried, best []Point
+	last := 1.0
+	for _, t := range w.Trajectory {
+		x := float64(t.Experiment)
+		last = max(last, x)
+		if t.LatencyUS != nil {
+			if t.Kept {
+				kept = append(kept, Point{x, *t.LatencyUS})
+			} else {
+				tried = append(tried, Point{x, *t.LatencyUS})
+			}
+		}
+		if t.BestUS != nil {
+			best = append(best, Point{x, *t.BestUS})
+		}
+	}
+	if n := len(best); n > 0 && best[n-1].X < last {
+		best = append(best, Point{last, best[n-1].Y})
+	}
+	level := func(v *float64) []Point {
+		if v == nil {
+			return nil
+		}
+		return []Point{{0, *v}, {last, *v}}
+	}
+	c.Lines = []Line{
+		{Name: "best so far", Points: best, Color: Palette[0]},
+		{Name: "HBM floor", Points: level(w.BoundUS), Color: Red, Dashed: true},
+		{Name: "baseline", Points: level(w.BaselineUS), Color: Grey, Dashed: true},
+		{Name: "kept", Points: kept, Color: Palette[0], Dots: true},
+		{Name: "tried", Points: tried, Color: Grey, Dots: true, Hollow: true},
+	}
+	return c
+}
+
+// TrajectorySVG draws Trajectory as SVG.
+func TrajectorySVG(w campaign.WakeUp) ([]byte, error) {
+	return Draw(Trajectory(w), SVG, TrajectorySize)
+}

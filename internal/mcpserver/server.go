@@ -1,0 +1,169 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/kernels/tune"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Campaigns is where status, next, report, record, campaigns,
+	// autoresearch and loop act: a *control.Local (the default of amkctl
+	// mcp) or a control.Remote (a scheduler).
+	Campaigns control.Campaigns
+	// OpenLauncher maps a device ("cpu" or "cuda") to a latency source and
+	// the device's name in verdicts; nil serves the CPU cost model only.
+	OpenLauncher func(device string) (trial.Launcher, string, error)
+	// OpenTuneDevice opens a CUDA device for Loop 1 and returns its release
+	// function; nil when the binary has no CUDA support (tune_instruction
+	// then answers that it needs a cuda build).
+	OpenTuneDevice func(ordinal int) (tune.Device, func() error, error)
+	// GPUProbe names the GPU this binary can evaluate on, for doctor; nil
+	// when the binary has no CUDA support.
+	GPUProbe func(ctx context.Context) (string, error)
+	// Workspace is the directory doctor checks; empty: the local
+	// workspace's directory, or "workspace".
+	Workspace string
+	// Version is the server's version in the MCP handshake.
+	Version string
+	// Logger receives the server's own messages (background runs ending,
+	// recovered panics); nil discards them. It must not write to the
+	// stdout of a stdio server.
+	Logger *slog.Logger
+}
+
+// Server is amk's MCP server: one mcp.Server with amk's tools and
+// resources, plus the campaign runs it drives on the local workspace.
+type Server struct {
+	opts   Options
+	local  *control.Local // nil on a scheduler
+	mcp    *mcp.Server
+	models *trial.ModelCache
+	log    *slog.Logger
+
+	// base bounds every background run; Close cancels it.
+	base context.Context
+	stop context.CancelFunc
+
+	mu   sync.Mutex
+	runs map[string]*localRun // campaign id -> the run this server drives
+	wg   sync.WaitGroup
+}
+
+// New builds the server and registers its tools and resources.
+func New(o Options) (*Server, error) {
+	if o.Campaigns == nil {
+		return nil, errors.New("mcpserver: Options.Campaigns is required")
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	base, stop := context.WithCancel(context.Background())
+	s := &Server{opts: o, log: log, models: trial.NewModelCache(0), base: base, stop: stop, runs: map[string]*localRun{}}
+	s.local, _ = o.Campaigns.(*control.Local)
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "amk", Title: "amk: safe GPU megakernel schedules", Version: o.Version},
+		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(warnings{log.Handler()})})
+	s.addTools()
+	s.addResources()
+	return s, nil
+}
+
+// instructions is what the server tells a client about itself at
+// initialisation.
+const instructions = `amk searches for the fastest safe schedule of a GPU megakernel.
+Loop 2 (schedule search): propose (read the edit surface) -> edit ONE knob of the
+schedule_config -> eval (ok=true iff valid and correct) -> keep only a correct
+config with a >= 1% lower latency -> record the outcome -> next (continue or stop).
+loop runs that keep/revert loop for you; autoresearch runs it in the background
+(status/next/report to watch it, cancel to end the run). Loop 1 (one micro-kernel's
+-D knobs on a GPU): tune_instruction. Never edit kernel code, the VM or the
+validator through a schedule; a latency exists only for a correct config, and
+latency_kind says predicted (cost model) or measured-gpu.`
+
+// warnings passes on the SDK's warnings and errors only: its info lines
+// (a session connected, disconnected) are noise on an agent's stderr.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnings{w.Handler.WithAttrs(attrs)}
+}
+
+func (w warnings) WithGroup(name string) slog.Handler { return warnings{w.Handler.WithGroup(name)} }
+
+// MCP is the underlying SDK server (for transports: Run, Connect, the
+// streamable HTTP handler).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one session on t until the client disconnects or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.mcp.Run(ctx, t) }
+
+// Close ends the background runs this server drives (their campaigns stay
+// resumable) and waits for them.
+func (s *Server) Close() error {
+	s.stop()
+	s.wg.Wait()
+	return nil
+}
+
+// safe turns a panic of a handler into a tool error that names the tool,
+// so one bad call never takes the server down.
+func safe[In, Out any](tool string, log *slog.Logger, h mcp.ToolHandlerFor[In, Out]) mcp.ToolHandlerFor[In, Out] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out Out, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("tool panicked", "tool", tool, "panic", r)
+				var zero Out
+				res, out, err = nil, zero, fmt.Errorf("%s: internal error: %v (a bug: please report it with the arguments)", tool, r)
+			}
+		}()
+		return h(ctx, req, in)
+	}
+}
+
+// addTool registers a tool behind safe. The input schema is inferred from
+// In; the answer is the JSON of Out, with no output schema: the answers
+// are the verdicts and reports amkctl prints, whose nulls (a latency
+// withheld, a best config not found yet) an inferred schema would refuse.
+func addTool[In, Out any](s *Server, name, description string, h mcp.ToolHandlerFor[In, Out]) {
+	answer := func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return res, nil, err
+		}
+		return res, out, nil
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: description}, safe(name, s.log, answer))
+}
+
+// progress returns a function that sends progress notifications for the
+// request, or does nothing when the client asked for none.
+func progress(ctx context.Context, req *mcp.CallToolRequest) func(done, total float64, message string) {
+	if req == nil || req.Params == nil || req.Session == nil {
+		return func(float64, float64, string) {}
+	}
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return func(float64, float64, string) {}
+	}
+	return func(done, total float64, message string) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: done, Total: total, Message: message})
+	}
+}

@@ -1,0 +1,470 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/internal/doctor"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/kernels/tune"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/pyjson"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
+)
+
+// maxConfigBytes bounds a schedule config passed as an argument, as amkctl
+// bounds a config file.
+const maxConfigBytes = 1 << 20
+
+func (s *Server) addTools() {
+	addTool(s, "doctor", "Check this machine (the one amkctl mcp runs on): build and runtime, CPUs and memory, the workspace, nvcc, whether this binary can open a GPU, and that the reference VM matches the eager oracle on toy. ready is false when a check failed; gpu says whether eval and loop can run with device cuda here.", s.doctor)
+	addTool(s, "propose", "Read the edit surface of Loop 2 (seed 001's propose): the incumbent schedule_config, its schedule_id and the search space (each knob's choices, default, whether it is effective). Edit ONE knob of schedule_config, then call eval.", s.propose)
+	addTool(s, "eval", "Evaluate one schedule config (seed 001's eval): lower, validate (deadlock- and race-freedom, launch feasibility), check the numerics against the eager oracle, and only then time it. Answers the verdict JSON; ok is true iff valid and correct (amkctl eval's exit code 0). latency_us is null unless correct; latency_kind says predicted (cost model) or measured-gpu.", s.eval)
+	addTool(s, "loop", "Run seed 001's keep/revert loop for budget trials and wait for it (the autoresearch engine; resumable: calling it again continues the campaign). Sends a progress notification per experiment; cancel the request to stop it. Answers the run, the campaign status and the wake-up report (best config, latency and its kind).", s.loop)
+	addTool(s, "tune_instruction", "Loop 1: tune one ABI micro-kernel's -D knobs on the local GPU (build, verify against the per-op reference, time, keep on a >= 1% win). Needs an amkctl built with -tags cuda on a machine with a GPU.", s.tuneInstruction)
+	addTool(s, "autoresearch", "Create (or resume) a campaign and run it in the background; answers at once with the campaign id. Watch it with status, next and report; end this server's run with cancel. With a scheduler, the scheduler runs it.", s.autoresearch)
+	addTool(s, "cancel", "End this server's run of a campaign (a background autoresearch, or a loop another call waits for); the campaign keeps its experiments and autoresearch or loop resumes it. On a scheduler: pause the campaign.", s.cancel)
+	addTool(s, "status", "A campaign's status: baseline, best (with its latency kind), speedup, plateau counter, counts by outcome. With no selector: the only campaign there is.", s.status)
+	addTool(s, "next", "The continue-or-stop decision of a campaign (move-on criteria: plateau, near the floor, time budget, speedup) and its hottest region.", s.next)
+	addTool(s, "report", "Write a campaign's report files (report.md, report.json, report.svg, aggregate_report.md) and answer the wake-up report: best config, latency and kind, speedup over the default schedule, milestones.", s.report)
+	addTool(s, "record", "Record your own experiment into a campaign (the orchestrator's record): status kept|revert|tried|failed|crash|timeout|rejected; a latency needs correctness PASS and a kind (predicted or measured-gpu).", s.record)
+	addTool(s, "campaigns", "List the campaigns with their status.", s.campaigns)
+}
+
+// Selector names a campaign, as amkctl's campaign verbs do.
+type Selector struct {
+	Campaign string `json:"campaign,omitempty" jsonschema:"campaign id (see the campaigns tool); or give model and gpu; or nothing for the only campaign"`
+	Model    string `json:"model,omitempty" jsonschema:"with gpu: the campaign's model (preset name or config.json path)"`
+	GPU      string `json:"gpu,omitempty" jsonschema:"with model: the campaign's GPU target"`
+	Device   string `json:"device,omitempty" jsonschema:"with model: the campaign's device, cpu (default) or cuda"`
+	Name     string `json:"name,omitempty" jsonschema:"with model: the campaign's name, if it has one"`
+}
+
+func (sel Selector) control() control.Selector {
+	device := sel.Device
+	if device == "" {
+		device = "cpu" // as amkctl's --device
+	}
+	return control.Selector{ID: sel.Campaign, Arg: sel.Model, GPU: sel.GPU, Device: device, Name: sel.Name}
+}
+
+// resolve names the campaign sel means.
+func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
+	if sel.Model != "" && sel.GPU == "" && sel.Campaign == "" {
+		// A lone model is read as a campaign id by control; say what is
+		// missing when it is not one.
+		id, err := s.opts.Campaigns.Resolve(ctx, sel.control())
+		if err != nil {
+			return "", fmt.Errorf("%v (give gpu with model, or the campaign id)", err)
+		}
+		return id, nil
+	}
+	return s.opts.Campaigns.Resolve(ctx, sel.control())
+}
+
+// ProposeInput is propose's arguments.
+type ProposeInput struct {
+	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b) or a HuggingFace config.json path"`
+	GPU       string         `json:"gpu" jsonschema:"GPU target record (h100, h200, a100, b200, rtx5090, ...)"`
+	Device    string         `json:"device,omitempty" jsonschema:"cpu (default) or cuda: kernel-build knobs are levers only on cuda"`
+	Incumbent map[string]any `json:"incumbent,omitempty" jsonschema:"a schedule_config to present as the incumbent; default: the canonical default config"`
+}
+
+func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeInput) (*mcp.CallToolResult, any, error) {
+	cfg, err := model.Load(in.Model)
+	if err != nil {
+		return nil, nil, argError("model", err)
+	}
+	target, err := ir.Target(in.GPU)
+	if err != nil {
+		return nil, nil, argError("gpu", err)
+	}
+	device, err := deviceArg(in.Device)
+	if err != nil {
+		return nil, nil, err
+	}
+	inc := schedule.Default()
+	if in.Incumbent != nil {
+		data, err := configJSON("incumbent", in.Incumbent)
+		if err == nil {
+			inc, err = schedule.ParsePoint(data)
+		}
+		if err != nil {
+			return nil, nil, argError("incumbent", err)
+		}
+	}
+	surface := schedule.Surface(cfg.Name, target, device, inc)
+	return nil, json.RawMessage(pyjson.Compact(surface, false)), nil
+}
+
+// EvalInput is eval's arguments.
+type EvalInput struct {
+	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
+	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
+	Device   string         `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted) or cuda (measured-gpu; a cuda build on a GPU machine)"`
+	TokenID  *int           `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
+	Pos      int            `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
+	Weights  string         `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
+}
+
+// EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
+type EvalAnswer struct {
+	trial.Verdict
+	// OK is true iff the config is valid and correct (amkctl eval exits 0).
+	OK bool `json:"ok"`
+}
+
+func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput) (*mcp.CallToolResult, EvalAnswer, error) {
+	var none EvalAnswer
+	if _, err := model.Load(in.Model); err != nil {
+		return nil, none, argError("model", err)
+	}
+	if _, err := ir.Target(in.GPU); err != nil {
+		return nil, none, argError("gpu", err)
+	}
+	if in.Pos < 0 {
+		return nil, none, fmt.Errorf("argument pos: must be >= 0, got %d", in.Pos)
+	}
+	if in.Batch < 0 || in.Batch > schedule.MaxBatch {
+		return nil, none, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
+	}
+	point := pyjson.Indent(schedule.Default().Value())
+	if in.Schedule != nil {
+		var err error
+		if point, err = configJSON("schedule", in.Schedule); err != nil {
+			return nil, none, err
+		}
+	}
+	launcher, device, release, err := s.launcher(in.Device)
+	if err != nil {
+		return nil, none, err
+	}
+	defer release()
+	token := trial.DefaultToken
+	if in.TokenID != nil {
+		token = *in.TokenID
+	}
+	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
+	eval, _ := s.evaluator(device, launcher)
+	out := eval(ctx, spec)
+	if err := ctx.Err(); err != nil {
+		return nil, none, fmt.Errorf("eval cancelled: %w", err)
+	}
+	if out.Failure != nil {
+		return nil, none, fmt.Errorf("eval: %s during %s: %s", out.Failure.Class, out.Failure.Phase, out.Failure.Message)
+	}
+	if out.Verdict == nil {
+		return nil, none, errors.New("eval: internal error: no verdict and no failure")
+	}
+	v := *out.Verdict
+	return nil, EvalAnswer{Verdict: v, OK: v.Valid && v.Correct != nil && *v.Correct}, nil
+}
+
+// TuneInput is tune_instruction's arguments.
+type TuneInput struct {
+	Op      string `json:"op" jsonschema:"ABI op: gemv_tile, rmsnorm, silu_mul, add, rope, attention_tile, embed"`
+	GPU     string `json:"gpu" jsonschema:"GPU target record of the roofline"`
+	Budget  int    `json:"budget,omitempty" jsonschema:"variants to try, >= 1 (default 6; variant 0 is the built-in defaults)"`
+	DType   string `json:"dtype,omitempty" jsonschema:"fp32 (default), fp16 or bf16"`
+	Results string `json:"results,omitempty" jsonschema:"results.tsv to append loop=instruction rows to; default: none"`
+	Device  string `json:"device,omitempty" jsonschema:"cuda (ordinal 0, the default) or cuda:N"`
+}
+
+func (s *Server) tuneInstruction(ctx context.Context, req *mcp.CallToolRequest, in TuneInput) (*mcp.CallToolResult, *tune.Summary, error) {
+	op, err := tune.ParseOp(in.Op)
+	if err != nil {
+		return nil, nil, argError("op", err)
+	}
+	if in.DType == "" {
+		in.DType = "fp32"
+	}
+	dt, err := tune.ParseDType(in.DType)
+	if err != nil {
+		return nil, nil, argError("dtype", err)
+	}
+	target, err := ir.Target(in.GPU)
+	if err != nil {
+		return nil, nil, argError("gpu", err)
+	}
+	if in.Budget == 0 {
+		in.Budget = 6
+	}
+	if in.Budget < 1 {
+		return nil, nil, fmt.Errorf("argument budget: must be >= 1, got %d", in.Budget)
+	}
+	device := in.Device
+	if device == "" {
+		device = "cuda"
+	}
+	ordinal, err := tune.ParseCUDADevice(device)
+	if err != nil {
+		return nil, nil, argError("device", err)
+	}
+	if s.opts.OpenTuneDevice == nil {
+		return nil, nil, errors.New("tune_instruction: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels")
+	}
+	dev, release, err := s.opts.OpenTuneDevice(ordinal)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tune_instruction: CUDA device %d: %v", ordinal, err)
+	}
+	defer func() { _ = release() }()
+	// Loop 1's log lines (build, verify, time per variant) become progress
+	// notifications: a count of lines, with no total.
+	notify, lines := progress(ctx, req), 0
+	log := lineWriter(func(line string) {
+		lines++
+		notify(float64(lines), 0, line)
+	})
+	sum, err := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: in.Budget, Results: in.Results, Log: log})
+	if err != nil && sum == nil {
+		return nil, nil, fmt.Errorf("tune_instruction: %v", err)
+	}
+	if err != nil {
+		sum.Notes = append(sum.Notes, "stopped early: "+err.Error())
+	}
+	return nil, sum, nil
+}
+
+// StatusAnswer is a campaign's status with its text block.
+type StatusAnswer struct {
+	campaign.StatusReport
+	// Running is true while this server drives the campaign.
+	Running bool `json:"running_here"`
+}
+
+func (s *Server) status(ctx context.Context, _ *mcp.CallToolRequest, in Selector) (*mcp.CallToolResult, StatusAnswer, error) {
+	id, err := s.resolve(ctx, in)
+	if err != nil {
+		return nil, StatusAnswer{}, err
+	}
+	rep, err := s.opts.Campaigns.Status(ctx, id)
+	if err != nil {
+		return nil, StatusAnswer{}, err
+	}
+	text, err := s.opts.Campaigns.StatusText(ctx, id)
+	if err != nil {
+		return nil, StatusAnswer{}, err
+	}
+	ans := StatusAnswer{StatusReport: rep, Running: s.running(id) != nil}
+	return textAnd(text), ans, nil
+}
+
+// NextAnswer is the continue-or-stop decision with the campaign's latency
+// kind.
+type NextAnswer struct {
+	campaign.NextReport
+	// LatencyKind is the kind of the campaign's latencies.
+	LatencyKind string `json:"latency_kind"`
+}
+
+func (s *Server) next(ctx context.Context, _ *mcp.CallToolRequest, in Selector) (*mcp.CallToolResult, NextAnswer, error) {
+	id, err := s.resolve(ctx, in)
+	if err != nil {
+		return nil, NextAnswer{}, err
+	}
+	n, err := s.opts.Campaigns.Next(ctx, id)
+	if err != nil {
+		return nil, NextAnswer{}, err
+	}
+	rep, err := s.opts.Campaigns.Status(ctx, id)
+	if err != nil {
+		return nil, NextAnswer{}, err
+	}
+	return textAnd(n.Text()), NextAnswer{NextReport: n, LatencyKind: rep.LatencyKind}, nil
+}
+
+// ReportAnswer is the wake-up report and the files written.
+type ReportAnswer struct {
+	Report campaign.WakeUp `json:"report"`
+	Files  api.ReportFiles `json:"files"`
+}
+
+func (s *Server) report(ctx context.Context, _ *mcp.CallToolRequest, in Selector) (*mcp.CallToolResult, ReportAnswer, error) {
+	id, err := s.resolve(ctx, in)
+	if err != nil {
+		return nil, ReportAnswer{}, err
+	}
+	files, err := s.opts.Campaigns.WriteReport(ctx, id)
+	if err != nil {
+		return nil, ReportAnswer{}, err
+	}
+	wake, err := s.opts.Campaigns.Report(ctx, id)
+	if err != nil {
+		return nil, ReportAnswer{}, err
+	}
+	return nil, ReportAnswer{Report: wake, Files: files}, nil
+}
+
+// RecordInput is record's arguments.
+type RecordInput struct {
+	Selector
+	Status        string             `json:"status" jsonschema:"kept, revert, tried, failed, crash, timeout or rejected"`
+	Correctness   string             `json:"correctness,omitempty" jsonschema:"PASS, FAIL, REJECTED, CRASH or TIMEOUT; default: from status"`
+	LatencyUS     *float64           `json:"latency_us,omitempty" jsonschema:"latency in microseconds; only with correctness PASS"`
+	Kind          string             `json:"kind,omitempty" jsonschema:"the latency's kind: predicted or measured-gpu (required with latency_us)"`
+	PctOfRoofline *float64           `json:"pct_of_roofline,omitempty" jsonschema:"latency / HBM floor x 100"`
+	BoundUS       *float64           `json:"bound_us,omitempty" jsonschema:"the HBM floor in microseconds"`
+	Schedule      map[string]any     `json:"schedule,omitempty" jsonschema:"the schedule_config the experiment used"`
+	ScheduleID    string             `json:"schedule_id,omitempty" jsonschema:"the schedule id; default: computed from schedule"`
+	Description   string             `json:"description,omitempty" jsonschema:"what was tried, in a few words"`
+	Source        string             `json:"source,omitempty" jsonschema:"provenance of the experiment (default agent)"`
+	Regions       map[string]float64 `json:"regions,omitempty" jsonschema:"critical-path shares, e.g. {attention: 0.4, mlp: 0.5, lm_head: 0.1}"`
+}
+
+func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordInput) (*mcp.CallToolResult, api.RecordResponse, error) {
+	var none api.RecordResponse
+	if in.Status == "" {
+		return nil, none, errors.New("argument status: required (kept, revert, tried, failed, crash, timeout or rejected)")
+	}
+	id, err := s.resolve(ctx, in.Selector)
+	if err != nil {
+		return nil, none, err
+	}
+	source := in.Source
+	if source == "" {
+		source = "agent"
+	}
+	req := api.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
+		PctOfRoofline: in.PctOfRoofline, BoundUS: in.BoundUS, Kind: in.Kind, ScheduleID: in.ScheduleID,
+		Description: in.Description, Source: source, Regions: in.Regions}
+	if in.Schedule != nil {
+		if req.Config, err = configJSON("schedule", in.Schedule); err != nil {
+			return nil, none, err
+		}
+	}
+	if run := s.running(id); run != nil {
+		// This server's driver holds the campaign: the record goes through it.
+		resp, err := run.record(ctx, s.local, req)
+		return nil, resp, err
+	}
+	resp, err := s.opts.Campaigns.Record(ctx, id, req)
+	return nil, resp, err
+}
+
+// CampaignsInput is campaigns' arguments (none).
+type CampaignsInput struct{}
+
+// CampaignsAnswer lists the campaigns.
+type CampaignsAnswer struct {
+	Where     string                  `json:"where"`
+	Campaigns []campaign.StatusReport `json:"campaigns"`
+	// Unreadable names campaigns that could not be read, with why.
+	Unreadable string `json:"unreadable,omitempty"`
+	// RunningHere are the campaigns this server drives now.
+	RunningHere []string `json:"running_here"`
+}
+
+func (s *Server) campaigns(ctx context.Context, _ *mcp.CallToolRequest, _ CampaignsInput) (*mcp.CallToolResult, CampaignsAnswer, error) {
+	list, err := s.opts.Campaigns.List(ctx)
+	if err != nil && list == nil {
+		return nil, CampaignsAnswer{}, err
+	}
+	ans := CampaignsAnswer{Where: s.opts.Campaigns.Where(), Campaigns: list, RunningHere: s.runningIDs()}
+	if ans.Campaigns == nil {
+		ans.Campaigns = []campaign.StatusReport{}
+	}
+	if err != nil {
+		ans.Unreadable = err.Error()
+	}
+	return nil, ans, nil
+}
+
+// argError names the argument a failure is about.
+func argError(arg string, err error) error { return fmt.Errorf("argument %s: %v", arg, err) }
+
+// deviceArg checks a cpu/cuda device argument; empty means cpu.
+func deviceArg(device string) (string, error) {
+	switch device {
+	case "", "cpu":
+		return "cpu", nil
+	case "cuda":
+		return "cuda", nil
+	}
+	return "", fmt.Errorf("argument device: must be cpu or cuda, got %q", device)
+}
+
+// configJSON encodes a schedule config argument, bounded in size.
+func configJSON(arg string, cfg map[string]any) ([]byte, error) {
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, argError(arg, err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("argument %s: %d bytes, more than the %d a schedule config may have", arg, len(data), maxConfigBytes)
+	}
+	return data, nil
+}
+
+// launcher opens the latency source of a device; release frees it.
+func (s *Server) launcher(device string) (trial.Launcher, string, func(), error) {
+	device, err := deviceArg(device)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if s.opts.OpenLauncher == nil {
+		if device != "cpu" {
+			return nil, "", nil, errors.New("argument device: cuda needs an amkctl built with -tags cuda on a machine with the CUDA driver")
+		}
+		return trial.CPULauncher{}, "cpu", func() {}, nil
+	}
+	l, name, err := s.opts.OpenLauncher(device)
+	if err != nil {
+		return nil, "", nil, argError("device", err)
+	}
+	release := func() {
+		if c, ok := l.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	return l, name, release, nil
+}
+
+// evaluator is the trial pipeline on launcher; on a GPU each trial runs
+// under the watchdog (a wall-clock limit, a panic as a crash, a device
+// that ignores cancellation reported wedged), as amkctl's --device cuda
+// runs and the gpuworker do.
+// wedged closes when the GPU ignored a cancellation (never on the CPU).
+func (s *Server) evaluator(device string, launcher trial.Launcher) (eval dispatch.Evaluator, wedged <-chan struct{}) {
+	eval = func(ctx context.Context, spec trial.Spec) trial.Outcome {
+		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
+	}
+	if device != "cuda" {
+		return eval, nil
+	}
+	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: s.log})
+	return dog.Evaluate, dog.Wedged()
+}
+
+// DoctorInput is doctor's arguments (none).
+type DoctorInput struct{}
+
+func (s *Server) doctor(ctx context.Context, _ *mcp.CallToolRequest, _ DoctorInput) (*mcp.CallToolResult, doctor.Report, error) {
+	workspace := s.opts.Workspace
+	if workspace == "" && s.local != nil {
+		workspace = s.local.Workspace.Dir
+	}
+	if workspace == "" {
+		workspace = "workspace"
+	}
+	r := doctor.Run(ctx, doctor.Options{Workspace: workspace, GPUProbe: s.opts.GPUProbe})
+	return nil, r, nil
+}
+
+// textAnd is a result whose text content is text; the structured content
+// is filled in by the SDK from the answer.
+func textAnd(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}

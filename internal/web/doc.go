@@ -1,0 +1,30 @@
+// Package web is amk's web view: server-rendered HTML pages that show the
+// campaigns of a scheduler or of a local workspace, and let an operator who
+// holds the API token pause, resume or stop them.
+//
+// # Pages
+//
+//	GET  /ui/                        campaigns (status, best against the HBM floor), workers, queues
+//	GET  /ui/live                    the live part of that page, an HTML fragment
+//	GET  /ui/c/{id}                  one campaign: its progress chart and results table
+//	GET  /ui/c/{id}/live             the live part of that page
+//	GET  /ui/c/{id}/chart.svg        best latency against the floor over the experiments
+//	POST /ui/c/{id}/{pause|resume|stop}
+//	GET  /ui/assets/...              the stylesheet and the polling script (embedded)
+//
+// The pages poll their live fragment every two seconds (a small embedded
+// script; nothing is loaded from outside the server, the pages work on a
+// machine with no network). Reading needs nothing; the three actions need
+// the token, sent in the form's password field or as "Authorization:
+// Bearer <token>", never in a URL. A wrong or missing token answers 401
+// and changes nothing.
+//
+// Site puts the pages, the JSON API (internal/api) and an optional queue
+// monitor (the asynq web UI, hibiken/asynqmon, which internal/scheduler
+// builds over its Redis connection) under one handler: "/" redirects to
+// /ui/.
+//
+// The data come from a Source: control.Local satisfies it for a workspace
+// on this machine (amkctl dashboard), and ServiceSource adapts the
+// scheduler's api.Service (internal/scheduler.Fleet).
+package web

@@ -1,0 +1,40 @@
+package schedule
+
+import (
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
+)
+
+// EditSurfaceHint is the instruction that comes with every edit surface.
+const EditSurfaceHint = "Edit the ScheduleConfig object only (effective knobs move the schedule; " +
+	"reserved knobs are recorded and normalised to their defaults). Evaluate with: " +
+	"amkctl eval MODEL --gpu G --schedule cfg.json (or the eval tool of amkctl mcp)"
+
+// Surface is docs/spec/loop.md's "propose" answer, the edit surface of one model on
+// one target: the incumbent config and its id, the canonical default's id,
+// and the search space of device ("cpu" or "cuda": kernel-build knobs are
+// levers only on cuda). modelName is the model's name as the verdicts give
+// it; incumbent is the config presented as the one to edit.
+func Surface(modelName string, target *ir.GpuTarget, device string, incumbent Point) pyjson.Value {
+	space := make([]pyjson.Value, 0)
+	for _, k := range Space(target, device) {
+		space = append(space, pyjson.ObjectValue(
+			pyjson.M("path", pyjson.StringValue(k.Path)),
+			pyjson.M("choices", pyjson.ArrayValue(k.Choices...)),
+			pyjson.M("default", k.Default),
+			pyjson.M("effective", pyjson.BoolValue(k.Effective)),
+			pyjson.M("scope", pyjson.StringValue(k.Scope)),
+			pyjson.M("note", pyjson.StringValue(k.Note)),
+		))
+	}
+	return pyjson.ObjectValue(
+		pyjson.M("model", pyjson.StringValue(modelName)),
+		pyjson.M("gpu", pyjson.StringValue(target.Name)),
+		pyjson.M("device", pyjson.StringValue(device)),
+		pyjson.M("schedule_config", incumbent.Value()),
+		pyjson.M("schedule_id", pyjson.StringValue(incumbent.ID())),
+		pyjson.M("default_schedule_id", pyjson.StringValue(Default().ID())),
+		pyjson.M("search_space", pyjson.ArrayValue(space...)),
+		pyjson.M("edit_surface", pyjson.StringValue(EditSurfaceHint)),
+	)
+}

@@ -1,0 +1,80 @@
+package trial
+
+import (
+	"fmt"
+
+	"github.com/amk-dev/amk/model"
+)
+
+// processAllowance is the memory an evaluator needs besides a model's own
+// tensors: the Go runtime, the lowered program, the verdict, the transport.
+const processAllowance int64 = 256 << 20
+
+// Memory is what evaluating trials of one model holds at once on an
+// evaluator: the figures the fleet compares with what an evaluator has
+// before anything is allocated.
+type Memory struct {
+	// Host is host RAM: the float32 weights of the model whose numerics
+	// are checked (a layer truncation of a big model, see
+	// DefaultCheckBytes), the KV caches of the eager oracle and the
+	// reference VM at max_seq, and a fixed allowance for the process.
+	Host int64 `json:"host_bytes"`
+	// Device is GPU memory on a CUDA evaluator: the full model's weights at
+	// its dtype, its KV caches at max_seq, and the same allowance; 0 for a
+	// CPU evaluator.
+	Device int64 `json:"device_bytes"`
+	// CheckLayers is how many layers are checked on the CPU.
+	CheckLayers int `json:"check_layers"`
+}
+
+// EstimateMemory is the memory trials of cfg need on an evaluator whose
+// model cache has the given check budget (<= 0: DefaultCheckBytes); cuda
+// adds the device side. It allocates nothing.
+func EstimateMemory(cfg model.Config, cuda bool, checkBytes int64) Memory {
+	if checkBytes <= 0 {
+		checkBytes = DefaultCheckBytes
+	}
+	check := checkConfig(cfg, checkBytes)
+	m := Memory{CheckLayers: check.NLayers}
+	m.Host = check.NumParams()*4 + 2*kvElems(check)*4 + processAllowance
+	if cuda {
+		m.Device = cfg.WeightBytes() + cfg.DType.NBytes(kvElems(cfg)) + processAllowance
+	}
+	return m
+}
+
+// kvElems is the number of K and V cache values of cfg at max_seq.
+func kvElems(cfg model.Config) int64 {
+	return 2 * int64(cfg.NLayers) * int64(cfg.MaxSeq) * int64(cfg.KVDim())
+}
+
+// checkConfig is the model whose numerics are checked: cfg itself, or its
+// first layers when cfg's float32 weights exceed checkBytes.
+func checkConfig(cfg model.Config, checkBytes int64) model.Config {
+	check := cfg
+	params := cfg.NumParams()
+	perLayer := params / int64(max(1, cfg.NLayers))
+	for check.NLayers > 1 && (params-int64(cfg.NLayers-check.NLayers)*perLayer)*4 > checkBytes {
+		check.NLayers--
+	}
+	return check
+}
+
+// MemoryError is returned when a model does not fit in the memory an
+// evaluator has; the pipeline reports it as an infrastructure failure
+// (another evaluator may hold it), never as a verdict on the schedule.
+type MemoryError struct {
+	Model     string
+	Need      int64 // bytes
+	Available int64 // bytes
+	Source    string
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("model %s needs about %d MiB of host memory to check a trial, but this evaluator has %d MiB available (%s); refused before allocating",
+		e.Model, e.Need>>20, e.Available>>20, e.Source)
+}
+
+// MemoryProbe reports how many bytes of host memory a model about to be
+// loaded may use, and where that figure comes from (for messages).
+type MemoryProbe func() (available int64, source string, err error)

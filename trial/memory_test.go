@@ -1,0 +1,63 @@
+package trial
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/amk-dev/amk/model"
+)
+
+func TestEstimateMemoryFollowsTheCheckBudget(t *testing.T) {
+	cfg, err := model.Load("llama-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := EstimateMemory(cfg, true, 64<<30)
+	if full.CheckLayers != cfg.NLayers || full.Host < cfg.NumParams()*4 {
+		t.Fatalf("unbounded budget: %+v, want all %d layers and at least the float32 weights (%d bytes)", full, cfg.NLayers, cfg.NumParams()*4)
+	}
+	if full.Device < cfg.WeightBytes() {
+		t.Fatalf("device need %d below the weights (%d bytes)", full.Device, cfg.WeightBytes())
+	}
+	cut := EstimateMemory(cfg, false, DefaultCheckBytes)
+	if cut.CheckLayers >= cfg.NLayers || cut.Host >= full.Host || cut.Device != 0 {
+		t.Fatalf("default budget: %+v, want a truncation below %d bytes and no device figure", cut, full.Host)
+	}
+}
+
+func TestModelCacheRefusesAModelTooBigForTheEvaluator(t *testing.T) {
+	probed := 0
+	models := NewModelCache(0).WithMemoryProbe(func() (int64, string, error) {
+		probed++
+		return 1 << 20, "test probe", nil
+	})
+	spec := Spec{Model: "toy-2L", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: DefaultToken}
+	out := Evaluate(context.Background(), spec, Options{Models: models})
+	if out.Verdict != nil || out.Failure == nil || out.Failure.Class != FailInfra || out.Failure.Phase != "memory" {
+		t.Fatalf("want an infra failure in phase memory, got verdict %+v failure %+v", out.Verdict, out.Failure)
+	}
+	// Not cached: the next trial probes again (memory may have been freed).
+	if _, err := models.Get("toy-2L", ""); !errors.As(err, new(*MemoryError)) || probed != 2 {
+		t.Fatalf("second load: err %v after %d probes, want a MemoryError from a second probe", err, probed)
+	}
+	roomy := NewModelCache(0).WithMemoryProbe(func() (int64, string, error) { return 1 << 40, "test probe", nil })
+	if out := Evaluate(context.Background(), spec, Options{Models: roomy}); out.Verdict == nil || !out.Verdict.Valid {
+		t.Fatalf("enough memory: want a valid verdict, got %+v %+v", out.Verdict, out.Failure)
+	}
+}
+
+func TestCancelledLoadIsNotCachedAndNotAVerdict(t *testing.T) {
+	models := NewModelCache(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	spec := Spec{Model: "toy-2L", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: DefaultToken}
+	out := Evaluate(ctx, spec, Options{Models: models})
+	if out.Verdict != nil || out.Failure == nil || out.Failure.Phase != "load-model" {
+		t.Fatalf("cancelled evaluation: want a load-model failure, got %+v %+v", out.Verdict, out.Failure)
+	}
+	if lm, err := models.Get("toy-2L", ""); err != nil || lm.Weights == nil {
+		t.Fatalf("a cancelled load must not be cached: %v", err)
+	}
+}

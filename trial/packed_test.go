@@ -1,0 +1,77 @@
+package trial
+
+import (
+	"math"
+	"testing"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
+)
+
+// withoutMirrors returns the weights with every bf16 mirror dropped: the
+// reference VM then reads the float32 values, as it did before it read
+// bf16 weights at their stored width.
+func withoutMirrors(w model.Weights) model.Weights {
+	out := model.Weights{}
+	for k, t := range w {
+		c := *t
+		c.BF16 = nil
+		out[k] = &c
+	}
+	return out
+}
+
+// The reference VM's logits with bf16 weights read packed equal, bit for
+// bit, its logits reading the float32 copy (small is bf16; toy is f32 and
+// keeps the float32 path), default and a
+// thin-tile schedule, positions 0 and 3).
+func TestPackedBF16WeightsSameLogits(t *testing.T) {
+	target, _ := ir.Target("h200")
+	thin := schedule.Default()
+	thin.SetKnob(schedule.PathNTile, schedule.Space(target, "cpu")[0].Choices[0])
+	models := []string{"toy", "small"}
+	if testing.Short() {
+		models = models[:1]
+	}
+	for _, name := range models {
+		lm, err := NewModelCache(0).Get(name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		packed := 0
+		for _, w := range lm.Weights {
+			if len(w.BF16) > 0 {
+				packed++
+			}
+		}
+		if lm.Config.DType == ir.BF16 && packed == 0 {
+			t.Fatalf("%s: no weight carries a bf16 mirror", name)
+		}
+		plain := withoutMirrors(lm.Weights)
+		for _, pt := range []schedule.Point{schedule.Default(), thin} {
+			for _, pos := range []int{0, 3} {
+				prog, err := schedule.Lower(lm.Config, target, pt, schedule.LowerOptions{Pos: pos})
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := RunStep(prog, lm.Weights, DefaultToken, pos, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := RunStep(prog, plain, DefaultToken, pos, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(a.Logits) != len(b.Logits) || len(a.Logits) == 0 {
+					t.Fatalf("%s: %d and %d logits", name, len(a.Logits), len(b.Logits))
+				}
+				for i := range a.Logits {
+					if math.Float32bits(a.Logits[i]) != math.Float32bits(b.Logits[i]) {
+						t.Fatalf("%s %s pos %d: logit %d is %v packed, %v from float32", name, pt.ID(), pos, i, a.Logits[i], b.Logits[i])
+					}
+				}
+			}
+		}
+	}
+}
