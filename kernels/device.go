@@ -261,10 +261,21 @@ func gemvRingBytes(v Variant) int64 {
 	return int64(v.Threads()/32) * v.get("cpa_stages") * v.get("cpa_cols") * cpaChunkBytes
 }
 
+// RingBytes is the streaming weight ring of a variant per block (AMK_WARPS x
+// ring_stages x ring_tile, ring.cuh amk_ring_bytes); 0 when it is off.
+func RingBytes(v Variant) int64 {
+	if v.get("ring_stages") <= 0 {
+		return 0
+	}
+	return int64(v.Threads()/32) * v.get("ring_stages") * v.get("ring_tile")
+}
+
 // PlanSmem sizes the dynamic shared memory of a launch: for every GEMV-like
 // tile the x cache (+ the cp.async ring when the variant enables it), as much
 // as fits under optin (the device's per-block opt-in cap); the config's
 // smem_bytes_per_block is a floor. A floor above the cap is an error (docs/spec/rules.md R24).
+// With the streaming ring (ring_stages > 0) its RingBytes come on top, the
+// ops' share shrinks by as much, and a ring that does not fit is an error.
 func PlanSmem(p *ir.Program, v Variant, optin int) (SmemPlan, error) {
 	n, err := v.Normalize()
 	if err != nil {
@@ -280,6 +291,18 @@ func PlanSmem(p *ir.Program, v Variant, optin int) (SmemPlan, error) {
 	}
 	lim := int64(optin)
 	ring := gemvRingBytes(n)
+	stream := RingBytes(n)
+	if stream > 0 {
+		// The streaming ring sits above the ops' area and replaces the
+		// per-tile ring (which then is used only where it still fits).
+		if stream+16 > lim {
+			return plan, fmt.Errorf("the streaming ring (%d warps x ring_stages %d x ring_tile %d = %d bytes) does not fit the per-block cap %d",
+				n.Threads()/32, n.get("ring_stages"), n.get("ring_tile"), stream, optin)
+		}
+		lim -= stream
+		ring = 0
+		need = max(need-stream, 16)
+	}
 	slowest := ""
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
@@ -306,6 +329,6 @@ func PlanSmem(p *ir.Program, v Variant, optin int) (SmemPlan, error) {
 	if slowest != "" {
 		plan.Notes = append(plan.Notes, slowest)
 	}
-	plan.Bytes = int(need)
+	plan.Bytes = int(need + stream)
 	return plan, nil
 }

@@ -131,3 +131,28 @@ func TestPlanSmem(t *testing.T) {
 		t.Error("bad variant accepted")
 	}
 }
+
+// The streaming ring sits on top of the ops' area (x cache, no per-tile
+// ring); a ring beyond the cap is refused.
+func TestPlanSmemStreamingRing(t *testing.T) {
+	p := miniProgram() // K = 8: x cache 32 bytes
+	v := Variant{"ring_stages": 12, "ring_tile": 2048}
+	if got := RingBytes(v); got != 8*12*2048 {
+		t.Fatalf("RingBytes = %d, want %d", got, 8*12*2048)
+	}
+	if RingBytes(DefaultVariant()) != 0 {
+		t.Fatal("the default variant has a streaming ring")
+	}
+	plan, err := PlanSmem(p, v, 232448)
+	if err != nil || int64(plan.Bytes) != 32+8*12*2048 {
+		t.Fatalf("ring plan %+v %v", plan, err)
+	}
+	if _, err := PlanSmem(p, v, 100000); err == nil || !strings.Contains(err.Error(), "streaming ring") {
+		t.Errorf("a ring above the cap: %v", err)
+	}
+	p.Config.SmemBytesPerBlock = 220000
+	plan, _ = PlanSmem(p, v, 232448)
+	if plan.Bytes != 220000 {
+		t.Errorf("config floor with the ring: %+v", plan)
+	}
+}

@@ -31,6 +31,15 @@
 // (c) wait; (d) dispatch the micro-kernel (the whole block cooperates);
 // (e) signal. The kernel's end is the exit barrier.
 //
+// With the streaming ring (kernel knobs ring_stages > 0 and ring_tile,
+// cuda/ring.cuh; off by default) every warp also streams the weight rows of
+// the fp GEMV/FUSED tiles of its queue through a private shared-memory ring
+// (cp.async.bulk + mbarrier on sm_90 with nvcc >= 12, cp.async otherwise),
+// ring_stages - 1 chunks ahead of its dot products and across task ends, so
+// the next projection's first weights are in flight before its wait; the
+// per-tile cp.async ring is compiled out and PlanSmem provisions the ring
+// (RingBytes) above the ops' shared memory.
+//
 // Sync (cuda/sync.cuh, docs/spec/ir.md §8): signal = __syncthreads, thread 0
 // red.release.gpu.global.add(counter, 1) on sm_70+ (a release reduction:
 // the barrier makes the block's stores visible to thread 0, the release

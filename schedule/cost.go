@@ -114,6 +114,7 @@ type costModel struct {
 	numSMs     int
 	warps      int     // warps (AMD: wavefronts) per block
 	inflight   float64 // bytes one warp/wavefront keeps in flight
+	ringWarp   float64 // streaming ring: bytes one warp keeps ahead, across waits (0: off)
 	depth      int
 	l2Share    float64 // L2 (or Infinity Cache) bytes per SM: a bound on what one SM can prefetch
 	l2PerSM    float64 // L2 bytes per µs per SM
@@ -132,12 +133,23 @@ func newCostModel(t *ir.GpuTarget, pt Point) *costModel {
 		numSMs:     numSMs,
 		warps:      max(1, pt.Config.ThreadsPerBlock/t.Wavefront()),
 		inflight:   c.InflightPerLane * float64(t.Wavefront()),
+		ringWarp:   ringWarpBytes(t, pt),
 		depth:      depth,
 		l2Share:    float64(t.PrefetchCacheBytes()) / float64(numSMs),
 		l2PerSM:    max(t.HBMBandwidthGBs, 1e-9) * 1e3 * c.L2BWFactor / float64(numSMs),
 		exposed:    max(c.MinExposed, 1/(1+float64(depth)*c.PipelineGain)),
 		policy:     pt.Config.SMAssignment,
 	}
+}
+
+// ringWarpBytes is the streaming ring's look-ahead of one warp, on NVIDIA
+// targets (the ring is CUDA code) when the point turns it on.
+func ringWarpBytes(t *ir.GpuTarget, pt Point) float64 {
+	r := RingBytesAheadPerSM(pt)
+	if r == 0 || t.Wavefront() != 32 {
+		return 0
+	}
+	return float64(r) / float64(max(1, pt.Config.ThreadsPerBlock/32))
 }
 
 // taskBytesFlops trusts the lowering's estimates and otherwise derives them

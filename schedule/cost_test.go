@@ -3,6 +3,7 @@ package schedule
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
@@ -154,9 +155,53 @@ func TestKernelBuildKnobs(t *testing.T) {
 		if p.ID() == Default().ID() {
 			t.Errorf("%s: id unchanged", k.Path)
 		}
-		if o := outcome(t, "toy", "h100", p, 3); o != base {
+		o := outcome(t, "toy", "h100", p, 3)
+		if strings.HasPrefix(k.Path, knobPrefix+"ring_") {
+			// The streaming ring is a build knob the cost model reads
+			// (TestStreamingRingPrediction); the program stays the same.
+			if o.program != base.program {
+				t.Errorf("%s: changed the program", k.Path)
+			}
+			continue
+		}
+		if o != base {
 			t.Errorf("%s: changed the program or the CPU prediction", k.Path)
 		}
+	}
+}
+
+// The streaming ring keeps warps x (ring_stages - 1) x ring_tile bytes in
+// flight per SM across waits; the cost model streams them before a tile's
+// wait, so the prediction of the device default falls, and a ring with
+// stages 0 is the default point exactly.
+func TestStreamingRingPrediction(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	cfg := mustPreset(t, "small")
+	base := DeviceDefault()
+	ring := DeviceDefault()
+	ring.SetKnob(knobPrefix+"ring_stages", intV(12))
+	if got, want := BytesInFlightPerSM(ring), 8*11*2048; got != want {
+		t.Errorf("ring bytes in flight per SM = %d, want %d", got, want)
+	}
+	if BytesInFlightPerSM(base) != 24*1024 {
+		t.Errorf("default bytes in flight per SM = %d, want 24 KiB", BytesInFlightPerSM(base))
+	}
+	off := DeviceDefault()
+	off.SetKnob(knobPrefix+"ring_tile", intV(1024))
+	a := Predict(mustLower(t, cfg, tg, base, LowerOptions{}), tg, base).PredictedUS
+	b := Predict(mustLower(t, cfg, tg, ring, LowerOptions{}), tg, ring).PredictedUS
+	c := Predict(mustLower(t, cfg, tg, off, LowerOptions{}), tg, off).PredictedUS
+	if !(b < a) {
+		t.Errorf("ring 12 x 2 KiB predicted %.1f µs, not below the default's %.1f µs", b, a)
+	}
+	if c != a {
+		t.Errorf("ring_tile without ring_stages moved the prediction: %.1f vs %.1f µs", c, a)
+	}
+	if ring.ID() == base.ID() || off.ID() == base.ID() {
+		t.Error("a ring knob does not change the id")
+	}
+	if Default().ID() != Point.Normalize(Default()).ID() {
+		t.Error("default id not stable")
 	}
 }
 

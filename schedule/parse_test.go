@@ -195,3 +195,25 @@ func TestIgnoredKeys(t *testing.T) {
 		t.Errorf("the default point has ignored keys: %v", IgnoredKeys(d))
 	}
 }
+
+// The streaming ring's knobs parse from a schedule file, stay out of the
+// default id, and are refused outside their range.
+func TestParseRingKnobs(t *testing.T) {
+	p, err := ParsePoint([]byte(`{"kernel_knobs": {"ring_stages": 12, "ring_tile": 2048}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Knobs["ring_stages"] != 12 || RingBytesAheadPerSM(p) != 8*11*2048 {
+		t.Errorf("ring knobs %v, %d bytes ahead", p.Knobs, RingBytesAheadPerSM(p))
+	}
+	if p.ID() == Default().ID() {
+		t.Error("the ring does not change the id")
+	}
+	def, err := ParsePoint([]byte(`{"kernel_knobs": {"ring_stages": 0}}`))
+	if err != nil || def.ID() != Default().ID() {
+		t.Errorf("ring_stages 0 is not the default point: %v %s", err, def.ID())
+	}
+	if _, err := ParsePoint([]byte(`{"kernel_knobs": {"ring_stages": 64}}`)); err == nil {
+		t.Error("ring_stages 64 accepted")
+	}
+}

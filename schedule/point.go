@@ -40,22 +40,29 @@ type kernelKnob struct {
 	def      int
 	min, max int
 	choices  []int // nil: accepted but never searched
+	// drawn: the values CUDA campaigns draw for a knob outside the always
+	// embedded four (choices nil): it enters a point's kernel_knobs (and
+	// its id) only when it differs from its default, so adding one leaves
+	// every existing id unchanged.
+	drawn []int
 }
 
 // kernelKnobs lists every known knob; the first four are the searched ones,
 // always embedded in a point.
 var kernelKnobs = []kernelKnob{
-	{"cols_per_warp", 1, 1, 16, []int{1, 2, 4}},
-	{"cpasync", 1, 0, 1, []int{0, 1}},
-	{"cpa_stages", 4, 1, 16, []int{2, 3, 4}},
-	{"cpa_cols", 2, 1, 16, []int{2, 4}},
-	{"kunroll", 1, 1, 64, nil},
-	{"lb_maxthreads", 0, 0, 1024, nil},
-	{"lb_minblocks", 0, 0, 32, nil},
-	{"gemv_max_k", 0, 0, 65536, nil},
-	{"cpa_vpl", 1, 1, 8, nil},
-	{"qc", 4, 1, 16, nil},
-	{"qcpasync", 0, 0, 1, nil},
+	{"cols_per_warp", 1, 1, 16, []int{1, 2, 4}, nil},
+	{"cpasync", 1, 0, 1, []int{0, 1}, nil},
+	{"cpa_stages", 4, 1, 16, []int{2, 3, 4}, nil},
+	{"cpa_cols", 2, 1, 16, []int{2, 4}, nil},
+	{"kunroll", 1, 1, 64, nil, nil},
+	{"lb_maxthreads", 0, 0, 1024, nil, nil},
+	{"lb_minblocks", 0, 0, 32, nil, nil},
+	{"gemv_max_k", 0, 0, 65536, nil, nil},
+	{"cpa_vpl", 1, 1, 8, nil, nil},
+	{"qc", 4, 1, 16, nil, nil},
+	{"qcpasync", 0, 0, 1, nil, nil},
+	{"ring_stages", 0, 0, 32, nil, []int{0, 8, 12}},
+	{"ring_tile", 2048, 512, 8192, nil, []int{1024, 2048}},
 }
 
 func findKernelKnob(name string) (kernelKnob, bool) {

@@ -68,19 +68,40 @@ const (
 
 // BytesInFlightPerSM is the weight bytes one SM keeps in flight while a
 // GEMV tile streams, at the point's threads_per_block and kernel knobs
-// (Little's law: the per-SM stream rate is this over the HBM latency). The
-// ring starts after the tile's dependency wait and drains at its end.
+// (Little's law: the per-SM stream rate is this over the HBM latency).
+// The per-tile cp.async ring starts after the tile's dependency wait and
+// drains at its end; the streaming ring (ring_stages > 0) keeps warps x
+// (ring_stages - 1) x ring_tile bytes in flight across task ends and waits
+// (RingBytesAheadPerSM).
 func BytesInFlightPerSM(p Point) int {
-	warps := max(p.Config.ThreadsPerBlock/32, 1)
-	knob := func(name string) int {
-		if v, ok := p.Knobs[name]; ok {
-			return v
-		}
-		k, _ := findKernelKnob(name)
-		return k.def
+	if r := RingBytesAheadPerSM(p); r > 0 {
+		return r
 	}
+	warps := max(p.Config.ThreadsPerBlock/32, 1)
+	knob := func(name string) int { return p.knob(name) }
 	if knob("cpasync") != 0 {
 		return warps * max(knob("cpa_stages")-1, 1) * knob("cpa_cols") * cpAsyncChunkBytes
 	}
 	return warps * 32 * vectorLoadBytes * knob("cols_per_warp")
+}
+
+// RingBytesAheadPerSM is what the streaming ring of kernels/cuda/ring.cuh
+// keeps in flight per SM, the next tasks' weights included (issued before
+// their dependency waits): warps x (ring_stages - 1) x ring_tile; 0 when
+// the point leaves the ring off (ring_stages 0, the default).
+func RingBytesAheadPerSM(p Point) int {
+	stages := p.knob("ring_stages")
+	if stages <= 1 {
+		return 0
+	}
+	return max(p.Config.ThreadsPerBlock/32, 1) * (stages - 1) * p.knob("ring_tile")
+}
+
+// knob is a kernel knob of the point, its default when absent.
+func (p Point) knob(name string) int {
+	if v, ok := p.Knobs[name]; ok {
+		return v
+	}
+	k, _ := findKernelKnob(name)
+	return k.def
 }

@@ -235,8 +235,16 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 		}
 		warps = min(warps, int(max(1, heads)))
 	}
+	inflight := float64(warps) * m.inflight
+	if tiled && m.ringWarp > 0 {
+		// The streaming ring: its look-ahead is in flight before the
+		// tile's wait is satisfied (weights never wait), and stays the
+		// per-SM window while the tile streams.
+		inflight = float64(warps) * m.ringWarp
+		st.pf = max(st.pf, min(st.bytes, inflight))
+	}
 	if st.bytes > 0 {
-		st.cap = float64(warps) * m.inflight / m.c.HBMLatencyUS
+		st.cap = inflight / m.c.HBMLatencyUS
 		if m.c.MaxSMStreamGBs > 0 {
 			st.cap = min(st.cap, m.c.MaxSMStreamGBs*1e3)
 		}

@@ -107,6 +107,14 @@ func Space(t *ir.GpuTarget, device string) []Knob {
 		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.choices...), Default: intV(k.def),
 			Effective: cuda, Scope: kernelScope(cuda), Note: "GEMV build variant (nvcc -D); measured on the GPU only"})
 	}
+	for _, k := range kernelKnobs {
+		if k.drawn == nil || !cuda {
+			continue
+		}
+		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.drawn...), Default: intV(k.def),
+			Effective: true, Scope: ScopeKernelBuild, Note: "streaming weight ring (nvcc -D, kernels/cuda/ring.cuh; " +
+				"ring_stages 0 = off): cuda only; the cost model streams the ring across waits, the GPU decides"})
+	}
 	return knobs
 }
 

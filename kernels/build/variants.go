@@ -49,5 +49,26 @@ func ExtremeVariants() []kernels.Variant {
 			lo[k.Name], hi[k.Name] = slices.Min(k.Choices), slices.Max(k.Choices)
 		}
 	}
-	return append(out, lo, hi)
+	return append(append(out, lo, hi), RingVariants()...)
+}
+
+// RingVariants are the default variant with the streaming weight ring on
+// (kernels/cuda/ring.cuh) at its smallest and its largest search choices:
+// the ring's code is compiled only when ring_stages > 0.
+func RingVariants() []kernels.Variant {
+	var out []kernels.Variant
+	stages, _ := kernels.LookupKnob("ring_stages")
+	tile, _ := kernels.LookupKnob("ring_tile")
+	for _, pick := range []func([]int64) int64{slices.Min[[]int64], slices.Max[[]int64]} {
+		v := kernels.DefaultVariant()
+		on := stages.Choices[:0:0]
+		for _, c := range stages.Choices {
+			if c > 0 {
+				on = append(on, c)
+			}
+		}
+		v[stages.Name], v[tile.Name] = pick(on), pick(tile.Choices)
+		out = append(out, v)
+	}
+	return out
 }

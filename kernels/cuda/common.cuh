@@ -35,6 +35,15 @@
 #ifndef AMK_QGEMV_COLS
 #define AMK_QGEMV_COLS 2
 #endif
+#ifndef AMK_RING_STAGES
+#define AMK_RING_STAGES 0 /* streaming weight ring (ring.cuh): slots per warp; 0 = off */
+#endif
+#ifndef AMK_RING_TILE_BYTES
+#define AMK_RING_TILE_BYTES 2048 /* bytes of one ring slot (a piece of one weight row) */
+#endif
+#ifndef AMK_RING_BULK
+#define AMK_RING_BULK 1 /* sm_90 + nvcc >= 12: the ring copies with cp.async.bulk + mbarrier */
+#endif
 #ifndef AMK_WATCHDOG_NS
 #define AMK_WATCHDOG_NS 1000000000ull
 #endif

@@ -136,6 +136,10 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
     const int32_t& depth = prog.prefetch_depth;
     int32_t prefetched = 0; /* queue slots [0, prefetched) have had their weights prefetched */
     int64_t ahead = 0;      /* weight bytes prefetched for slots [i, prefetched)               */
+#if AMK_RING_ON
+    /* the first tiles' weights go before the first wait */
+    amk_ring_start(prog, prog.queue_flat + prog.queue_off[blockIdx.x], len());
+#endif
     for (int32_t i = 0; i < len(); ++i) {
         const int32_t task = slot(i);
         if (task < 0 || task >= prog.n_instructions) {
@@ -159,7 +163,16 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
         if (!amk_dispatch(prog, s_inst, task)) break;
         amk_signal(prog, s_inst.out_counter);
     }
+#if AMK_RING_ON
+    amk_ring_finish();
+#endif
 }
+
+#if AMK_RING_ON
+#define AMK_ENTRY_RING_OFF() amk_ring_off()
+#else
+#define AMK_ENTRY_RING_OFF() ((void)0)
+#endif
 
 /* ---- Loop-1 entry kernels ----------------------------------------------------------------------- */
 #define AMK_ENTRY(name, OPCODE)                                                                            \
@@ -171,6 +184,7 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
             amk_trap(prog, AMK_TRAP_LAUNCH, -1, OPCODE, (int32_t)blockDim.x);                              \
             return;                                                                                        \
         }                                                                                                  \
+        AMK_ENTRY_RING_OFF();                                                                              \
         for (long long k = blockIdx.x; k < count; k += gridDim.x) {                                        \
             const long long t = first + k;                                                                 \
             if (t < 0 || t >= prog.n_instructions) {                                                       \

@@ -2,6 +2,9 @@
  * Elementwise and data-movement instructions: COPY, ADD, MUL, GELU, SILU_MUL, ALLREDUCE_SHARD,
  * EMBED, KV_APPEND, DEQUANT.
  *
+ * COPY, EMBED and KV_APPEND move rows with amk_move and ADD adds 16-byte vectors (vec.cuh): the
+ * dtype resolved once, all loads of a thread before its stores.
+ *
  * Every instruction is `bool amk_op_<name>(prog, inst, task)`: pure compute over its declared
  * buffers, the whole block cooperating; it returns false only after raising a trap. Math is fp32,
  * stored with round-to-nearest-even into the output dtype (seed 000 §7).
@@ -10,6 +13,7 @@
 #define AMK_OPS_ELEMENTWISE_CUH
 
 #include "common.cuh"
+#include "vec.cuh"
 
 #define AMK_IN(k)  (prog.buffers[inst.inputs[(k)]])
 #define AMK_OUT(k) (prog.buffers[inst.outputs[(k)]])
@@ -19,7 +23,7 @@ __device__ __forceinline__ bool amk_op_copy(const amk_program_t& prog, const amk
     const amk_buffer_t in = AMK_IN(0), out = AMK_OUT(0);
     const int64_t n = out.numel;
     if (in.numel < n) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, (int32_t)in.numel);
-    for (int64_t i = threadIdx.x; i < n; i += AMK_THREADS) amk_st(out, i, amk_ld(in, i));
+    amk_move(out, 0, in, 0, n);
     return true;
 }
 
@@ -28,7 +32,19 @@ __device__ __forceinline__ bool amk_op_add(const amk_program_t& prog, const amk_
     const amk_buffer_t a = AMK_IN(0), b = AMK_IN(1), out = AMK_OUT(0);
     const int64_t n = out.numel;
     if (a.numel < n || b.numel < n) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, (int32_t)n);
-    for (int64_t i = threadIdx.x; i < n; i += AMK_THREADS) amk_st(out, i, amk_ld(a, i) + amk_ld(b, i));
+    int64_t done = 0; /* dtype resolved once: one float dtype on all three sides goes by vectors */
+    if (a.dtype == out.dtype && b.dtype == out.dtype) {
+        switch (out.dtype) {
+            case AMK_F32:  done = amk_add_typed<float>((const float*)a.ptr, (const float*)b.ptr, (float*)out.ptr, n); break;
+            case AMK_F16:  done = amk_add_typed<__half>((const __half*)a.ptr, (const __half*)b.ptr, (__half*)out.ptr, n); break;
+            case AMK_BF16:
+                done = amk_add_typed<__nv_bfloat16>((const __nv_bfloat16*)a.ptr, (const __nv_bfloat16*)b.ptr,
+                                                    (__nv_bfloat16*)out.ptr, n);
+                break;
+            default: break;
+        }
+    }
+    for (int64_t i = done + threadIdx.x; i < n; i += AMK_THREADS) amk_st(out, i, amk_ld(a, i) + amk_ld(b, i));
     return true;
 }
 
@@ -100,7 +116,7 @@ __device__ __forceinline__ bool amk_op_embed(const amk_program_t& prog, const am
         const int64_t id = amk_ld_int(ids, r);
         if (id < 0 || id >= V) return amk_trap(prog, AMK_TRAP_TOKEN, task, inst.op, (int32_t)id);
         const int64_t src = id * row, dst = r * row;
-        for (int64_t j = threadIdx.x; j < row; j += AMK_THREADS) amk_st(out, dst + j, amk_ld(table, src + j));
+        amk_move(out, dst, table, src, row);
     }
     return true;
 }
@@ -119,7 +135,7 @@ __device__ __forceinline__ bool amk_op_kv_append(const amk_program_t& prog, cons
         if (nw.numel != B * kv) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, (int32_t)nw.numel);
         for (int64_t b = 0; b < B; ++b) {
             const int64_t dst = (b * S + pos) * kv, src = b * kv;
-            for (int64_t j = threadIdx.x; j < kv; j += AMK_THREADS) amk_st(cache, dst + j, amk_ld(nw, src + j));
+            amk_move(cache, dst, nw, src, kv);
         }
         return true;
     }
@@ -130,7 +146,7 @@ __device__ __forceinline__ bool amk_op_kv_append(const amk_program_t& prog, cons
     const int64_t rows = nw.numel / row;
     if (pos < 0 || pos + rows > S) return amk_trap(prog, AMK_TRAP_KV_POS, task, inst.op, (int32_t)pos);
     const int64_t dst = pos * row;
-    for (int64_t j = threadIdx.x; j < nw.numel; j += AMK_THREADS) amk_st(cache, dst + j, amk_ld(nw, j));
+    amk_move(cache, dst, nw, 0, nw.numel);
     return true;
 }
 

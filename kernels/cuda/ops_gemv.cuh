@@ -28,7 +28,9 @@
 
 #include "common.cuh"
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && AMK_GEMV_CPASYNC
+/* The per-tile cp.async ring; the streaming ring (ring.cuh, AMK_RING_STAGES > 0) replaces it, and
+ * the tiles the streaming ring cannot take then use the register path. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && AMK_GEMV_CPASYNC && AMK_RING_STAGES == 0
 #include <cuda_pipeline.h>
 #define AMK_HAVE_CPASYNC 1
 #else
@@ -37,45 +39,7 @@
 
 #define AMK_CPA_CHUNK_BYTES 512 /* one 16-byte vector per lane */
 
-/* ---- 16-byte weight vectors ------------------------------------------------------------------ */
-template <typename T> struct amk_vec;
-template <> struct amk_vec<float> {
-    static constexpr int N = 4;
-    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
-        f[0] = __uint_as_float(r.x);
-        f[1] = __uint_as_float(r.y);
-        f[2] = __uint_as_float(r.z);
-        f[3] = __uint_as_float(r.w);
-    }
-    static __device__ __forceinline__ float one(const float* p, int64_t i) { return p[i]; }
-};
-template <> struct amk_vec<__half> {
-    static constexpr int N = 8;
-    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
-        const __half2* h = reinterpret_cast<const __half2*>(&r);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float2 t = __half22float2(h[i]);
-            f[2 * i] = t.x;
-            f[2 * i + 1] = t.y;
-        }
-    }
-    static __device__ __forceinline__ float one(const __half* p, int64_t i) { return __half2float(p[i]); }
-};
-template <> struct amk_vec<__nv_bfloat16> {
-    static constexpr int N = 8;
-    /* bf16 -> fp32 is exact: the bf16 bits are the high half of the float (works on every
-     * arch, no intrinsic needed). Element 2i is the low half of word i (little-endian). */
-    static __device__ __forceinline__ void cvt(const uint4& r, float* f) {
-        const uint32_t w[4] = {r.x, r.y, r.z, r.w};
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            f[2 * i] = __uint_as_float(w[i] << 16);
-            f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-        }
-    }
-    static __device__ __forceinline__ float one(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
-};
+#include "vec.cuh"
 
 /* acc += dot(x[kb : kb+N], f[0:N]) with x read from shared memory as float4s. */
 template <int N>
@@ -145,6 +109,31 @@ __device__ __forceinline__ void amk_gemv_store(const amk_buffer_t& out, int64_t 
         amk_st(out, o, acc);
     }
 }
+
+/* Shape of a FUSED pattern (ir.FusedPatterns): its staging, epilogue and input count. */
+struct amk_fused_shape {
+    int staging;  /* 0 none, 1 rmsnorm, 2 silu_mul */
+    int epilogue; /* 0 none, 1 add, 2 rope, 3 rope+append, 4 append */
+    int n_in;     /* inputs: [x | gate, up][, norm_w], W[, residual][, pos] */
+};
+
+__device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
+    switch (pat) {
+        case AMK_FUSED_GEMV_ADD:              return {0, 1, 3};
+        case AMK_FUSED_NORM_GEMV:             return {1, 0, 3};
+        case AMK_FUSED_NORM_GEMV_ROPE:        return {1, 2, 4};
+        case AMK_FUSED_NORM_GEMV_ROPE_APPEND: return {1, 3, 4};
+        case AMK_FUSED_NORM_GEMV_APPEND:      return {1, 4, 3};
+        case AMK_FUSED_SILU_GEMV:             return {2, 0, 3};
+        case AMK_FUSED_SILU_GEMV_ADD:         return {2, 1, 4};
+        case AMK_FUSED_GEMV_ROPE:             return {0, 2, 3};
+        case AMK_FUSED_GEMV_ROPE_APPEND:      return {0, 3, 3};
+        case AMK_FUSED_GEMV_APPEND:           return {0, 4, 2};
+        default:                              return {-1, -1, 0};
+    }
+}
+
+#include "ring.cuh"
 
 #if AMK_HAVE_CPASYNC
 /* cp.async path. The warp's work is its row groups t = warp*C, warp*C + WARPS*C, ... (C rows
@@ -228,10 +217,20 @@ template <typename T>
 __device__ __forceinline__ void amk_gemv_fp_row(const float* __restrict__ xs, const T* __restrict__ W, int64_t ldw,
                                                 int K, int n_off, int N_tile, const amk_buffer_t& out, int64_t obase,
                                                 const amk_buffer_t* bias, const amk_buffer_t* res,
-                                                unsigned char* ring, bool vec_ok) {
+                                                unsigned char* ring, bool vec_ok, const amk_program_t& prog,
+                                                bool rp) {
     constexpr int V = amk_vec<T>::N;
     const int nvec = vec_ok ? K / V : 0;
     const int k_tail = nvec * V;
+#if AMK_RING_ON
+    if (rp) { /* the streaming ring: the chunks were issued ahead, maybe before the task's wait */
+        amk_gemv_ring_row<T>(prog, xs, W, ldw, K, n_off, N_tile, out, obase, bias, res);
+        return;
+    }
+#else
+    (void)prog;
+    (void)rp;
+#endif
 #if AMK_HAVE_CPASYNC
     if (ring && nvec >= 32) { /* at least one whole chunk per row: stream through the ring */
         unsigned char* my = ring + (size_t)amk_warp() * AMK_GEMV_CPA_STAGES * AMK_GEMV_CPASYNC_COLS * AMK_CPA_CHUNK_BYTES;
@@ -362,7 +361,7 @@ __device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const 
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, K);
     const uint8_t* __restrict__ wq = (const uint8_t*)W.ptr;
     const int64_t N = amk_cols(out);
-    const bool use_smem = amk_gemv_x_bytes(K) <= amk_dyn_smem_bytes();
+    const bool use_smem = amk_gemv_x_bytes(K) <= amk_ops_smem_bytes();
     float* xs = reinterpret_cast<float*>(amk_dyn_smem);
     /* Vector path: a 16-byte load holds 16 int8 or 32 int4 weights of one row within one group. */
     const int per_vec = i4 ? 32 : 16;
@@ -452,7 +451,7 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
     const amk_buffer_t* bias = (!res && inst.n_inputs > 2) ? &prog.buffers[inst.inputs[2]] : nullptr;
     if (bias && bias->numel < n_off + N_tile) return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, 2);
     const int64_t N = amk_cols(out);
-    const uint32_t have = amk_dyn_smem_bytes();
+    const uint32_t have = amk_ops_smem_bytes();
     const uint32_t xb = amk_gemv_x_bytes(K);
     const int esz = W.dtype == AMK_F32 ? 4 : 2;
     const bool vec_ok = ((uintptr_t)W.ptr & 15) == 0 && ((ldw * esz) & 15) == 0;
@@ -465,21 +464,28 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
 #if AMK_HAVE_CPASYNC
     if (vec_ok && xb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb;
 #endif
+    bool rp = false; /* the streaming ring carries this tile's weights */
+#if AMK_RING_ON
+    if (amk_ring_active) {
+        amk_ring_plan plan;
+        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
+    }
+#endif
     for (int64_t m = 0; m < M; ++m) {
         amk_stage_x(x, m * K, K, xs);
         __syncthreads();
         switch (W.dtype) {
             case AMK_F16:
                 amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, n_off, N_tile, out, m * N, bias, res, ring,
-                                        vec_ok);
+                                        vec_ok, prog, rp);
                 break;
             case AMK_BF16:
                 amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, n_off, N_tile, out, m * N,
-                                               bias, res, ring, vec_ok);
+                                               bias, res, ring, vec_ok, prog, rp);
                 break;
             default:
                 amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, n_off, N_tile, out, m * N, bias, res, ring,
-                                       vec_ok);
+                                       vec_ok, prog, rp);
                 break;
         }
         __syncthreads(); /* xs is rewritten for the next row */
@@ -504,28 +510,6 @@ __device__ __forceinline__ bool amk_op_gemv_tile(const amk_program_t& prog, cons
  *            the activation dtype first (the unfused projection's output), then added or rotated.
  * A RoPE/append tile collects its N_tile sums in shared memory ([x cache][tile][ring]) and
  * finishes them as whole heads. The dtype switch happens once per tile, never per element. */
-struct amk_fused_shape {
-    int staging;  /* 0 none, 1 rmsnorm, 2 silu_mul */
-    int epilogue; /* 0 none, 1 add, 2 rope, 3 rope+append, 4 append */
-    int n_in;     /* inputs: [x | gate, up][, norm_w], W[, residual][, pos] */
-};
-
-__device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
-    switch (pat) {
-        case AMK_FUSED_GEMV_ADD:              return {0, 1, 3};
-        case AMK_FUSED_NORM_GEMV:             return {1, 0, 3};
-        case AMK_FUSED_NORM_GEMV_ROPE:        return {1, 2, 4};
-        case AMK_FUSED_NORM_GEMV_ROPE_APPEND: return {1, 3, 4};
-        case AMK_FUSED_NORM_GEMV_APPEND:      return {1, 4, 3};
-        case AMK_FUSED_SILU_GEMV:             return {2, 0, 3};
-        case AMK_FUSED_SILU_GEMV_ADD:         return {2, 1, 4};
-        case AMK_FUSED_GEMV_ROPE:             return {0, 2, 3};
-        case AMK_FUSED_GEMV_ROPE_APPEND:      return {0, 3, 3};
-        case AMK_FUSED_GEMV_APPEND:           return {0, 4, 2};
-        default:                              return {-1, -1, 0};
-    }
-}
-
 /* Stage x row m into xs (fp32), applying the pattern's staging. */
 __device__ __forceinline__ void amk_fused_stage(const amk_program_t& prog, const amk_instruction_t& inst,
                                                 const amk_fused_shape& f, int64_t m, int K, float* xs) {
@@ -591,7 +575,7 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
     const int64_t M = K > 0 ? x.numel / K : 0;
     const int64_t N = append ? inst.params.N : (M > 0 ? out.numel / M : 0);
     const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
-    const uint32_t xb = amk_gemv_x_bytes(K), tb = collect ? amk_gemv_x_bytes(N_tile) : 0, have = amk_dyn_smem_bytes();
+    const uint32_t xb = amk_gemv_x_bytes(K), tb = collect ? amk_gemv_x_bytes(N_tile) : 0, have = amk_ops_smem_bytes();
     const int rank = out.rank;
     /* a dynamic index into a local copy of the record would put it in local memory: read the table */
     const int64_t seq = append && rank >= 3 ? prog.buffers[inst.outputs[0]].shape[rank - 3] : 0;
@@ -609,6 +593,13 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
 #if AMK_HAVE_CPASYNC
     if (vec_ok && xb + tb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb + tb;
 #endif
+    bool rp = false; /* the streaming ring carries this tile's weights */
+#if AMK_RING_ON
+    if (amk_ring_active) {
+        amk_ring_plan plan;
+        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
+    }
+#endif
     /* The sums land in the output (obase = m*N), or in the tile (obase = -n_off: column n -> n - n_off). */
     amk_buffer_t dst = out;
     if (collect) {
@@ -621,14 +612,14 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
         const int64_t obase = collect ? -(int64_t)n_off : m * N;
         switch (W.dtype) {
             case AMK_F16:
-                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok);
+                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
                 break;
             case AMK_BF16:
                 amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr,
-                                               res, ring, vec_ok);
+                                               res, ring, vec_ok, prog, rp);
                 break;
             default:
-                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok);
+                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
                 break;
         }
         __syncthreads(); /* the tile is complete; xs is rewritten for the next row */

@@ -28,13 +28,19 @@ var activeWhen = map[string]struct {
 // Loop-1 cases are fp32/fp16/bf16.
 var quantizedOnly = map[string]bool{"qc": true}
 
+// megakernelOnly knobs act in the persistent VM only: the streaming ring
+// streams a queue's tiles across their waits, and the entry kernels Loop 1
+// times have no queue (they run with the ring off), so Loop 2 and the GPU
+// session compare them, not Loop 1.
+var megakernelOnly = map[string]bool{"ring_stages": true, "ring_tile": true}
+
 // Knobs are the knobs Loop 1 searches for op: the block size (which the
 // schedule fixes for the VM but Loop 1 tunes per kernel) and every search
 // knob the op's kernel reads, in KnobSpace order.
 func Knobs(op ir.Op) []kernels.Knob {
 	var out []kernels.Knob
 	for _, k := range kernels.KnobSpace() {
-		if k.Scope == kernels.ScopeFixed || quantizedOnly[k.Name] {
+		if k.Scope == kernels.ScopeFixed || quantizedOnly[k.Name] || megakernelOnly[k.Name] {
 			continue
 		}
 		if k.Scope == kernels.ScopeConfig && k.Name != "threads" {

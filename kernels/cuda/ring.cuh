@@ -1,0 +1,329 @@
+/* ==========================================================================================
+ * The streaming weight ring (AMK_RING_STAGES > 0; off by default): a deep per-SM shared-memory
+ * ring through which the megakernel streams the weights of every fp GEMV / FUSED tile of its
+ * queue, ACROSS task boundaries and dependency waits.
+ *
+ * Weights never depend on activations, so a block may load the weights of its next projection
+ * tasks before it polls their counters. Each warp owns a private ring of AMK_RING_STAGES slots of
+ * AMK_RING_TILE_BYTES (a slot is one contiguous piece of one weight row) and walks ONE chunk
+ * stream: for every ring-eligible task of its queue, in queue order, for every x row m, for every
+ * weight row t = warp, warp + AMK_WARPS, ... of the tile, the row's whole chunks. The issuer runs
+ * AMK_RING_STAGES - 1 chunks ahead of the consumer and never drains at a task end: when a tile's
+ * last chunk is consumed, the first chunks of the next eligible task (possibly several tasks
+ * ahead, past attention and glue tasks) are already in flight, and stay in flight during that
+ * task's dependency wait. Per SM: AMK_WARPS x (AMK_RING_STAGES - 1) x AMK_RING_TILE_BYTES bytes
+ * in flight (8 x 11 x 2 KiB = 176 KiB at 256 threads, 12 stages, 2 KiB tiles).
+ *
+ * Issuer and consumer agree because both derive a task's chunks from amk_ring_plan_of, a pure
+ * function of the instruction, the buffer table and the launch's shared memory. The ring lives
+ * at the top of the dynamic shared memory (kernels.PlanSmem provisions it above the x cache);
+ * amk_ops_smem_bytes() is what the ops may use below it.
+ *
+ * Copy engine: on sm_90 built with nvcc >= 12 (and AMK_RING_BULK, default 1), lane 0 of the warp
+ * issues each chunk as one cp.async.bulk (TMA) completing on the slot's mbarrier; elsewhere every
+ * lane copies its 16-byte vectors of the chunk with cp.async (sm_80+), one commit group per
+ * chunk. Tiles the ring cannot take (quantized, misaligned, a row shorter than one chunk, an x
+ * cache that does not fit) keep the per-tile paths of ops_gemv.cuh.
+ * ========================================================================================== */
+#ifndef AMK_RING_CUH
+#define AMK_RING_CUH
+
+#include "common.cuh"
+
+#if AMK_RING_STAGES > 0 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define AMK_RING_ON 1
+#else
+#define AMK_RING_ON 0
+#endif
+#if AMK_RING_ON && __CUDA_ARCH__ >= 900 && defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ >= 12 && AMK_RING_BULK
+#define AMK_RING_TMA 1 /* cp.async.bulk + mbarrier (PTX 8.0, sm_90) */
+#else
+#define AMK_RING_TMA 0 /* per-lane cp.async */
+#endif
+
+#if (AMK_RING_TILE_BYTES % 512) != 0 || AMK_RING_TILE_BYTES <= 0
+#error "AMK_RING_TILE_BYTES must be a positive multiple of 512"
+#endif
+#define AMK_RING_VPL (AMK_RING_TILE_BYTES / 512) /* 16-byte vectors per lane per chunk */
+
+/* Bytes of the ring of one block (0 when it is off). Mirrors kernels.ringBytes in Go. */
+__host__ __device__ constexpr uint32_t amk_ring_bytes() {
+    return AMK_RING_STAGES > 0 ? (uint32_t)AMK_WARPS * AMK_RING_STAGES * AMK_RING_TILE_BYTES : 0u;
+}
+
+/* The chunks one task streams through the ring (the same for every warp but `total`). */
+struct amk_ring_plan {
+    const char* w;    /* weight buffer base                                   */
+    int64_t ldb;      /* bytes between consecutive weight rows               */
+    int32_t n_off;    /* first weight row of the tile                        */
+    int32_t rows;     /* weight rows of this warp (t = warp + r * AMK_WARPS) */
+    int32_t nchunks;  /* whole chunks per row                                 */
+    int32_t total;    /* chunks of this warp: M x rows x nchunks (0: none)   */
+};
+
+/* Per-warp stream state, in shared memory between the tasks of a queue. */
+struct amk_ring_warp {
+    amk_ring_plan plan; /* plan of the task being issued                           */
+    int32_t slot;       /* its queue slot (>= the queue length: stream exhausted)   */
+    int32_t j;          /* next chunk of it to issue                                */
+    uint32_t issued;    /* chunks issued so far (the whole stream)                  */
+    uint32_t consumed;  /* chunks consumed so far                                   */
+};
+
+#if AMK_RING_ON
+__shared__ amk_ring_warp amk_ring_state[AMK_WARPS];
+__shared__ int32_t amk_ring_active; /* 1 in the megakernel when the launch provides the ring */
+__shared__ const int32_t* amk_ring_queue;
+__shared__ int32_t amk_ring_len;
+#if AMK_RING_TMA
+__shared__ __align__(8) uint64_t amk_ring_bar[AMK_WARPS][AMK_RING_STAGES];
+#endif
+#endif
+
+/* Dynamic shared memory the ops may use (everything below the ring). */
+__device__ __forceinline__ uint32_t amk_ops_smem_bytes() {
+#if AMK_RING_ON
+    if (amk_ring_active) return (amk_dyn_smem_bytes() - amk_ring_bytes()) & ~15u;
+#endif
+    return amk_dyn_smem_bytes();
+}
+
+#if AMK_RING_ON
+__device__ __forceinline__ unsigned char* amk_ring_base(int warp) {
+    return amk_dyn_smem + ((amk_dyn_smem_bytes() - amk_ring_bytes()) & ~15u) +
+           (size_t)warp * AMK_RING_STAGES * AMK_RING_TILE_BYTES;
+}
+
+/* The ring plan of instruction `inst` for the calling warp; false when the task does not stream
+ * through the ring. Every condition the consumer needs is checked here (and bounds, so that no
+ * copy ever reads outside the weight buffer, even for a task that will trap). `ops_smem` is
+ * amk_ops_smem_bytes() of the launch. */
+__device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32_t n_bufs, const amk_instruction_t& inst,
+                                                 uint32_t ops_smem, amk_ring_plan* plan) {
+    plan->total = 0;
+    const int32_t op = inst.op;
+    int wi = 1, collect = 0;
+    if (op == AMK_OP_GEMV_TILE) {
+        const int32_t q = inst.params.qdtype;
+        if ((q == AMK_I8 || q == AMK_I4) && inst.n_inputs >= 3) return false;
+    } else if (op == AMK_OP_FUSED) {
+        const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
+        const amk_fused_shape f = amk_fused_pattern_shape(pat);
+        if (f.staging < 0 || inst.n_inputs != f.n_in) return false;
+        wi = (f.staging == 0 || pat == AMK_FUSED_GEMV_ADD) ? 1 : 2;
+        collect = f.epilogue >= 2;
+    } else {
+        return false;
+    }
+    if (inst.n_inputs <= wi || inst.inputs[0] < 0 || inst.inputs[0] >= n_bufs || inst.inputs[wi] < 0 ||
+        inst.inputs[wi] >= n_bufs)
+        return false;
+    const amk_buffer_t& W = bufs[inst.inputs[wi]];
+    const int64_t xnumel = bufs[inst.inputs[0]].numel;
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    if (!amk_is_float(W.dtype) || K <= 0 || N_tile <= 0 || n_off < 0 || xnumel <= 0 || xnumel % K != 0) return false;
+    const int esz = W.dtype == AMK_F32 ? 4 : 2;
+    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
+    if (ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw || ((uintptr_t)W.ptr & 15) || ((ldw * esz) & 15)) return false;
+    const uint32_t xb = (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16);
+    const uint32_t tb = collect ? (uint32_t)(((int64_t)N_tile * 4 + 15) / 16 * 16) : 0u;
+    if (xb + tb > ops_smem) return false;
+    const int nchunks = (int)(((int64_t)K * esz) / AMK_RING_TILE_BYTES);
+    if (nchunks < 1) return false;
+    const int warp = amk_warp();
+    plan->w = (const char*)W.ptr;
+    plan->ldb = ldw * esz;
+    plan->n_off = n_off;
+    plan->rows = warp < N_tile ? (N_tile - warp + AMK_WARPS - 1) / AMK_WARPS : 0;
+    plan->nchunks = nchunks;
+    plan->total = (int32_t)(xnumel / K) * plan->rows * nchunks;
+    return true;
+}
+
+/* Lane 0 moves the warp's issue cursor (shared) to the next queue slot whose task has ring chunks
+ * for this warp, or past the queue. Out of line: it runs once per task, and inlined its
+ * instruction decoding would weigh on the registers of the streaming loop. */
+__device__ __noinline__ void amk_ring_advance(const amk_instruction_t* insts, int32_t n_insts,
+                                              const amk_buffer_t* bufs, int32_t n_bufs, uint32_t ops_smem) {
+    amk_ring_warp* s = &amk_ring_state[amk_warp()];
+    int32_t slot = s->slot;
+    amk_ring_plan plan;
+    plan.total = 0;
+    while (slot < amk_ring_len && plan.total == 0) {
+        ++slot;
+        if (slot < amk_ring_len) {
+            const int32_t task = amk_ring_queue[slot];
+            if (task >= 0 && task < n_insts) amk_ring_plan_of(bufs, n_bufs, insts[task], ops_smem, &plan);
+        }
+    }
+    s->plan = plan;
+    s->slot = slot;
+    s->j = 0;
+}
+
+/* Global address of chunk j of a plan (x row m is j / (rows * nchunks): the same bytes again). */
+__device__ __forceinline__ const char* amk_ring_chunk_src(const amk_ring_plan& p, int32_t j) {
+    const int32_t r = j % (p.rows * p.nchunks);
+    const int32_t t = amk_warp() + (r / p.nchunks) * AMK_WARPS;
+    return p.w + (int64_t)(p.n_off + t) * p.ldb + (int64_t)(r % p.nchunks) * AMK_RING_TILE_BYTES;
+}
+
+/* Issue the next chunk of the warp's stream into its slot (issued % STAGES), first moving the
+ * cursor over tasks without ring chunks; past the end of the queue nothing is copied. The
+ * cp.async engine commits one group per call either way, so that the distance the consumer waits
+ * for stays constant. The whole warp calls it; the cursor stays in shared memory (lane 0 writes
+ * it between two __syncwarp), so the streaming loop holds no extra registers for it. */
+__device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
+    amk_ring_warp* sh = &amk_ring_state[amk_warp()];
+    if (sh->j >= sh->plan.total && sh->slot < amk_ring_len) {
+        __syncwarp();
+        if (amk_lane() == 0)
+            amk_ring_advance(prog.instructions, prog.n_instructions, prog.buffers, prog.n_buffers, amk_ops_smem_bytes());
+        __syncwarp();
+    }
+    if (sh->slot < amk_ring_len) {
+        const int warp = amk_warp();
+        const int slot = (int)(sh->issued % AMK_RING_STAGES);
+        unsigned char* dst = amk_ring_base(warp) + (size_t)slot * AMK_RING_TILE_BYTES;
+        const char* src = amk_ring_chunk_src(sh->plan, sh->j);
+#if AMK_RING_TMA
+        __syncwarp(); /* every lane has finished reading the slot (it held chunk issued - STAGES) */
+        if (amk_lane() == 0) {
+            const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[warp][slot]);
+            const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(AMK_RING_TILE_BYTES)
+                         : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d),
+                         "l"(src), "r"(AMK_RING_TILE_BYTES), "r"(bar)
+                         : "memory");
+        }
+#else
+        const int lane = amk_lane();
+#pragma unroll
+        for (int v = 0; v < AMK_RING_VPL; ++v) {
+            const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst + (v * 32 + lane) * 16);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src + (v * 32 + lane) * 16) : "memory");
+        }
+#endif
+        __syncwarp();
+        if (amk_lane() == 0) {
+            ++sh->j;
+            ++sh->issued;
+        }
+        __syncwarp();
+    }
+#if !AMK_RING_TMA
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+/* Wait until chunk number `c` of the warp's stream has landed; returns its slot. */
+__device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c) {
+    const int slot = (int)(c % AMK_RING_STAGES);
+#if AMK_RING_TMA
+    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[amk_warp()][slot]);
+    const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
+    uint32_t done = 0;
+    while (!done)
+        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(bar), "r"(parity)
+                     : "memory");
+#else
+    /* Commit groups complete in order; STAGES - 1 groups were committed after this chunk's. */
+    asm volatile("cp.async.wait_group %0;" ::"n"(AMK_RING_STAGES - 1) : "memory");
+#endif
+    return amk_ring_base(amk_warp()) + (size_t)slot * AMK_RING_TILE_BYTES;
+}
+
+/* Megakernel entry: the ring is active when the launch provides its bytes; every warp issues the
+ * first STAGES - 1 chunks of its stream before the first task's wait. Ends with a barrier. */
+__device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const int32_t* queue, int32_t len) {
+    if (threadIdx.x == 0) {
+        amk_ring_active = amk_dyn_smem_bytes() >= amk_ring_bytes() + 16u;
+        amk_ring_queue = queue;
+        amk_ring_len = len;
+    }
+#if AMK_RING_TMA
+    if (threadIdx.x < AMK_WARPS * AMK_RING_STAGES) {
+        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[0][0] + threadIdx.x);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+    __syncthreads();
+    if (!amk_ring_active) return;
+    if (amk_lane() == 0) {
+        amk_ring_warp& w = amk_ring_state[amk_warp()];
+        w.plan.total = 0;
+        w.slot = -1;
+        w.j = 0;
+        w.issued = 0;
+        w.consumed = 0;
+    }
+    __syncwarp();
+    for (int k = 0; k < AMK_RING_STAGES - 1; ++k) amk_ring_issue(prog);
+    __syncthreads();
+}
+
+/* Entry kernels run tiles without a queue: no ring (before their first barrier). */
+__device__ __forceinline__ void amk_ring_off() {
+    if (threadIdx.x == 0) amk_ring_active = 0;
+}
+
+/* Megakernel exit (also after a trap or an abort): no copy may still be writing shared memory. */
+__device__ __forceinline__ void amk_ring_finish() {
+    if (!amk_ring_active) return;
+#if AMK_RING_TMA
+    const amk_ring_warp& w = amk_ring_state[amk_warp()];
+    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c);
+#else
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#endif
+}
+
+/* Consume the chunks of one x row of the current task: the warp's rows t (each: its chunks from
+ * the ring, the leftover vectors and the scalar tail from global memory, then the store), issuing
+ * one chunk ahead for every chunk it consumes. The caller has checked the task's plan
+ * (amk_ring_plan_of), whose rows and chunks this walks in the issuer's order. */
+template <typename T>
+__device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, const float* __restrict__ xs,
+                                                  const T* __restrict__ W, int64_t ldw, int K, int n_off, int N_tile,
+                                                  const amk_buffer_t& out, int64_t obase, const amk_buffer_t* bias,
+                                                  const amk_buffer_t* res) {
+    constexpr int V = amk_vec<T>::N;
+    constexpr int CV = AMK_RING_TILE_BYTES / 16; /* vectors per chunk */
+    const int lane = amk_lane();
+    const int nvec = K / V;
+    const int nchunks = (int)(((int64_t)K * sizeof(T)) / AMK_RING_TILE_BYTES);
+    amk_ring_warp* sh = &amk_ring_state[amk_warp()];
+    for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
+        const int64_t n = n_off + t;
+        float acc = 0.f;
+        for (int ci = 0; ci < nchunks; ++ci) {
+            amk_ring_issue(prog);
+            const uint32_t c = sh->consumed;
+            const unsigned char* st = amk_ring_wait(c);
+#pragma unroll
+            for (int v = 0; v < AMK_RING_VPL; ++v) {
+                float f[V];
+                amk_vec<T>::cvt(*reinterpret_cast<const uint4*>(st + (v * 32 + lane) * 16), f);
+                acc = amk_dot_smem<V>(xs + ((int64_t)ci * CV + v * 32 + lane) * V, f, acc);
+            }
+            __syncwarp();
+            if (lane == 0) sh->consumed = c + 1;
+            __syncwarp();
+        }
+        for (int kv = nchunks * CV + lane; kv < nvec; kv += 32) {
+            float f[V];
+            amk_vec<T>::cvt(__ldcs(reinterpret_cast<const uint4*>(W + n * ldw) + kv), f);
+            acc = amk_dot_smem<V>(xs + (int64_t)kv * V, f, acc);
+        }
+        for (int k = nvec * V + lane; k < K; k += 32) acc = fmaf(xs[k], amk_vec<T>::one(W + n * ldw, k), acc);
+        amk_gemv_store(out, obase + n, acc, bias, n, res);
+    }
+}
+#endif /* AMK_RING_ON */
+
+#endif /* AMK_RING_CUH */
