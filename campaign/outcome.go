@@ -22,7 +22,7 @@ type result struct {
 	tag         string
 	correctness string
 	latency     *float64
-	kind        string
+	kind        trial.LatencyKind
 	pct         *float64
 	bound       *float64
 	score       *float64 // what keep/revert compared (nil: no latency)
@@ -148,7 +148,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		r.description = r.source + ": tried (no latency)"
 		return
 	}
-	kind := ""
+	var kind trial.LatencyKind
 	if v.LatencyKind != nil {
 		kind = *v.LatencyKind
 	}
@@ -191,7 +191,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 }
 
 // kindRank orders latency kinds: a measurement outranks a prediction.
-func kindRank(kind string) int {
+func kindRank(kind trial.LatencyKind) int {
 	switch kind {
 	case trial.KindMeasuredGPU:
 		return 0
@@ -204,7 +204,7 @@ func kindRank(kind string) int {
 // better is docs/spec/loop.md's keep rule for a correct candidate with a latency:
 // no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain a measured
 // latency beats a predicted one, then the simpler point wins.
-func (c *Campaign) better(score float64, kind string, complexity int) (bool, string) {
+func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int) (bool, string) {
 	b := c.st.Best
 	if b == nil {
 		return true, "first correct point"
@@ -388,7 +388,7 @@ func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool)
 		IRVersion: ir.IRVersion, ABIVersion: ir.ABIVersion,
 		Notes:       fmt.Sprintf("%s kept; %s; kind=%s", r.writer(), r.source, r.kind),
 		TS:          float64(now.UnixNano()) / 1e9,
-		LatencyKind: r.kind, Shape: c.st.Shape, ShapeSource: flywheel.ShapeFromConfig, Env: env,
+		LatencyKind: string(r.kind), Shape: c.st.Shape, ShapeSource: flywheel.ShapeFromConfig, Env: env,
 	}
 	if rec.Check() != nil {
 		return flywheel.Record{}, false

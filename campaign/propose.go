@@ -65,7 +65,7 @@ func (c *Campaign) issue(now time.Time, cand candidate) trial.Spec {
 		Token: s.Token, Pos: s.Pos, Batch: s.Batch, TimeoutSeconds: s.TrialTimeoutS,
 	}
 	inf := &InFlight{ScheduleID: cand.id, Region: c.st.Region, Opening: cand.opening, IssuedAt: now}
-	if c.st.Device == "cuda" && c.st.Best != nil && len(c.st.Best.Point) > 0 {
+	if c.st.Device == schedule.DeviceCUDA && c.st.Best != nil && len(c.st.Best.Point) > 0 {
 		spec.Incumbent = append(json.RawMessage(nil), c.st.Best.Point...)
 		inf.IncumbentID = c.st.Best.ScheduleID
 	}
