@@ -11,7 +11,7 @@ import (
 
 // Proposers (Settings.Proposer).
 const (
-	// ProposerReference is seed 001 / reference §5.4: an explore fraction
+	// ProposerReference is the Python reference's proposer (docs/spec/loop.md §2): an explore fraction
 	// of uniform random points, otherwise one-knob mutations of the
 	// incumbent, ranked by the prior when it is trained.
 	ProposerReference = "reference"

@@ -10,7 +10,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-// Record status families (the reference's vocabulary, §6.4, plus docs/spec/loop.md's
+// Record status families (the Python reference's `record` vocabulary, plus docs/spec/loop.md's
 // "tried" and amk's "baseline").
 var (
 	keptStatuses    = []string{"kept", "keep", "improved"}

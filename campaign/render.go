@@ -86,7 +86,7 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 // stamp is the reference's started_at format.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
 
-// StatusText renders the status like the reference's `status` (§6.5),
+// StatusText renders the status like the Python reference's `status`,
 // with amk's extra lines (id, device, elapsed time, in-flight trials).
 func (c *Campaign) StatusText(now time.Time) string {
 	st := &c.st
@@ -229,7 +229,7 @@ func (n NextReport) Text() string {
 }
 
 // ReportMarkdown is the aggregate campaign report (the reference's
-// `report`, §6.5), generated at now.
+// `report`), generated at now.
 func (c *Campaign) ReportMarkdown(now time.Time) string {
 	st := &c.st
 	var l []string

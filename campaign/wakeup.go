@@ -11,7 +11,8 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-// WakeUp is the wake-up report (§5.4) with a trajectory for plots.
+// WakeUp is the wake-up report (what an operator reads after an unattended
+// run: best found, against the baseline and the floor) with a trajectory for plots.
 type WakeUp struct {
 	Campaign              string             `json:"campaign"`
 	ID                    string             `json:"id"`

@@ -33,7 +33,8 @@ const (
 	maxTilesPerSM      = 16
 )
 
-// kernelKnob is one VM build knob (reference-behaviour §9.5): its default,
+// kernelKnob is one kernel build knob (a -D define of the CUDA kernels, the
+// "kernel_knobs" of a schedule point, docs/spec/ir.md §5): its default,
 // its validated range and, for the searchable four, the values drawn.
 type kernelKnob struct {
 	name     string
@@ -241,7 +242,7 @@ func gemvWidth(c *ir.ScheduleConfig) (width int, explicit bool) {
 	return max(minAutoTile, bw), false
 }
 
-// Auto tile sizing constants of the reference lowering (§3.4).
+// Auto tile sizing constants of the Python reference's lowering.
 const (
 	autoBaseWidth = 32
 	minAutoTile   = 16
