@@ -240,7 +240,7 @@ func (c *Campaign) enqueue(p schedule.Point, source string) {
 			return
 		}
 	}
-	c.st.Queue = append(c.st.Queue, Queued{ScheduleID: id, Point: pointJSON(p), Source: source})
+	c.st.Queue = append(c.st.Queue, Queued{ScheduleID: id, Point: p, Source: source})
 }
 
 // project puts a point in the campaign's canonical form: normalised, with

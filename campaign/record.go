@@ -164,7 +164,7 @@ func (c *Campaign) recordPoint(r *result, e Record) error {
 		return fmt.Errorf("config: %v", err)
 	}
 	p = c.project(p)
-	r.point = pointJSON(p)
+	r.sched = &p
 	r.complexity = p.Complexity()
 	if r.scheduleID == "" {
 		r.scheduleID = p.ID()

@@ -75,8 +75,8 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	}
 	if b := st.Best; b != nil {
 		r.BestUS, r.BestKind, r.BestPctOfRoofline, r.BestScheduleID = new(b.LatencyUS), b.Kind, b.PctOfRoofline, b.ScheduleID
-		if len(b.Point) > 0 {
-			r.BestConfig = b.Point
+		if b.Point != nil {
+			r.BestConfig = pointJSON(*b.Point)
 		}
 		r.RegionBreakdown = b.Regions
 	}
@@ -295,10 +295,10 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 }
 
 func (c *Campaign) bestConfigIndented() string {
-	if c.st.Best == nil {
+	if c.st.Best == nil || c.st.Best.Point == nil {
 		return "null"
 	}
-	return indentJSON(c.st.Best.Point)
+	return indentJSON(pointJSON(*c.st.Best.Point))
 }
 
 // indentJSON writes raw JSON as Python's json.dumps(indent=2) would.

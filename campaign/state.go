@@ -3,7 +3,6 @@ package campaign
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -135,7 +134,7 @@ type Result struct {
 	PctOfRoofline *float64           `json:"pct_of_roofline"`
 	BoundUS       *float64           `json:"bound_us"`
 	ScheduleID    string             `json:"schedule_id"`
-	Point         json.RawMessage    `json:"point,omitempty"`
+	Point         *schedule.Point    `json:"point,omitempty"`
 	Source        string             `json:"source"`
 	Complexity    int                `json:"complexity"`
 	Regions       map[string]float64 `json:"region_breakdown,omitempty"`
@@ -144,7 +143,7 @@ type Result struct {
 // Anchor is the exploration incumbent.
 type Anchor struct {
 	ScheduleID string          `json:"schedule_id"`
-	Point      json.RawMessage `json:"point,omitempty"`
+	Point      *schedule.Point `json:"point,omitempty"`
 	Score      *float64        `json:"score"`
 }
 
@@ -161,9 +160,9 @@ type InFlight struct {
 
 // Queued is an opening point waiting to be issued.
 type Queued struct {
-	ScheduleID string          `json:"schedule_id"`
-	Point      json.RawMessage `json:"point"`
-	Source     string          `json:"source"`
+	ScheduleID string         `json:"schedule_id"`
+	Point      schedule.Point `json:"point"`
+	Source     string         `json:"source"`
 }
 
 // Counts tallies experiments by outcome.

@@ -91,8 +91,8 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if b := st.Best; b != nil {
 		kind := b.Kind
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
-		if len(b.Point) > 0 {
-			w.BestConfig = b.Point
+		if b.Point != nil {
+			w.BestConfig = pointJSON(*b.Point)
 		}
 	}
 	for _, t := range st.Trajectory {

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/amk-dev/amk/ir"
@@ -248,3 +249,20 @@ const (
 	minAutoTile   = 16
 	maxTiles      = 64
 )
+
+// MarshalJSON writes the point as its config dict, compact and in Python's
+// json.dumps form: the bytes ParsePoint reads back to the same point.
+func (p Point) MarshalJSON() ([]byte, error) {
+	return []byte(pyjson.Compact(p.Value(), false)), nil
+}
+
+// UnmarshalJSON reads a point with ParsePoint (strict: every problem is an
+// error).
+func (p *Point) UnmarshalJSON(data []byte) error {
+	q, err := ParsePoint(data)
+	if err != nil {
+		return fmt.Errorf("schedule point: %w", err)
+	}
+	*p = q
+	return nil
+}
