@@ -63,7 +63,7 @@ func (c *Campaign) attach() error {
 	if err != nil {
 		return err
 	}
-	if c.st.Device != "cpu" && c.st.Device != "cuda" {
+	if !c.st.Device.Valid() {
 		return fmt.Errorf("device %q is not cpu or cuda", c.st.Device)
 	}
 	c.target = t
@@ -97,7 +97,7 @@ func (c *Campaign) State() State {
 func (c *Campaign) ID() string { return c.st.ID }
 
 // Status is the campaign's status ("" before Start).
-func (c *Campaign) Status() string { return c.st.Status }
+func (c *Campaign) Status() Status { return c.st.Status }
 
 // Step applies one event. A refused event returns an error wrapping one of
 // the Err* values, a Decision that only reports it, and changes nothing.
@@ -186,11 +186,11 @@ func (c *Campaign) start(s Start) (Decision, error) {
 		label = s.Model
 	}
 	kind := trial.KindPredicted
-	if s.Device == "cuda" {
+	if s.Device == schedule.DeviceCUDA {
 		kind = trial.KindMeasuredGPU
 	}
 	env := s.Env
-	env.Target, env.Device = s.GPU, s.Device
+	env.Target, env.Device = s.GPU, string(s.Device)
 	c.st = State{
 		Version: StateVersion, ID: ID(s.Model, s.GPU, s.Device, s.Name), Name: s.Name,
 		Model: s.Model, Label: label, GPU: s.GPU, Device: s.Device, Weights: s.Weights,
@@ -207,10 +207,10 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	def := c.project(schedule.Default())
 	var seeds []flywheel.Seed
 	if !s.Cold {
-		seeds = flywheel.WarmStart(s.Shape, s.GPU, kind, s.Corpus, s.Settings.WarmSeeds)
-		c.st.Prior = flywheel.Examples(s.Corpus, s.GPU, kind)
+		seeds = flywheel.WarmStart(s.Shape, s.GPU, string(kind), s.Corpus, s.Settings.WarmSeeds)
+		c.st.Prior = flywheel.Examples(s.Corpus, s.GPU, string(kind))
 		if s.Settings.Proposer == ProposerModel {
-			c.observePrior(flywheel.PriorPoints(s.Corpus, s.GPU, kind))
+			c.observePrior(flywheel.PriorPoints(s.Corpus, s.GPU, string(kind)))
 		}
 	}
 	c.st.WarmSeeds = len(seeds)
@@ -240,7 +240,7 @@ func (c *Campaign) enqueue(p schedule.Point, source string) {
 			return
 		}
 	}
-	c.st.Queue = append(c.st.Queue, Queued{ScheduleID: id, Point: pointJSON(p), Source: source})
+	c.st.Queue = append(c.st.Queue, Queued{ScheduleID: id, Point: p, Source: source})
 }
 
 // project puts a point in the campaign's canonical form: normalised, with

@@ -20,7 +20,7 @@ func TestID(t *testing.T) {
 		{"toy", "h200", "cpu", "night"}: "toy-h200-cpu-night",
 	}
 	for in, want := range cases {
-		if got := ID(in[0], in[1], in[2], in[3]); got != want {
+		if got := ID(in[0], in[1], schedule.Device(in[2]), in[3]); got != want {
 			t.Errorf("ID%v = %q, want %q", in, got, want)
 		}
 	}
@@ -298,7 +298,7 @@ func (f *fuzzRun) outcome(id int) trial.Outcome {
 	o := trial.Outcome{TrialID: id}
 	switch f.byte() % 8 {
 	case 0:
-		o.Failure = &trial.Failure{Class: []string{trial.FailCrash, trial.FailTimeout, trial.FailInfra, "odd"}[f.byte()%4], Message: "x"}
+		o.Failure = &trial.Failure{Class: []trial.FailClass{trial.FailCrash, trial.FailTimeout, trial.FailInfra, "odd"}[f.byte()%4], Message: "x"}
 	case 1:
 		o.Verdict = &trial.Verdict{Valid: false}
 	case 2:
@@ -307,7 +307,7 @@ func (f *fuzzRun) outcome(id int) trial.Outcome {
 	case 3:
 		yes := true
 		o.Verdict = &trial.Verdict{Valid: true, Correct: &yes, LatencyUS: f.number(), BoundUS: f.number(), PctOfRoofline: f.number()}
-		kind := []string{trial.KindPredicted, trial.KindMeasuredGPU, ""}[f.byte()%3]
+		kind := []trial.LatencyKind{trial.KindPredicted, trial.KindMeasuredGPU, ""}[f.byte()%3]
 		o.Verdict.LatencyKind = &kind
 		o.Ratio = f.number()
 	case 4:
@@ -367,7 +367,7 @@ func (f *fuzzRun) event() Event {
 	case 6:
 		statuses := []string{"kept", "revert", "tried", "failed", "crash", "timeout", "rejected", "baseline", "same", "?"}
 		rec := Record{Time: f.now, Status: statuses[f.byte()%10], LatencyUS: f.number(), PctOfRoofline: f.number(),
-			BoundUS: f.number(), Kind: []string{trial.KindPredicted, trial.KindMeasuredGPU, ""}[f.byte()%3]}
+			BoundUS: f.number(), Kind: []trial.LatencyKind{trial.KindPredicted, trial.KindMeasuredGPU, ""}[f.byte()%3]}
 		if f.byte()%2 == 0 {
 			rec.Point = json.RawMessage(`{"tiling": {"gemv": {"N_tile": 32}}, "pipelining_depth": 1}`)
 		}

@@ -9,7 +9,7 @@
 //
 // # What it implements
 //
-//   - The proposer of docs/spec/loop.md and reference §5.4: trial 0 is the canonical
+//   - The proposer of docs/spec/loop.md §2: trial 0 is the canonical
 //     default (a cold run) or the prior's best warm seed, followed by the
 //     default as the "baseline" trial (docs/spec/rules.md R10) and the other seeds; then an
 //     explore fraction of schedule.Random points, and otherwise one-knob
@@ -38,7 +38,7 @@
 //     a trial, 2 for ≤ 1 s) × a space factor (1 for ≤ 64 untried points,
 //     2 for ≥ 4096), both logarithmic between; status and next show the
 //     effective threshold.
-//   - Keep/revert exactly as docs/spec/loop.md / §5.3 `_better`: only a valid,
+//   - Keep/revert exactly as docs/spec/loop.md §3 (the reference's `_better`): only a valid,
 //     correct candidate with a latency is eligible; with no incumbent it is
 //     kept; a strict ≥ min_gain latency win is kept; within ±min_gain a
 //     measured latency beats a predicted one and, at equal kind, the simpler
@@ -47,7 +47,7 @@
 //     ratio decides; if the incumbent changed while the trial was in flight,
 //     the ratio is chained through the incumbents' recorded scores, so
 //     latencies from different devices are never compared directly.
-//   - MOVE_ON_CRITERIA in the reference's order and wording (§6.3), every
+//   - MOVE_ON_CRITERIA in the reference's order and wording (docs/spec/loop.md §5), every
 //     threshold configurable (0 disables one), elapsed time counted from the
 //     campaign's start across resumes, excluding paused time (docs/spec/rules.md R5); then the
 //     campaign's own budget (experiments and/or minutes). Overnight campaigns
@@ -57,7 +57,7 @@
 //     incumbent, outcomes are recorded in any order and idempotently by trial
 //     id — a duplicate or unknown trial id changes nothing and is reported.
 //   - status / next / report rendering as text like the reference and as
-//     JSON, and the wake-up report of §5.4 with a trajectory for plots.
+//     JSON, and the wake-up report (WakeUp) with a trajectory for plots.
 //
 // # Row tags
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -22,8 +23,8 @@ type Start struct {
 	Model    string
 	Label    string
 	GPU      string
-	Device   string // "cpu" (predicted latencies) or "cuda" (measured)
-	Name     string // optional: distinguishes campaigns on one model/gpu/device
+	Device   schedule.Device // "cpu" (predicted latencies) or "cuda" (measured)
+	Name     string          // optional: distinguishes campaigns on one model/gpu/device
 	Weights  string
 	Seed     uint64
 	Shape    flywheel.Shape
@@ -83,7 +84,7 @@ type Record struct {
 	LatencyUS     *float64
 	PctOfRoofline *float64
 	BoundUS       *float64
-	Kind          string
+	Kind          trial.LatencyKind
 	Point         json.RawMessage // the config JSON, optional
 	ScheduleID    string          // optional; computed from Point when empty
 	Description   string
@@ -105,7 +106,7 @@ type Decision struct {
 	Enqueue []trial.Spec
 	Rows    []flywheel.Row
 	Corpus  []flywheel.Record
-	Status  string
+	Status  Status
 	Log     []string
 }
 

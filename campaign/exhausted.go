@@ -26,8 +26,8 @@ func (c *Campaign) Widen() []string {
 		return nil
 	}
 	var out []string
-	if c.st.Device == "cpu" {
-		cuda := schedule.SpaceSize(schedule.Space(c.target, "cuda"))
+	if c.st.Device == schedule.DeviceCPU {
+		cuda := schedule.SpaceSize(schedule.Space(c.target, schedule.DeviceCUDA))
 		out = append(out, fmt.Sprintf("evaluate on a GPU (--device cuda): the SMEM opt-in and the four kernel build "+
 			"knobs join the space, %d points instead of %d, and latencies become measurements", cuda, c.SpacePoints()))
 	}

@@ -56,11 +56,11 @@ func fakeLatency(p schedule.Point) float64 {
 }
 
 // fakeCorpus builds n corpus records of random points with fake latencies.
-func fakeCorpus(n int, shape flywheel.Shape, gpu, device string) []flywheel.Record {
+func fakeCorpus(n int, shape flywheel.Shape, gpu string, device schedule.Device) []flywheel.Record {
 	t, _ := ir.Target(gpu)
 	rng := rand.New(rand.NewPCG(99, 1))
 	kind := trial.KindPredicted
-	if device == "cuda" {
+	if device == schedule.DeviceCUDA {
 		kind = trial.KindMeasuredGPU
 	}
 	var out []flywheel.Record
@@ -69,7 +69,7 @@ func fakeCorpus(n int, shape flywheel.Shape, gpu, device string) []flywheel.Reco
 		lat := fakeLatency(p)
 		out = append(out, flywheel.Record{Model: "toy2", GPU: gpu, Regime: flywheel.RegimeSingle,
 			Correctness: flywheel.CorrectPass, LatencyUS: lat, BoundUS: 1, PctOfRoofline: lat * 100,
-			Schedule: p.Value(), LatencyKind: kind, Shape: shape, ShapeSource: flywheel.ShapeFromConfig})
+			Schedule: p.Value(), LatencyKind: string(kind), Shape: shape, ShapeSource: flywheel.ShapeFromConfig})
 	}
 	return out
 }
@@ -223,7 +223,7 @@ func (h *harness) run(a args) string {
 		return h.step(Finished{Time: h.now, Outcome: h.verdict(a.int("trial", -1), a), Regions: regions(a.str("regions", ""))})
 	case "fail":
 		o := trial.Outcome{CampaignID: a.str("campaign", ""), TrialID: a.int("trial", -1),
-			Failure: &trial.Failure{Class: a.str("class", trial.FailCrash), Phase: a.str("phase", ""), Message: a.str("msg", "boom")}}
+			Failure: &trial.Failure{Class: trial.FailClass(a.str("class", string(trial.FailCrash))), Phase: a.str("phase", ""), Message: a.str("msg", "boom")}}
 		return h.step(Finished{Time: h.now, Outcome: o})
 	case "tick":
 		if len(a.words) > 0 {
@@ -249,7 +249,7 @@ func (h *harness) run(a args) string {
 	case "record":
 		rec := Record{Time: h.now, Status: strings.Join(a.words, " "), Correctness: a.str("correctness", ""),
 			LatencyUS: a.fptr("latency"), PctOfRoofline: a.fptr("pct"), BoundUS: a.fptr("bound"),
-			Kind: a.str("kind", ""), ScheduleID: a.str("id", ""), Description: a.str("desc", ""),
+			Kind: trial.LatencyKind(a.str("kind", "")), ScheduleID: a.str("id", ""), Description: a.str("desc", ""),
 			Source: a.str("source", ""), Regions: regions(a.str("regions", ""))}
 		if cfg := a.str("config", ""); cfg != "" {
 			rec.Point = json.RawMessage(cfg)
@@ -307,7 +307,7 @@ func (h *harness) start(a args) string {
 	// proposer=model and plateau_scaling=true.
 	s.Proposer = a.str("proposer", ProposerReference)
 	s.PlateauScaling = a.flag("plateau_scaling")
-	device := a.str("device", "cpu")
+	device := schedule.Device(a.str("device", "cpu"))
 	gpu := a.str("gpu", "h200")
 	ev := Start{Time: h.now, Model: a.str("model", "toy"), Label: a.str("label", ""), GPU: gpu,
 		Device: device, Name: a.str("name", ""), Seed: uint64(a.int("seed", 1)), Shape: toyShape,
@@ -326,7 +326,7 @@ func (h *harness) start(a args) string {
 func (h *harness) verdict(id int, a args) trial.Outcome {
 	o := trial.Outcome{CampaignID: a.str("campaign", ""), TrialID: id, Worker: a.str("worker", ""),
 		Ratio: a.fptr("ratio"), IncumbentUS: a.fptr("incumbent")}
-	v := &trial.Verdict{Valid: a.str("valid", "true") == "true", GPU: h.c.st.GPU, Model: h.c.st.Model, Device: h.c.st.Device}
+	v := &trial.Verdict{Valid: a.str("valid", "true") == "true", GPU: h.c.st.GPU, Model: h.c.st.Model, Device: string(h.c.st.Device)}
 	if !v.Valid {
 		reason := a.str("reason", "rejected")
 		v.RejectedReason = &reason
@@ -343,7 +343,7 @@ func (h *harness) verdict(id int, a args) trial.Outcome {
 			}
 		}
 		lat = a.float("latency", lat)
-		kind := a.str("kind", h.c.st.LatencyKind)
+		kind := trial.LatencyKind(a.str("kind", string(h.c.st.LatencyKind)))
 		v.LatencyUS, v.LatencyKind = &lat, &kind
 		if b := a.str("bound", "1"); b != "none" {
 			bound := a.float("bound", 1)
@@ -486,11 +486,11 @@ func optText(f *float64) string {
 	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
-func pointText(p schedule.Point, device string) string {
+func pointText(p schedule.Point, device schedule.Device) string {
 	s := fmt.Sprintf("{N_tile=%s np=%s sm=%s depth=%d tpb=%d",
 		knob(p, schedule.PathNTile), knob(p, schedule.PathNPartitions), strings.Trim(knob(p, schedule.PathSMAssignment), `"`),
 		p.Config.PipeliningDepth, p.Config.ThreadsPerBlock)
-	if device == "cuda" {
+	if device == schedule.DeviceCUDA {
 		s += fmt.Sprintf(" smem=%d cpw=%d cpa=%d st=%d cols=%d", p.Config.SmemBytesPerBlock,
 			p.Knobs["cols_per_warp"], p.Knobs["cpasync"], p.Knobs["cpa_stages"], p.Knobs["cpa_cols"])
 	}
@@ -687,7 +687,7 @@ func TestScripts(t *testing.T) {
 	}
 }
 
-func verdictOf(correct *bool, lat *float64, kind *string, bound *float64) *trial.Verdict {
+func verdictOf(correct *bool, lat *float64, kind *trial.LatencyKind, bound *float64) *trial.Verdict {
 	v := &trial.Verdict{Valid: true, Correct: correct, LatencyUS: lat, LatencyKind: kind, BoundUS: bound}
 	if lat != nil && bound != nil {
 		v.PctOfRoofline = new(round3(*lat / *bound * 100))

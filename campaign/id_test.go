@@ -7,6 +7,7 @@ import (
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
 )
 
 // Every id ID makes, from every preset, target and device and from names a
@@ -16,7 +17,7 @@ func TestEveryDerivedIDIsValid(t *testing.T) {
 	models := append(model.PresetNames(), "/models/Llama-3.1-8B/config.json", "../escape")
 	for _, m := range models {
 		for _, gpu := range ir.TargetNames() {
-			for _, dev := range []string{"cpu", "cuda"} {
+			for _, dev := range []schedule.Device{schedule.DeviceCPU, schedule.DeviceCUDA} {
 				for _, name := range names {
 					id := ID(m, gpu, dev, name)
 					if err := ValidID(id); err != nil {

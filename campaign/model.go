@@ -11,7 +11,7 @@ import (
 
 // Proposers (Settings.Proposer).
 const (
-	// ProposerReference is seed 001 / reference §5.4: an explore fraction
+	// ProposerReference is the Python reference's proposer (docs/spec/loop.md §2): an explore fraction
 	// of uniform random points, otherwise one-knob mutations of the
 	// incumbent, ranked by the prior when it is trained.
 	ProposerReference = "reference"
@@ -72,14 +72,10 @@ func levelsOf(p schedule.Point, knobs []schedule.Knob) []int {
 
 // observe records an evaluated point for the model proposer.
 func (c *Campaign) observe(r result) {
-	if r.infra || len(r.point) == 0 {
+	if r.infra || r.sched == nil {
 		return
 	}
-	p, err := parsePoint(r.point)
-	if err != nil {
-		return
-	}
-	o := Observation{Levels: levelsOf(c.project(p), c.searchKnobs())}
+	o := Observation{Levels: levelsOf(c.project(*r.sched), c.searchKnobs())}
 	if r.score != nil && r.correctness == flywheel.CorrectPass {
 		o.Score = new(*r.score)
 	}

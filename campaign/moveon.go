@@ -15,7 +15,7 @@ type Criterion struct {
 const headroom = "headroom remains: keep optimizing"
 
 // moveOn checks MOVE_ON_CRITERIA in the reference's order with its exact
-// wording (§6.3), then the campaign budget. Overnight campaigns skip the
+// wording (docs/spec/loop.md §5), then the campaign budget. Overnight campaigns skip the
 // plateau, roofline and speedup criteria: only time and budget end them.
 func (c *Campaign) moveOn(now time.Time) (bool, string) {
 	st := &c.st

@@ -1,7 +1,6 @@
 package campaign
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -17,12 +17,13 @@ type result struct {
 	trial       int // -1 for a recorded experiment
 	source      string
 	scheduleID  string
-	point       json.RawMessage
+	sched       *schedule.Point // the point, parsed once; nil when absent or malformed
+	pointErr    error           // why point did not parse
 	complexity  int
 	tag         string
 	correctness string
 	latency     *float64
-	kind        string
+	kind        trial.LatencyKind
 	pct         *float64
 	bound       *float64
 	score       *float64 // what keep/revert compared (nil: no latency)
@@ -63,10 +64,13 @@ func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
 		c.st.TimedTrials++
 	}
 	d := c.apply(now, r)
+	if r.pointErr != nil {
+		d.Log = append(d.Log, fmt.Sprintf("trial %d: its point does not parse (%v): no prior example, model observation or corpus record", o.TrialID, r.pointErr))
+	}
 	if r.infra {
 		delete(c.st.Tried, inf.ScheduleID)
-		if inf.Opening {
-			c.st.Queue = append([]Queued{{ScheduleID: inf.ScheduleID, Point: inf.Spec.Point, Source: inf.Spec.Source}}, c.st.Queue...)
+		if inf.Opening && r.sched != nil {
+			c.st.Queue = append([]Queued{{ScheduleID: inf.ScheduleID, Point: *r.sched, Source: inf.Spec.Source}}, c.st.Queue...)
 			d.Log = append(d.Log, fmt.Sprintf("trial %d: %s point %s queued again (infrastructure failure)", o.TrialID, inf.Spec.Source, inf.ScheduleID))
 		}
 	}
@@ -91,11 +95,15 @@ func checkRegions(m map[string]float64) error {
 // keep/revert decision for a correct one.
 func (c *Campaign) classify(o trial.Outcome, inf *InFlight) result {
 	r := result{
-		trial: o.TrialID, source: inf.Spec.Source, scheduleID: inf.ScheduleID, point: inf.Spec.Point,
+		trial: o.TrialID, source: inf.Spec.Source, scheduleID: inf.ScheduleID,
 		region: inf.Region, opening: inf.Opening, worker: o.Worker,
 	}
-	if p, err := parsePoint(inf.Spec.Point); err == nil {
-		r.complexity = p.Complexity()
+	if len(inf.Spec.Point) > 0 {
+		if p, err := parsePoint(inf.Spec.Point); err != nil {
+			r.pointErr = err
+		} else {
+			r.sched, r.complexity = &p, p.Complexity()
+		}
 	}
 	v := o.Verdict
 	switch {
@@ -148,7 +156,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		r.description = r.source + ": tried (no latency)"
 		return
 	}
-	kind := ""
+	var kind trial.LatencyKind
 	if v.LatencyKind != nil {
 		kind = *v.LatencyKind
 	}
@@ -191,7 +199,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 }
 
 // kindRank orders latency kinds: a measurement outranks a prediction.
-func kindRank(kind string) int {
+func kindRank(kind trial.LatencyKind) int {
 	switch kind {
 	case trial.KindMeasuredGPU:
 		return 0
@@ -204,7 +212,7 @@ func kindRank(kind string) int {
 // better is docs/spec/loop.md's keep rule for a correct candidate with a latency:
 // no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain a measured
 // latency beats a predicted one, then the simpler point wins.
-func (c *Campaign) better(score float64, kind string, complexity int) (bool, string) {
+func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int) (bool, string) {
 	b := c.st.Best
 	if b == nil {
 		return true, "first correct point"
@@ -254,8 +262,8 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 		if r.newBest && res != nil {
 			st.Best = res
 			st.Scores[r.scheduleID] = res.Score
-			if len(r.point) > 0 {
-				st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.point, Score: new(res.Score)}
+			if r.sched != nil {
+				st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.sched, Score: new(res.Score)}
 			}
 		}
 	} else {
@@ -267,11 +275,9 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 			}
 		}
 	}
-	if !st.Cold && r.pct != nil && len(r.point) > 0 {
-		if p, err := parsePoint(r.point); err == nil {
-			st.Prior = append(st.Prior, flywheel.ExampleOf(st.Shape, c.project(p), *r.pct))
-			c.ranker = nil
-		}
+	if !st.Cold && r.pct != nil && r.sched != nil {
+		st.Prior = append(st.Prior, flywheel.ExampleOf(st.Shape, c.project(*r.sched), *r.pct))
+		c.ranker = nil
 	}
 	if st.Settings.Proposer == ProposerModel {
 		c.observe(r)
@@ -324,7 +330,7 @@ func (c *Campaign) resultOf(exp int, r result) *Result {
 	}
 	return &Result{
 		Trial: r.trial, Experiment: exp, LatencyUS: *r.latency, Kind: r.kind, Score: *r.score,
-		PctOfRoofline: r.pct, BoundUS: r.bound, ScheduleID: r.scheduleID, Point: r.point,
+		PctOfRoofline: r.pct, BoundUS: r.bound, ScheduleID: r.scheduleID, Point: r.sched,
 		Source: r.source, Complexity: r.complexity, Regions: r.regions,
 	}
 }
@@ -344,7 +350,7 @@ func (c *Campaign) moveAnchor(r result) string {
 	if a.Score != nil && *r.score >= *a.Score*(1-c.st.Settings.MinGain) {
 		return ""
 	}
-	c.st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.point, Score: new(*r.score)}
+	c.st.Anchor = &Anchor{ScheduleID: r.scheduleID, Point: r.sched, Score: new(*r.score)}
 	c.st.NonImprovement = 0
 	return fmt.Sprintf("region %d: anchor moved to %s (%s)", c.st.Region, r.scheduleID, us(*r.latency))
 }
@@ -362,7 +368,7 @@ func (c *Campaign) row(exp int, r result) flywheel.Row {
 }
 
 func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool) {
-	if r.latency == nil || len(r.point) == 0 {
+	if r.latency == nil || r.sched == nil {
 		return flywheel.Record{}, false
 	}
 	bound, pct := r.bound, r.pct
@@ -374,10 +380,10 @@ func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool)
 	case bound == nil:
 		return flywheel.Record{}, false
 	}
-	sched, err := parsePoint(r.point)
-	if err != nil {
+	if r.sched == nil {
 		return flywheel.Record{}, false
 	}
+	sched := *r.sched
 	env := c.st.Env
 	if r.worker != "" {
 		env.DeviceName = r.worker
@@ -388,7 +394,7 @@ func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool)
 		IRVersion: ir.IRVersion, ABIVersion: ir.ABIVersion,
 		Notes:       fmt.Sprintf("%s kept; %s; kind=%s", r.writer(), r.source, r.kind),
 		TS:          float64(now.UnixNano()) / 1e9,
-		LatencyKind: r.kind, Shape: c.st.Shape, ShapeSource: flywheel.ShapeFromConfig, Env: env,
+		LatencyKind: string(r.kind), Shape: c.st.Shape, ShapeSource: flywheel.ShapeFromConfig, Env: env,
 	}
 	if rec.Check() != nil {
 		return flywheel.Record{}, false

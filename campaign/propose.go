@@ -1,7 +1,6 @@
 package campaign
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -65,8 +64,8 @@ func (c *Campaign) issue(now time.Time, cand candidate) trial.Spec {
 		Token: s.Token, Pos: s.Pos, Batch: s.Batch, TimeoutSeconds: s.TrialTimeoutS,
 	}
 	inf := &InFlight{ScheduleID: cand.id, Region: c.st.Region, Opening: cand.opening, IssuedAt: now}
-	if c.st.Device == "cuda" && c.st.Best != nil && len(c.st.Best.Point) > 0 {
-		spec.Incumbent = append(json.RawMessage(nil), c.st.Best.Point...)
+	if c.st.Device == schedule.DeviceCUDA && c.st.Best != nil && c.st.Best.Point != nil {
+		spec.Incumbent = pointJSON(*c.st.Best.Point)
 		inf.IncumbentID = c.st.Best.ScheduleID
 	}
 	inf.Spec = spec
@@ -83,11 +82,7 @@ func (c *Campaign) next() (candidate, []string, bool) {
 		if _, seen := c.st.Tried[q.ScheduleID]; seen {
 			continue
 		}
-		p, err := parsePoint(q.Point)
-		if err != nil {
-			continue // cannot happen for points the campaign wrote itself
-		}
-		return candidate{p: p, id: q.ScheduleID, source: q.Source, opening: true}, nil, true
+		return candidate{p: q.Point, id: q.ScheduleID, source: q.Source, opening: true}, nil, true
 	}
 	s := &c.st.Settings
 	if s.Overnight && c.st.Best != nil && c.st.NonImprovement >= s.RestartAfter {
@@ -123,7 +118,7 @@ func (c *Campaign) restart() (candidate, []string, bool) {
 	c.st.Region++
 	c.st.NonImprovement = 0
 	c.st.ConsecutiveReverts = 0
-	c.st.Anchor = &Anchor{ScheduleID: cand.id, Point: pointJSON(cand.p)}
+	c.st.Anchor = &Anchor{ScheduleID: cand.id, Point: new(cand.p)}
 	msg := fmt.Sprintf("basin-hop restart #%d: new region at %s (global best %s kept)",
 		c.st.Restarts, cand.id, c.st.Best.ScheduleID)
 	return cand, []string{msg}, true
@@ -178,29 +173,13 @@ func (c *Campaign) ranked(mutate func() schedule.Point) (candidate, bool) {
 // anchorPoint is the point exploitation mutates: the anchor (after a basin
 // hop), else the best, else the canonical default.
 func (c *Campaign) anchorPoint() schedule.Point {
-	for _, raw := range []json.RawMessage{c.anchorRaw(), c.bestRaw()} {
-		if len(raw) == 0 {
-			continue
-		}
-		if p, err := parsePoint(raw); err == nil {
-			return c.project(p)
-		}
+	if a := c.st.Anchor; a != nil && a.Point != nil {
+		return c.project(*a.Point)
+	}
+	if b := c.st.Best; b != nil && b.Point != nil {
+		return c.project(*b.Point)
 	}
 	return c.project(schedule.Default())
-}
-
-func (c *Campaign) anchorRaw() json.RawMessage {
-	if c.st.Anchor == nil {
-		return nil
-	}
-	return c.st.Anchor.Point
-}
-
-func (c *Campaign) bestRaw() json.RawMessage {
-	if c.st.Best == nil {
-		return nil
-	}
-	return c.st.Best.Point
 }
 
 // inFlightIDs returns the in-flight trial ids in order.

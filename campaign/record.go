@@ -10,7 +10,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-// Record status families (the reference's vocabulary, §6.4, plus docs/spec/loop.md's
+// Record status families (the Python reference's `record` vocabulary, plus docs/spec/loop.md's
 // "tried" and amk's "baseline").
 var (
 	keptStatuses    = []string{"kept", "keep", "improved"}
@@ -164,7 +164,7 @@ func (c *Campaign) recordPoint(r *result, e Record) error {
 		return fmt.Errorf("config: %v", err)
 	}
 	p = c.project(p)
-	r.point = pointJSON(p)
+	r.sched = &p
 	r.complexity = p.Complexity()
 	if r.scheduleID == "" {
 		r.scheduleID = p.ID()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/pyjson"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 const rule = "============================================================"
@@ -17,9 +19,9 @@ type StatusReport struct {
 	Campaign           string             `json:"campaign"`
 	Model              string             `json:"model"`
 	GPU                string             `json:"gpu"`
-	Device             string             `json:"device"`
-	LatencyKind        string             `json:"latency_kind"`
-	Status             string             `json:"status"`
+	Device             schedule.Device    `json:"device"`
+	LatencyKind        trial.LatencyKind  `json:"latency_kind"`
+	Status             Status             `json:"status"`
 	MoveOnReason       string             `json:"move_on_reason,omitempty"`
 	StartedAt          string             `json:"started_at"`
 	ElapsedMinutes     float64            `json:"elapsed_minutes"`
@@ -32,9 +34,9 @@ type StatusReport struct {
 	Tried              int                `json:"tried"`
 	Counts             Counts             `json:"counts"`
 	BaselineUS         *float64           `json:"baseline_us"`
-	BaselineKind       string             `json:"baseline_kind,omitempty"`
+	BaselineKind       trial.LatencyKind  `json:"baseline_kind,omitempty"`
 	BestUS             *float64           `json:"best_us"`
-	BestKind           string             `json:"best_kind,omitempty"`
+	BestKind           trial.LatencyKind  `json:"best_kind,omitempty"`
 	BestPctOfRoofline  *float64           `json:"best_pct_roofline"`
 	BestScheduleID     string             `json:"best_schedule_id,omitempty"`
 	BestConfig         json.RawMessage    `json:"best_config"`
@@ -73,8 +75,8 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	}
 	if b := st.Best; b != nil {
 		r.BestUS, r.BestKind, r.BestPctOfRoofline, r.BestScheduleID = new(b.LatencyUS), b.Kind, b.PctOfRoofline, b.ScheduleID
-		if len(b.Point) > 0 {
-			r.BestConfig = b.Point
+		if b.Point != nil {
+			r.BestConfig = pointJSON(*b.Point)
 		}
 		r.RegionBreakdown = b.Regions
 	}
@@ -84,7 +86,7 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 // stamp is the reference's started_at format.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
 
-// StatusText renders the status like the reference's `status` (§6.5),
+// StatusText renders the status like the Python reference's `status`,
 // with amk's extra lines (id, device, elapsed time, in-flight trials).
 func (c *Campaign) StatusText(now time.Time) string {
 	st := &c.st
@@ -96,7 +98,7 @@ func (c *Campaign) StatusText(now time.Time) string {
 	line(rule)
 	line("  campaign     : %s / %s", st.Label, st.GPU)
 	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
-	line("  status       : %s", strings.ToUpper(st.Status))
+	line("  status       : %s", strings.ToUpper(string(st.Status)))
 	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
 	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
 	line("  in flight    : %d trial(s), %d points tried, %d basin-hop restart(s)", len(st.InFlight), len(st.Tried), st.Restarts)
@@ -227,7 +229,7 @@ func (n NextReport) Text() string {
 }
 
 // ReportMarkdown is the aggregate campaign report (the reference's
-// `report`, §6.5), generated at now.
+// `report`), generated at now.
 func (c *Campaign) ReportMarkdown(now time.Time) string {
 	st := &c.st
 	var l []string
@@ -238,7 +240,7 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("")
 	add("- Campaign: **%s / %s**", st.Label, st.GPU)
 	add("- Campaign id: `%s` (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
-	status := fmt.Sprintf("- Status: **%s**", strings.ToUpper(st.Status))
+	status := fmt.Sprintf("- Status: **%s**", strings.ToUpper(string(st.Status)))
 	if st.MoveOnReason != "" {
 		status += " (" + st.MoveOnReason + ")"
 	}
@@ -293,10 +295,10 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 }
 
 func (c *Campaign) bestConfigIndented() string {
-	if c.st.Best == nil {
+	if c.st.Best == nil || c.st.Best.Point == nil {
 		return "null"
 	}
-	return indentJSON(c.st.Best.Point)
+	return indentJSON(pointJSON(*c.st.Best.Point))
 }
 
 // indentJSON writes raw JSON as Python's json.dumps(indent=2) would.

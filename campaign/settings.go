@@ -7,7 +7,8 @@ import (
 	"github.com/amk-dev/amk/schedule"
 )
 
-// MoveOn holds the move-on criteria (§6.3). A zero threshold disables its
+// MoveOn holds the move-on criteria (the reference's MOVE_ON_CRITERIA,
+// docs/spec/loop.md §5). A zero threshold disables its
 // criterion.
 type MoveOn struct {
 	ConsecutiveReverts int     `json:"consecutive_reverts"`
@@ -69,7 +70,8 @@ type Settings struct {
 	Batch int `json:"batch,omitempty"`
 }
 
-// DefaultSettings returns the reference's defaults (§5.4, §6.3).
+// DefaultSettings returns the Python reference's defaults for the proposer
+// and the move-on criteria.
 func DefaultSettings() Settings {
 	return Settings{
 		MoveOn: DefaultMoveOn(), MinGain: 0.01, Explore: 0.35, Epsilon: 0.30,

@@ -3,24 +3,28 @@ package campaign
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
 // StateVersion is the version of the serialised State.
 const StateVersion = 1
 
+// Status is where a campaign stands: optimizing, paused by its operator, or
+// done. It is a string so the state file and the API keep their JSON.
+type Status string
+
 // Statuses.
 const (
-	StatusOptimizing = "optimizing"
-	StatusPaused     = "paused"
-	StatusDone       = "done"
+	StatusOptimizing Status = "optimizing"
+	StatusPaused     Status = "paused"
+	StatusDone       Status = "done"
 )
 
 // Proposal sources.
@@ -45,18 +49,18 @@ var Regions = []string{"attention", "mlp", "lm_head"}
 // State is everything a campaign is: it serialises to JSON and a campaign
 // reloaded from it continues exactly as the original would have.
 type State struct {
-	Version int    `json:"version"`
-	ID      string `json:"id"`
-	Name    string `json:"name,omitempty"`
-	Model   string `json:"model"`
-	Label   string `json:"label"`
-	GPU     string `json:"gpu"`
-	Device  string `json:"device"`
-	Weights string `json:"weights,omitempty"`
+	Version int             `json:"version"`
+	ID      string          `json:"id"`
+	Name    string          `json:"name,omitempty"`
+	Model   string          `json:"model"`
+	Label   string          `json:"label"`
+	GPU     string          `json:"gpu"`
+	Device  schedule.Device `json:"device"`
+	Weights string          `json:"weights,omitempty"`
 	// LatencyKind is the kind this campaign's evaluator produces.
-	LatencyKind  string `json:"latency_kind"`
-	Status       string `json:"status"`
-	MoveOnReason string `json:"move_on_reason,omitempty"`
+	LatencyKind  trial.LatencyKind `json:"latency_kind"`
+	Status       Status            `json:"status"`
+	MoveOnReason string            `json:"move_on_reason,omitempty"`
 
 	StartedAt     time.Time  `json:"started_at"`
 	LastEventAt   time.Time  `json:"last_event_at"`
@@ -125,12 +129,12 @@ type Result struct {
 	Trial         int                `json:"trial"` // -1: an agent's recorded experiment
 	Experiment    int                `json:"experiment"`
 	LatencyUS     float64            `json:"latency_us"`
-	Kind          string             `json:"latency_kind"`
+	Kind          trial.LatencyKind  `json:"latency_kind"`
 	Score         float64            `json:"score"`
 	PctOfRoofline *float64           `json:"pct_of_roofline"`
 	BoundUS       *float64           `json:"bound_us"`
 	ScheduleID    string             `json:"schedule_id"`
-	Point         json.RawMessage    `json:"point,omitempty"`
+	Point         *schedule.Point    `json:"point,omitempty"`
 	Source        string             `json:"source"`
 	Complexity    int                `json:"complexity"`
 	Regions       map[string]float64 `json:"region_breakdown,omitempty"`
@@ -139,7 +143,7 @@ type Result struct {
 // Anchor is the exploration incumbent.
 type Anchor struct {
 	ScheduleID string          `json:"schedule_id"`
-	Point      json.RawMessage `json:"point,omitempty"`
+	Point      *schedule.Point `json:"point,omitempty"`
 	Score      *float64        `json:"score"`
 }
 
@@ -156,9 +160,9 @@ type InFlight struct {
 
 // Queued is an opening point waiting to be issued.
 type Queued struct {
-	ScheduleID string          `json:"schedule_id"`
-	Point      json.RawMessage `json:"point"`
-	Source     string          `json:"source"`
+	ScheduleID string         `json:"schedule_id"`
+	Point      schedule.Point `json:"point"`
+	Source     string         `json:"source"`
 }
 
 // Counts tallies experiments by outcome.
@@ -177,25 +181,25 @@ type Counts struct {
 
 // TrajectoryPoint is one experiment, for plots and milestones.
 type TrajectoryPoint struct {
-	Experiment    int      `json:"experiment"`
-	Trial         int      `json:"trial"`
-	Minutes       float64  `json:"minutes"`
-	Source        string   `json:"source"`
-	Tag           string   `json:"tag"`
-	ScheduleID    string   `json:"schedule_id"`
-	LatencyUS     *float64 `json:"latency_us"`
-	Kind          string   `json:"latency_kind,omitempty"`
-	PctOfRoofline *float64 `json:"pct_of_roofline"`
-	Kept          bool     `json:"kept"`
-	BestUS        *float64 `json:"best_us"`
+	Experiment    int               `json:"experiment"`
+	Trial         int               `json:"trial"`
+	Minutes       float64           `json:"minutes"`
+	Source        string            `json:"source"`
+	Tag           string            `json:"tag"`
+	ScheduleID    string            `json:"schedule_id"`
+	LatencyUS     *float64          `json:"latency_us"`
+	Kind          trial.LatencyKind `json:"latency_kind,omitempty"`
+	PctOfRoofline *float64          `json:"pct_of_roofline"`
+	Kept          bool              `json:"kept"`
+	BestUS        *float64          `json:"best_us"`
 }
 
 // ID derives a campaign's id from what it optimises and where: model, GPU
 // target, device and an optional user-chosen name. Ids are safe file and
 // directory names; a model given as a path (or with other characters an id
 // cannot hold) gets a short hash so two such models never share an id.
-func ID(model, gpu, device, name string) string {
-	parts := []string{idPart(model, "model"), idPart(gpu, "gpu"), idPart(device, "device")}
+func ID(model, gpu string, device schedule.Device, name string) string {
+	parts := []string{idPart(model, "model"), idPart(gpu, "gpu"), idPart(string(device), "device")}
 	if name != "" {
 		parts = append(parts, idPart(name, "name"))
 	}

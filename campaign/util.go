@@ -7,6 +7,7 @@ import (
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
+	"github.com/amk-dev/amk/trial"
 )
 
 func pyjsonCompact(v pyjson.Value) string { return pyjson.Compact(v, false) }
@@ -44,11 +45,11 @@ func clip(s string, n int) string {
 }
 
 // kindOrNone renders a latency kind as the reference's f-string does.
-func kindOrNone(k string) string {
+func kindOrNone(k trial.LatencyKind) string {
 	if k == "" {
 		return "None"
 	}
-	return k
+	return string(k)
 }
 
 func us(f float64) string { return fmt.Sprintf("%.3fus", f) }

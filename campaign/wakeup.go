@@ -7,35 +7,37 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-// WakeUp is the wake-up report (§5.4) with a trajectory for plots.
+// WakeUp is the wake-up report (what an operator reads after an unattended
+// run: best found, against the baseline and the floor) with a trajectory for plots.
 type WakeUp struct {
-	Campaign              string            `json:"campaign"`
-	ID                    string            `json:"id"`
-	Device                string            `json:"device"`
-	Status                string            `json:"status"`
-	MoveOnReason          string            `json:"move_on_reason,omitempty"`
-	ElapsedMinutes        float64           `json:"elapsed_minutes"`
-	Iterations            int               `json:"iterations"`
-	TotalExperiments      int               `json:"total_experiments"`
-	Kept                  int               `json:"kept"`
-	Correct               int               `json:"correct"`
-	RejectedOrFailed      int               `json:"rejected_or_failed"`
-	CrashOrTimeout        int               `json:"crash_or_timeout"`
-	BasinHopRestarts      int               `json:"basin_hop_restarts"`
-	BaselineUS            *float64          `json:"baseline_us"`
-	BestUS                *float64          `json:"best_us"`
-	BestKind              *string           `json:"best_kind"`
-	BestPctOfRoofline     *float64          `json:"best_pct_of_roofline"`
-	SpeedupVsBaseline     *float64          `json:"speedup_vs_baseline"`
-	BestScheduleID        string            `json:"best_schedule_id,omitempty"`
-	BestConfig            json.RawMessage   `json:"best_config"`
-	BoundUS               *float64          `json:"bound_us"`
-	ImprovementMilestones []Milestone       `json:"improvement_milestones"`
-	Honesty               string            `json:"honesty"`
-	Trajectory            []TrajectoryPoint `json:"trajectory"`
+	Campaign              string             `json:"campaign"`
+	ID                    string             `json:"id"`
+	Device                schedule.Device    `json:"device"`
+	Status                Status             `json:"status"`
+	MoveOnReason          string             `json:"move_on_reason,omitempty"`
+	ElapsedMinutes        float64            `json:"elapsed_minutes"`
+	Iterations            int                `json:"iterations"`
+	TotalExperiments      int                `json:"total_experiments"`
+	Kept                  int                `json:"kept"`
+	Correct               int                `json:"correct"`
+	RejectedOrFailed      int                `json:"rejected_or_failed"`
+	CrashOrTimeout        int                `json:"crash_or_timeout"`
+	BasinHopRestarts      int                `json:"basin_hop_restarts"`
+	BaselineUS            *float64           `json:"baseline_us"`
+	BestUS                *float64           `json:"best_us"`
+	BestKind              *trial.LatencyKind `json:"best_kind"`
+	BestPctOfRoofline     *float64           `json:"best_pct_of_roofline"`
+	SpeedupVsBaseline     *float64           `json:"speedup_vs_baseline"`
+	BestScheduleID        string             `json:"best_schedule_id,omitempty"`
+	BestConfig            json.RawMessage    `json:"best_config"`
+	BoundUS               *float64           `json:"bound_us"`
+	ImprovementMilestones []Milestone        `json:"improvement_milestones"`
+	Honesty               string             `json:"honesty"`
+	Trajectory            []TrajectoryPoint  `json:"trajectory"`
 	// SearchSpaceExhausted says every point of the space was tried; Widen
 	// what would give the campaign new points.
 	SearchSpacePoints    int      `json:"search_space_points"`
@@ -89,8 +91,8 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if b := st.Best; b != nil {
 		kind := b.Kind
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
-		if len(b.Point) > 0 {
-			w.BestConfig = b.Point
+		if b.Point != nil {
+			w.BestConfig = pointJSON(*b.Point)
 		}
 	}
 	for _, t := range st.Trajectory {
@@ -113,7 +115,7 @@ func (w WakeUp) Markdown() string {
 	add("- Ran: **%s min**, %d iterations (%d total experiments in campaign)", trimFloat(w.ElapsedMinutes), w.Iterations, w.TotalExperiments)
 	add("- Kept %d / correct %d / rejected+failed %d / crash+timeout %d", w.Kept, w.Correct, w.RejectedOrFailed, w.CrashOrTimeout)
 	add("- Basin-hop restarts: %d", w.BasinHopRestarts)
-	status := "- Status: " + strings.ToUpper(w.Status)
+	status := "- Status: " + strings.ToUpper(string(w.Status))
 	if w.MoveOnReason != "" {
 		status += " (" + w.MoveOnReason + ")"
 	}

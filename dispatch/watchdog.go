@@ -170,6 +170,6 @@ func (w *Watchdog) Health() error {
 	}
 }
 
-func failure(class, phase, msg string) trial.Outcome {
+func failure(class trial.FailClass, phase, msg string) trial.Outcome {
 	return trial.Outcome{Failure: &trial.Failure{Class: class, Phase: phase, Message: msg}}
 }

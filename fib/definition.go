@@ -15,12 +15,12 @@ const (
 	AxisVar   = "var"
 )
 
-// DTypes is the fixed list of tensor dtypes seed 003 allows.
+// DTypes is the fixed list of tensor dtypes the format allows.
 var DTypes = []string{"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
 	"int64", "int32", "int16", "int8", "bool"}
 
-// OpTypes are the compute categories seed 003 lists. Others occur in the
-// public dataset and in the seed's own examples (grouped_gemm, gqa), so an
+// OpTypes are the compute categories the format lists. Others occur in the
+// public dataset and in the format's own examples (grouped_gemm, gqa), so an
 // unlisted op_type is a warning, not a broken rule.
 var OpTypes = []string{"gqa_ragged", "gqa_paged", "mla_ragged", "mla_paged", "gemm", "rmsnorm", "fused_add_rmsnorm"}
 

@@ -1,9 +1,9 @@
-// Package fib speaks the FlashInfer-Bench dataset format (seed 003): kernel
+// Package fib speaks the FlashInfer-Bench dataset format (docs/spec/formats.md §2): kernel
 // Definitions, and the dataset's Workload, Solution and Trace records.
 //
 // It owns the data model and its JSON codec (objects whose key order is a
 // kernel's interface, such as axes, inputs and outputs, keep their order),
-// the validator of every rule of seed 003 (Validate, ValidateWorkload,
+// the validator of every rule of that format (Validate, ValidateWorkload,
 // ValidateTrace: each Problem names the field and says why), the constraint
 // expression language (ParseExpr: a small Python subset over axis names),
 // the export of the Definitions and workloads of every op of a model's

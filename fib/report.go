@@ -254,7 +254,7 @@ func ReadCampaign(workspace, id string) (CampaignRun, string, error) {
 			return CampaignRun{}, "", err
 		}
 	}
-	run := CampaignRun{Kind: st.LatencyKind, Target: st.GPU, Env: st.Env, Pos: st.Settings.Pos,
+	run := CampaignRun{Kind: string(st.LatencyKind), Target: st.GPU, Env: st.Env, Pos: st.Settings.Pos,
 		Timestamp: st.LastEventAt.UTC().Format(time.RFC3339), Rows: rows}
 	return run, st.Model, nil
 }

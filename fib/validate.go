@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Controlled tag namespaces (seed 003) and the values the seed names.
+// Controlled tag namespaces and the values FlashInfer-Bench names for them
+// (docs/spec/formats.md §2).
 var (
 	tagNamespaces   = []string{"stage", "model", "quantization", "status"}
 	tagFlags        = []string{"fused"}
@@ -23,7 +24,7 @@ var (
 	topLevelRun     = regexp.MustCompile(`(?m)^(async\s+)?def\s+run\s*\(`)
 )
 
-// Validate checks a Definition against every rule of seed 003 and returns
+// Validate checks a Definition against every rule of docs/spec/formats.md §2 and returns
 // the findings, broken rules (Error) first in field order, then warnings.
 // A Definition holds when Errors(Validate(d)) is empty.
 func Validate(d *Definition) []Problem {
@@ -72,7 +73,7 @@ func validateNaming(ps *problems, d *Definition) {
 	if d.OpType != "" && !opTypeCharset.MatchString(d.OpType) {
 		ps.addf("op_type", "%q: use lower-case letters, digits and underscores", d.OpType)
 	} else if d.OpType != "" && !slices.Contains(OpTypes, d.OpType) {
-		ps.warn("op_type", fmt.Sprintf("%q is not in seed 003's list of op_types", d.OpType))
+		ps.warn("op_type", fmt.Sprintf("%q is not in the format's list of op_types", d.OpType))
 	}
 	if d.Name == "" {
 		return
@@ -82,7 +83,7 @@ func validateNaming(ps *problems, d *Definition) {
 		return
 	}
 	if d.OpType != "" && !containsTokens(d.Name, d.OpType) {
-		// Seed 003 says a name "should" follow the convention: a warning, so
+		// The format says a name "should" follow the convention: a warning, so
 		// that real datasets whose names group op types differently still load.
 		ps.warn("name", fmt.Sprintf("%q does not follow {op_type}_{props}_{constants}: it does not contain the op_type %q", d.Name, d.OpType))
 	}
@@ -121,7 +122,7 @@ func validateTags(ps *problems, tags []string) {
 		ns, value, namespaced := strings.Cut(tag, ":")
 		if !namespaced {
 			if !slices.Contains(tagFlags, tag) {
-				ps.warn(field, fmt.Sprintf("flag %q is not one seed 003 defines (%s)", tag, strings.Join(tagFlags, ", ")))
+				ps.warn(field, fmt.Sprintf("flag %q is not one the format defines (%s)", tag, strings.Join(tagFlags, ", ")))
 			}
 			if strings.ContainsAny(tag, " \t") {
 				ps.addf(field, "%q: a flag has no spaces", tag)
@@ -209,7 +210,7 @@ func validateReference(ps *problems, ref string) {
 		ps.add("reference", "has no top-level function run (the entry point: def run(...) at column 0)")
 	}
 	if strings.Contains(ref, "torch.nn.functional") {
-		ps.warn("reference", "uses torch.nn.functional; seed 003 asks for explicit step-by-step computations")
+		ps.warn("reference", "uses torch.nn.functional; the format asks for explicit step-by-step computations")
 	}
 }
 

@@ -26,7 +26,7 @@ func errorText(ps []Problem) string {
 	return strings.Join(lines, "\n")
 }
 
-// Seed 003's examples: 1 holds as written; 5 and 6 hold once their JSON and
+// The format description's examples: 1 holds as written; 5 and 6 hold once their JSON and
 // their rule breaks are fixed; the breaks themselves are reported.
 func TestSeedExamples(t *testing.T) {
 	dir := filepath.Join("testdata", "seed003")

@@ -139,7 +139,7 @@ func MergeCorpus(have []Record, srcs ...[]Record) (add []Record, duplicates int)
 }
 
 // ReferenceState is the part of AMK's amk_orchestration_state.json (the
-// reference orchestrator's one-campaign state, reference-behaviour §6.2)
+// Python reference orchestrator's state file for its one campaign)
 // that amk imports.
 type ReferenceState struct {
 	Model           string          `json:"model"`

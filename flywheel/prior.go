@@ -24,11 +24,11 @@ type Seed struct {
 
 // DeviceForKind is the evaluator that produces a latency kind: the CPU cost
 // model predicts, a GPU measures (amk never labels a GPU fallback predicted).
-func DeviceForKind(kind string) string {
+func DeviceForKind(kind string) schedule.Device {
 	if kind == KindMeasuredGPU {
-		return "cuda"
+		return schedule.DeviceCUDA
 	}
-	return "cpu"
+	return schedule.DeviceCPU
 }
 
 // WarmStart returns up to k points from the corpus to start a campaign from
@@ -98,12 +98,12 @@ func WarmStart(shape Shape, gpu, kind string, corpus []Record, k int) []Seed {
 // Project returns the normalised point with every knob the device cannot
 // use (not effective in schedule.Space for it) reset to its default, so a
 // point from another device is not a distinct point here.
-func Project(p schedule.Point, t *ir.GpuTarget, device string) schedule.Point {
+func Project(p schedule.Point, t *ir.GpuTarget, device schedule.Device) schedule.Point {
 	return ProjectInert(p, Inert(t, device))
 }
 
 // Inert lists the knobs of the space a device cannot use (for ProjectInert).
-func Inert(t *ir.GpuTarget, device string) []schedule.Knob {
+func Inert(t *ir.GpuTarget, device schedule.Device) []schedule.Knob {
 	var out []schedule.Knob
 	for _, k := range schedule.Space(t, device) {
 		if !k.Effective {

@@ -35,7 +35,7 @@ func TestKnobSpaceIsConsistent(t *testing.T) {
 			t.Errorf("%s: unknown scope %q", k.Name, k.Scope)
 		}
 	}
-	// The schedule package's kernel knobs (docs/spec/loop.md / reference §9.5 names) all exist.
+	// The schedule package's kernel knobs (the "kernel_knobs" names of docs/spec/ir.md §5) all exist.
 	for _, name := range []string{"cols_per_warp", "cpasync", "cpa_stages", "cpa_cols"} {
 		if _, ok := LookupKnob(name); !ok {
 			t.Errorf("knob %s missing", name)

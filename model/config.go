@@ -2,7 +2,7 @@ package model
 
 import "github.com/amk-dev/amk/ir"
 
-// Config is a Llama-family decode model's shape (reference-behaviour §3.1).
+// Config is a Llama-family decode model's shape.
 type Config struct {
 	Name         string  `json:"name"`
 	Hidden       int     `json:"hidden"`

@@ -12,7 +12,7 @@
 //     downloaded. Real trained weights come from a HuggingFace config.json
 //     (FromHFConfig, Load) plus a .safetensors file (LoadSafetensors);
 //   - the state-dict key layout (Keys, KeyNames) in the "toy" and "hf"
-//     schemes of reference-behaviour §3.1;
+//     schemes (the Python reference's toy layout and HuggingFace Llama's);
 //   - Weights, a map from state-dict key to tensor, with seeded deterministic
 //     initialisation (InitWeights: a counter-based splitmix64 stream per key,
 //     generated in parallel, identical for any number of cores) and
@@ -21,8 +21,7 @@
 //     It is written from the model's definition, not derived from any task
 //     DAG, so the reference VM and the GPU kernels can be checked against it.
 //
-// Numerics follow the frozen conventions of docs/spec/ir.md §7 and
-// reference-behaviour §8: weights are [N_out, K_in] and y = x·Wᵀ is
+// Numerics follow the frozen conventions of docs/spec/ir.md §7: weights are [N_out, K_in] and y = x·Wᵀ is
 // accumulated in float32; every op's output is rounded to the model dtype
 // when stored (bf16 and fp16 by round-to-nearest-even); RMSNorm computes
 // x·r·w in float32 and rounds once, as the reference VM does (the Python toy

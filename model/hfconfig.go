@@ -34,7 +34,8 @@ var lookalikes = map[string]string{
 	"cohere":      "LayerNorm and parallel attention/MLP blocks",
 }
 
-// FromHFConfig imports a HuggingFace config.json (reference-behaviour §3.2)
+// FromHFConfig imports a HuggingFace config.json, reading each field as the
+// Python reference does (a missing or null field takes its default)
 // into a Config with the "hf" key scheme. nLayers > 0 overrides
 // num_hidden_layers (a truncated model for testing); 0 keeps it. Every
 // malformed field and every unsupported feature (mixture-of-experts, MLA,
@@ -84,7 +85,7 @@ type hfReader struct {
 }
 
 // get returns a field, treating JSON null as absent (getattr with a None
-// value falls back to the default in every rule of §3.2).
+// value falls back to the default in every rule of FromHFConfig).
 func (r *hfReader) get(key string) (pyjson.Value, bool) {
 	v, ok := r.v.Get(key)
 	if !ok || v.Kind == pyjson.Null {

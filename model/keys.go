@@ -49,7 +49,8 @@ type Names struct {
 }
 
 // KeyNames returns the state-dict key of every weight of cfg, in cfg's key
-// scheme (reference-behaviour §3.1). An unknown scheme is treated as "toy";
+// scheme (SchemeToy or SchemeHF, the two layouts the Python reference uses).
+// An unknown scheme is treated as "toy";
 // Validate rejects it.
 func KeyNames(cfg Config) Names {
 	n := Names{Layers: make([]LayerNames, max(cfg.NLayers, 0))}

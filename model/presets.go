@@ -7,7 +7,8 @@ import (
 	"github.com/amk-dev/amk/ir"
 )
 
-// toyBase is the ToyConfig default shape (reference-behaviour §3.3).
+// toyBase is the shape of the Python reference's default toy model
+// (ToyConfig): hidden 64, 4 heads over 2 KV heads, vocabulary 256.
 func toyBase(layers int) Config {
 	return Config{
 		Name: fmt.Sprintf("toy(%dL)", layers), Hidden: 64, NHeads: 4, NKVHeads: 2, HeadDim: 16,

@@ -12,7 +12,8 @@ import (
 // stay far from integer overflow whatever a config file says.
 const MaxDim = 1 << 24
 
-// Key schemes (reference-behaviour §3.1).
+// Key schemes: the state-dict key layouts of the Python reference's toy
+// model and of HuggingFace Llama checkpoints.
 const (
 	SchemeToy = "toy"
 	SchemeHF  = "hf"

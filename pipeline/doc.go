@@ -1,5 +1,5 @@
-// Package pipeline owns instruction-level pipeline schedules as data (seed
-// 004): inside one GEMM tile's K-loop, the order of global->LDS loads,
+// Package pipeline owns instruction-level pipeline schedules as data
+// (docs/spec/formats.md §3): inside one GEMM tile's K-loop, the order of global->LDS loads,
 // LDS->register fragment loads and MMAs across the LDS stages, the way
 // AMD's 4-wave FP8 matmul schedule is written by hand. It is pure: no I/O
 // beyond the bytes it is given.
@@ -24,7 +24,7 @@
 //
 // The file format (codec.go) is JSON, "format": "amk-pipeline/1", strict
 // (unknown keys, trailing data, files over 1 MiB and every structural
-// problem are errors saying where). testdata/ holds seed 004's schedule
+// problem are errors saying where). testdata/ holds AMD's 4-wave schedule
 // (amd-4wave-fp8.json), its three mutants (4wave-mutant-*.json) and the
 // default ping-pong schedule.
 //

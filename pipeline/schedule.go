@@ -8,7 +8,7 @@ import (
 // Kind is an op of a pipeline schedule.
 type Kind string
 
-// Op kinds (seed 004's FourWaveOps).
+// Op kinds (those of AMD's 4-wave schedule, docs/spec/formats.md §3).
 const (
 	LoadA    Kind = "LOAD_A"     // A sub-tile DRAM -> LDS (a stage)
 	LoadB    Kind = "LOAD_B"     // B sub-tile DRAM -> LDS

@@ -52,7 +52,8 @@ func (v Variant) Name() string {
 	return fmt.Sprintf("mma=%s rotation=%s prologue=%s ordering=%s", strings.Join(q, "-"), rot, pro, v.Ordering)
 }
 
-// Seed4Wave is the variant that generates seed 004's 4-wave schedule.
+// Seed4Wave is the variant that generates AMD's 4-wave schedule
+// (testdata/amd-4wave-fp8.json, docs/spec/formats.md §3).
 var Seed4Wave = Variant{MMAOrder: [4][2]int{{0, 0}, {0, 1}, {1, 0}, {1, 1}}, Rotation: true, Bootstrap: true,
 	Ordering: Identity}
 

@@ -16,6 +16,7 @@ import (
 	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -92,7 +93,7 @@ type RunSummary struct {
 	Proposed   int
 	Recorded   int
 	Resubmited int
-	Status     string
+	Status     campaign.Status
 	Reason     string
 	StopReason string
 }
@@ -218,7 +219,7 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 	case ctx.Err() != nil:
 		return "interrupted"
 	case d.Ledger.Campaign().Status() != campaign.StatusOptimizing:
-		return "campaign " + d.Ledger.Campaign().Status()
+		return "campaign " + string(d.Ledger.Campaign().Status())
 	case lim.Daemon:
 		return ""
 	case lim.Iterations > 0 && sum.Proposed >= lim.Iterations:
@@ -395,8 +396,8 @@ func inFlightSpecs(st campaign.State) []trial.Spec {
 // DefaultWorkers is the number of trials a run on this machine keeps in
 // flight when not told: min(4, CPUs) on the CPU, one on a GPU (its trials
 // are timed side by side and must not share the device).
-func DefaultWorkers(device string) int {
-	if device == "cpu" {
+func DefaultWorkers(device schedule.Device) int {
+	if device == schedule.DeviceCPU {
 		return min(4, runtime.NumCPU())
 	}
 	return 1

@@ -298,12 +298,14 @@ func (l *Ledger) persist(d campaign.Decision, trials ...json.RawMessage) error {
 	if err := atomicfile.Write(l.path("ledger.json"), data); err != nil {
 		return fmt.Errorf("writing the ledger: %w", err)
 	}
-	return l.flush(ob, false)
+	return l.flush(ob, false, d.Corpus)
 }
 
-// flush appends the outbox. When repairing after a crash, rows and corpus
-// lines already on disk are skipped.
-func (l *Ledger) flush(ob outbox, repair bool) error {
+// flush appends the outbox. recs are its corpus records as the campaign
+// decided them, appended as they are. When repairing after a crash there
+// are none: the records are read back from the outbox's lines, and rows and
+// corpus lines already on disk are skipped.
+func (l *Ledger) flush(ob outbox, repair bool, recs []flywheel.Record) error {
 	rows := ob.Rows
 	if repair && len(rows) > 0 {
 		have, err := flywheel.ReadRows(l.ResultsPath())
@@ -330,8 +332,17 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 	if err := l.appendTrials(ob.Trials, repair); err != nil {
 		return err
 	}
+	if !repair {
+		if len(recs) == 0 {
+			return nil
+		}
+		if err := flywheel.AppendCorpus(l.ws.CorpusPath(), recs...); err != nil {
+			return fmt.Errorf("appending the corpus: %w", err)
+		}
+		return nil
+	}
 	lines := ob.Corpus
-	if repair && len(lines) > 0 {
+	if len(lines) > 0 {
 		data, err := os.ReadFile(l.ws.CorpusPath())
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -351,7 +362,7 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	recs := make([]flywheel.Record, 0, len(lines))
+	recs = make([]flywheel.Record, 0, len(lines))
 	for _, ln := range lines {
 		v, err := pyjson.Parse([]byte(ln))
 		if err != nil {
@@ -369,7 +380,7 @@ func (l *Ledger) flush(ob outbox, repair bool) error {
 	return nil
 }
 
-func (l *Ledger) recover(ob outbox) error { return l.flush(ob, true) }
+func (l *Ledger) recover(ob outbox) error { return l.flush(ob, true, nil) }
 
 // trialLogLine is what the repair reads of a trials.jsonl line.
 type trialLogLine struct {

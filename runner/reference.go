@@ -7,7 +7,7 @@ import (
 )
 
 // ReferencePaths are the reference CLI's artifact flags (`autoresearch
-// --corpus --results --state`, reference-behaviour §5.4), which amk takes as
+// --corpus --results --state` of the Python reference), which amk takes as
 // aliases of its workspace layout:
 //
 //   - State: AMK's one-campaign orchestration state; amk keeps a state per

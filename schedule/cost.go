@@ -179,7 +179,8 @@ func taskBytesFlops(p *ir.Program, t *ir.Task) (int64, int64) {
 	return max(0, bytes), max(0, flops)
 }
 
-// classifyRegion buckets a task (§4): by label first, then by op.
+// classifyRegion buckets a task into a region of the cost model's
+// breakdown (attention, mlp, lm_head, other): by label first, then by op.
 func classifyRegion(t *ir.Task) string {
 	l := strings.ToLower(t.Label)
 	has := func(subs ...string) bool {

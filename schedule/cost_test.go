@@ -18,7 +18,7 @@ func TestPredictNeverBelowFloor(t *testing.T) {
 		tg := mustTarget(t, name)
 		for mi, m := range models {
 			cfg := mustPreset(t, m)
-			p := Random(rng, tg, []string{"cpu", "cuda"}[mi%2])
+			p := Random(rng, tg, []Device{DeviceCPU, DeviceCUDA}[mi%2])
 			if m == "llama-8b" && name != "h100" && name != "rtx5090" {
 				p = Default() // keep the test quick: one 8B point per other target
 			}

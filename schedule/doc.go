@@ -8,7 +8,8 @@
 // A Point is a ScheduleConfig plus the kernel build knobs. Default() is the
 // canonical default (docs/spec/rules.md R12): the reference's default_config() with knobs
 // {cols_per_warp 1, cpasync 1, cpa_stages 4, cpa_cols 2}. ParsePoint is the
-// strict reader of an agent's config dict (§5.3 type sanity; every problem
+// strict reader of an agent's config dict (the reference harness's type
+// sanity check; every problem
 // reported, joined by "; "); CheckLaunch adds the target-dependent launch
 // limits (docs/spec/rules.md R24). Point.ID is the reference harness's id: "sch_" + 10
 // hex digits of the SHA-1 of the config as ScheduleConfig.to_dict() writes
@@ -56,7 +57,7 @@
 //
 // # Lowering
 //
-// Lower follows reference-behaviour §3.4 exactly (buffer and counter order,
+// Lower follows the Python reference's lowering exactly (buffer and counter order,
 // names, labels, counter notes, params, est_bytes/est_flops, meta), adds
 // the SM assignment (AssignSMs: round_robin over the topological order, or
 // LPT keyed (Σ est_bytes, Σ est_flops, count, sm) with pinned split-KV
@@ -103,7 +104,8 @@
 // Σ bytes / BW) — the last two are floors, the first binds in practice.
 // RegionUS splits the critical chain (from the last task back through
 // whichever constraint started each task: its SM predecessor or the
-// producer whose signal released it) by region (§4's classifier).
+// producer whose signal released it) by region (classifyRegion: by task
+// label first, then by op).
 //
 // What the knobs do in this model: thinner tiles put more SMs' windows to
 // work on a projection, but every extra tile on an SM pays dispatch, fill,

@@ -9,7 +9,7 @@ import (
 )
 
 // hashID is "sch_" + the first 10 hex digits of the SHA-1 of the value as
-// Python's json.dumps(v, sort_keys=True) writes it (§1.7).
+// Python's json.dumps(v, sort_keys=True) writes it (package pyjson).
 func hashID(v pyjson.Value) string {
 	sum := sha1.Sum([]byte(pyjson.Compact(v, true)))
 	return "sch_" + hex.EncodeToString(sum[:])[:10]

@@ -19,7 +19,7 @@ const (
 	LogitsOutput = "logits"
 )
 
-// Limits of the lowering: the reference's smallest split-KV shard (§3.4),
+// Limits of the lowering: the Python reference's smallest split-KV shard,
 // and bounds that keep a hostile config from exhausting memory or
 // overflowing element counts.
 const (
@@ -35,7 +35,7 @@ type LowerOptions struct {
 }
 
 // Lower turns one decode step of a Llama-family model into a program under
-// the point's config (reference-behaviour §3.4): IO inputs, EMBED, per layer
+// the point's config, in the Python reference's layout (doc.go, Lowering): IO inputs, EMBED, per layer
 // RMSNORM, tiled q/k/v GEMVs on all-join counters, the EMBED reshape + ROPE,
 // KV_APPEND, whole-window ATTENTION_TILE (or split-KV shards + COMBINE),
 // o/gate/up/down GEMVs, SILU_MUL, residual ADDs, then the final RMSNORM and

@@ -6,7 +6,7 @@ import (
 
 // The device lowering: taken when the config sets tiling.gemv.tiles_per_sm
 // or turns on a fused lowering (schedule.Fusions); otherwise Lower is the
-// reference's §3.4 lowering, unchanged. Per layer it emits
+// Python reference's lowering, unchanged. Per layer it emits
 //
 //	[input RMSNORM]            unless norm_staging
 //	q|k|v tiles                one counter with qkv; NORM_GEMV* patterns with

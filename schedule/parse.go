@@ -13,7 +13,8 @@ import (
 )
 
 // ParsePoint reads a point from a JSON config dict (with an optional
-// "kernel_knobs" object). It is strict about types and ranges (§5.3): every
+// "kernel_knobs" object). It is strict about types and ranges, as the
+// reference harness's type-sanity check is: every
 // problem found is reported, joined by "; ", and the text is a clean
 // rejected_reason. Missing keys take the canonical defaults (so {} is
 // Default()); unknown top-level keys are dropped (additive compatibility,

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/amk-dev/amk/ir"
@@ -33,7 +34,8 @@ const (
 	maxTilesPerSM      = 16
 )
 
-// kernelKnob is one VM build knob (reference-behaviour §9.5): its default,
+// kernelKnob is one kernel build knob (a -D define of the CUDA kernels, the
+// "kernel_knobs" of a schedule point, docs/spec/ir.md §5): its default,
 // its validated range and, for the searchable four, the values drawn.
 type kernelKnob struct {
 	name     string
@@ -248,9 +250,26 @@ func gemvWidth(c *ir.ScheduleConfig) (width int, explicit bool) {
 	return max(minAutoTile, bw), false
 }
 
-// Auto tile sizing constants of the reference lowering (§3.4).
+// Auto tile sizing constants of the Python reference's lowering.
 const (
 	autoBaseWidth = 32
 	minAutoTile   = 16
 	maxTiles      = 64
 )
+
+// MarshalJSON writes the point as its config dict, compact and in Python's
+// json.dumps form: the bytes ParsePoint reads back to the same point.
+func (p Point) MarshalJSON() ([]byte, error) {
+	return []byte(pyjson.Compact(p.Value(), false)), nil
+}
+
+// UnmarshalJSON reads a point with ParsePoint (strict: every problem is an
+// error).
+func (p *Point) UnmarshalJSON(data []byte) error {
+	q, err := ParsePoint(data)
+	if err != nil {
+		return fmt.Errorf("schedule point: %w", err)
+	}
+	*p = q
+	return nil
+}

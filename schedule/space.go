@@ -1,8 +1,10 @@
 package schedule
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
@@ -52,6 +54,33 @@ var (
 	tilesPerSMChoices = []int{0, 1, 2}
 )
 
+// Device is the kind of evaluator a schedule is searched for: DeviceCPU
+// (the cost model's latency, labelled predicted) or DeviceCUDA (a GPU run,
+// measured). It is a string so specs and state files keep their JSON.
+type Device string
+
+// Devices.
+const (
+	DeviceCPU  Device = "cpu"
+	DeviceCUDA Device = "cuda"
+)
+
+// Valid reports whether d is one of the devices.
+func (d Device) Valid() bool { return d == DeviceCPU || d == DeviceCUDA }
+
+// ParseDevice reads a device name as a user writes it: case and surrounding
+// spaces do not matter, and an empty name is DeviceCPU.
+func ParseDevice(s string) (Device, error) {
+	d := Device(strings.ToLower(strings.TrimSpace(s)))
+	if d == "" {
+		return DeviceCPU, nil
+	}
+	if !d.Valid() {
+		return "", fmt.Errorf("%q is not cpu or cuda", s)
+	}
+	return d, nil
+}
+
 // Space is the search space as data (docs/spec/rules.md R15) for a target and a device ("cpu"
 // or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
 // are effective only on "cuda": the CPU evaluator's cost model does not
@@ -60,9 +89,9 @@ var (
 // target's warp/wavefront only, and an AMD target has no kernel_knobs.*
 // (they are the CUDA kernels' -D knobs: cp.async rings, per-warp columns)
 // and no kernel build, so on AMD every point is predicted.
-func Space(t *ir.GpuTarget, device string) []Knob {
+func Space(t *ir.GpuTarget, device Device) []Knob {
 	amd := t != nil && t.IsAMD()
-	cuda := device == "cuda" && !amd
+	cuda := device == DeviceCUDA && !amd
 	smemCap, wave := 0, 32
 	if t != nil {
 		smemCap, wave = t.SmemBytesPerBlockOptin, t.Wavefront()
@@ -317,7 +346,7 @@ func cutPrefix(s, prefix string) (string, bool) {
 
 // Random draws every effective knob of the space uniformly; reserved and
 // device-ineffective knobs stay at their defaults.
-func Random(rng *rand.Rand, t *ir.GpuTarget, device string) Point {
+func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
 	p := Default()
 	for _, k := range Space(t, device) {
 		if k.Effective && len(k.Choices) > 0 {
@@ -330,7 +359,7 @@ func Random(rng *rand.Rand, t *ir.GpuTarget, device string) Point {
 // Mutate returns a copy of p with exactly one effective knob changed to a
 // different legal value (a knob is picked uniformly among those with more
 // than one choice, then a value uniformly among the other choices).
-func Mutate(p Point, rng *rand.Rand, t *ir.GpuTarget, device string) Point {
+func Mutate(p Point, rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
 	out := p.Clone()
 	var movable []Knob
 	for _, k := range Space(t, device) {

@@ -32,8 +32,8 @@ func changedKnobs(space []Knob, a, b Point) []Knob {
 
 func TestSpaceShape(t *testing.T) {
 	tg := mustTarget(t, "h100")
-	effective := map[string]map[string]bool{"cpu": {}, "cuda": {}}
-	for _, dev := range []string{"cpu", "cuda"} {
+	effective := map[Device]map[string]bool{"cpu": {}, "cuda": {}}
+	for _, dev := range []Device{DeviceCPU, DeviceCUDA} {
 		for _, k := range Space(tg, dev) {
 			if valueKey(Default().KnobValue(k.Path)) != valueKey(k.Default) {
 				t.Errorf("%s: space default %s != Default() value %s", k.Path, valueKey(k.Default),
@@ -80,7 +80,7 @@ func TestSpaceShape(t *testing.T) {
 
 func TestRandomAndMutateDrawOnlyEffectiveLegalKnobs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, dev := range []string{"cpu", "cuda"} {
+	for _, dev := range []Device{DeviceCPU, DeviceCUDA} {
 		for _, tgName := range []string{"rtx5090", "t4", "h200"} {
 			tg := mustTarget(t, tgName)
 			space := Space(tg, dev)
@@ -115,7 +115,7 @@ func TestRandomAndMutateDrawOnlyEffectiveLegalKnobs(t *testing.T) {
 	}
 }
 
-func checkLegal(t *testing.T, space []Knob, p Point, dev string, tg *ir.GpuTarget) {
+func checkLegal(t *testing.T, space []Knob, p Point, dev Device, tg *ir.GpuTarget) {
 	t.Helper()
 	for _, k := range space {
 		v := p.KnobValue(k.Path)
@@ -150,5 +150,18 @@ func TestSpaceSize(t *testing.T) {
 	// product counts anyway).
 	if want := 560 * 3 * 36 * 3 * 2 * 9 * 6; SpaceSize(Space(h200, "cuda")) != want {
 		t.Errorf("cuda space of h200 has %d points, want %d", SpaceSize(Space(h200, "cuda")), want)
+	}
+}
+
+func TestParseDevice(t *testing.T) {
+	for in, want := range map[string]Device{"": DeviceCPU, "cpu": DeviceCPU, " CUDA ": DeviceCUDA, "cuda": DeviceCUDA} {
+		if got, err := ParseDevice(in); err != nil || got != want {
+			t.Errorf("ParseDevice(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"gpu", "cuda:0", "rocm"} {
+		if got, err := ParseDevice(in); err == nil || got.Valid() {
+			t.Errorf("ParseDevice(%q) = %q, %v; want an error", in, got, err)
+		}
 	}
 }

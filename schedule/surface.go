@@ -15,7 +15,7 @@ const EditSurfaceHint = "Edit the ScheduleConfig object only (effective knobs mo
 // and the search space of device ("cpu" or "cuda": kernel-build knobs are
 // levers only on cuda). modelName is the model's name as the verdicts give
 // it; incumbent is the config presented as the one to edit.
-func Surface(modelName string, target *ir.GpuTarget, device string, incumbent Point) pyjson.Value {
+func Surface(modelName string, target *ir.GpuTarget, device Device, incumbent Point) pyjson.Value {
 	space := make([]pyjson.Value, 0)
 	for _, k := range Space(target, device) {
 		space = append(space, pyjson.ObjectValue(
@@ -30,7 +30,7 @@ func Surface(modelName string, target *ir.GpuTarget, device string, incumbent Po
 	return pyjson.ObjectValue(
 		pyjson.M("model", pyjson.StringValue(modelName)),
 		pyjson.M("gpu", pyjson.StringValue(target.Name)),
-		pyjson.M("device", pyjson.StringValue(device)),
+		pyjson.M("device", pyjson.StringValue(string(device))),
 		pyjson.M("schedule_config", incumbent.Value()),
 		pyjson.M("schedule_id", pyjson.StringValue(incumbent.ID())),
 		pyjson.M("default_schedule_id", pyjson.StringValue(Default().ID())),

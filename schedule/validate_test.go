@@ -20,9 +20,9 @@ func TestLoweredProgramsValidate(t *testing.T) {
 		cfg := mustPreset(t, c.model)
 		for i := 0; i < c.points; i++ {
 			tg := mustTarget(t, targets[i%len(targets)])
-			device := "cpu"
+			device := DeviceCPU
 			if i%2 == 0 {
-				device = "cuda"
+				device = DeviceCUDA
 			}
 			p := Random(rng, tg, device)
 			opts := LowerOptions{Pos: rng.IntN(cfg.MaxSeq)}

@@ -11,7 +11,7 @@ import (
 func TestSpaceIsPerVendor(t *testing.T) {
 	for _, name := range []string{"mi300x", "mi325x", "mi355x"} {
 		tg := mustTarget(t, name)
-		for _, device := range []string{"cpu", "cuda"} {
+		for _, device := range []Device{DeviceCPU, DeviceCUDA} {
 			for _, k := range Space(tg, device) {
 				if strings.HasPrefix(k.Path, knobPrefix) {
 					t.Errorf("%s/%s: CUDA kernel knob %s in an AMD space", name, device, k.Path)

@@ -33,7 +33,7 @@ type Options struct {
 // Timing is a launcher's answer for one correct program.
 type Timing struct {
 	LatencyUS float64
-	Kind      string // KindMeasuredGPU or KindPredicted
+	Kind      LatencyKind // KindMeasuredGPU or KindPredicted
 	// IncumbentUS and Ratio are set when the incumbent was timed side by side.
 	IncumbentUS *float64
 	Ratio       *float64
@@ -176,7 +176,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
 		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
 	}
-	if batch > 1 && spec.Device == "cuda" {
+	if batch > 1 && spec.Device == schedule.DeviceCUDA {
 		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher binds one sequence", batch)
 	}
 	done = st.start(StageLower)

@@ -10,7 +10,7 @@ import (
 // ClassRejected is a Launcher's deterministic refusal before launch (an
 // opcode the device cannot run, co-residency, shared memory): the trial
 // becomes valid=false with the message as its reason, never a crash.
-const ClassRejected = "rejected"
+const ClassRejected FailClass = "rejected"
 
 // LaunchError is a Launcher failure that names its outcome, so a device-side
 // timeout (the spin watchdog, the driver watchdog, a supervisor deadline)
@@ -18,16 +18,16 @@ const ClassRejected = "rejected"
 // rather than as a crash. Class is FailCrash, FailTimeout, FailInfra or
 // ClassRejected; any other value counts as FailCrash.
 type LaunchError struct {
-	Class   string
+	Class   FailClass
 	Phase   string
 	Message string
 }
 
 func (e *LaunchError) Error() string {
 	if e.Phase != "" {
-		return e.Class + " (" + e.Phase + "): " + e.Message
+		return string(e.Class) + " (" + e.Phase + "): " + e.Message
 	}
-	return e.Class + ": " + e.Message
+	return string(e.Class) + ": " + e.Message
 }
 
 // MismatchError says the device ran the program but its output disagrees

@@ -39,7 +39,7 @@ func TestDeviceMismatchIsIncorrectWithoutLatency(t *testing.T) {
 func TestLaunchErrorClassesBecomeFailureClasses(t *testing.T) {
 	for _, c := range []struct {
 		err   error
-		class string
+		class FailClass
 	}{
 		{&LaunchError{Class: FailTimeout, Phase: "run", Message: "WATCHDOG: task 3 waited on counter 2"}, FailTimeout},
 		{&LaunchError{Class: FailInfra, Message: "starting the launcher child failed"}, FailInfra},

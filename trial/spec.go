@@ -1,6 +1,10 @@
 package trial
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/amk-dev/amk/schedule"
+)
 
 // Spec is everything a worker needs to evaluate one trial. It is the queue
 // payload in the distributed mode, so it is plain JSON: the schedule point
@@ -19,7 +23,7 @@ type Spec struct {
 	// GPU is the target record name (h100, h200, ...).
 	GPU string `json:"gpu"`
 	// Device is "cpu" (cost-model latency, labelled predicted) or "cuda".
-	Device string `json:"device"`
+	Device schedule.Device `json:"device"`
 	// Point is the candidate schedule point.
 	Point json.RawMessage `json:"point"`
 	// Incumbent, when set, is timed interleaved with the candidate on the
@@ -39,18 +43,21 @@ type Spec struct {
 	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
 }
 
+// FailClass says why a trial produced no verdict.
+type FailClass string
+
 // Failure classes for trials that produced no verdict.
 const (
-	FailCrash   = "crash"   // the evaluator died or the device trapped
-	FailTimeout = "timeout" // the watchdog or the wall clock expired
-	FailInfra   = "infra"   // worker lost, device unavailable: retryable
+	FailCrash   FailClass = "crash"   // the evaluator died or the device trapped
+	FailTimeout FailClass = "timeout" // the watchdog or the wall clock expired
+	FailInfra   FailClass = "infra"   // worker lost, device unavailable: retryable
 )
 
 // Failure is why a trial produced no verdict; it travels as a small struct.
 type Failure struct {
-	Class   string `json:"class"`
-	Phase   string `json:"phase,omitempty"`
-	Message string `json:"message"`
+	Class   FailClass `json:"class"`
+	Phase   string    `json:"phase,omitempty"`
+	Message string    `json:"message"`
 }
 
 // Outcome is what comes back for one trial: a verdict, or a failure.

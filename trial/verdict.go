@@ -1,10 +1,14 @@
 package trial
 
-// Latency kinds. A latency is "measured-gpu" only when a CUDA-event-timed run
-// on a GPU also matched the reference; otherwise it is "predicted".
+// LatencyKind says how a latency was obtained. A latency is "measured-gpu"
+// only when a CUDA-event-timed run on a GPU also matched the reference;
+// otherwise it is "predicted" (the cost model's figure).
+type LatencyKind string
+
+// Latency kinds.
 const (
-	KindMeasuredGPU = "measured-gpu"
-	KindPredicted   = "predicted"
+	KindMeasuredGPU LatencyKind = "measured-gpu"
+	KindPredicted   LatencyKind = "predicted"
 )
 
 // Verdict is the one structured result of evaluating a schedule (docs/spec/loop.md).
@@ -12,15 +16,15 @@ const (
 // A rejected verdict (valid=false) has correct=false, rejected_reason, a note
 // naming the stage that rejected it, and null latency, kind, pct and bound_us.
 type Verdict struct {
-	Valid          bool     `json:"valid"`
-	RejectedReason *string  `json:"rejected_reason"`
-	Correct        *bool    `json:"correct"`
-	MaxAbsErr      *float64 `json:"max_abs_err"`
-	Top1Agreement  *float64 `json:"top1_agreement"`
-	LatencyUS      *float64 `json:"latency_us"`
-	LatencyKind    *string  `json:"latency_kind"`
-	PctOfRoofline  *float64 `json:"pct_of_roofline"`
-	BoundUS        *float64 `json:"bound_us"` // the streamed-bytes floor: StreamedMB at the spec HBM bandwidth
+	Valid          bool         `json:"valid"`
+	RejectedReason *string      `json:"rejected_reason"`
+	Correct        *bool        `json:"correct"`
+	MaxAbsErr      *float64     `json:"max_abs_err"`
+	Top1Agreement  *float64     `json:"top1_agreement"`
+	LatencyUS      *float64     `json:"latency_us"`
+	LatencyKind    *LatencyKind `json:"latency_kind"`
+	PctOfRoofline  *float64     `json:"pct_of_roofline"`
+	BoundUS        *float64     `json:"bound_us"` // the streamed-bytes floor: StreamedMB at the spec HBM bandwidth
 	// AllWeightsBoundUS is the seed's floor (every weight byte, the whole
 	// embedding table included): a second figure, never the headline.
 	AllWeightsBoundUS *float64 `json:"all_weights_bound_us"`

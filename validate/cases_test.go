@@ -25,8 +25,8 @@ func (g goldenCase) file() string {
 	return "bad/" + g.code + "__" + g.name + ".json"
 }
 
-// goldenCases are the concrete programs of reference-behaviour §11 and §2.3
-// plus one or more per diagnostic code.
+// goldenCases are the Python reference's smoke-test programs and its
+// validator test vector (spec23Vector), plus one or more per diagnostic code.
 var goldenCases = []goldenCase{
 	{name: "ir_smoke_chain", build: irSmokeChain},
 	{name: "spec_2_3_vector", build: spec23Vector},
@@ -127,7 +127,8 @@ func irSmokeThreshold5(t testing.TB) *ir.Program {
 	return p
 }
 
-// spec23Vector is the test vector of reference-behaviour §2.3.
+// spec23Vector is the Python reference validator's test vector: a three-task
+// program whose report line the reference prints exactly (TestSpecVector).
 func spec23Vector(t testing.TB) *ir.Program {
 	b := newBuilder(t, "")
 	x := b.buf("x", ir.IOInput, 1, 8)

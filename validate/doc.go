@@ -5,8 +5,9 @@
 //
 // # Rules, in order
 //
-// The rules are those of the reference validator (reference-behaviour §2.2),
-// in its order and with its message templates, with the §13 changes:
+// The rules are those of the Python reference's validator, in its order and
+// with its message templates, with the changes of docs/spec/rules.md
+// (R17-R22) noted where they apply:
 //
 //  0. docs/spec/rules.md R18: every buffer, counter and task id equals its list position. Each
 //     violation is an error; with non-dense ids nothing else is checked

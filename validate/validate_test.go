@@ -11,7 +11,7 @@ import (
 	"github.com/amk-dev/amk/pyjson"
 )
 
-// TestSpecVector is reference-behaviour §2.3: the exact report line, and a
+// TestSpecVector checks the reference validator's test vector: the exact report line, and a
 // byte-stable round trip that stays valid.
 func TestSpecVector(t *testing.T) {
 	p := spec23Vector(t)

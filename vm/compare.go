@@ -11,7 +11,7 @@ import (
 // Top1Floor is the minimum fraction of rows whose argmax must agree.
 const Top1Floor = 0.99
 
-// Tolerance returns the (atol, rtol) pair of reference §8.3 for values
+// Tolerance returns the (atol, rtol) pair the Python reference uses for values
 // produced in dtype dt: fp32 (1e-4, 1e-4), fp16 (1e-2, 1e-2), bf16 (2e-2,
 // 2e-2), anything else (3e-2, 3e-2).
 func Tolerance(dt ir.DType) (atol, rtol float64) {

@@ -58,7 +58,7 @@ func (v *VM) SetIntParam(taskID int, key string, value int64) error {
 }
 
 // SetPosition moves a decode-step program to position pos following the
-// lowering convention of reference §3.4: every KV_APPEND writes row pos and
+// lowering convention of schedule.Lower: every KV_APPEND writes row pos and
 // every whole-window ATTENTION_TILE (kv_start 0, no PARTIAL_WRITE) reads
 // kv_len = pos+1. Split-KV shards change in number and extent with the
 // position, so a program holding them must be re-lowered and SetPosition

@@ -10,7 +10,7 @@ import (
 )
 
 // toyCfg shapes a hand-built Llama-style decode program, lowered the way
-// reference §3.4 describes (tiled GEMVs on all-join counters, the EMBED
+// schedule.Lower produces (tiled GEMVs on all-join counters, the EMBED
 // reshape, ROPE, KV_APPEND, attention), so that the VM is exercised on the
 // program shape it will run in earnest.
 type toyCfg struct {

@@ -119,7 +119,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			req.Batch = batch
 		}
 		start, err := req.Start(time.Now().UTC(), target, corpus,
-			flywheel.Env{Target: target.Name, Device: dev, DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()})
+			flywheel.Env{Target: target.Name, Device: string(dev), DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()})
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
@@ -187,7 +187,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			return fail(exitRejected, "%v", err)
 		}
 		fmt.Fprintf(stderr, "stopped: %s", sum.StopReason)
-		if sum.StopReason != "campaign "+sum.Status {
+		if sum.StopReason != "campaign "+string(sum.Status) {
 			fmt.Fprintf(stderr, "; campaign %s", sum.Status)
 		}
 		if sum.Reason != "" {

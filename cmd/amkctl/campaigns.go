@@ -16,6 +16,8 @@ import (
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 func init() {
@@ -85,7 +87,7 @@ func openCampaigns(verb string, remote remoteFlags, workspace string, create boo
 
 // selector is the campaign the positional arguments and flags name.
 func (cf campaignFlags) selector(pos []string) control.Selector {
-	sel := control.Selector{ID: *cf.id, GPU: *cf.gpu, Device: *cf.device, Name: *cf.name}
+	sel := control.Selector{ID: *cf.id, GPU: *cf.gpu, Device: schedule.Device(*cf.device), Name: *cf.name}
 	if len(pos) > 0 {
 		sel.Arg, sel.Extra = pos[0], pos[1:]
 	}
@@ -230,7 +232,7 @@ func newRecordCmd() *cobra.Command {
 			return &v
 		}
 		req := api.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
-			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: *kind, ScheduleID: *schedID,
+			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: trial.LatencyKind(*kind), ScheduleID: *schedID,
 			Description: *desc, Source: *source}
 		if *cfgPath != "" {
 			data, err := readInput(*cfgPath, 1<<20)
@@ -334,7 +336,7 @@ func printCampaignTable(stdout io.Writer, reports []campaign.StatusReport) {
 	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP")
 	for _, r := range reports {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
-			optFloat(r.BestUS, "%.3f"), orDash(r.BestKind), optFloat(r.Speedup, "%.3fx"))
+			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"))
 	}
 	tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -16,27 +17,27 @@ import (
 var openCUDALauncher func(ordinal int) (trial.Launcher, error)
 
 // launcherFor maps a --device value to a latency source.
-func launcherFor(device string) (trial.Launcher, string, error) {
-	switch device {
-	case "", "cpu":
-		return trial.CPULauncher{}, "cpu", nil
-	case "cuda":
-		if openCUDALauncher == nil {
-			return nil, "", fmt.Errorf("--device cuda: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver)")
-		}
-		l, err := openCUDALauncher(0)
-		return l, "cuda", err
-	default:
-		return nil, "", fmt.Errorf("--device must be cpu or cuda, got %q", device)
+func launcherFor(arg string) (trial.Launcher, schedule.Device, error) {
+	device, err := schedule.ParseDevice(arg)
+	if err != nil {
+		return nil, "", fmt.Errorf("--device: %w", err)
 	}
+	if device == schedule.DeviceCPU {
+		return trial.CPULauncher{}, device, nil
+	}
+	if openCUDALauncher == nil {
+		return nil, "", fmt.Errorf("--device cuda: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver)")
+	}
+	l, err := openCUDALauncher(0)
+	return l, device, err
 }
 
 // guardDevice puts evaluations on a GPU under the watchdog the gpuworker
 // uses (one at a time, a wall-clock limit per trial, a wedged device
 // detected); CPU evaluations run as they are. When the device wedges before
 // ctx ends, onWedge is called once.
-func guardDevice(ctx context.Context, dev string, eval dispatch.Evaluator, stderr io.Writer, onWedge func()) dispatch.Evaluator {
-	if dev != "cuda" {
+func guardDevice(ctx context.Context, dev schedule.Device, eval dispatch.Evaluator, stderr io.Writer, onWedge func()) dispatch.Evaluator {
+	if dev != schedule.DeviceCUDA {
 		return eval
 	}
 	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout,
@@ -54,7 +55,7 @@ func guardDevice(ctx context.Context, dev string, eval dispatch.Evaluator, stder
 }
 
 // evaluateOnce evaluates one spec, on a GPU under the watchdog.
-func evaluateOnce(ctx context.Context, dev string, spec trial.Spec, opts trial.Options, stderr io.Writer) trial.Outcome {
+func evaluateOnce(ctx context.Context, dev schedule.Device, spec trial.Spec, opts trial.Options, stderr io.Writer) trial.Outcome {
 	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome { return trial.Evaluate(ctx, spec, opts) }
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -58,8 +58,9 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err != nil || len(ids) == 0 {
 		return fail(exitBadInput, "--prompt-ids needs comma-separated token ids, at least one: %s", promptProblem(g.prompt, err))
 	}
-	if g.device != "cpu" && g.device != "cuda" {
-		return fail(exitBadInput, "--device must be cpu or cuda, got %q", g.device)
+	device, err := schedule.ParseDevice(g.device)
+	if err != nil {
+		return fail(exitBadInput, "--device: %v", err)
 	}
 	cfg, err := model.Load(pos0[0])
 	if err != nil {
@@ -77,7 +78,7 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err := d.Check(); err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	if g.device == "cuda" {
+	if device == schedule.DeviceCUDA {
 		return generateOnGPU(cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
 	}
 	if g.weights != "" {
@@ -125,7 +126,7 @@ type greedyDecoder interface {
 // generateOnGPU decodes greedily with the megakernel on the GPU and, with
 // verify, compares every step's logits and the tokens with the eager pass.
 func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
-	launcher, _, err := launcherFor("cuda")
+	launcher, _, err := launcherFor(string(schedule.DeviceCUDA))
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate:", err)
 		return exitBadInput

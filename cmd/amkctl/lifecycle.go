@@ -11,6 +11,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/schedule"
 )
 
 func init() {
@@ -56,7 +57,7 @@ func newStartCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "amkctl start: exactly one MODEL and --gpu G are required")
 			return exitBadInput
 		}
-		req := api.CreateRequest{Model: pos[0], GPU: *cf.gpu, Device: *cf.device, Name: *cf.name, Weights: *sf.weights,
+		req := api.CreateRequest{Model: pos[0], GPU: *cf.gpu, Device: schedule.Device(*cf.device), Name: *cf.name, Weights: *sf.weights,
 			Seed: *sf.seed, Cold: *sf.cold, Overnight: *sf.overnight, RestartAfter: sf.restartAfter, Epsilon: sf.epsilon,
 			Budget: &campaign.Budget{Iterations: *sf.iters, Minutes: *sf.minutes}, Workers: *sf.workers}
 		if *sf.trialTimeout > 0 {

@@ -59,8 +59,11 @@ AGENTS.md at the repository root says how an agent uses the tools.`,
 			return code
 		}
 		opts := mcpserver.Options{
-			Campaigns:      cs,
-			OpenLauncher:   func(device string) (trial.Launcher, string, error) { return launcherFor(device) },
+			Campaigns: cs,
+			OpenLauncher: func(device string) (trial.Launcher, string, error) {
+				l, d, err := launcherFor(device)
+				return l, string(d), err
+			},
 			OpenTuneDevice: openTuneDevice,
 			GPUProbe:       gpuProbe(),
 			Workspace:      *workspace,

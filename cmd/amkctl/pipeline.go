@@ -18,7 +18,7 @@ func init() { addVerb(newPipelineCmd) }
 func newPipelineCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pipeline check|simulate FILE",
-		Short: "instruction-level pipeline schedules (seed 004): prove one hazard-free, predict its MMA utilisation",
+		Short: "instruction-level pipeline schedules (AMD's 4-wave matmul style): prove one hazard-free, predict its MMA utilisation",
 	}
 	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
 		if len(args) == 0 {

@@ -46,8 +46,9 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, "amkctl propose:", err)
 		return exitBadInput
 	}
-	if device != "cpu" && device != "cuda" {
-		fmt.Fprintf(stderr, "amkctl propose: --device must be cpu or cuda, got %q\n", device)
+	dev, err := schedule.ParseDevice(device)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl propose: --device:", err)
 		return exitBadInput
 	}
 	inc := schedule.Default()
@@ -61,7 +62,7 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 			return exitBadInput
 		}
 	}
-	doc := schedule.Surface(cfg.Name, target, device, inc)
+	doc := schedule.Surface(cfg.Name, target, dev, inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
 	return exitOK
 }

@@ -44,7 +44,7 @@ scripts/gpu/fib_check.py. Exit 0 iff every case is correct (and on a GPU every t
 run OK).
 
 OP gemm_pipeline is the FP8 GEMM micro-kernel whose knob is its pipeline
-schedule (seed 004): every variant of a small space (MMA order, cross-stage
+schedule (docs/spec/formats.md §3): every variant of a small space (MMA order, cross-stage
 rotation, prologue form, ordering) is proved by the hazard checker and the
 safe ones are ranked by predicted MMA utilisation on --gpu (an AMD part:
 mi300x, mi325x, mi355x). Nothing is built or run, no GPU is needed, and the

@@ -380,22 +380,20 @@ func checkCreate(req *CreateRequest) error {
 		return apiError(http.StatusBadRequest, CodeBadValue, format, args...)
 	}
 	req.Model, req.GPU = strings.TrimSpace(req.Model), strings.ToLower(strings.TrimSpace(req.GPU))
-	req.Device = strings.ToLower(strings.TrimSpace(req.Device))
-	if req.Device == "" {
-		req.Device = "cpu"
-	}
+	device, deviceErr := schedule.ParseDevice(string(req.Device))
+	req.Device = device
 	switch {
 	case req.Model == "":
 		return bad("field \"model\" is required (a preset name or a config.json path)")
 	case req.GPU == "":
 		return bad("field \"gpu\" is required (a GPU target, e.g. h100)")
-	case req.Device != "cpu" && req.Device != "cuda":
-		return bad("field \"device\": %q is not cpu or cuda", req.Device)
+	case deviceErr != nil:
+		return bad("field \"device\": %v", deviceErr)
 	case req.Workers < 0 || req.Workers > MaxWorkers:
 		return bad("field \"workers\": %d is not in 0..%d", req.Workers, MaxWorkers)
 	case req.Batch != nil && (*req.Batch < 1 || *req.Batch > schedule.MaxBatch):
 		return bad("field \"batch\": %d is not in 1..%d", *req.Batch, schedule.MaxBatch)
-	case req.Batch != nil && *req.Batch > 1 && req.Device == "cuda":
+	case req.Batch != nil && *req.Batch > 1 && req.Device == schedule.DeviceCUDA:
 		return bad("field \"batch\": batched lowering (B>1) is evaluated on device cpu only")
 	}
 	if req.Budget != nil {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // CreateRequest is the body of POST /v1/campaigns. Model and GPU are
@@ -16,7 +18,7 @@ type CreateRequest struct {
 	Model string `json:"model"`
 	GPU   string `json:"gpu"`
 	// Device is "cpu" (predicted latencies, the default) or "cuda".
-	Device string `json:"device,omitempty"`
+	Device schedule.Device `json:"device,omitempty"`
 	// Name distinguishes campaigns on one model, GPU and device.
 	Name    string `json:"name,omitempty"`
 	Weights string `json:"weights,omitempty"`
@@ -104,12 +106,12 @@ type CommandResponse struct {
 type RecordRequest struct {
 	// Status is kept, revert, tried, failed, crash, timeout, rejected or
 	// baseline (and the reference's synonyms).
-	Status        string   `json:"status"`
-	Correctness   string   `json:"correctness,omitempty"`
-	LatencyUS     *float64 `json:"latency_us,omitempty"`
-	PctOfRoofline *float64 `json:"pct_of_roofline,omitempty"`
-	BoundUS       *float64 `json:"bound_us,omitempty"`
-	Kind          string   `json:"kind,omitempty"`
+	Status        string            `json:"status"`
+	Correctness   string            `json:"correctness,omitempty"`
+	LatencyUS     *float64          `json:"latency_us,omitempty"`
+	PctOfRoofline *float64          `json:"pct_of_roofline,omitempty"`
+	BoundUS       *float64          `json:"bound_us,omitempty"`
+	Kind          trial.LatencyKind `json:"kind,omitempty"`
 	// Config is the schedule config JSON the experiment used.
 	Config      json.RawMessage    `json:"config,omitempty"`
 	ScheduleID  string             `json:"schedule_id,omitempty"`

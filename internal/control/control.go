@@ -7,6 +7,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/schedule"
 )
 
 // Campaigns is a set of campaigns a user can inspect and steer: a local
@@ -45,9 +46,10 @@ type Campaigns interface {
 // by Arg (a campaign id, or a MODEL when GPU is set), or, with none of
 // them, the only campaign there is.
 type Selector struct {
-	ID                string
-	Arg               string
-	GPU, Device, Name string
+	ID        string
+	Arg       string
+	GPU, Name string
+	Device    schedule.Device
 	// Extra are unexpected further positional arguments (an error).
 	Extra []string
 }

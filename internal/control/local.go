@@ -12,6 +12,7 @@ import (
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/schedule"
 )
 
 // errNoBudget: a budget command without a budget.
@@ -179,21 +180,20 @@ func (l *Local) WriteReport(_ context.Context, id string) (api.ReportFiles, erro
 // Create creates the campaign in the workspace without running it (amkctl
 // autoresearch, or a scheduler on this workspace, runs it).
 func (l *Local) Create(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
-	if req.Device == "" {
-		req.Device = "cpu"
+	device, err := schedule.ParseDevice(string(req.Device))
+	if err != nil {
+		return api.CreateResponse{}, fmt.Errorf("--device: %w", err)
 	}
-	if req.Device != "cpu" && req.Device != "cuda" {
-		return api.CreateResponse{}, fmt.Errorf("--device must be cpu or cuda, got %q", req.Device)
-	}
+	req.Device = device
 	target, err := ir.Target(req.GPU)
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
 	env := l.Env
-	env.Target, env.Device = target.Name, req.Device
+	env.Target, env.Device = target.Name, string(req.Device)
 	if env.DeviceName == "" {
 		host, _ := os.Hostname()
-		env.DeviceName = req.Device + "@" + host
+		env.DeviceName = string(req.Device) + "@" + host
 	}
 	corpus, _, err := flywheel.ReadCorpus(l.Workspace.CorpusPath())
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -196,7 +196,7 @@ func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel c
 		return nil, resp, fmt.Errorf("campaign %s is done (%s) after %d experiments: nothing to run; reopen it (amkctl reopen %s) or give another name",
 			resp.ID, resp.Campaign.MoveOnReason, resp.Campaign.ExperimentsRun, resp.ID)
 	}
-	launcher, _, release, err := s.launcher(req.Device)
+	launcher, _, release, err := s.launcher(string(req.Device))
 	if err != nil {
 		return nil, resp, err
 	}
@@ -272,7 +272,7 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 		}), lim.Iterations)
 	}
 	sum, err := run.driver.Run(ctx, lim)
-	run.sum = RunSummary{Proposed: sum.Proposed, Recorded: sum.Recorded, StopReason: sum.StopReason, Status: sum.Status, Reason: sum.Reason}
+	run.sum = RunSummary{Proposed: sum.Proposed, Recorded: sum.Recorded, StopReason: sum.StopReason, Status: string(sum.Status), Reason: sum.Reason}
 	if err != nil {
 		run.sum.Error = err.Error()
 	}

@@ -52,9 +52,9 @@ type Selector struct {
 }
 
 func (sel Selector) control() control.Selector {
-	device := sel.Device
+	device := schedule.Device(sel.Device)
 	if device == "" {
-		device = "cpu" // as amkctl's --device
+		device = schedule.DeviceCPU // as amkctl's --device
 	}
 	return control.Selector{ID: sel.Campaign, Arg: sel.Model, GPU: sel.GPU, Device: device, Name: sel.Name}
 }
@@ -283,7 +283,7 @@ func (s *Server) next(ctx context.Context, _ *mcp.CallToolRequest, in Selector) 
 	if err != nil {
 		return nil, NextAnswer{}, err
 	}
-	return textAnd(n.Text()), NextAnswer{NextReport: n, LatencyKind: rep.LatencyKind}, nil
+	return textAnd(n.Text()), NextAnswer{NextReport: n, LatencyKind: string(rep.LatencyKind)}, nil
 }
 
 // ReportAnswer is the wake-up report and the files written.
@@ -338,7 +338,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 		source = "agent"
 	}
 	req := api.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
-		PctOfRoofline: in.PctOfRoofline, BoundUS: in.BoundUS, Kind: in.Kind, ScheduleID: in.ScheduleID,
+		PctOfRoofline: in.PctOfRoofline, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
 		Description: in.Description, Source: source, Regions: in.Regions}
 	if in.Schedule != nil {
 		if req.Config, err = configJSON("schedule", in.Schedule); err != nil {
@@ -386,14 +386,12 @@ func (s *Server) campaigns(ctx context.Context, _ *mcp.CallToolRequest, _ Campai
 func argError(arg string, err error) error { return fmt.Errorf("argument %s: %v", arg, err) }
 
 // deviceArg checks a cpu/cuda device argument; empty means cpu.
-func deviceArg(device string) (string, error) {
-	switch device {
-	case "", "cpu":
-		return "cpu", nil
-	case "cuda":
-		return "cuda", nil
+func deviceArg(device string) (schedule.Device, error) {
+	d, err := schedule.ParseDevice(device)
+	if err != nil {
+		return "", argError("device", err)
 	}
-	return "", fmt.Errorf("argument device: must be cpu or cuda, got %q", device)
+	return d, nil
 }
 
 // configJSON encodes a schedule config argument, bounded in size.
@@ -409,18 +407,18 @@ func configJSON(arg string, cfg map[string]any) ([]byte, error) {
 }
 
 // launcher opens the latency source of a device; release frees it.
-func (s *Server) launcher(device string) (trial.Launcher, string, func(), error) {
-	device, err := deviceArg(device)
+func (s *Server) launcher(arg string) (trial.Launcher, schedule.Device, func(), error) {
+	device, err := deviceArg(arg)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	if s.opts.OpenLauncher == nil {
-		if device != "cpu" {
+		if device != schedule.DeviceCPU {
 			return nil, "", nil, errors.New("argument device: cuda needs an amkctl built with -tags cuda on a machine with the CUDA driver")
 		}
-		return trial.CPULauncher{}, "cpu", func() {}, nil
+		return trial.CPULauncher{}, schedule.DeviceCPU, func() {}, nil
 	}
-	l, name, err := s.opts.OpenLauncher(device)
+	l, name, err := s.opts.OpenLauncher(string(device))
 	if err != nil {
 		return nil, "", nil, argError("device", err)
 	}
@@ -429,7 +427,7 @@ func (s *Server) launcher(device string) (trial.Launcher, string, func(), error)
 			_ = c.Close()
 		}
 	}
-	return l, name, release, nil
+	return l, schedule.Device(name), release, nil
 }
 
 // evaluator is the trial pipeline on launcher; on a GPU each trial runs
@@ -437,11 +435,11 @@ func (s *Server) launcher(device string) (trial.Launcher, string, func(), error)
 // that ignores cancellation reported wedged), as amkctl's --device cuda
 // runs and the gpuworker do.
 // wedged closes when the GPU ignored a cancellation (never on the CPU).
-func (s *Server) evaluator(device string, launcher trial.Launcher) (eval dispatch.Evaluator, wedged <-chan struct{}) {
+func (s *Server) evaluator(device schedule.Device, launcher trial.Launcher) (eval dispatch.Evaluator, wedged <-chan struct{}) {
 	eval = func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
 	}
-	if device != "cuda" {
+	if device != schedule.DeviceCUDA {
 		return eval, nil
 	}
 	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: s.log})

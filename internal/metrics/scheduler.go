@@ -11,7 +11,7 @@ import (
 
 // CampaignStatuses are the values of amk_scheduler_campaign_status's status
 // label; every campaign exports all of them (1 for its status, 0 else).
-var CampaignStatuses = []string{campaign.StatusOptimizing, campaign.StatusPaused, campaign.StatusDone}
+var CampaignStatuses = []campaign.Status{campaign.StatusOptimizing, campaign.StatusPaused, campaign.StatusDone}
 
 // RowTags are the values of amk_scheduler_trials_total's outcome label; every
 // campaign exports all of them, zeros included, so rates work at once.
@@ -21,7 +21,8 @@ var RowTags = []string{flywheel.TagKept, flywheel.TagTried, flywheel.TagRevert, 
 // Campaign is what the scheduler exports about one campaign. Nil pointers
 // (no best yet, no floor known) export no series.
 type Campaign struct {
-	ID, Model, Target, Status string
+	ID, Model, Target string
+	Status            campaign.Status
 
 	BestUS            *float64
 	FloorUS           *float64
@@ -136,7 +137,7 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 			if s == m.Status {
 				v = 1
 			}
-			gauge(c.status, v, s)
+			gauge(c.status, v, string(s))
 		}
 		if !m.LastImprovement.IsZero() {
 			gauge(c.improved, float64(m.LastImprovement.UnixNano())/1e9)

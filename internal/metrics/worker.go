@@ -11,7 +11,7 @@ import (
 
 // WorkerOutcomes are the values of amk_worker_trials_total's outcome label
 // (redisq.Label of a published outcome), exported as zeros from the start.
-var WorkerOutcomes = []string{"ok", "no_latency", "rejected", "incorrect", trial.FailCrash, trial.FailTimeout, trial.FailInfra}
+var WorkerOutcomes = []string{"ok", "no_latency", "rejected", "incorrect", string(trial.FailCrash), string(trial.FailTimeout), string(trial.FailInfra)}
 
 // StageBuild is the GPU path's compile stage.
 const StageBuild = "build"

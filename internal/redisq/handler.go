@@ -267,7 +267,7 @@ func Label(o trial.Outcome) string {
 		if o.Failure.Class == "" {
 			return "failure"
 		}
-		return o.Failure.Class
+		return string(o.Failure.Class)
 	case o.Verdict == nil:
 		return "empty"
 	case !o.Verdict.Valid:

@@ -201,7 +201,7 @@ func (f *Fleet) adopt(id string) error {
 	}
 	f.launch(l, workers)
 	var inflight int
-	var status string
+	var status campaign.Status
 	l.Read(func(c *campaign.Campaign) { inflight, status = len(c.State().InFlight), c.Status() })
 	f.log.Info("campaign loaded", "campaign", id, "status", status, "in_flight", inflight, "workers", workers)
 	return nil
@@ -494,7 +494,7 @@ func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaig
 	if skipped > 0 {
 		f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
 	}
-	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: req.Device, DeviceName: "fleet", AMKVersion: f.opts.Version})
+	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: string(req.Device), DeviceName: "fleet", AMKVersion: f.opts.Version})
 }
 
 // checkMemory refuses a campaign whose model no live worker of its target

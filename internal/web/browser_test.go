@@ -89,7 +89,7 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := fmt.Sprintf(`#campaigns tr[data-id=%q]`, s.id)
-	if got := text(t, ctx, row+" .status"); got != campaign.StatusOptimizing {
+	if got := text(t, ctx, row+" .status"); got != string(campaign.StatusOptimizing) {
 		t.Errorf("status %q, want optimizing", got)
 	}
 	first, err := strconv.Atoi(text(t, ctx, row+" td:nth-child(3)"))
@@ -162,7 +162,7 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 	if strings.Contains(location, testToken) {
 		t.Errorf("the token is in the URL: %s", location)
 	}
-	if got := text(t, ctx, "#status"); got != campaign.StatusPaused {
+	if got := text(t, ctx, "#status"); got != string(campaign.StatusPaused) {
 		t.Errorf("the page shows %q after pause", got)
 	}
 	if st := s.status(t).Status; st != campaign.StatusPaused {
@@ -181,7 +181,7 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Navigate(s.srv.URL+"/ui/"), chromedp.WaitVisible("#campaigns", chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
 	}
-	if got := text(t, ctx, row+" .status"); got != campaign.StatusDone {
+	if got := text(t, ctx, row+" .status"); got != string(campaign.StatusDone) {
 		t.Errorf("after stop the campaigns page shows %q", got)
 	}
 }

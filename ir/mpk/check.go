@@ -17,8 +17,9 @@ type CheckOptions struct {
 	GPUs     int // GPUs in the launch; 0 means 1
 }
 
-// Defaults of CheckOptions. The queue length is seed 002's 1024; Mirage's
-// current runtime sets 8192 (doc.go).
+// Defaults of CheckOptions. The queue length is 1024, the stricter of the
+// format's two published bounds; Mirage's current runtime sets 8192
+// (docs/spec/formats.md §1).
 const (
 	DefaultWorkers  = 128
 	DefaultQueueLen = 1024
@@ -179,12 +180,12 @@ func (c *checker) structure() bool {
 		case !ok:
 			c.errf(CodeEventType, "all_events[%d].event_type %d is no MPK event type", e, ev.EventType)
 		case numbering >= 0 && int(n) != numbering:
-			c.errf(CodeEventType, "all_events[%d].event_type %d mixes seed 002's numbering (0-5) with Mirage's (900-911)", e, ev.EventType)
+			c.errf(CodeEventType, "all_events[%d].event_type %d mixes the older numbering (0-5, docs/spec/formats.md §1) with Mirage's (900-911)", e, ev.EventType)
 		default:
 			numbering = int(n)
 		}
 		if ok && n == NumberingSeed && e == 0 {
-			c.warnf(CodeEventType, "event_type codes follow seed 002's numbering (0-5); Mirage's runtime reads 900-911")
+			c.warnf(CodeEventType, "event_type codes follow the older numbering (0-5, docs/spec/formats.md §1); Mirage's runtime reads 900-911")
 		}
 		if ev.NumTriggers < 0 {
 			c.errf(CodeDeadlock, "all_events[%d].num_triggers is %d", e, ev.NumTriggers)

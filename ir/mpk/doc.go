@@ -1,6 +1,6 @@
 // Package mpk reads, checks, translates and writes the task graphs of
 // Mirage's persistent kernel (MPK), the task_graph.json its generator writes
-// next to the generated CUDA (seed 002).
+// next to the generated CUDA (docs/spec/formats.md §1).
 //
 // It owns the graph model (Graph, Task, Tensor, Event, EventID), the codec
 // (Decode, Encode), the translation both ways between a graph and an amk
@@ -31,7 +31,8 @@
 //     bits 32..47. "No event" is 0x7ffffffffffffffe.
 //   - event_type codes are 900 EMPTY, 901 LAUNCH_TASKS, 902
 //     LAUNCH_MASSIVE_TASKS, 903 LAUNCH_DEPENDENT_TASKS, 910
-//     END_OF_TASK_GRAPH, 911 TERMINATION. Seed 002 lists 0-5 instead
+//     END_OF_TASK_GRAPH, 911 TERMINATION. An earlier description of the
+//     format (docs/spec/formats.md §1) lists 0-5 instead
 //     (TERMINATION, LAUNCH_TASKS, END_OF_TASK_GRAPH, EMPTY, MASSIVE,
 //     DEPENDENT); both numberings are accepted, one per graph, and written
 //     back as read. data_type codes are Mirage's (940 fp16, 941 bf16, 950
@@ -50,7 +51,8 @@
 //     launched range round-robin on its workers' queues;
 //     LAUNCH_DEPENDENT_TASKS also advances the scheduler's iteration number.
 //     Worker queues are circular: per_worker_queue_len is 8192 in today's
-//     runtime, 1024 in seed 002 (CheckOptions.QueueLen defaults to the seed).
+//     runtime, 1024 in the earlier description (CheckOptions.QueueLen
+//     defaults to 1024).
 //
 // # Translation
 //

@@ -144,7 +144,8 @@ func (k EventKind) Launches() bool {
 }
 
 // Numbering is a set of event_type codes. Mirage's runtime_header.h uses
-// 900-911; seed 002 describes 0-5. A graph uses one of them throughout.
+// 900-911; an earlier description of the format (docs/spec/formats.md §1)
+// uses 0-5. A graph uses one of them throughout.
 type Numbering int
 
 // The two numberings.

@@ -389,7 +389,7 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 func classify(err error, phase string) error {
 	var re *launch.RemoteError
 	if errors.As(err, &re) {
-		return &trial.LaunchError{Class: re.Class, Phase: phase, Message: re.Message}
+		return &trial.LaunchError{Class: trial.FailClass(re.Class), Phase: phase, Message: re.Message}
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -406,5 +406,5 @@ func statusError(r *launch.RunResponse, phase string) error {
 	if r.Message != "" {
 		msg += ": " + r.Message
 	}
-	return &trial.LaunchError{Class: r.Status.Class(), Phase: phase, Message: msg}
+	return &trial.LaunchError{Class: trial.FailClass(r.Status.Class()), Phase: phase, Message: msg}
 }

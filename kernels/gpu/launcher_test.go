@@ -142,7 +142,7 @@ func TestLauncherMismatchIsIncorrectAndUntimed(t *testing.T) {
 }
 
 func TestLauncherFailureClasses(t *testing.T) {
-	for mode, class := range map[string]string{"watchdog": trial.FailTimeout, "poison": trial.FailCrash} {
+	for mode, class := range map[string]trial.FailClass{"watchdog": trial.FailTimeout, "poison": trial.FailCrash} {
 		l, _ := newTestLauncher(t, mode, Options{})
 		out := evalOn(t, l, nil, trial.Spec{Token: trial.DefaultToken})
 		if out.Verdict != nil || out.Failure == nil || out.Failure.Class != class {
