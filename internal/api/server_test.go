@@ -277,8 +277,9 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iters := 3
-	resp, err := c.Create(ctx, api.CreateRequest{Model: "toy", GPU: "h200", Cold: true, Budget: &campaign.Budget{Iterations: iters}})
+	// A budget and an overnight campaign that cannot end before the stop
+	// below arrives (a 3-trial toy campaign sometimes finished first).
+	resp, err := c.Create(ctx, api.CreateRequest{Model: "toy", GPU: "h200", Cold: true, Overnight: true, Budget: &campaign.Budget{Iterations: 100000}})
 	if err != nil || !resp.Created {
 		t.Fatalf("create: %+v %v", resp, err)
 	}
