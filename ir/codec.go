@@ -79,6 +79,17 @@ func DecodeLimited(data []byte, lim Limits) (*Program, error) {
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, over the %d-byte limit", ErrTooLarge, len(data), lim.MaxBytes)
 	}
+	if p, ok := decodeDirect(data, lim); ok {
+		return p, nil
+	}
+	return decodeTree(data, lim)
+}
+
+// decodeTree is the tree decoder: the document parsed into a pyjson tree,
+// then mapped to a Program. It is the definition of what a program file may
+// hold and of every error message; the direct decoder (direct.go) is its
+// fast path for the documents it accepts.
+func decodeTree(data []byte, lim Limits) (*Program, error) {
 	root, err := pyjson.ParseUnique(data)
 	if err != nil {
 		return nil, err
