@@ -39,7 +39,11 @@ func sameDecoding(t *testing.T, data []byte, lim Limits) {
 	t.Helper()
 	lim = lim.withDefaults()
 	want, wantErr := decodeTree(data, lim)
-	if direct, ok := decodeDirect(data, lim); ok {
+	direct, ok, bug := decodeDirectChecked(data, lim)
+	if bug != nil {
+		t.Fatalf("direct decoder panicked: %v\n%.400s", bug, data)
+	}
+	if ok {
 		if wantErr != nil {
 			t.Fatalf("direct decoder accepts what the tree decoder refuses (%v):\n%.400s", wantErr, data)
 		}
