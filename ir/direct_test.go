@@ -32,33 +32,28 @@ func corpus(t testing.TB) map[string][]byte {
 	return files
 }
 
-// sameDecoding fails unless Decode gives exactly what the tree decoder gives
-// (an equal Program or the same error text), and unless whatever the direct
-// decoder accepts, the tree decoder accepts as an equal Program.
+// sameDecoding fails unless whatever the direct decoder accepts, the tree
+// decoder accepts as an equal Program, and Decode returns it. (Where the
+// direct decoder gives up, Decode is the tree decoder by construction.)
 func sameDecoding(t *testing.T, data []byte, lim Limits) {
 	t.Helper()
 	lim = lim.withDefaults()
-	want, wantErr := decodeTree(data, lim)
 	direct, ok, bug := decodeDirectChecked(data, lim)
 	if bug != nil {
 		t.Fatalf("direct decoder panicked: %v\n%.400s", bug, data)
 	}
-	if ok {
-		if wantErr != nil {
-			t.Fatalf("direct decoder accepts what the tree decoder refuses (%v):\n%.400s", wantErr, data)
-		}
-		if !reflect.DeepEqual(direct, want) {
-			t.Fatalf("direct and tree decoders differ:\n%#v\n---\n%#v", direct, want)
-		}
+	if !ok {
+		return
 	}
-	got, gotErr := DecodeLimited(data, lim)
-	switch {
-	case (gotErr == nil) != (wantErr == nil):
-		t.Fatalf("Decode error %v, tree decoder error %v", gotErr, wantErr)
-	case gotErr != nil && gotErr.Error() != wantErr.Error():
-		t.Fatalf("Decode error %q, tree decoder error %q", gotErr, wantErr)
-	case !reflect.DeepEqual(got, want):
-		t.Fatalf("Decode and tree decoder differ")
+	want, err := decodeTree(data, lim)
+	if err != nil {
+		t.Fatalf("direct decoder accepts what the tree decoder refuses (%v):\n%.400s", err, data)
+	}
+	if !reflect.DeepEqual(direct, want) {
+		t.Fatalf("direct and tree decoders differ:\n%#v\n---\n%#v", direct, want)
+	}
+	if got, err := DecodeLimited(data, lim); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Decode does not return the direct decoder's Program (error %v)", err)
 	}
 }
 
@@ -115,7 +110,9 @@ func TestDirectDecoderGivesUpOnWhatItDoesNotHandle(t *testing.T) {
 }
 
 // FuzzDirectDecode is the differential target: the direct decoder against
-// the tree decoder, on the seeds of FuzzDecode and every testdata program.
+// the tree decoder (an equal Program, or Decode's error text equal to the
+// tree decoder's), on the seeds of FuzzDecode and every testdata program,
+// with a fuzzed item limit.
 func FuzzDirectDecode(f *testing.F) {
 	for _, data := range corpus(f) {
 		f.Add(data, uint16(0))
@@ -124,6 +121,62 @@ func FuzzDirectDecode(f *testing.F) {
 		f.Add([]byte(s), uint16(2))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, maxItems uint16) {
-		sameDecoding(t, data, Limits{MaxItems: int(maxItems)})
+		lim := Limits{MaxItems: int(maxItems)}
+		sameDecoding(t, data, lim)
+		got, gotErr := DecodeLimited(data, lim)
+		want, wantErr := decodeTree(data, lim.withDefaults())
+		switch {
+		case (gotErr == nil) != (wantErr == nil):
+			t.Fatalf("Decode error %v, tree decoder error %v", gotErr, wantErr)
+		case gotErr != nil && gotErr.Error() != wantErr.Error():
+			t.Fatalf("Decode error %q, tree decoder error %q", gotErr, wantErr)
+		case !reflect.DeepEqual(got, want):
+			t.Fatal("Decode and the tree decoder differ")
+		}
 	})
+}
+
+// TestDirectDecoderOnByteMutations runs the differential check on every
+// one-byte deletion, and on a set of one-byte replacements and insertions,
+// of small programs covering each part of the format (the fuzzer reaches
+// such near-valid documents only slowly).
+func TestDirectDecoderOnByteMutations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds")
+	}
+	files := []string{
+		"testdata/seed_example.json",
+		filepath.Join("..", "validate", "testdata", "good", "pages_separated_live_ranges.json"),
+	}
+	bytesTried := []byte(`0-."\,:{}[]n` + "\xc3")
+	for _, file := range files {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc = Encode(mustDecode(t, doc))
+		mutant := make([]byte, 0, len(doc)+1)
+		for i := range doc {
+			if i > 0 && doc[i] == ' ' && doc[i-1] == ' ' {
+				continue // inside an indentation: the same as its first byte
+			}
+			mutant = append(append(mutant[:0], doc[:i]...), doc[i+1:]...)
+			sameDecoding(t, mutant, Limits{})
+			for _, c := range bytesTried {
+				mutant = append(append(append(mutant[:0], doc[:i]...), c), doc[i+1:]...)
+				sameDecoding(t, mutant, Limits{})
+				mutant = append(append(append(mutant[:0], doc[:i]...), c), doc[i:]...)
+				sameDecoding(t, mutant, Limits{})
+			}
+		}
+	}
+}
+
+func mustDecode(t *testing.T, data []byte) *Program {
+	t.Helper()
+	p, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
