@@ -10,6 +10,11 @@
 // validator, lowering and VMs build on (dependency edges, Kahn order, counter
 // simulation, adversarial interleavings).
 //
+// Decoding has two paths: the direct decoder (direct.go) scans the bytes
+// straight into the structs and only accepts; anything it does not take,
+// every malformed file included, goes to the tree decoder (codec.go), which
+// defines what a program may hold and words every error.
+//
 // The target registry holds NVIDIA and AMD parts. amk's own target fields
 // (vendor, wavefront width, L1, a memory-side last-level cache, matrix peaks
 // per dtype, the instruction-level PipelineTiming the pipeline package

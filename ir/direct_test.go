@@ -1,0 +1,182 @@
+package ir
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// corpus is every program file under ir/testdata and validate/testdata.
+func corpus(t testing.TB) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, root := range []string{"testdata", filepath.Join("..", "validate", "testdata")} {
+		err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			files[path] = data
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(files) < 10 {
+		t.Fatalf("only %d files under testdata", len(files))
+	}
+	return files
+}
+
+// sameDecoding fails unless whatever the direct decoder accepts, the tree
+// decoder accepts as an equal Program, and Decode returns it. (Where the
+// direct decoder gives up, Decode is the tree decoder by construction.)
+func sameDecoding(t *testing.T, data []byte, lim Limits) {
+	t.Helper()
+	lim = lim.withDefaults()
+	direct, ok, bug := decodeDirectChecked(data, lim)
+	if bug != nil {
+		t.Fatalf("direct decoder panicked: %v\n%.400s", bug, data)
+	}
+	if !ok {
+		return
+	}
+	want, err := decodeTree(data, lim)
+	if err != nil {
+		t.Fatalf("direct decoder accepts what the tree decoder refuses (%v):\n%.400s", err, data)
+	}
+	if !reflect.DeepEqual(direct, want) {
+		t.Fatalf("direct and tree decoders differ:\n%#v\n---\n%#v", direct, want)
+	}
+	if got, err := DecodeLimited(data, lim); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Decode does not return the direct decoder's Program (error %v)", err)
+	}
+}
+
+func TestDirectDecoderMatchesTreeDecoderOnTestdata(t *testing.T) {
+	for path, data := range corpus(t) {
+		t.Run(path, func(t *testing.T) {
+			sameDecoding(t, data, Limits{})
+			sameDecoding(t, data, Limits{MaxItems: 3})
+		})
+	}
+}
+
+// The direct decoder must take the programs amk writes itself, or Decode
+// silently falls back to the slow path.
+func TestDirectDecoderTakesEncodedPrograms(t *testing.T) {
+	accepted := 0
+	for path, data := range corpus(t) {
+		p, err := decodeTree(data, Limits{}.withDefaults())
+		if err != nil {
+			continue
+		}
+		enc := Encode(p)
+		if _, ok := decodeDirect(enc, Limits{}.withDefaults()); !ok {
+			t.Errorf("%s: the direct decoder gives up on its own encoding", path)
+		}
+		accepted++
+	}
+	if accepted == 0 {
+		t.Fatal("no program in testdata decodes")
+	}
+}
+
+func TestDirectDecoderGivesUpOnWhatItDoesNotHandle(t *testing.T) {
+	base := `{"ir_version": "0.2.0", "tasks": [{"id": 0, "op": "GEMV_TILE", "inputs": [], "outputs": [0], "out_counter": 0%s}]}`
+	for _, extra := range []string{
+		`, "label": "caf\u00e9"`, // escape
+		`, "label": "é"`,         // non-ASCII
+		`, "est_bytes": 1.0`,     // float for an int
+		`, "id": 1`,              // repeated key
+		`, "colour": 1`,          // unknown key
+		`, "est_bytes": 9007199254740993`,
+		`, "params": {"a": 1, "a": 2}`,
+		`, "params": {"a": {"b": 1, "b": 2}}`,
+	} {
+		doc := []byte(fmt.Sprintf(base, extra))
+		if _, ok := decodeDirect(doc, Limits{}.withDefaults()); ok {
+			t.Errorf("direct decoder accepted %s", doc)
+		}
+		sameDecoding(t, doc, Limits{})
+	}
+	if _, ok := decodeDirect([]byte(fmt.Sprintf(base, `, "params": {"a": -0, "b": "x", "c": [1.5]}`)), Limits{}.withDefaults()); !ok {
+		t.Error("direct decoder gave up on plain params")
+	}
+}
+
+// FuzzDirectDecode is the differential target: the direct decoder against
+// the tree decoder (an equal Program, or Decode's error text equal to the
+// tree decoder's), on the seeds of FuzzDecode and every testdata program,
+// with a fuzzed item limit.
+func FuzzDirectDecode(f *testing.F) {
+	for _, data := range corpus(f) {
+		f.Add(data, uint16(0))
+	}
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), uint16(2))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, maxItems uint16) {
+		lim := Limits{MaxItems: int(maxItems)}
+		sameDecoding(t, data, lim)
+		got, gotErr := DecodeLimited(data, lim)
+		want, wantErr := decodeTree(data, lim.withDefaults())
+		switch {
+		case (gotErr == nil) != (wantErr == nil):
+			t.Fatalf("Decode error %v, tree decoder error %v", gotErr, wantErr)
+		case gotErr != nil && gotErr.Error() != wantErr.Error():
+			t.Fatalf("Decode error %q, tree decoder error %q", gotErr, wantErr)
+		case !reflect.DeepEqual(got, want):
+			t.Fatal("Decode and the tree decoder differ")
+		}
+	})
+}
+
+// TestDirectDecoderOnByteMutations runs the differential check on every
+// one-byte deletion, and on a set of one-byte replacements and insertions,
+// of small programs covering each part of the format (the fuzzer reaches
+// such near-valid documents only slowly).
+func TestDirectDecoderOnByteMutations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds")
+	}
+	files := []string{
+		"testdata/seed_example.json",
+		filepath.Join("..", "validate", "testdata", "good", "pages_separated_live_ranges.json"),
+	}
+	bytesTried := []byte(`0-."\,:{}[]n` + "\xc3")
+	for _, file := range files {
+		doc, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc = Encode(mustDecode(t, doc))
+		mutant := make([]byte, 0, len(doc)+1)
+		for i := range doc {
+			if i > 0 && doc[i] == ' ' && doc[i-1] == ' ' {
+				continue // inside an indentation: the same as its first byte
+			}
+			mutant = append(append(mutant[:0], doc[:i]...), doc[i+1:]...)
+			sameDecoding(t, mutant, Limits{})
+			for _, c := range bytesTried {
+				mutant = append(append(append(mutant[:0], doc[:i]...), c), doc[i+1:]...)
+				sameDecoding(t, mutant, Limits{})
+				mutant = append(append(append(mutant[:0], doc[:i]...), c), doc[i:]...)
+				sameDecoding(t, mutant, Limits{})
+			}
+		}
+	}
+}
+
+func mustDecode(t *testing.T, data []byte) *Program {
+	t.Helper()
+	p, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
