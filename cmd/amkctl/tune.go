@@ -107,22 +107,12 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 	if budget < 1 {
 		return fail(exitBadInput, "--budget must be >= 1")
 	}
-	ordinal, err := cudaOrdinal(device)
+	dev, release, err := openLoop1Device(device, "",
+		" (rebuild amkctl with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels", stderr)
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	if openTuneDevice == nil {
-		return fail(exitBadInput, "built without CUDA support (rebuild amkctl with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels")
-	}
-	dev, release, err := openTuneDevice(ordinal)
-	if err != nil {
-		return fail(exitBadInput, "CUDA device %d: %v", ordinal, err)
-	}
-	defer func() {
-		if err := release(); err != nil {
-			fmt.Fprintln(stderr, "amkctl tune-instruction: releasing the device:", err)
-		}
-	}()
+	defer release()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, tuneErr := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: budget, Results: results, Log: stderr})
@@ -159,22 +149,12 @@ func tuneFib(dir, definition, dump, gpuName string, budget int, results, device 
 	}
 	opts := loop1.Options{Target: target, Budget: budget, Definition: definition, Dump: dump, Log: stderr}
 	if strings.TrimSpace(strings.ToLower(device)) != "cpu" {
-		ordinal, err := cudaOrdinal(device)
+		dev, release, err := openLoop1Device(device, " (or cpu for predicted latencies)",
+			": use --device cpu (predicted) or rebuild amkctl with -tags cuda", stderr)
 		if err != nil {
-			return fail(exitBadInput, "%v (or cpu for predicted latencies)", err)
+			return fail(exitBadInput, "%v", err)
 		}
-		if openTuneDevice == nil {
-			return fail(exitBadInput, "built without CUDA support: use --device cpu (predicted) or rebuild amkctl with -tags cuda")
-		}
-		dev, release, err := openTuneDevice(ordinal)
-		if err != nil {
-			return fail(exitBadInput, "CUDA device %d: %v", ordinal, err)
-		}
-		defer func() {
-			if err := release(); err != nil {
-				fmt.Fprintln(stderr, "amkctl tune-instruction: releasing the device:", err)
-			}
-		}()
+		defer release()
 		opts.Device, opts.Results = dev, results
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -201,3 +181,26 @@ func tuneFib(dir, definition, dump, gpuName string, budget int, results, device 
 
 // cudaOrdinal parses cuda, cuda:N or N.
 func cudaOrdinal(s string) (int, error) { return tune.ParseCUDADevice(s) }
+
+// openLoop1Device opens the CUDA device that --device names for Loop 1 and
+// returns it with the function that releases it (a failure to release is
+// reported on stderr). ordinalHint follows an unreadable --device value and
+// noCUDAHint follows "built without CUDA support" in the errors.
+func openLoop1Device(device, ordinalHint, noCUDAHint string, stderr io.Writer) (tune.Device, func(), error) {
+	ordinal, err := cudaOrdinal(device)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%v%s", err, ordinalHint)
+	}
+	if openTuneDevice == nil {
+		return nil, nil, errors.New("built without CUDA support" + noCUDAHint)
+	}
+	dev, release, err := openTuneDevice(ordinal)
+	if err != nil {
+		return nil, nil, fmt.Errorf("CUDA device %d: %v", ordinal, err)
+	}
+	return dev, func() {
+		if err := release(); err != nil {
+			fmt.Fprintln(stderr, "amkctl tune-instruction: releasing the device:", err)
+		}
+	}, nil
+}
