@@ -84,8 +84,8 @@ type RunAnswer struct {
 // holds the campaign's run (its ledger, and so its lock) from startLocal to
 // finish.
 type localRun struct {
-	id  string
-	run *control.Run
+	*control.Run
+	id string
 	// cancel ends the run (the cancel tool, a wedged GPU).
 	cancel context.CancelFunc
 	// finish releases the run (its ledger, dispatcher and launcher),
@@ -109,7 +109,7 @@ func (r *localRun) record(ctx context.Context, local *control.Local, req api.Rec
 		case <-dctx.Done():
 		}
 	}()
-	dec, err := r.run.Driver.Do(dctx, req.Event(time.Now().UTC()))
+	dec, err := r.Driver.Do(dctx, req.Event(time.Now().UTC()))
 	if err != nil && ctx.Err() == nil && dctx.Err() != nil {
 		return local.Record(ctx, r.id, req)
 	}
@@ -203,7 +203,7 @@ func (s *Server) startLocal(req api.CreateRequest, cancel context.CancelFunc) (*
 		return nil, resp, fmt.Errorf("campaign %s is done (%s) after %d experiments: nothing to run; reopen it (amkctl reopen %s) or give another name",
 			resp.ID, resp.Campaign.MoveOnReason, resp.Campaign.ExperimentsRun, resp.ID)
 	}
-	run := &localRun{id: resp.ID, run: started, cancel: cancel, done: make(chan struct{})}
+	run := &localRun{Run: started, id: resp.ID, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, busy := s.runs[resp.ID]; busy {
@@ -231,19 +231,19 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 		}
 	}()
 	if notify != nil {
-		ledger := run.run.Ledger
+		ledger := run.Ledger
 		first := ledger.Campaign().State().ExperimentsRun
 		last := 0
 		// The driver calls the progress writer on its own goroutine, between
 		// its changes to the campaign, so the campaign can be read here.
-		run.run.Driver.Progress = runner.NewProgress(lineWriter(func(line string) {
+		run.Driver.Progress = runner.NewProgress(lineWriter(func(line string) {
 			if done := ledger.Campaign().State().ExperimentsRun - first; done > last {
 				last = done
 				notify(done, line)
 			}
 		}), lim.Iterations)
 	}
-	sum, err := run.run.Driver.Run(ctx, lim)
+	sum, err := run.Driver.Run(ctx, lim)
 	run.sum = RunSummary{Proposed: sum.Proposed, Recorded: sum.Recorded, StopReason: sum.StopReason, Status: string(sum.Status), Reason: sum.Reason}
 	if err != nil {
 		run.sum.Error = err.Error()
