@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 60s
 SMOKETIME ?= 5s
 
-.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench demo deps clean gpu-bin
+.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench demo deps clean gpu-bin web-view
 
 all: build
 
@@ -49,6 +49,12 @@ demo:
 ## Debian's CUDA 11.8 headers first); docs/gpu.md has the recipe.
 gpu-bin:
 	@scripts/gpu/build-bin.sh
+
+## web-view: regenerate docs/web-view.png, the README's picture of the web
+## view: the headless-Chromium test of internal/web (Debian's chromium, as
+## `make deps` installs it) writes its screenshot of a live campaign page.
+web-view:
+	$(GO) test -count=1 -run '^TestBrowserShowsALiveCampaign$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png
 
 clean:
 	rm -rf bin workspace

@@ -6,21 +6,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
 )
 
 func init() { addVerb(newAutoresearchCmd) }
@@ -70,7 +67,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1], --batch >= 1")
 		}
 		if *iters == 0 && *minutes == 0 {
-			*iters = 20
+			*iters = control.DefaultIterations
 		}
 		if _, err := model.Load(pos0[0]); err != nil {
 			return fail(exitBadInput, "%v", err)
@@ -82,9 +79,6 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		launcher, dev, err := launcherFor(*device)
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
-		}
-		if *workers <= 0 {
-			*workers = runner.DefaultWorkers(dev)
 		}
 		wsDir, corpusFile, notes, err := ref.Workspace(*workspace, cmd.Flags().Changed("workspace"))
 		if err != nil {
@@ -105,36 +99,34 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 				fmt.Fprintf(stderr, "imported %d corpus records from %s\n", n, *importCorpus)
 			}
 		}
-		corpus, skipped, err := flywheel.ReadCorpus(ws.CorpusPath())
-		if err != nil {
-			return fail(exitBadInput, "corpus: %v", err)
-		}
-		if skipped > 0 {
-			fmt.Fprintf(stderr, "corpus: skipped %d malformed lines\n", skipped)
-		}
-		host, _ := os.Hostname()
-		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights,
-			Seed: *seed, Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon}
+		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
+			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
 		if *batch > 1 {
 			req.Batch = batch
 		}
-		start, err := req.Start(time.Now().UTC(), target, corpus,
-			flywheel.Env{Target: target.Name, Device: string(dev), DeviceName: launcher.Name() + "@" + host, AMKVersion: version.String()})
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		local := &control.Local{Workspace: ws, Env: flywheel.Env{AMKVersion: version.String()}}
+		run, err := local.StartRun(req, control.RunOptions{Launcher: launcher,
+			Log: warnLog(stderr), OnWedge: func() {
+				fmt.Fprintf(stderr, "amkctl %s: the GPU is wedged (a trial ignored its cancellation); stopping the run\n", verb)
+				stop()
+			}})
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
-		ledger, created, err := ws.Create(start)
-		if err != nil {
-			return fail(exitBadInput, "%v", err)
+		defer run.Close()
+		if run.CorpusSkipped > 0 {
+			fmt.Fprintf(stderr, "corpus: skipped %d malformed lines\n", run.CorpusSkipped)
 		}
-		defer ledger.Close()
-		verb := "resuming"
-		if created {
-			verb = "starting"
+		ledger := run.Ledger
+		action := "resuming"
+		if run.Created {
+			action = "starting"
 		}
 		st := ledger.Campaign().State()
 		fmt.Fprintf(stderr, "%s campaign %s (%d experiments so far) in %s; %d worker(s), device %s\n",
-			verb, ledger.ID(), st.ExperimentsRun, ledger.Dir(), *workers, dev)
+			action, ledger.ID(), st.ExperimentsRun, ledger.Dir(), run.Workers, dev)
 		summary := func(sum runner.RunSummary) int {
 			wake := ledger.Campaign().WakeUp(time.Now().UTC())
 			fmt.Fprintf(stderr, "report: %s/report.md (json, svg beside it); results: %s\n", ledger.Dir(), ledger.ResultsPath())
@@ -153,7 +145,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			}
 			return exitOK
 		}
-		if !created && ledger.Campaign().Status() == campaign.StatusDone {
+		if run.Done() {
 			// Nothing to run, and nothing rewritten: say how to go on.
 			rep := ledger.Campaign().StatusReport(time.Now().UTC())
 			fmt.Fprintf(stderr, "campaign %s is done (%s) after %d experiments: nothing to run.\n"+
@@ -166,22 +158,9 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		fmt.Fprintf(stderr, "preparing: %s weights (%.1f MB) and the eager reference load with the first trial; its result follows\n",
 			cfg.Name, float64(cfg.WeightBytes())/1e6)
 
-		models := trial.NewModelCache(0)
-		// Seeded weights are generated once per workspace, then mapped.
-		models.UseWeightsDir(filepath.Join(ws.Dir, "weights"))
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		eval := guardDevice(ctx, dev, func(ctx context.Context, spec trial.Spec) trial.Outcome {
-			return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: models})
-		}, stderr, func() {
-			fmt.Fprintln(stderr, "amkctl autoresearch: the GPU is wedged (a trial ignored its cancellation); stopping the run")
-			stop()
-		})
-		disp := dispatch.NewLocal(*workers, eval)
-		defer disp.Close()
 		progress := runner.NewProgress(stderr, *iters)
-		drv := &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: *workers, Progress: progress}
-		sum, err := drv.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
+		run.Driver.Progress = progress
+		sum, err := run.Driver.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
 		progress.Finish()
 		if err != nil {
 			return fail(exitRejected, "%v", err)

@@ -6,8 +6,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/amk-dev/amk/dispatch"
-	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -32,32 +31,15 @@ func launcherFor(arg string) (trial.Launcher, schedule.Device, error) {
 	return l, device, err
 }
 
-// guardDevice puts evaluations on a GPU under the watchdog the gpuworker
-// uses (one at a time, a wall-clock limit per trial, a wedged device
-// detected); CPU evaluations run as they are. When the device wedges before
-// ctx ends, onWedge is called once.
-func guardDevice(ctx context.Context, dev schedule.Device, eval dispatch.Evaluator, stderr io.Writer, onWedge func()) dispatch.Evaluator {
-	if dev != schedule.DeviceCUDA {
-		return eval
-	}
-	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	go func() {
-		select {
-		case <-dog.Wedged():
-			if onWedge != nil {
-				onWedge()
-			}
-		case <-ctx.Done():
-		}
-	}()
-	return dog.Evaluate
+// evaluateOnce evaluates one spec, on a GPU under the watchdog (its
+// warnings go to stderr).
+func evaluateOnce(ctx context.Context, dev schedule.Device, spec trial.Spec, opts trial.Options, stderr io.Writer) trial.Outcome {
+	eval, _ := control.DeviceEvaluator(dev, opts, warnLog(stderr))
+	return eval(ctx, spec)
 }
 
-// evaluateOnce evaluates one spec, on a GPU under the watchdog.
-func evaluateOnce(ctx context.Context, dev schedule.Device, spec trial.Spec, opts trial.Options, stderr io.Writer) trial.Outcome {
-	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome { return trial.Evaluate(ctx, spec, opts) }
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	return guardDevice(ctx, dev, eval, stderr, nil)(ctx, spec)
+// warnLog writes the warnings and errors of a package's logger (the GPU
+// watchdog's) to stderr.
+func warnLog(stderr io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

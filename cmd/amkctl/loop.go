@@ -1,6 +1,10 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/amk-dev/amk/internal/control"
+)
 
 func init() { addVerb(newLoopCmd) }
 
@@ -15,6 +19,6 @@ the reference's) and prints the final status; it is autoresearch with
 --iters spelled --budget, and takes the same flags.`,
 		ValidArgsFunction: completeModels,
 	}
-	budget := cmd.Flags().Int("budget", 8, "trials to run (the loop's budget)")
+	budget := cmd.Flags().Int("budget", control.DefaultLoopBudget, "trials to run (the loop's budget)")
 	return campaignRunCmd(cmd, "loop", budget)
 }

@@ -1,12 +1,22 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/internal/mcpserver"
+	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/runner"
 )
 
 // TestLoopAndReferencePaths: docs/spec/loop.md's loop verb runs --budget trials, and
@@ -125,5 +135,85 @@ func TestStartBatch(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "0", "--workspace", ws, "--name", "z"); code != 2 {
 		t.Errorf("--batch 0: code %d", code)
+	}
+}
+
+// TestLoopFromCLIAndMCPAgree: amkctl loop and the MCP server's loop tool,
+// given the same options, run the same campaign (one implementation,
+// internal/control's StartRun): the same id, settings, environment and,
+// with one worker and a seed, the same trials.
+func TestLoopFromCLIAndMCPAgree(t *testing.T) {
+	dir := t.TempDir()
+	cliWS, mcpWS := filepath.Join(dir, "cli"), filepath.Join(dir, "mcp")
+	code, _, errOut := runCmd(t, "loop", "toy", "--gpu", "h200", "--budget", "3", "--seed", "7", "--cold", "--overnight",
+		"--restart-after", "4", "--epsilon", "0.2", "--batch", "2", "--workers", "1", "--name", "same", "--workspace", cliWS)
+	if code != exitOK {
+		t.Fatalf("amkctl loop: exit %d\n%s", code, errOut)
+	}
+
+	local, err := control.OpenLocal(mcpWS, true, flywheel.Env{AMKVersion: version.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := mcpserver.New(mcpserver.Options{Campaigns: local, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := mcp.NewClient(&mcp.Implementation{Name: "amk-test", Version: "test"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close(); _ = ss.Wait() }()
+	res, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "loop", Arguments: map[string]any{"model": "toy", "gpu": "h200",
+		"budget": 3, "seed": 7, "cold": true, "overnight": true, "restart_after": 4, "epsilon": 0.2, "batch": 2, "workers": 1, "name": "same"}})
+	if err != nil || res.IsError {
+		t.Fatalf("MCP loop: %v %+v", err, res)
+	}
+
+	id := campaign.ID("toy", "h200", "cpu", "same")
+	var states [2]campaign.State
+	var trials [2][]string
+	for i, ws := range []string{cliWS, mcpWS} {
+		w, err := runner.OpenWorkspace(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := w.View(id)
+		if err != nil {
+			t.Fatalf("%s: %v", ws, err)
+		}
+		states[i] = c.State()
+		rows, err := flywheel.ReadRows(filepath.Join(w.CampaignDir(id), "results.tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			trials[i] = append(trials[i], r.ScheduleID+" "+r.Tag+" "+r.Correctness)
+		}
+	}
+	cli, viaMCP := states[0], states[1]
+	if cli.Settings.Batch != 2 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
+		t.Errorf("the CLI's options were not kept: %+v seed %d cold %v", cli.Settings, cli.Seed, cli.Cold)
+	}
+	if !reflect.DeepEqual(cli.Settings, viaMCP.Settings) || cli.Seed != viaMCP.Seed || cli.Cold != viaMCP.Cold || cli.Env != viaMCP.Env ||
+		cli.Shape != viaMCP.Shape || cli.LatencyKind != viaMCP.LatencyKind || cli.ExperimentsRun != 3 || viaMCP.ExperimentsRun != 3 {
+		t.Errorf("the campaigns differ:\nCLI %+v seed %d cold %v env %+v, %d experiments\nMCP %+v seed %d cold %v env %+v, %d experiments",
+			cli.Settings, cli.Seed, cli.Cold, cli.Env, cli.ExperimentsRun, viaMCP.Settings, viaMCP.Seed, viaMCP.Cold, viaMCP.Env, viaMCP.ExperimentsRun)
+	}
+	if !slices.Equal(trials[0], trials[1]) || len(trials[0]) != 3 {
+		t.Errorf("the trials differ:\nCLI %v\nMCP %v", trials[0], trials[1])
+	}
+	// Both keep the seeded weights they generated in their workspace.
+	for _, ws := range []string{cliWS, mcpWS} {
+		if files, _ := filepath.Glob(filepath.Join(ws, "weights", "*.safetensors")); len(files) == 0 {
+			t.Errorf("no generated weights in %s", ws)
+		}
 	}
 }

@@ -10,7 +10,14 @@
 //     scheduler applies the same events to the campaigns it drives.
 //
 // A verb is written once against Campaigns, and --server picks the side.
-// The package also holds what the local side shares with the scheduler:
-// StartEvent (a create request made into a campaign's first event) and
-// WriteReports (the report files of a campaign).
+// The package also holds WriteReports (the report files of a campaign,
+// shared with the scheduler).
+//
+// Runs on this machine start here too: Local.StartRun creates or resumes a
+// campaign under its lock and readies a runner.Driver on in-process
+// evaluators (DeviceEvaluator: on a GPU under the watchdog; seeded weights
+// kept once per workspace in Local.WeightsDir). amkctl autoresearch and loop
+// and the MCP server's loop and autoresearch tools all use it, so the same
+// options make the same campaign from either; they keep only their own
+// argument checks, messages and output.
 package control

@@ -180,26 +180,7 @@ func (l *Local) WriteReport(_ context.Context, id string) (api.ReportFiles, erro
 // Create creates the campaign in the workspace without running it (amkctl
 // autoresearch, or a scheduler on this workspace, runs it).
 func (l *Local) Create(_ context.Context, req api.CreateRequest) (api.CreateResponse, error) {
-	device, err := schedule.ParseDevice(string(req.Device))
-	if err != nil {
-		return api.CreateResponse{}, fmt.Errorf("--device: %w", err)
-	}
-	req.Device = device
-	target, err := ir.Target(req.GPU)
-	if err != nil {
-		return api.CreateResponse{}, err
-	}
-	env := l.Env
-	env.Target, env.Device = target.Name, string(req.Device)
-	if env.DeviceName == "" {
-		host, _ := os.Hostname()
-		env.DeviceName = string(req.Device) + "@" + host
-	}
-	corpus, _, err := flywheel.ReadCorpus(l.Workspace.CorpusPath())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return api.CreateResponse{}, fmt.Errorf("corpus: %w", err)
-	}
-	start, err := req.Start(l.now(), target, corpus, env)
+	start, _, err := l.startEvent(req, "")
 	if err != nil {
 		return api.CreateResponse{}, err
 	}
@@ -209,6 +190,36 @@ func (l *Local) Create(_ context.Context, req api.CreateRequest) (api.CreateResp
 	}
 	defer ledger.Close()
 	return api.CreateResponse{ID: ledger.ID(), Created: created, Campaign: ledger.Campaign().StatusReport(l.now())}, nil
+}
+
+// startEvent makes req the first event of a campaign of this workspace,
+// warm-started from the workspace's flywheel corpus (skipped counts its
+// malformed lines). The corpus records of the campaign name the evaluating
+// device l.Env.DeviceName or, when that is empty, LAUNCHER@HOST, with the
+// device ("cpu", "cuda") for a launcher not named.
+func (l *Local) startEvent(req api.CreateRequest, launcher string) (start campaign.Start, skipped int, err error) {
+	req.Device, err = schedule.ParseDevice(string(req.Device))
+	if err != nil {
+		return campaign.Start{}, 0, fmt.Errorf("--device: %w", err)
+	}
+	target, err := ir.Target(req.GPU)
+	if err != nil {
+		return campaign.Start{}, 0, err
+	}
+	env := l.Env
+	env.Target, env.Device = target.Name, string(req.Device)
+	if launcher == "" {
+		launcher = string(req.Device)
+	}
+	if env.DeviceName == "" {
+		env.DeviceName = launcher + "@" + hostName()
+	}
+	corpus, skipped, err := flywheel.ReadCorpus(l.Workspace.CorpusPath())
+	if err != nil {
+		return campaign.Start{}, 0, fmt.Errorf("corpus: %w", err)
+	}
+	start, err = req.Start(l.now(), target, corpus, env)
+	return start, skipped, err
 }
 
 // apply applies one event to a campaign under its lock and reports the

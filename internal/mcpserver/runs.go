@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/ir"
@@ -82,15 +81,15 @@ type RunAnswer struct {
 }
 
 // localRun is a campaign this server drives on the local workspace: it
-// holds the campaign's ledger (and so its lock) from startLocal to finish.
+// holds the campaign's run (its ledger, and so its lock) from startLocal to
+// finish.
 type localRun struct {
-	id     string
-	ledger *runner.Ledger
-	driver *runner.Driver
+	*control.Run
+	id string
 	// cancel ends the run (the cancel tool, a wedged GPU).
 	cancel context.CancelFunc
-	// finish releases the ledger, the dispatcher and the launcher, forgets
-	// the run and closes done.
+	// finish releases the run (its ledger, dispatcher and launcher),
+	// forgets it and closes done.
 	finish func()
 	done   chan struct{}
 	sum    RunSummary
@@ -110,7 +109,7 @@ func (r *localRun) record(ctx context.Context, local *control.Local, req api.Rec
 		case <-dctx.Done():
 		}
 	}()
-	dec, err := r.driver.Do(dctx, req.Event(time.Now().UTC()))
+	dec, err := r.Driver.Do(dctx, req.Event(time.Now().UTC()))
 	if err != nil && ctx.Err() == nil && dctx.Err() != nil {
 		return local.Record(ctx, r.id, req)
 	}
@@ -177,74 +176,47 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 // startLocal creates (or finds) the campaign in the local workspace, takes
 // its lock and registers the run; the caller drives it, then calls
 // run.finish. cancel ends the context the caller drives it with.
-func (s *Server) startLocal(ctx context.Context, req api.CreateRequest, cancel context.CancelFunc) (*localRun, api.CreateResponse, error) {
+func (s *Server) startLocal(req api.CreateRequest, cancel context.CancelFunc) (*localRun, api.CreateResponse, error) {
 	id := campaign.ID(req.Model, req.GPU, req.Device, req.Name)
 	if s.running(id) != nil {
 		return nil, api.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
 	}
-	elsewhere := func(id string) error {
-		return fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", id)
+	launcher, _, release, err := s.launcher(string(req.Device))
+	if err != nil {
+		return nil, api.CreateResponse{}, err
 	}
-	resp, err := s.local.Create(ctx, req)
+	started, err := s.local.StartRun(req, control.RunOptions{Launcher: launcher, ReleaseLauncher: release, Models: s.models, Log: s.log,
+		OnWedge: func() {
+			// As amkctl autoresearch does: a wedged GPU ends the run.
+			s.log.Error("the GPU is wedged (a trial ignored its cancellation); ending the run", "campaign", id)
+			cancel()
+		}})
 	if errors.Is(err, runner.ErrLocked) {
-		return nil, resp, elsewhere(id)
+		return nil, api.CreateResponse{}, fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", id)
 	}
 	if err != nil {
-		return nil, resp, err
+		return nil, api.CreateResponse{}, err
 	}
-	if !resp.Created && resp.Campaign.Status == campaign.StatusDone {
+	resp := api.CreateResponse{ID: started.Ledger.ID(), Created: started.Created, Campaign: started.Ledger.Campaign().StatusReport(time.Now().UTC())}
+	if started.Done() {
+		started.Close()
 		return nil, resp, fmt.Errorf("campaign %s is done (%s) after %d experiments: nothing to run; reopen it (amkctl reopen %s) or give another name",
 			resp.ID, resp.Campaign.MoveOnReason, resp.Campaign.ExperimentsRun, resp.ID)
 	}
-	launcher, _, release, err := s.launcher(string(req.Device))
-	if err != nil {
-		return nil, resp, err
-	}
-	ledger, err := s.local.Workspace.Open(resp.ID)
-	if errors.Is(err, runner.ErrLocked) {
-		err = elsewhere(resp.ID)
-	}
-	if err != nil {
-		release()
-		return nil, resp, err
-	}
-	workers := req.Workers
-	if workers <= 0 {
-		workers = runner.DefaultWorkers(req.Device)
-	}
-	eval, wedged := s.evaluator(req.Device, launcher)
-	disp := dispatch.NewLocal(workers, eval)
-	run := &localRun{id: resp.ID, ledger: ledger, driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers},
-		cancel: cancel, done: make(chan struct{})}
-	free := func() {
-		_ = disp.Close()
-		_ = ledger.Close()
-		release()
-	}
+	run := &localRun{Run: started, id: resp.ID, cancel: cancel, done: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, busy := s.runs[resp.ID]; busy {
-		free()
+		started.Close()
 		return nil, resp, fmt.Errorf("campaign %s is already running in this server", resp.ID)
 	}
 	s.runs[resp.ID] = run
 	run.finish = func() {
-		free()
+		started.Close()
 		s.mu.Lock()
 		delete(s.runs, resp.ID)
 		s.mu.Unlock()
 		close(run.done)
-	}
-	if wedged != nil {
-		// As amkctl autoresearch does: a wedged GPU ends the run.
-		go func() {
-			select {
-			case <-wedged:
-				s.log.Error("the GPU is wedged (a trial ignored its cancellation); ending the run", "campaign", resp.ID)
-				cancel()
-			case <-run.done:
-			}
-		}()
 	}
 	return run, resp, nil
 }
@@ -259,19 +231,19 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 		}
 	}()
 	if notify != nil {
-		ledger := run.ledger
+		ledger := run.Ledger
 		first := ledger.Campaign().State().ExperimentsRun
 		last := 0
 		// The driver calls the progress writer on its own goroutine, between
 		// its changes to the campaign, so the campaign can be read here.
-		run.driver.Progress = runner.NewProgress(lineWriter(func(line string) {
+		run.Driver.Progress = runner.NewProgress(lineWriter(func(line string) {
 			if done := ledger.Campaign().State().ExperimentsRun - first; done > last {
 				last = done
 				notify(done, line)
 			}
 		}), lim.Iterations)
 	}
-	sum, err := run.driver.Run(ctx, lim)
+	sum, err := run.Driver.Run(ctx, lim)
 	run.sum = RunSummary{Proposed: sum.Proposed, Recorded: sum.Recorded, StopReason: sum.StopReason, Status: string(sum.Status), Reason: sum.Reason}
 	if err != nil {
 		run.sum.Error = err.Error()
@@ -295,7 +267,7 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 		return nil, RunAnswer{}, fmt.Errorf("argument budget: must be >= 1, got %d", in.Budget)
 	}
 	if in.Budget == 0 {
-		in.Budget = 8
+		in.Budget = control.DefaultLoopBudget
 	}
 	creq, err := in.createRequest()
 	if err != nil {
@@ -307,7 +279,7 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	run, resp, err := s.startLocal(ctx, creq, cancel)
+	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
@@ -394,7 +366,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 		return nil, RunAnswer{}, fmt.Errorf("argument iters: must be >= 0, got %d", in.Iters)
 	}
 	if in.Iters == 0 && in.Minutes == 0 {
-		in.Iters = 20
+		in.Iters = control.DefaultIterations
 	}
 	creq, err := in.createRequest()
 	if err != nil {
@@ -411,7 +383,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 			Next: "the scheduler runs it: watch it with status and next, read it with report"}, nil
 	}
 	runCtx, cancel := context.WithCancel(s.base)
-	run, resp, err := s.startLocal(ctx, creq, cancel)
+	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		cancel()
 		return nil, RunAnswer{}, err

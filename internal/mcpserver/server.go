@@ -75,6 +75,10 @@ func New(o Options) (*Server, error) {
 	base, stop := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: log, models: trial.NewModelCache(0), base: base, stop: stop, runs: map[string]*localRun{}}
 	s.local, _ = o.Campaigns.(*control.Local)
+	if s.local != nil {
+		// Seeded weights are generated once per workspace, then mapped.
+		s.models = s.local.NewModelCache()
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "amk", Title: "amk: safe GPU megakernel schedules", Version: o.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: slog.New(warnings{log.Handler()})})
 	s.addTools()

@@ -10,9 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/doctor"
 	"github.com/amk-dev/amk/ir"
@@ -158,7 +156,8 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		token = *in.TokenID
 	}
 	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
-	eval, _ := s.evaluator(device, launcher)
+	// On a GPU under the watchdog, as amkctl eval and the gpuworker run trials.
+	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models}, s.log)
 	out := eval(ctx, spec)
 	if err := ctx.Err(); err != nil {
 		return nil, none, fmt.Errorf("eval cancelled: %w", err)
@@ -428,22 +427,6 @@ func (s *Server) launcher(arg string) (trial.Launcher, schedule.Device, func(), 
 		}
 	}
 	return l, schedule.Device(name), release, nil
-}
-
-// evaluator is the trial pipeline on launcher; on a GPU each trial runs
-// under the watchdog (a wall-clock limit, a panic as a crash, a device
-// that ignores cancellation reported wedged), as amkctl's --device cuda
-// runs and the gpuworker do.
-// wedged closes when the GPU ignored a cancellation (never on the CPU).
-func (s *Server) evaluator(device schedule.Device, launcher trial.Launcher) (eval dispatch.Evaluator, wedged <-chan struct{}) {
-	eval = func(ctx context.Context, spec trial.Spec) trial.Outcome {
-		return trial.Evaluate(ctx, spec, trial.Options{Launcher: launcher, Models: s.models})
-	}
-	if device != schedule.DeviceCUDA {
-		return eval, nil
-	}
-	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: s.log})
-	return dog.Evaluate, dog.Wedged()
 }
 
 // DoctorInput is doctor's arguments (none).

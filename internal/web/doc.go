@@ -27,4 +27,8 @@
 // The data come from a Source: control.Local satisfies it for a workspace
 // on this machine (amkctl dashboard), and ServiceSource adapts the
 // scheduler's api.Service (internal/scheduler.Fleet).
+//
+// The README's picture, docs/web-view.png, is the screenshot the browser
+// test takes of a live campaign page in Debian's headless chromium:
+// `make web-view` runs that test with -web.screenshot to write it.
 package web

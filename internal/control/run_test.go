@@ -1,0 +1,146 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
+)
+
+// startRequest is a create request with every setting a run takes away from
+// its default.
+func startRequest() api.CreateRequest {
+	restart, epsilon, batch := 4, 0.2, 2
+	return api.CreateRequest{Model: "toy", GPU: "H200", Name: "same", Seed: 7, Cold: true, Overnight: true,
+		RestartAfter: &restart, Epsilon: &epsilon, Batch: &batch, Workers: 1}
+}
+
+// A campaign created without running it (amkctl start, the MCP server's
+// create) and one a run starts (amkctl autoresearch and loop, the MCP
+// loop and autoresearch tools) from the same request are the same campaign:
+// one id, the same settings, seed, shape and environment.
+func TestStartRunAndCreateMakeTheSameCampaign(t *testing.T) {
+	created, ran := newLocal(t), newLocal(t)
+	resp, err := created.Create(context.Background(), startRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := ran.StartRun(startRequest(), RunOptions{Launcher: trial.CPULauncher{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if !run.Created || !resp.Created || run.Ledger.ID() != resp.ID || resp.ID != campaign.ID("toy", "h200", schedule.DeviceCPU, "same") {
+		t.Fatalf("ids: run %q (created %v), create %q (created %v)", run.Ledger.ID(), run.Created, resp.ID, resp.Created)
+	}
+	c, err := created.Workspace.View(resp.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := c.State(), run.Ledger.Campaign().State()
+	if got.Settings.Batch != 2 || got.Settings.RestartAfter != 4 || got.Settings.Epsilon != 0.2 || !got.Settings.Overnight {
+		t.Errorf("the request's settings were not kept: %+v", got.Settings)
+	}
+	if !reflect.DeepEqual(got.Settings, want.Settings) {
+		t.Errorf("settings differ:\nrun    %+v\ncreate %+v", got.Settings, want.Settings)
+	}
+	if got.Seed != want.Seed || got.Cold != want.Cold || got.Shape != want.Shape || got.LatencyKind != want.LatencyKind || got.Env != want.Env {
+		t.Errorf("campaigns differ:\nrun    %+v\ncreate %+v", got, want)
+	}
+	// The CPU launcher's name is its device's, so both name the device alike.
+	if got.Env.DeviceName != "cpu@"+hostName() || got.Env.AMKVersion != "test" || got.Env.Target != "h200" {
+		t.Errorf("env %+v", got.Env)
+	}
+	if run.Workers != 1 {
+		t.Errorf("workers %d, want the request's 1", run.Workers)
+	}
+}
+
+// A run holds its campaign: a second one is refused with runner.ErrLocked
+// (and its launcher released); after Close the campaign resumes where the
+// run left it, and a done campaign comes back Done.
+func TestStartRunResumesAndLocks(t *testing.T) {
+	l := newLocal(t)
+	l.Now = nil // the driver's clock: a fixed one would trip max_minutes
+	req := api.CreateRequest{Model: "toy", GPU: "h200", Cold: true}
+	released := 0
+	opts := RunOptions{Launcher: trial.CPULauncher{}, ReleaseLauncher: func() { released++ }}
+	run, err := l.StartRun(req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := runner.DefaultWorkers(schedule.DeviceCPU); run.Workers != want {
+		t.Errorf("workers %d, want the default %d", run.Workers, want)
+	}
+	if _, err := l.StartRun(req, opts); !errors.Is(err, runner.ErrLocked) || released != 1 {
+		t.Fatalf("a second run of a running campaign: %v (launcher released %d times)", err, released)
+	}
+	sum, err := run.Driver.Run(context.Background(), runner.Limits{Iterations: 2})
+	if err != nil || sum.Recorded != 2 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	run.Close()
+	run.Close()
+	if released != 2 {
+		t.Errorf("launcher released %d times, want once more by Close", released)
+	}
+	// Seeded weights are kept in the workspace for the next run.
+	if files, _ := filepath.Glob(filepath.Join(l.WeightsDir(), "*.safetensors")); len(files) == 0 {
+		t.Errorf("no generated weights in %s", l.WeightsDir())
+	}
+
+	again, err := l.StartRun(req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Created || again.Done() || again.Ledger.Campaign().State().ExperimentsRun != 2 {
+		t.Fatalf("resumed: created %v done %v, %d experiments", again.Created, again.Done(), again.Ledger.Campaign().State().ExperimentsRun)
+	}
+	again.Close()
+	if _, err := l.Command(context.Background(), run.Ledger.ID(), campaign.OpStop, api.CommandRequest{Note: "enough"}); err != nil {
+		t.Fatal(err)
+	}
+	done, err := l.StartRun(req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done.Close()
+	if !done.Done() {
+		t.Fatalf("a stopped campaign is not Done: %s", done.Ledger.Campaign().Status())
+	}
+}
+
+// A request the workspace cannot start is refused before anything is
+// locked, and the launcher is released.
+func TestStartRunRefusesABadRequest(t *testing.T) {
+	l := newLocal(t)
+	released := 0
+	opts := RunOptions{Launcher: trial.CPULauncher{}, ReleaseLauncher: func() { released++ }}
+	for _, req := range []api.CreateRequest{{Model: "toy", GPU: "no-such-gpu"}, {Model: "no-such-model", GPU: "h100"}, {Model: "toy", GPU: "h100", Device: "tpu"}} {
+		if run, err := l.StartRun(req, opts); err == nil {
+			run.Close()
+			t.Errorf("%+v started", req)
+		}
+	}
+	if released != 3 {
+		t.Errorf("launcher released %d times, want 3", released)
+	}
+}
+
+// On the CPU trials run as they are; on a GPU under the watchdog, which
+// reports a wedged device.
+func TestDeviceEvaluator(t *testing.T) {
+	if _, wedged := DeviceEvaluator(schedule.DeviceCPU, trial.Options{Launcher: trial.CPULauncher{}}, nil); wedged != nil {
+		t.Error("a CPU evaluator has a wedge channel")
+	}
+	if _, wedged := DeviceEvaluator(schedule.DeviceCUDA, trial.Options{Launcher: trial.CPULauncher{}}, nil); wedged == nil {
+		t.Error("a GPU evaluator has no watchdog")
+	}
+}
