@@ -158,6 +158,9 @@ func (p Point) Normalize() Point {
 	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
 		out.SetTile("attention", "kv_head_split", 1)
 	}
+	if v, ok := c.Tile("attention", "head_counters"); ok && v > 0 {
+		out.SetTile("attention", "head_counters", 1)
+	}
 	if np, ok := c.Tile("attention", "n_partitions"); ok && np > 1 {
 		out.SetTile("attention", "n_partitions", min(np, maxPartitions))
 	}
