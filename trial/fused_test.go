@@ -30,7 +30,8 @@ func fusedCheckModel(t *testing.T, name string) model.Config {
 }
 
 // fusedPoints are the device points a search can reach: every fused
-// lowering on, none on (tiles per SM only), and all but one.
+// lowering on (with per-KV-head q|k|v counters, and with one all-join
+// counter), none on (tiles per SM only), and all but one.
 func fusedPoints() map[string]schedule.Point {
 	pts := map[string]schedule.Point{}
 	all := schedule.FullyFused()
@@ -55,6 +56,9 @@ func fusedPoints() map[string]schedule.Point {
 		p.Config.DeleteTile("attention", "kv_head_split")
 		pts[base+", attention in one task"] = p
 	}
+	allJoin := all.Clone()
+	allJoin.Config.DeleteTile("attention", "head_counters")
+	pts["all, one all-join q|k|v counter"] = allJoin
 	legacy := all.Clone()
 	legacy.Config.DeleteTile("gemv", "tiles_per_sm")
 	pts["all, reference N_tile"] = legacy
