@@ -247,3 +247,29 @@ func TestMutatedHeadCountersAreRejected(t *testing.T) {
 		})
 	}
 }
+
+// head_counters is a knob of its own (fine counters vs the all-join) where
+// it acts, and normalised away where it cannot (no RoPE epilogue, or no
+// attention per KV head), so one program keeps one normalised id.
+func TestHeadCountersKnob(t *testing.T) {
+	if FullyFused().Normalize().ID() == allJoin().Normalize().ID() {
+		t.Error("per-KV-head and all-join counters share an id")
+	}
+	if v, _ := FullyFused().KnobValue(PathHeadCounters).Int64(); v != 1 {
+		t.Errorf("FullyFused: head_counters = %d, want 1", v)
+	}
+	inert := DeviceDefault()
+	if !inert.SetKnob(PathHeadCounters, intV(1)) {
+		t.Fatal("SetKnob refused head_counters")
+	}
+	if inert.Normalize().ID() != DeviceDefault().Normalize().ID() {
+		t.Error("head_counters without the RoPE epilogue changed the id")
+	}
+	noSplit := FullyFused()
+	noSplit.Config.DeleteTile("attention", "kv_head_split")
+	plain := allJoin()
+	plain.Config.DeleteTile("attention", "kv_head_split")
+	if noSplit.Normalize().ID() != plain.Normalize().ID() {
+		t.Error("head_counters without kv_head_split changed the id")
+	}
+}
