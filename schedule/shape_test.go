@@ -17,7 +17,7 @@ func TestRooflineDesignFigures(t *testing.T) {
 		name string
 		p    Point
 	}{{"reference default", Default()}, {"device default", DeviceDefault()},
-		{"fully fused, all-join q|k|v", allJoin()}, {"fully fused", FullyFused()}}
+		{"fully fused, all-join qkv", allJoin()}, {"fully fused", FullyFused()}}
 	var b strings.Builder
 	b.WriteString("| model | gpu | point | hops/layer | tasks | SMs streaming per phase (layer 0, lm_head) | bytes in flight/SM | predicted µs (cost model) | streamed floor µs |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range []string{"small", "llama-1b"} {
@@ -62,7 +62,7 @@ func TestRooflineDesignFigures(t *testing.T) {
 					if hops != 7 {
 						t.Errorf("%s on %s: device default has %d hops per layer, want 7", m, g, hops)
 					}
-				case "fully fused", "fully fused, all-join q|k|v":
+				case "fully fused", "fully fused, all-join qkv":
 					if hops != 5 {
 						t.Errorf("%s on %s: fully fused has %d hops per layer, want 5", m, g, hops)
 					}
