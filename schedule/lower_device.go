@@ -142,13 +142,13 @@ func (l *lowerer) emitHeadPhase(name string, ph *phase, waits []ir.Wait, shared 
 	heads := make([][]tensor, nkv)
 	next := make([]int, len(ph.projs)) // tile labels count on across the groups
 	for g := 0; g < nkv; g++ {
-		type span struct{ proj, lo, hi, tiles int }
-		spans := make([]span, len(ph.projs))
+		// KV head g's columns of each projection: q rep heads, k and v one.
+		type columns struct{ lo, hi, tiles int }
+		spans := make([]columns, len(ph.projs))
 		total := 0
 		for i, pr := range ph.projs {
-			group := pr.n / nkv // q: rep heads, k and v: one head
-			lo := g * group
-			spans[i] = span{i, lo, lo + group, ceilDiv(group, widths[i])}
+			group := pr.n / nkv
+			spans[i] = columns{g * group, (g + 1) * group, ceilDiv(group, widths[i])}
 			total += spans[i].tiles
 		}
 		ctrs := make([]int, len(ph.projs))
