@@ -163,6 +163,12 @@ func processCPU(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+func sysCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Stime.Nano())
+}
+
 // writtenBytes is what the process has passed to write calls so far
 // (/proc/self/io's wchar: every file, whatever the file system).
 func writtenBytes(b *testing.B) int64 {
@@ -202,6 +208,7 @@ func BenchmarkLedgerRecord(b *testing.B) {
 			h := makeBenchHistory(b, history)
 			var cpu, stepCPU time.Duration
 			var written int64
+			var sys time.Duration
 			b.ResetTimer()
 			b.StopTimer()
 			for done := 0; done < b.N; {
@@ -231,7 +238,7 @@ func BenchmarkLedgerRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.StartTimer()
-				c0, w0 := processCPU(b), writtenBytes(b)
+				c0, w0, s0 := processCPU(b), writtenBytes(b), sysCPU()
 				for k := 0; k < n; k++ {
 					if err := recordTrial(l.Apply, history+k, func(campaign.Decision) {}); err != nil {
 						b.Fatal(err)
@@ -243,6 +250,7 @@ func BenchmarkLedgerRecord(b *testing.B) {
 				}
 				cpu += processCPU(b) - c0
 				written += writtenBytes(b) - w0
+				sys += sysCPU() - s0
 				b.StopTimer()
 				done += n
 			}
@@ -251,6 +259,7 @@ func BenchmarkLedgerRecord(b *testing.B) {
 			b.ReportMetric(float64(stepCPU.Microseconds())/trials, "step-CPU-µs/trial")
 			b.ReportMetric(float64((cpu-stepCPU).Microseconds())/trials, "ledger-CPU-µs/trial")
 			b.ReportMetric(float64(written)/(2*trials), "B/event")
+			b.ReportMetric(float64(sys.Microseconds())/trials, "sys-CPU-µs/trial")
 		})
 	}
 }
