@@ -326,7 +326,7 @@ func TestKillDuringSnapshot(t *testing.T) {
 			ws, l := newSyntheticLedger(t)
 			applyEvents(t, l, 0, SnapshotEvery-1)
 			killed := errors.New("killed")
-			snapshotHook = func(at, dir string, data []byte) {
+			snapshotHook = func(at, dir string, _ uint64, data []byte) {
 				if at != stage {
 					return
 				}
@@ -345,7 +345,7 @@ func TestKillDuringSnapshot(t *testing.T) {
 				}()
 				applyEvents(t, l, SnapshotEvery-1, SnapshotEvery)
 			}()
-			snapshotHook = func(string, string, []byte) {}
+			snapshotHook = func(string, string, uint64, []byte) {}
 			l.abandon()
 			want := runUncrashed(t, SnapshotEvery)
 			v, err := ws.View(l.ID())
@@ -500,4 +500,49 @@ func TestTornOutboxAppendsAreCompleted(t *testing.T) {
 		checkAgainst(t, ws, l.ID(), l.Campaign(), runUncrashed(t, last+1))
 		l.abandon()
 	}
+}
+
+// Views taken while a driver applies events across snapshots each see a
+// whole state: never an error, never going back in time.
+func TestViewDuringSnapshots(t *testing.T) {
+	ws, l := newSyntheticLedger(t)
+	defer l.Close()
+	const n = 2*SnapshotEvery + 10
+	done := make(chan error, 1)
+	go func() {
+		for e := range n {
+			if _, err := l.Apply(syntheticEvent(t, l.Campaign(), e)); err != nil {
+				done <- fmt.Errorf("event %d: %w", e, err)
+				return
+			}
+		}
+		done <- nil
+	}()
+	seen, views := 0, 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		c, err := ws.View(l.ID())
+		if err != nil {
+			t.Fatalf("view %d: %v", views, err)
+		}
+		views++
+		n := c.State().NextTrial + c.State().ExperimentsRun
+		if n < seen {
+			t.Fatalf("view %d went back in time: %d after %d", views, n, seen)
+		}
+		seen = n
+	}
+	c, err := ws.View(l.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAgainst(t, ws, l.ID(), c, runUncrashed(t, n))
+	t.Logf("%d views", views)
 }

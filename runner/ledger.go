@@ -555,7 +555,7 @@ const (
 )
 
 // snapshotHook lets the crash tests stop the process inside a snapshot.
-var snapshotHook = func(stage, dir string, data []byte) {}
+var snapshotHook = func(stage, dir string, seq uint64, data []byte) {}
 
 // snapshot writes the state (with the last event's outbox) to ledger.json
 // atomically, then empties the journal. A crash between the two leaves
@@ -566,11 +566,11 @@ func (l *Ledger) snapshot() error {
 	if err != nil {
 		return err
 	}
-	snapshotHook(snapshotWriting, l.dir, data)
+	snapshotHook(snapshotWriting, l.dir, l.seq, data)
 	if err := atomicfile.Write(l.path("ledger.json"), data); err != nil {
 		return fmt.Errorf("writing the ledger: %w", err)
 	}
-	snapshotHook(snapshotWritten, l.dir, data)
+	snapshotHook(snapshotWritten, l.dir, l.seq, data)
 	if err := l.journal.Truncate(0); err != nil {
 		return fmt.Errorf("emptying the journal: %w", err)
 	}
