@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -149,18 +150,26 @@ func decodeEvent(kind string, data []byte) (campaign.Event, error) {
 	return ev, nil
 }
 
-// decisionChecksum identifies a decision: what it enqueued, its outbox and
-// the status it left (not its log lines, which are prose).
-func decisionChecksum(d campaign.Decision, ob outbox) (string, error) {
-	data, err := json.Marshal(struct {
-		Enqueue []trial.Spec
-		Outbox  outbox
-		Status  campaign.Status
-	}{d.Enqueue, ob, d.Status})
-	if err != nil {
-		return "", err
+// decisionChecksum identifies a decision: the trials it enqueued (id,
+// source, point, incumbent), its outbox and the status it left (not its log
+// lines, which are prose). It hashes bytes the decision already has.
+func decisionChecksum(d campaign.Decision, ob outbox) string {
+	h := crc32.New(castagnoli)
+	for _, s := range d.Enqueue {
+		fmt.Fprintf(h, "trial %d %s %s %s\n", s.TrialID, s.Source, s.Point, s.Incumbent)
 	}
-	return fmt.Sprintf("%08x", crc32.Checksum(data, castagnoli)), nil
+	for _, r := range ob.Rows {
+		io.WriteString(h, r.Line())
+	}
+	for _, c := range ob.Corpus {
+		io.WriteString(h, c+"\n")
+	}
+	for _, t := range ob.Trials {
+		h.Write(t)
+		h.Write([]byte{'\n'})
+	}
+	io.WriteString(h, "status "+string(d.Status))
+	return fmt.Sprintf("%08x", h.Sum32())
 }
 
 // encodeJournalRecord is rec's line, newline included.

@@ -546,3 +546,23 @@ func TestViewDuringSnapshots(t *testing.T) {
 	checkAgainst(t, ws, l.ID(), c, runUncrashed(t, n))
 	t.Logf("%d views", views)
 }
+
+// Events that keep the state machine busy are snapshotted sooner than
+// every SnapshotEvery events: the journal never holds more than about
+// replayBudget of replay.
+func TestSlowEventsAreSnapshottedSooner(t *testing.T) {
+	defer func(b time.Duration) { replayBudget = b }(replayBudget)
+	replayBudget = time.Nanosecond
+	ws, l := newSyntheticLedger(t)
+	applyEvents(t, l, 0, 5)
+	if l.snapSeq != 5 {
+		t.Fatalf("snapshot at event %d after 5 events over budget", l.snapSeq)
+	}
+	l.abandon()
+	if l, err := ws.Open(l.ID()); err != nil {
+		t.Fatal(err)
+	} else {
+		defer l.Close()
+		checkAgainst(t, ws, l.ID(), l.Campaign(), runUncrashed(t, 5))
+	}
+}

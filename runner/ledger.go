@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
@@ -25,6 +26,12 @@ const ledgerVersion = 2
 // SnapshotEvery is how many journalled events pass between two snapshots
 // (ledger.json rewritten, the journal emptied); Close snapshots too.
 const SnapshotEvery = 256
+
+// replayBudget also bounds the journal: a snapshot is taken once the
+// state machine has spent this long on the events since the last one, so
+// that replaying them (View, Open) stays about this fast whatever the
+// proposer costs. A variable for the tests.
+var replayBudget = 250 * time.Millisecond
 
 // ErrLocked means another process is driving the campaign.
 var ErrLocked = errors.New("campaign is locked by another process")
@@ -101,7 +108,9 @@ type Ledger struct {
 	journal *os.File // ledger.journal, opened for appending
 	seq     uint64   // the sequence number of the last event applied
 	snapSeq uint64   // the last event ledger.json holds
-	last    outbox   // the last event's outbox (snapshots carry it)
+	// stepTime is the state machine's time on the events since snapSeq.
+	stepTime time.Duration
+	last     outbox // the last event's outbox (snapshots carry it)
 	// broken is set when a write failed after the state machine moved:
 	// memory is ahead of the disk, so nothing more is written (reopen).
 	broken error
@@ -193,6 +202,8 @@ type replayed struct {
 	outboxes []outbox
 	good     int // the journal's valid length (what follows is torn)
 	size     int // the journal's length
+	// stepTime is how long replaying the journal took.
+	stepTime time.Duration
 }
 
 // errJournalMoved means the journal holds no record right after the
@@ -229,7 +240,9 @@ func (w *Workspace) replay(id string) (replayed, error) {
 		if rec.Seq != r.seq+1 {
 			return replayed{}, fmt.Errorf("%s: %w (snapshot at event %d, next record %d)", path, errJournalMoved, r.seq, rec.Seq)
 		}
+		began := time.Now()
 		ob, err := replayRecord(c, rec)
+		r.stepTime += time.Since(began)
 		if err != nil {
 			return replayed{}, fmt.Errorf("%s: event %d: %w", path, rec.Seq, err)
 		}
@@ -254,11 +267,7 @@ func replayRecord(c *campaign.Campaign, rec journalRecord) (outbox, error) {
 	if err != nil {
 		return outbox{}, err
 	}
-	sum, err := decisionChecksum(d, ob)
-	if err != nil {
-		return outbox{}, err
-	}
-	if sum != rec.Decision {
+	if sum := decisionChecksum(d, ob); sum != rec.Decision {
 		return outbox{}, fmt.Errorf("replaying it decided otherwise than when it was applied (decision %s, journalled %s): was amk changed between the crash and this open?", sum, rec.Decision)
 	}
 	return ob, nil
@@ -279,7 +288,7 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 		l.Close()
 		return nil, err
 	}
-	l.c, l.seq, l.snapSeq, l.last = r.c, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1]
+	l.c, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
 	// Cut a torn tail off before anything is appended after it.
 	if r.good < r.size {
 		if err := os.Truncate(l.path(journalName), int64(r.good)); err != nil {
@@ -409,7 +418,8 @@ func (l *Ledger) Close() error {
 // Apply feeds one event to the campaign and makes its decision durable:
 // the event goes to the journal (one fsynced append), then the rows,
 // trials.jsonl lines and corpus records are appended, and every
-// SnapshotEvery events the state is snapshotted. A refused event changes
+// SnapshotEvery events (or replayBudget of state machine time) the state
+// is snapshotted. A refused event changes
 // nothing and returns the campaign's error.
 func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 	l.mu.Lock()
@@ -426,15 +436,17 @@ func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 	if err != nil {
 		return campaign.Decision{}, err
 	}
+	began := time.Now()
 	d, err := l.c.Step(ev)
 	if err != nil {
 		return d, err
 	}
+	l.stepTime += time.Since(began)
 	if err := l.commit(kind, event, ev, d); err != nil {
 		l.broken = err
 		return d, err
 	}
-	if l.seq-l.snapSeq >= SnapshotEvery {
+	if l.seq-l.snapSeq >= SnapshotEvery || l.stepTime >= replayBudget {
 		if err := l.snapshot(); err != nil {
 			l.broken = err
 			return d, err
@@ -449,11 +461,7 @@ func (l *Ledger) commit(kind string, event []byte, ev campaign.Event, d campaign
 	if err != nil {
 		return err
 	}
-	sum, err := decisionChecksum(d, ob)
-	if err != nil {
-		return err
-	}
-	line, err := encodeJournalRecord(journalRecord{Seq: l.seq + 1, Kind: kind, Event: event, Decision: sum})
+	line, err := encodeJournalRecord(journalRecord{Seq: l.seq + 1, Kind: kind, Event: event, Decision: decisionChecksum(d, ob)})
 	if err != nil {
 		return err
 	}
@@ -557,11 +565,15 @@ const (
 // snapshotHook lets the crash tests stop the process inside a snapshot.
 var snapshotHook = func(stage, dir string, seq uint64, data []byte) {}
 
-// snapshot writes the state (with the last event's outbox) to ledger.json
-// atomically, then empties the journal. A crash between the two leaves
+// snapshot fsyncs trials.jsonl (results.tsv and the corpus are fsynced on
+// every append), writes the state with the last event's outbox to
+// ledger.json atomically, then empties the journal. A crash between the two leaves
 // records the snapshot already holds; their sequence numbers say so, and
 // they are skipped.
 func (l *Ledger) snapshot() error {
+	if err := l.syncTrialLog(); err != nil {
+		return err
+	}
 	data, err := l.encodeSnapshot()
 	if err != nil {
 		return err
@@ -574,7 +586,7 @@ func (l *Ledger) snapshot() error {
 	if err := l.journal.Truncate(0); err != nil {
 		return fmt.Errorf("emptying the journal: %w", err)
 	}
-	l.snapSeq = l.seq
+	l.snapSeq, l.stepTime = l.seq, 0
 	return nil
 }
 
@@ -664,7 +676,7 @@ type trialLogLine struct {
 	TrialID *int `json:"trial_id"`
 }
 
-// appendTrials appends the outbox's outcome lines to trials.jsonl (fsync).
+// appendTrials appends the outbox's outcome lines to trials.jsonl.
 // When repairing, a trial already in the log is skipped.
 func (l *Ledger) appendTrials(lines []json.RawMessage, repair bool) error {
 	if len(lines) == 0 {
@@ -711,7 +723,27 @@ func (l *Ledger) appendTrials(lines []json.RawMessage, repair bool) error {
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("trials log: %w", err)
 	}
-	return f.Sync()
+	if repair {
+		return f.Sync()
+	}
+	return nil // the journal holds the line until a snapshot has synced the log
+}
+
+// syncTrialLog fsyncs trials.jsonl: a snapshot does so before it drops the
+// journal records whose lines Apply appended without an fsync of their own.
+func (l *Ledger) syncTrialLog() error {
+	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	return nil
 }
 
 // readTrialLog returns the trial ids of trials.jsonl's well-formed lines

@@ -26,10 +26,13 @@ var benchEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // enough for tens of thousands of distinct points) with the reference
 // proposer, whose cost per proposal does not grow with the history: the
 // benchmark is about the ledger, not the proposer.
-func benchStart() campaign.Start {
+func benchStart() campaign.Start { return benchStartWith(campaign.ProposerReference) }
+
+// benchStartWith is benchStart with another proposer.
+func benchStartWith(proposer string) campaign.Start {
 	s := campaign.DefaultSettings()
 	s.Overnight = true
-	s.Proposer = campaign.ProposerReference
+	s.Proposer = proposer
 	s.PlateauScaling = false
 	s.MoveOn.MaxMinutes = 0
 	return campaign.Start{Time: benchEpoch, Model: "toy-2L", GPU: "h100", Device: "cuda", Seed: 17, Cold: true, Settings: s,
@@ -73,19 +76,29 @@ type benchHistory struct {
 	ledger, results, log, corpus []byte
 }
 
+type benchHistoryKey struct {
+	n        int
+	proposer string
+}
+
 var (
 	benchHistoriesMu sync.Mutex
-	benchHistories   = map[int]*benchHistory{}
+	benchHistories   = map[benchHistoryKey]*benchHistory{}
 )
 
 func makeBenchHistory(b *testing.B, n int) *benchHistory {
+	return makeBenchHistoryWith(b, n, campaign.ProposerReference)
+}
+
+func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 	benchHistoriesMu.Lock()
 	defer benchHistoriesMu.Unlock()
-	if h := benchHistories[n]; h != nil {
+	key := benchHistoryKey{n, proposer}
+	if h := benchHistories[key]; h != nil {
 		return h
 	}
 	c := campaign.New()
-	if _, err := c.Step(benchStart()); err != nil {
+	if _, err := c.Step(benchStartWith(proposer)); err != nil {
 		b.Fatal(err)
 	}
 	tmp := b.TempDir()
@@ -126,7 +139,7 @@ func makeBenchHistory(b *testing.B, n int) *benchHistory {
 	}
 	h.results, _ = os.ReadFile(filepath.Join(tmp, "results.tsv"))
 	h.corpus, _ = os.ReadFile(filepath.Join(tmp, "corpus.jsonl"))
-	benchHistories[n] = h
+	benchHistories[key] = h
 	return h
 }
 
@@ -191,8 +204,10 @@ func writtenBytes(b *testing.B) int64 {
 
 // benchWindow is how many trials are recorded on one copy of the history
 // before the next copy is installed, so that every measured trial has
-// between history and history+benchWindow trials behind it.
-const benchWindow = 100
+// between history and history+benchWindow trials behind it. Its 256
+// events are SnapshotEvery: each window pays for one snapshot, as a long
+// run does.
+const benchWindow = 128
 
 // BenchmarkLedgerRecord is the ledger's cost of recording one trial (a
 // Propose and a Finished event through Ledger.Apply, with the files they
@@ -260,6 +275,42 @@ func BenchmarkLedgerRecord(b *testing.B) {
 			b.ReportMetric(float64((cpu-stepCPU).Microseconds())/trials, "ledger-CPU-µs/trial")
 			b.ReportMetric(float64(written)/(2*trials), "B/event")
 			b.ReportMetric(float64(sys.Microseconds())/trials, "sys-CPU-µs/trial")
+		})
+	}
+}
+
+// BenchmarkViewFullJournal is Workspace.View (status and report while a
+// driver runs) of a campaign whose journal is as full as it gets: the
+// reference proposer with SnapshotEvery-1 events after 1,000 trials, and
+// the model proposer (the default, whose proposals cost milliseconds) after
+// 300, where replayBudget ends the journal sooner. journal-events is how
+// many events each view replays.
+func BenchmarkViewFullJournal(b *testing.B) {
+	for _, tc := range []struct {
+		proposer string
+		history  int
+	}{{campaign.ProposerReference, 1000}, {campaign.ProposerModel, 300}} {
+		b.Run(fmt.Sprintf("proposer=%s/history=%d", tc.proposer, tc.history), func(b *testing.B) {
+			h := makeBenchHistoryWith(b, tc.history, tc.proposer)
+			ws := h.install(b)
+			l, err := ws.Open(h.id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			// Fill the journal to just short of a snapshot.
+			for k := 0; l.seq-l.snapSeq < SnapshotEvery-2 && l.stepTime < replayBudget*9/10; k++ {
+				if err := recordTrial(l.Apply, tc.history+k, func(campaign.Decision) {}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			events := l.seq - l.snapSeq
+			for b.Loop() {
+				if _, err := ws.View(h.id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(events), "journal-events")
 		})
 	}
 }
