@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"os"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -37,7 +38,31 @@ const journalName = "ledger.journal"
 // maxJournalRecord bounds one record (a line, newline included). Apply
 // refuses an event whose record would be longer, so every record written
 // can be read back.
-const maxJournalRecord = 16 << 20
+const maxJournalRecord = 4 << 20
+
+// maxJournalFile bounds the journal read back: far more than SnapshotEvery
+// records of events as amk makes them (about a kilobyte each).
+const maxJournalFile = 256 << 20
+
+// readJournalFile reads a journal (a missing one is empty).
+func readJournalFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxJournalFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("journal: %w", err)
+	}
+	if len(data) > maxJournalFile {
+		return nil, fmt.Errorf("%s: more than %d bytes, not a journal amk wrote", path, maxJournalFile)
+	}
+	return data, nil
+}
 
 // Event kinds of a journal record.
 const (

@@ -566,3 +566,41 @@ func TestSlowEventsAreSnapshottedSooner(t *testing.T) {
 		checkAgainst(t, ws, l.ID(), l.Campaign(), runUncrashed(t, 5))
 	}
 }
+
+// An open that fails in the repair (here results.tsv is not one) leaves
+// the snapshot and the journal as they were: Close does not snapshot a
+// state whose outboxes were never appended. Once the file is put right,
+// the campaign opens whole.
+func TestFailedOpenKeepsTheJournal(t *testing.T) {
+	ws, l := newSyntheticLedger(t)
+	applyEvents(t, l, 0, 30)
+	l.abandon()
+	dir := ws.CampaignDir(l.ID())
+	results := filepath.Join(dir, "results.tsv")
+	good, _ := os.ReadFile(results)
+	journal, _ := os.ReadFile(filepath.Join(dir, journalName))
+	snapshot, _ := os.ReadFile(filepath.Join(dir, "ledger.json"))
+	if err := os.WriteFile(results, []byte("not\ta results file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Open(l.ID()); err == nil {
+		t.Fatal("opened with a broken results.tsv")
+	}
+	if j, _ := os.ReadFile(filepath.Join(dir, journalName)); !bytes.Equal(j, journal) {
+		t.Fatalf("the failed open changed the journal (%d -> %d bytes)", len(journal), len(j))
+	}
+	if s, _ := os.ReadFile(filepath.Join(dir, "ledger.json")); !bytes.Equal(s, snapshot) {
+		t.Fatal("the failed open wrote a snapshot")
+	}
+	// Put it right, minus its last row, which the journal restores.
+	good = good[:bytes.LastIndexByte(good[:len(good)-1], '\n')+1]
+	if err := os.WriteFile(results, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ws.Open(l.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	checkAgainst(t, ws, l.ID(), l.Campaign(), runUncrashed(t, 30))
+}

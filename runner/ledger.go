@@ -224,9 +224,9 @@ func (w *Workspace) replay(id string) (replayed, error) {
 	}
 	r := replayed{c: c, snapSeq: lf.Seq, seq: lf.Seq, outboxes: []outbox{lf.Outbox}}
 	path := filepath.Join(dir, journalName)
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return replayed{}, fmt.Errorf("journal: %w", err)
+	data, err := readJournalFile(path)
+	if err != nil {
+		return replayed{}, err
 	}
 	recs, good, err := parseJournal(data)
 	if err != nil {
@@ -283,34 +283,35 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.replay(id)
-	if err != nil {
+	// A failed open must not snapshot on Close: the journal still holds
+	// the outboxes a snapshot would drop.
+	fail := func(err error) (*Ledger, error) {
+		l.broken = err
 		l.Close()
 		return nil, err
+	}
+	r, err := w.replay(id)
+	if err != nil {
+		return fail(err)
 	}
 	l.c, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
 	// Cut a torn tail off before anything is appended after it.
 	if r.good < r.size {
 		if err := os.Truncate(l.path(journalName), int64(r.good)); err != nil {
-			l.Close()
-			return nil, fmt.Errorf("cutting the journal's torn tail: %w", err)
+			return fail(fmt.Errorf("cutting the journal's torn tail: %w", err))
 		}
 	}
 	if err := l.openJournal(-1); err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := l.recover(mergeOutboxes(r.outboxes)); err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := l.removeOrphanTemps(); err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := l.repairTrialLog(); err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	return l, nil
 }
