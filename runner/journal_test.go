@@ -442,7 +442,7 @@ func journalOf(t testing.TB, n int) []byte {
 // parses again to the same records, and every record's event decodes or
 // is refused with an error.
 func FuzzParseJournal(f *testing.F) {
-	data := journalOf(f, 12)
+	data := journalOf(f, 4)
 	f.Add(data)
 	f.Add(data[:len(data)-7])
 	f.Add(append(bytes.Clone(data), 0, 0, 0))
