@@ -138,6 +138,10 @@ func encodeEvent(ev campaign.Event) (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %s event: %v", campaign.ErrInvalid, kind, err)
 	}
+	// The record adds its envelope (well under a kilobyte) to the event.
+	if len(data) > maxJournalRecord-1024 {
+		return "", nil, fmt.Errorf("%w: a %s event of %d bytes (the journal holds at most %d)", campaign.ErrInvalid, kind, len(data), maxJournalRecord-1024)
+	}
 	return kind, data, nil
 }
 

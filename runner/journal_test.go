@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -603,4 +604,26 @@ func TestFailedOpenKeepsTheJournal(t *testing.T) {
 	}
 	defer l.Close()
 	checkAgainst(t, ws, l.ID(), l.Campaign(), runUncrashed(t, 30))
+}
+
+// An event the journal cannot hold (too large, or with a number JSON has
+// no word for) is refused before the state machine moves.
+func TestUnjournallableEventIsRefused(t *testing.T) {
+	_, l := newSyntheticLedger(t)
+	defer l.Close()
+	applyEvents(t, l, 0, 3)
+	before, _ := l.Campaign().Marshal()
+	inf := math.Inf(1)
+	for _, ev := range []campaign.Event{
+		campaign.Record{Time: benchEpoch, Status: "tried", LatencyUS: &inf, Kind: "predicted"},
+		campaign.Record{Time: benchEpoch, Status: "failed", Description: strings.Repeat("x", maxJournalRecord)},
+	} {
+		if _, err := l.Apply(ev); !errors.Is(err, campaign.ErrInvalid) {
+			t.Fatalf("%.80v: %v, want ErrInvalid", ev, err)
+		}
+	}
+	if after, _ := l.Campaign().Marshal(); !bytes.Equal(before, after) {
+		t.Fatal("a refused event changed the campaign")
+	}
+	applyEvents(t, l, 3, 4) // still writable
 }

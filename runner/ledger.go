@@ -420,8 +420,8 @@ func (l *Ledger) Close() error {
 // the event goes to the journal (one fsynced append), then the rows,
 // trials.jsonl lines and corpus records are appended, and every
 // SnapshotEvery events (or replayBudget of state machine time) the state
-// is snapshotted. A refused event changes
-// nothing and returns the campaign's error.
+// is snapshotted. A refused event changes nothing and returns the
+// campaign's error.
 func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
