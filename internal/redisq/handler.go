@@ -113,16 +113,12 @@ func (w *Worker) evaluatedElsewhere(ctx context.Context, key string) bool {
 	if json.Unmarshal([]byte(raw), &m) != nil || m.Worker == w.reg.snapshot().ID {
 		return false
 	}
-	workers, err := listWorkers(ctx, w.rdb, w.opts.Namespace)
+	live, err := workerInfos(ctx, w.rdb, w.opts.Namespace, m.Worker)
 	if err != nil {
 		return false
 	}
-	for _, info := range workers {
-		if info.ID == m.Worker {
-			return m.heldBy(key, info, DefaultLostAfter)
-		}
-	}
-	return false
+	info, ok := live[m.Worker]
+	return ok && m.heldBy(key, info, DefaultLostAfter)
 }
 
 // decodeSpec parses and checks a trial payload.

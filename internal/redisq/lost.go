@@ -185,20 +185,25 @@ func (d *Dispatcher) checkLost(ctx context.Context, healthySince time.Time) erro
 	if len(marks) == 0 || healthySince.IsZero() || time.Since(healthySince) < d.opts.LostAfter+registryBeat {
 		return nil
 	}
-	workers, err := listWorkers(ctx, d.rdb, d.opts.Namespace)
-	if err != nil {
-		return err
-	}
-	live := map[string]WorkerInfo{}
-	for _, w := range workers {
-		live[w.ID] = w
-	}
+	parsed := make(map[string]running, len(marks))
+	var named []string
 	for key, raw := range marks {
 		var m running
 		if json.Unmarshal([]byte(raw), &m) != nil {
 			_ = d.rdb.HDel(ctx, runningKey(d.opts.Namespace), key).Err()
 			continue
 		}
+		parsed[key] = m
+		named = append(named, m.Worker)
+	}
+	// Only the workers the markers name are read: the check costs what is
+	// running, not what Redis holds.
+	live, err := workerInfos(ctx, d.rdb, d.opts.Namespace, named...)
+	if err != nil {
+		return err
+	}
+	for key, m := range parsed {
+		raw := marks[key]
 		if w, ok := live[m.Worker]; ok && m.heldBy(key, w, d.opts.LostAfter) {
 			continue
 		}

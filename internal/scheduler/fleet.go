@@ -62,6 +62,10 @@ type Options struct {
 	RestartDelay time.Duration
 	// Version is stamped into new campaigns' environment.
 	Version string
+	// Recorded, when set, is called by every campaign's driver with each
+	// outcome it recorded durably (runner.Driver.Recorded); it must not
+	// block.
+	Recorded func(trial.Outcome)
 }
 
 // Fleet runs one runner.Driver per campaign of a workspace, in daemon mode,
@@ -214,7 +218,7 @@ func (f *Fleet) launch(l *runner.Ledger, workers int) {
 	e.driver = &runner.Driver{
 		Ledger: l, Dispatcher: f.mux.For(id), Workers: workers, Now: f.opts.Now,
 		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
-		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery,
+		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.opts.Recorded,
 	}
 	f.campaigns[id] = e
 	f.wg.Add(1)
