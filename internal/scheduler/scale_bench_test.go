@@ -175,7 +175,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // timedTransport notes when each trial was first submitted.
 type timedTransport struct {
-	dispatch.Dispatcher
+	*redisq.Dispatcher
 	mu        sync.Mutex
 	submitted map[string]time.Time
 }
