@@ -83,7 +83,7 @@ func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, key string, 
 			log.Info("trial already finished in an earlier attempt; not evaluated again")
 			return true, nil
 		}
-		if msg, _ := w.rdb.HGet(ctx, poisonKey(w.opts.Namespace), key).Result(); msg != "" {
+		if msg, _ := w.rdb.Get(ctx, poisonKey(w.opts.Namespace, key)).Result(); msg != "" {
 			campaign, trialID, _ := ParseTaskID(key)
 			log.Error("poison trial: reporting a crash and archiving it", "reason", msg)
 			if err := w.publish(ctx, t, key, poisonCrash(campaign, trialID, msg)); err != nil {
