@@ -110,6 +110,11 @@ func runFleetScale(b *testing.B, campaigns, workers, trials int) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer rdb.Close()
 
+	// What the idle fleet costs Redis: the workers poll their empty queue.
+	idleFrom := redisCPU(b, rdb)
+	time.Sleep(3 * time.Second)
+	b.ReportMetric(float64(redisCPU(b, rdb)-idleFrom)/float64(3*time.Second)*100, "idle-redis-cpu-%")
+
 	perCampaign := 2 * (trials/campaigns + 1) // more than a campaign will run
 	var wg sync.WaitGroup
 	for i := range campaigns {
