@@ -40,8 +40,14 @@ import (
 // scheduler's own. docs/results/fleet-scale.md has the figures and the
 // commands.
 
-// scaleEnv passes the worker process its settings: "addr namespace workers".
+// scaleEnv passes the worker process its settings: "addr namespace
+// workers poll-interval".
 const scaleEnv = "AMK_FLEET_SCALE_WORKERS"
+
+// scalePollEnv, when set (a Go duration), is the workers' poll interval
+// instead of redisq.DefaultPollInterval: what an idle fleet costs Redis
+// follows it.
+const scalePollEnv = "AMK_FLEET_SCALE_POLL"
 
 // scaleModel is the model every benchmark campaign tunes; the no-op
 // evaluator never loads it, the scheduler only reads its config.
@@ -49,7 +55,11 @@ const scaleModel, scaleGPU = "toy", "h200"
 
 func BenchmarkFleetScale(b *testing.B) {
 	for _, size := range []struct{ campaigns, workers, trials int }{
+		// 20 trials a campaign with 20 and 100 campaigns: the scheduler's
+		// cost per trial should not depend on how many campaigns it runs.
+		{20, 64, 400},
 		{100, 64, 2000},
+		// 200 trials a campaign: costs that grow with a campaign's history.
 		{100, 64, 20000},
 	} {
 		name := fmt.Sprintf("campaigns=%d/workers=%d/trials=%d", size.campaigns, size.workers, size.trials)
@@ -352,7 +362,16 @@ func commandStats(b *testing.B, rdb *redis.Client, recorded int) string {
 // how to stop them.
 func startWorkerProcess(b *testing.B, addr, ns string, n int) func() {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetScaleWorkerProcess$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d", scaleEnv, addr, ns, n))
+	poll := redisq.DefaultPollInterval
+	if v := os.Getenv(scalePollEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("%s=%q: want a positive duration", scalePollEnv, v)
+		}
+		poll = d
+	}
+	b.Logf("workers poll every %v", poll)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %d %s", scaleEnv, addr, ns, n, poll))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -406,10 +425,14 @@ func TestFleetScaleWorkerProcess(t *testing.T) {
 	if settings == "" {
 		t.Skip("run by BenchmarkFleetScale")
 	}
-	var addr, ns string
+	var addr, ns, pollText string
 	var n int
-	if _, err := fmt.Sscan(settings, &addr, &ns, &n); err != nil {
+	if _, err := fmt.Sscan(settings, &addr, &ns, &n, &pollText); err != nil {
 		t.Fatalf("%s=%q: %v", scaleEnv, settings, err)
+	}
+	poll, err := time.ParseDuration(pollText)
+	if err != nil {
+		t.Fatal(err)
 	}
 	eval, err := noopEvaluator(scaleModel, scaleGPU)
 	if err != nil {
@@ -428,7 +451,7 @@ func TestFleetScaleWorkerProcess(t *testing.T) {
 		dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: time.Minute})
 		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: redisq.Conn{Addr: addr}, Namespace: ns,
 			Target: scaleGPU, Evaluate: dog.Evaluate, Device: "noop", Identity: fmt.Sprintf("noop-%d", i),
-			MemoryBytes: 1 << 40})
+			MemoryBytes: 1 << 40, PollInterval: poll})
 		if err != nil {
 			t.Fatal(err)
 		}
