@@ -21,7 +21,7 @@ import (
 // outcome durably neither is needed: the ledger no longer has the trial in
 // flight, so it is never resubmitted, and a late copy of its outcome is
 // refused by the campaign as a duplicate. Without Forget, Redis holds every
-// finished trial for the whole retention period (about 1.5 KB per trial,
+// finished trial for the whole retention period (1.5–2.6 KB per trial,
 // docs/results/fleet-scale.md): at a few hundred trials a second that is
 // tens of GB a day.
 
