@@ -52,8 +52,8 @@ type forgetting struct {
 // Forget tells the dispatcher that out's trial has been recorded durably.
 // Shortly after, its finished task (with the stored outcome) and its done
 // marker are deleted from Redis, and the dispatcher stops remembering its
-// delivery: a later copy of the outcome would be delivered again, for the
-// caller to refuse by trial id. It never blocks.
+// delivery: a copy of the outcome arriving later than that is delivered
+// again, for the caller to refuse by trial id. It never blocks.
 func (d *Dispatcher) Forget(out trial.Outcome) {
 	key := outcomeKey(out)
 	d.mu.Lock()
@@ -62,7 +62,6 @@ func (d *Dispatcher) Forget(out trial.Outcome) {
 	if !ok || d.closed {
 		return
 	}
-	delete(d.delivered, key)
 	if len(d.forgetting) >= maxForgetting {
 		d.forgetting = d.forgetting[1:]
 	}
@@ -95,6 +94,11 @@ func (d *Dispatcher) forgetDue(now time.Time) {
 	}
 	due := append([]forgetting(nil), d.forgetting[:n]...)
 	d.forgetting = d.forgetting[n:]
+	for _, f := range due {
+		// Until now a copy of the outcome still on its way (the results
+		// queue's, being consumed) was dropped here as a duplicate.
+		delete(d.delivered, f.key)
+	}
 	d.mu.Unlock()
 	if len(due) == 0 {
 		return
