@@ -3,7 +3,7 @@ GO        ?= go
 FUZZTIME  ?= 60s
 SMOKETIME ?= 5s
 
-.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench fleet-bench demo deps clean gpu-bin
+.PHONY: all build test unit lint staticcheck fuzz fuzz-smoke bench demo deps clean gpu-bin
 
 all: build
 
@@ -42,6 +42,7 @@ bench:
 ## 100 campaigns, 64 no-op workers; docs/results/fleet-scale.md); `bench`
 ## runs it too. FLEET_TRIALS=2000 is the quick size, 20000 the full one.
 FLEET_TRIALS ?= [0-9]+
+.PHONY: fleet-bench
 fleet-bench:
 	$(GO) test -run='^$$' -bench='^BenchmarkFleetScale$$/.*/.*/trials=$(FLEET_TRIALS)$$' -benchtime=1x -timeout 30m ./internal/scheduler/
 
