@@ -42,7 +42,7 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerHBMFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected}
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers}
 }
 
 // QueueNames lists the queue metric names.
