@@ -24,9 +24,15 @@ const (
 
 // Model proposer constants.
 const (
-	// modelStartup is how many scored outcomes the model needs before it
-	// proposes; until then proposals are uniform random points.
+	// modelStartup is how many scored outcomes a cold campaign's model
+	// needs before it proposes; until then proposals are uniform random
+	// points. A warm campaign's model proposes from its first scored
+	// outcome on: the prior's corpus rows are evidence already.
 	modelStartup = 5
+	// probeFraction is the share of the plateau threshold after which
+	// every model proposal comes from the incumbent's one-knob
+	// neighbourhood (see probeNeighbours).
+	probeFraction = 0.3
 )
 
 // Observation is one evaluated point as the model proposer sees it: the
@@ -376,12 +382,16 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 			scored++
 		}
 	}
-	if scored < modelStartup {
+	warm := c.hasPriorRows()
+	if scored < modelStartup && !(warm && scored > 0) {
 		return c.fresh(SourceRandom, c.random)
 	}
 	pool := c.modelCandidates(knobs, anchor)
 	if len(pool) == 0 {
 		return c.fresh(SourceRandom, c.random)
+	}
+	if c.probeNeighbours(warm) {
+		pool = neighbours(pool, levelsOf(anchor, knobs))
 	}
 	s := newSurrogate(knobs)
 	if !s.fit(c.st.Observations, c.rng) {
@@ -410,4 +420,63 @@ func (c *Campaign) observePrior(points []flywheel.PriorPoint) {
 // remainingPoints is the number of searchable points not yet tried.
 func (c *Campaign) remainingPoints() float64 {
 	return max(0, float64(c.SpacePoints()-len(c.st.Tried)))
+}
+
+// hasPriorRows reports whether the model learns from a prior's corpus rows
+// (a warm campaign whose corpus had rows for this GPU and latency kind).
+func (c *Campaign) hasPriorRows() bool {
+	for _, o := range c.st.Observations {
+		if o.Prior {
+			return true
+		}
+	}
+	return false
+}
+
+// probeNeighbours reports whether the next model proposal is restricted to
+// the untried one-knob neighbours of the incumbent (still ranked by the
+// posterior sample), a local step in a search that is otherwise global:
+//
+//   - on a warm campaign, every other proposal (even trial ids): the
+//     incumbent came from the corpus's best rows, and the optimum of a
+//     neighbouring shape is usually one knob away from its own, which a
+//     model with few rows of its own may otherwise not try for many trials;
+//   - on any campaign, once the consecutive reverts reach probeFraction of
+//     the plateau threshold: the campaign stops on a plateau only after the
+//     model has had the incumbent's neighbours to choose from, so it does
+//     not stop one knob short of a better point.
+//
+// Both read only persisted state, so a reloaded campaign proposes the same.
+func (c *Campaign) probeNeighbours(warm bool) bool {
+	if warm && c.st.NextTrial%2 == 0 {
+		return true
+	}
+	limit := c.plateauThreshold()
+	return limit > 0 && float64(c.st.ConsecutiveReverts) >= probeFraction*float64(limit)
+}
+
+// neighbours keeps the candidates one knob away from the incumbent's
+// levels; all of them when none is (every neighbour tried).
+func neighbours(pool []modelCandidate, incumbent []int) []modelCandidate {
+	var out []modelCandidate
+	for _, mc := range pool {
+		if differingKnobs(mc.levels, incumbent) == 1 {
+			out = append(out, mc)
+		}
+	}
+	if len(out) == 0 {
+		return pool
+	}
+	return out
+}
+
+// differingKnobs counts the knobs whose levels differ.
+func differingKnobs(a, b []int) int {
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }
