@@ -33,6 +33,9 @@ const (
 	// every model proposal comes from the incumbent's one-knob
 	// neighbourhood (see probeNeighbours).
 	probeFraction = 0.3
+	// warmGlobalEvery: on a warm campaign, the trial ids divisible by it
+	// get a global proposal; the others step to a neighbour.
+	warmGlobalEvery = 8
 )
 
 // Observation is one evaluated point as the model proposer sees it: the
@@ -163,8 +166,9 @@ func (s *surrogate) columns(levels []int, out []int) []int {
 }
 
 // fit computes the posterior of the effects from the scored observations
-// and draws one sample of it with rng; false when there is nothing to fit
-// or the posterior cannot be factored (non-finite input).
+// and draws one sample of it with rng (with a nil rng it takes the
+// posterior mean); false when there is nothing to fit or the posterior
+// cannot be factored (non-finite input).
 func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 	n := s.dim
 	a := make([]float64, n*n) // Σ wφφᵀ/σ² + prior precision, then its Cholesky factor
@@ -213,15 +217,17 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 		return false
 	}
 	// mean = A⁻¹b; sample = mean + L⁻ᵀz, whose covariance is A⁻¹.
-	m := solveUpper(a, n, solveLower(a, n, b))
+	s.w = solveUpper(a, n, solveLower(a, n, b))
+	if rng == nil {
+		return true
+	}
 	z := make([]float64, n)
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
 	z = solveUpper(a, n, z)
-	s.w = make([]float64, n)
 	for i := range s.w {
-		s.w[i] = m[i] + z[i]
+		s.w[i] += z[i]
 	}
 	return true
 }
@@ -366,14 +372,17 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 
 // modelNext is the model-based proposal. Until modelStartup of the
 // campaign's own outcomes are scored it proposes uniform random points
-// (source "random"; a warm campaign's opening points come first). Then it
-// fits the surrogate to the campaign's outcomes — and on a warm campaign
-// to the prior's corpus rows, as weaker evidence with an offset of their
-// own — draws one sample of its posterior, and proposes the untried
-// candidate the sample predicts fastest (source "model"): Thompson
-// sampling, which explores where the model is unsure and exploits where it
-// is confident. Every draw comes from the campaign's PCG generator, so
-// proposals are a function of the persisted state.
+// (source "random"; a warm campaign's opening points come first, and a
+// warm campaign needs only one scored outcome). Then it fits the surrogate
+// to the campaign's outcomes — and on a warm campaign to the prior's
+// corpus rows, as weaker evidence with an offset of their own — draws one
+// sample of its posterior, and proposes the untried candidate the sample
+// predicts fastest (source "model"): Thompson sampling, which explores
+// where the model is unsure and exploits where it is confident. A local
+// step (see probeNeighbours) instead ranks the incumbent's untried
+// one-knob neighbours by the posterior mean. Every draw comes from the
+// campaign's PCG generator, so proposals are a function of the persisted
+// state.
 func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	knobs := c.searchKnobs()
 	scored := 0
@@ -390,11 +399,13 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	if len(pool) == 0 {
 		return c.fresh(SourceRandom, c.random)
 	}
+	rng := c.rng
 	if c.probeNeighbours(warm) {
 		pool = neighbours(pool, levelsOf(anchor, knobs))
+		rng = nil // a local step exploits: the posterior mean ranks
 	}
 	s := newSurrogate(knobs)
-	if !s.fit(c.st.Observations, c.rng) {
+	if !s.fit(c.st.Observations, rng) {
 		return c.fresh(SourceRandom, c.random)
 	}
 	best, bestScore := 0, math.Inf(1)
@@ -433,14 +444,17 @@ func (c *Campaign) hasPriorRows() bool {
 	return false
 }
 
-// probeNeighbours reports whether the next model proposal is restricted to
-// the untried one-knob neighbours of the incumbent (still ranked by the
-// posterior sample), a local step in a search that is otherwise global:
+// probeNeighbours reports whether the next model proposal is a local step:
+// restricted to the untried one-knob neighbours of the incumbent and
+// ranked by the posterior mean, in a search that is otherwise global
+// (Thompson-sampled over the whole space):
 //
-//   - on a warm campaign, every other proposal (even trial ids): the
-//     incumbent came from the corpus's best rows, and the optimum of a
-//     neighbouring shape is usually one knob away from its own, which a
-//     model with few rows of its own may otherwise not try for many trials;
+//   - on a warm campaign, every proposal but those of trial ids divisible
+//     by warmGlobalEvery: the incumbent came from the corpus's best rows,
+//     and the optimum of a neighbouring shape is usually a knob or two
+//     away from its own, which a posterior sample drawn from few rows of
+//     the campaign's own may otherwise not try for many trials (the
+//     surrogate still ranks the neighbours with the corpus rows' evidence);
 //   - on any campaign, once the consecutive reverts reach probeFraction of
 //     the plateau threshold: the campaign stops on a plateau only after the
 //     model has had the incumbent's neighbours to choose from, so it does
@@ -448,7 +462,7 @@ func (c *Campaign) hasPriorRows() bool {
 //
 // Both read only persisted state, so a reloaded campaign proposes the same.
 func (c *Campaign) probeNeighbours(warm bool) bool {
-	if warm && c.st.NextTrial%2 == 0 {
+	if warm && c.st.NextTrial%warmGlobalEvery != 0 {
 		return true
 	}
 	limit := c.plateauThreshold()

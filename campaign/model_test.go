@@ -77,8 +77,9 @@ func driveModel(t *testing.T, s Start, n int) []proposal {
 
 // TestModelWarmOpensWithCorpusBest: a warm model-proposer campaign first
 // tries the corpus's best row, then the baseline and the other warm seeds;
-// right after them the model proposes (no random start-up), and every
-// other proposal is a one-knob neighbour of the incumbent.
+// right after them the model proposes (no random start-up), and all its
+// proposals but every warmGlobalEvery-th are one-knob neighbours of the
+// incumbent.
 func TestModelWarmOpensWithCorpusBest(t *testing.T) {
 	corpus := fakeCorpus(40, nearShape, "h200", schedule.DeviceCPU)
 	target, err := ir.Target("h200")
@@ -120,7 +121,7 @@ func TestModelWarmOpensWithCorpusBest(t *testing.T) {
 		}
 		local := 0
 		for _, p := range props[4:] {
-			if p.source != SourceModel || p.trialID%2 != 0 || !p.untriedNeighbour {
+			if p.source != SourceModel || p.trialID%warmGlobalEvery == 0 || !p.untriedNeighbour {
 				continue
 			}
 			if p.distance != 1 {
