@@ -34,9 +34,11 @@
 //     sample picks the untried point it predicts fastest (source "model";
 //     every untried point of a space up to 4096 points is scored, else a
 //     pool of mutations and random points). The choice is restricted to
-//     the incumbent's untried one-knob neighbours on a warm campaign's
-//     even trial ids and, on any campaign, once the consecutive reverts
-//     reach 30% of the plateau threshold. Draws come from the PCG state.
+//     the incumbent's untried one-knob neighbours on a warm campaign (all
+//     trial ids but every 8th; ranked by the posterior mean: a hill climb
+//     from the corpus's best) and, on any campaign, once the consecutive
+//     reverts reach 20% of the plateau threshold. Draws come from the PCG
+//     state.
 //   - With Settings.PlateauScaling the plateau threshold is the configured
 //     consecutive_reverts × a cost factor (1 for an evaluator taking ≥ 60 s
 //     a trial, 2 for ≤ 1 s) × a space factor (1 for ≤ 64 untried points,

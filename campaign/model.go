@@ -32,7 +32,7 @@ const (
 	// probeFraction is the share of the plateau threshold after which
 	// every model proposal comes from the incumbent's one-knob
 	// neighbourhood (see probeNeighbours).
-	probeFraction = 0.3
+	probeFraction = 0.2
 	// warmGlobalEvery: on a warm campaign, the trial ids divisible by it
 	// get a global proposal; the others step to a neighbour.
 	warmGlobalEvery = 8
@@ -379,10 +379,10 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 // sample of its posterior, and proposes the untried candidate the sample
 // predicts fastest (source "model"): Thompson sampling, which explores
 // where the model is unsure and exploits where it is confident. A local
-// step (see probeNeighbours) instead ranks the incumbent's untried
-// one-knob neighbours by the posterior mean. Every draw comes from the
-// campaign's PCG generator, so proposals are a function of the persisted
-// state.
+// step (see probeNeighbours) only ranks the incumbent's untried one-knob
+// neighbours, on a warm campaign by the posterior mean. Every draw comes
+// from the campaign's PCG generator, so proposals are a function of the
+// persisted state.
 func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	knobs := c.searchKnobs()
 	scored := 0
@@ -402,7 +402,9 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	rng := c.rng
 	if c.probeNeighbours(warm) {
 		pool = neighbours(pool, levelsOf(anchor, knobs))
-		rng = nil // a local step exploits: the posterior mean ranks
+		if warm {
+			rng = nil // the corpus rows make the posterior mean worth exploiting
+		}
 	}
 	s := newSurrogate(knobs)
 	if !s.fit(c.st.Observations, rng) {
@@ -445,9 +447,10 @@ func (c *Campaign) hasPriorRows() bool {
 }
 
 // probeNeighbours reports whether the next model proposal is a local step:
-// restricted to the untried one-knob neighbours of the incumbent and
-// ranked by the posterior mean, in a search that is otherwise global
-// (Thompson-sampled over the whole space):
+// restricted to the untried one-knob neighbours of the incumbent (ranked
+// by the posterior mean on a warm campaign, by the posterior sample on a
+// cold one), in a search that is otherwise global (Thompson-sampled over
+// the whole space):
 //
 //   - on a warm campaign, every proposal but those of trial ids divisible
 //     by warmGlobalEvery: the incumbent came from the corpus's best rows,
