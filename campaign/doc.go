@@ -35,8 +35,9 @@
 //     every untried point of a space up to 4096 points is scored, else a
 //     pool of mutations and random points). The choice is restricted to
 //     the incumbent's untried one-knob neighbours on a warm campaign (all
-//     trial ids but every 8th; ranked by the posterior mean: a hill climb
-//     from the corpus's best) and, on any campaign, once the consecutive
+//     trial ids but every 8th; ranked by the posterior mean less half its
+//     standard deviation: a hill climb from the corpus's best) and, on any
+//     campaign, once the consecutive
 //     reverts reach 20% of the plateau threshold. Draws come from the PCG
 //     state.
 //   - With Settings.PlateauScaling the plateau threshold is the configured

@@ -36,6 +36,10 @@ const (
 	// warmGlobalEvery: on a warm campaign, the trial ids divisible by it
 	// get a global proposal; the others step to a neighbour.
 	warmGlobalEvery = 8
+	// localOptimism is how many posterior standard deviations a warm
+	// campaign's local step subtracts from the predicted log score (a lower
+	// confidence bound; 0.5 measured best in docs/results/search.md).
+	localOptimism = 0.5
 )
 
 // Observation is one evaluated point as the model proposer sees it: the
@@ -104,7 +108,8 @@ type surrogate struct {
 	mainDim int       // columns of the main effects (the first ones)
 	priorC  int       // the column that is 1 for prior rows (their offset)
 	mean    float64   // mean log score of the campaign's own rows
-	w       []float64 // one posterior sample of the effects
+	w       []float64 // one posterior sample of the effects (or its mean)
+	factor  []float64 // Cholesky factor of the posterior precision
 }
 
 // Surrogate constants (natural-log units): the prior standard deviation of
@@ -217,6 +222,7 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 		return false
 	}
 	// mean = A⁻¹b; sample = mean + L⁻ᵀz, whose covariance is A⁻¹.
+	s.factor = a
 	s.w = solveUpper(a, n, solveLower(a, n, b))
 	if rng == nil {
 		return true
@@ -230,6 +236,20 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 		s.w[i] += z[i]
 	}
 	return true
+}
+
+// spread is the posterior standard deviation of a point's predicted log
+// score: |L⁻¹φ| for the point's one-hot columns φ.
+func (s *surrogate) spread(levels []int, scratch []int) float64 {
+	phi := make([]float64, s.dim)
+	for _, p := range s.columns(levels, scratch) {
+		phi[p] = 1
+	}
+	v := 0.0
+	for _, x := range solveLower(s.factor, s.dim, phi) {
+		v += x * x
+	}
+	return math.Sqrt(v)
 }
 
 // predict is the sampled model's log score for a point's levels.
@@ -380,7 +400,8 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 // predicts fastest (source "model"): Thompson sampling, which explores
 // where the model is unsure and exploits where it is confident. A local
 // step (see probeNeighbours) only ranks the incumbent's untried one-knob
-// neighbours, on a warm campaign by the posterior mean. Every draw comes
+// neighbours, on a warm campaign by the posterior mean less localOptimism
+// standard deviations. Every draw comes
 // from the campaign's PCG generator, so proposals are a function of the
 // persisted state.
 func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
@@ -400,10 +421,14 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 		return c.fresh(SourceRandom, c.random)
 	}
 	rng := c.rng
+	optimism := 0.0
 	if c.probeNeighbours(warm) {
 		pool = neighbours(pool, levelsOf(anchor, knobs))
 		if warm {
-			rng = nil // the corpus rows make the posterior mean worth exploiting
+			// The corpus rows make the posterior worth exploiting: rank by
+			// its mean, less a share of its spread so that knob levels
+			// nobody tried still come up.
+			rng, optimism = nil, localOptimism
 		}
 	}
 	s := newSurrogate(knobs)
@@ -413,7 +438,11 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	best, bestScore := 0, math.Inf(1)
 	var scratch []int
 	for i, mc := range pool {
-		if v := s.predict(mc.levels, scratch); v < bestScore {
+		v := s.predict(mc.levels, scratch)
+		if optimism > 0 {
+			v -= optimism * s.spread(mc.levels, scratch)
+		}
+		if v < bestScore {
 			best, bestScore = i, v
 		}
 	}
@@ -448,9 +477,9 @@ func (c *Campaign) hasPriorRows() bool {
 
 // probeNeighbours reports whether the next model proposal is a local step:
 // restricted to the untried one-knob neighbours of the incumbent (ranked
-// by the posterior mean on a warm campaign, by the posterior sample on a
-// cold one), in a search that is otherwise global (Thompson-sampled over
-// the whole space):
+// by a lower confidence bound of the posterior on a warm campaign, by the
+// posterior sample on a cold one), in a search that is otherwise global
+// (Thompson-sampled over the whole space):
 //
 //   - on a warm campaign, every proposal but those of trial ids divisible
 //     by warmGlobalEvery: the incumbent came from the corpus's best rows,
