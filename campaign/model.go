@@ -401,9 +401,8 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 // where the model is unsure and exploits where it is confident. A local
 // step (see probeNeighbours) only ranks the incumbent's untried one-knob
 // neighbours, on a warm campaign by the posterior mean less localOptimism
-// standard deviations. Every draw comes
-// from the campaign's PCG generator, so proposals are a function of the
-// persisted state.
+// standard deviations. Every draw comes from the campaign's PCG generator,
+// so proposals are a function of the persisted state.
 func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	knobs := c.searchKnobs()
 	scored := 0
