@@ -25,14 +25,21 @@
 //     the space is exhausted.
 //   - The model proposer (Settings.Proposer "model", the default; "" or
 //     "reference" is the proposer above): after the opening points and 5
-//     scored outcomes, a Bayesian linear surrogate of log(score) over the
+//     scored outcomes (a warm campaign: after the opening points), a
+//     Bayesian linear surrogate of log(score) over the
 //     searchable knobs' one-hot levels (main effects and, while the space
 //     is small enough, pairwise interactions) is fitted to the campaign's
 //     Observations — on a warm campaign also to the prior's corpus rows,
 //     weaker evidence with an offset of their own — and one posterior
 //     sample picks the untried point it predicts fastest (source "model";
 //     every untried point of a space up to 4096 points is scored, else a
-//     pool of mutations and random points). Draws come from the PCG state.
+//     pool of mutations and random points). The choice is restricted to
+//     the incumbent's untried one-knob neighbours on a warm campaign (all
+//     trial ids but every 8th; ranked by the posterior mean less half its
+//     standard deviation: a hill climb from the corpus's best) and, on any
+//     campaign, once the consecutive
+//     reverts reach 20% of the plateau threshold. Draws come from the PCG
+//     state.
 //   - With Settings.PlateauScaling the plateau threshold is the configured
 //     consecutive_reverts × a cost factor (1 for an evaluator taking ≥ 60 s
 //     a trial, 2 for ≤ 1 s) × a space factor (1 for ≤ 64 untried points,

@@ -24,9 +24,22 @@ const (
 
 // Model proposer constants.
 const (
-	// modelStartup is how many scored outcomes the model needs before it
-	// proposes; until then proposals are uniform random points.
+	// modelStartup is how many scored outcomes a cold campaign's model
+	// needs before it proposes; until then proposals are uniform random
+	// points. A warm campaign's model proposes from its first scored
+	// outcome on: the prior's corpus rows are evidence already.
 	modelStartup = 5
+	// probeFraction is the share of the plateau threshold after which
+	// every model proposal comes from the incumbent's one-knob
+	// neighbourhood (see probeNeighbours).
+	probeFraction = 0.2
+	// warmGlobalEvery: on a warm campaign, the trial ids divisible by it
+	// get a global proposal; the others step to a neighbour.
+	warmGlobalEvery = 8
+	// localOptimism is how many posterior standard deviations a warm
+	// campaign's local step subtracts from the predicted log score (a lower
+	// confidence bound; 0.5 measured best in docs/results/search.md).
+	localOptimism = 0.5
 )
 
 // Observation is one evaluated point as the model proposer sees it: the
@@ -95,7 +108,8 @@ type surrogate struct {
 	mainDim int       // columns of the main effects (the first ones)
 	priorC  int       // the column that is 1 for prior rows (their offset)
 	mean    float64   // mean log score of the campaign's own rows
-	w       []float64 // one posterior sample of the effects
+	w       []float64 // one posterior sample of the effects (or its mean)
+	factor  []float64 // Cholesky factor of the posterior precision
 }
 
 // Surrogate constants (natural-log units): the prior standard deviation of
@@ -157,8 +171,9 @@ func (s *surrogate) columns(levels []int, out []int) []int {
 }
 
 // fit computes the posterior of the effects from the scored observations
-// and draws one sample of it with rng; false when there is nothing to fit
-// or the posterior cannot be factored (non-finite input).
+// and draws one sample of it with rng (with a nil rng it takes the
+// posterior mean); false when there is nothing to fit or the posterior
+// cannot be factored (non-finite input).
 func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 	n := s.dim
 	a := make([]float64, n*n) // Σ wφφᵀ/σ² + prior precision, then its Cholesky factor
@@ -207,17 +222,34 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 		return false
 	}
 	// mean = A⁻¹b; sample = mean + L⁻ᵀz, whose covariance is A⁻¹.
-	m := solveUpper(a, n, solveLower(a, n, b))
+	s.factor = a
+	s.w = solveUpper(a, n, solveLower(a, n, b))
+	if rng == nil {
+		return true
+	}
 	z := make([]float64, n)
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
 	z = solveUpper(a, n, z)
-	s.w = make([]float64, n)
 	for i := range s.w {
-		s.w[i] = m[i] + z[i]
+		s.w[i] += z[i]
 	}
 	return true
+}
+
+// spread is the posterior standard deviation of a point's predicted log
+// score: |L⁻¹φ| for the point's one-hot columns φ.
+func (s *surrogate) spread(levels []int, scratch []int) float64 {
+	phi := make([]float64, s.dim)
+	for _, p := range s.columns(levels, scratch) {
+		phi[p] = 1
+	}
+	v := 0.0
+	for _, x := range solveLower(s.factor, s.dim, phi) {
+		v += x * x
+	}
+	return math.Sqrt(v)
 }
 
 // predict is the sampled model's log score for a point's levels.
@@ -360,14 +392,17 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 
 // modelNext is the model-based proposal. Until modelStartup of the
 // campaign's own outcomes are scored it proposes uniform random points
-// (source "random"; a warm campaign's opening points come first). Then it
-// fits the surrogate to the campaign's outcomes — and on a warm campaign
-// to the prior's corpus rows, as weaker evidence with an offset of their
-// own — draws one sample of its posterior, and proposes the untried
-// candidate the sample predicts fastest (source "model"): Thompson
-// sampling, which explores where the model is unsure and exploits where it
-// is confident. Every draw comes from the campaign's PCG generator, so
-// proposals are a function of the persisted state.
+// (source "random"; a warm campaign's opening points come first, and a
+// warm campaign needs only one scored outcome). Then it fits the surrogate
+// to the campaign's outcomes — and on a warm campaign to the prior's
+// corpus rows, as weaker evidence with an offset of their own — draws one
+// sample of its posterior, and proposes the untried candidate the sample
+// predicts fastest (source "model"): Thompson sampling, which explores
+// where the model is unsure and exploits where it is confident. A local
+// step (see probeNeighbours) only ranks the incumbent's untried one-knob
+// neighbours, on a warm campaign by the posterior mean less localOptimism
+// standard deviations. Every draw comes from the campaign's PCG generator,
+// so proposals are a function of the persisted state.
 func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	knobs := c.searchKnobs()
 	scored := 0
@@ -376,21 +411,37 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 			scored++
 		}
 	}
-	if scored < modelStartup {
+	warm := c.hasPriorRows()
+	if scored < modelStartup && !(warm && scored > 0) {
 		return c.fresh(SourceRandom, c.random)
 	}
 	pool := c.modelCandidates(knobs, anchor)
 	if len(pool) == 0 {
 		return c.fresh(SourceRandom, c.random)
 	}
+	rng := c.rng
+	optimism := 0.0
+	if c.probeNeighbours(warm) {
+		pool = neighbours(pool, levelsOf(anchor, knobs))
+		if warm {
+			// The corpus rows make the posterior worth exploiting: rank by
+			// its mean, less a share of its spread so that knob levels
+			// nobody tried still come up.
+			rng, optimism = nil, localOptimism
+		}
+	}
 	s := newSurrogate(knobs)
-	if !s.fit(c.st.Observations, c.rng) {
+	if !s.fit(c.st.Observations, rng) {
 		return c.fresh(SourceRandom, c.random)
 	}
 	best, bestScore := 0, math.Inf(1)
 	var scratch []int
 	for i, mc := range pool {
-		if v := s.predict(mc.levels, scratch); v < bestScore {
+		v := s.predict(mc.levels, scratch)
+		if optimism > 0 {
+			v -= optimism * s.spread(mc.levels, scratch)
+		}
+		if v < bestScore {
 			best, bestScore = i, v
 		}
 	}
@@ -410,4 +461,67 @@ func (c *Campaign) observePrior(points []flywheel.PriorPoint) {
 // remainingPoints is the number of searchable points not yet tried.
 func (c *Campaign) remainingPoints() float64 {
 	return max(0, float64(c.SpacePoints()-len(c.st.Tried)))
+}
+
+// hasPriorRows reports whether the model learns from a prior's corpus rows
+// (a warm campaign whose corpus had rows for this GPU and latency kind).
+func (c *Campaign) hasPriorRows() bool {
+	for _, o := range c.st.Observations {
+		if o.Prior {
+			return true
+		}
+	}
+	return false
+}
+
+// probeNeighbours reports whether the next model proposal is a local step:
+// restricted to the untried one-knob neighbours of the incumbent (ranked
+// by a lower confidence bound of the posterior on a warm campaign, by the
+// posterior sample on a cold one), in a search that is otherwise global
+// (Thompson-sampled over the whole space):
+//
+//   - on a warm campaign, every proposal but those of trial ids divisible
+//     by warmGlobalEvery: the incumbent came from the corpus's best rows,
+//     and the optimum of a neighbouring shape is usually a knob or two
+//     away from its own, which a posterior sample drawn from few rows of
+//     the campaign's own may otherwise not try for many trials (the
+//     surrogate still ranks the neighbours with the corpus rows' evidence);
+//   - on any campaign, once the consecutive reverts reach probeFraction of
+//     the plateau threshold: the campaign stops on a plateau only after the
+//     model has had the incumbent's neighbours to choose from, so it does
+//     not stop one knob short of a better point.
+//
+// Both read only persisted state, so a reloaded campaign proposes the same.
+func (c *Campaign) probeNeighbours(warm bool) bool {
+	if warm && c.st.NextTrial%warmGlobalEvery != 0 {
+		return true
+	}
+	limit := c.plateauThreshold()
+	return limit > 0 && float64(c.st.ConsecutiveReverts) >= probeFraction*float64(limit)
+}
+
+// neighbours keeps the candidates one knob away from the incumbent's
+// levels; all of them when none is (every neighbour tried).
+func neighbours(pool []modelCandidate, incumbent []int) []modelCandidate {
+	var out []modelCandidate
+	for _, mc := range pool {
+		if differingKnobs(mc.levels, incumbent) == 1 {
+			out = append(out, mc)
+		}
+	}
+	if len(out) == 0 {
+		return pool
+	}
+	return out
+}
+
+// differingKnobs counts the knobs whose levels differ.
+func differingKnobs(a, b []int) int {
+	n := 0
+	for i := range a {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }
