@@ -117,8 +117,8 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 	}
 	before := rows()
 	eventually(t, ctx, "new results rows", fmt.Sprintf(`document.querySelectorAll('#results tbody tr').length > %d`, before))
-	if !strings.Contains(text(t, ctx, "#summary"), "HBM floor") {
-		t.Error("the summary does not name the HBM floor")
+	if sum := text(t, ctx, "#summary"); !strings.Contains(sum, "streamed-bytes floor") || !strings.Contains(sum, "all-weights floor") {
+		t.Errorf("the summary does not name both floors: %q", sum)
 	}
 	eventually(t, ctx, "twenty results", `document.querySelectorAll('#results tbody tr').length >= 20`)
 	var shot []byte
