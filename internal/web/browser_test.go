@@ -121,6 +121,8 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 		t.Errorf("the summary does not name both floors: %q", sum)
 	}
 	eventually(t, ctx, "twenty results", `document.querySelectorAll('#results tbody tr').length >= 20`)
+	// The live refresh replaces the chart; shoot once the new one is drawn.
+	eventually(t, ctx, "the chart drawn again", `document.querySelector('#chart').complete && document.querySelector('#chart').naturalWidth > 100`)
 	var shot []byte
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&shot, 100)); err != nil {
 		t.Fatal(err)
