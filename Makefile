@@ -38,6 +38,14 @@ fuzz-smoke:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -timeout 30m ./...
 
+## fleet-bench: the fleet scale benchmark alone (one scheduler, one Redis,
+## 100 campaigns, 64 no-op workers; docs/results/fleet-scale.md); `bench`
+## runs it too. FLEET_TRIALS=2000 is the quick size, 20000 the full one.
+FLEET_TRIALS ?= [0-9]+
+.PHONY: fleet-bench
+fleet-bench:
+	$(GO) test -run='^$$' -bench='^BenchmarkFleetScale$$/.*/.*/trials=$(FLEET_TRIALS)$$' -benchtime=1x -timeout 30m ./internal/scheduler/
+
 ## demo: the main job on the embedded default — an autoresearch campaign on
 ## the `small` model (4 layers, 2048 hidden, bf16) for the h200 target with
 ## the CPU evaluator (reference VM vs eager for correctness, cost-model

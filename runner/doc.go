@@ -4,25 +4,50 @@
 //
 // The ledger is the truth; the transport only carries work. A workspace holds
 //
-//	campaigns/<id>/ledger.json   campaign state + the rows and corpus records
-//	                             of the last event (the outbox), written
-//	                             atomically (temp file, fsync, rename)
-//	campaigns/<id>/results.tsv   one row per experiment (flywheel format)
-//	campaigns/<id>/trials.jsonl  every recorded outcome, once, in the outbox
+//	campaigns/<id>/ledger.json     the snapshot: campaign state, the sequence
+//	                               number of the last event it holds, and that
+//	                               event's outbox (rows, corpus lines, trials
+//	                               lines), written atomically (temp file,
+//	                               fsync, rename)
+//	campaigns/<id>/ledger.journal  the events since the snapshot, one
+//	                               checksummed line each (journal.go)
+//	campaigns/<id>/results.tsv     one row per experiment (flywheel format)
+//	campaigns/<id>/trials.jsonl    every recorded outcome, once
 //	campaigns/<id>/report.{json,md,svg}  the wake-up report and its plot
-//	campaigns/<id>/lock          one driver per campaign (flock)
-//	flywheel/corpus.jsonl        kept correct points of every campaign
+//	campaigns/<id>/lock            one driver per campaign (flock)
+//	flywheel/corpus.jsonl          kept correct points of every campaign
 //
-// Exactly once: every event is applied to the state machine, then the new
-// state and that event's outbox are written in one atomic rename (write
-// ahead), then the outbox rows, trials.jsonl lines and corpus records are
-// appended and trials enqueued. A crash after the rename is repaired on the next open: the
-// outbox is re-appended, skipping rows whose experiment number is already in
-// results.tsv and corpus lines already present, and every trial still in
-// flight is enqueued again (dispatchers and the campaign are idempotent by
-// trial id, so a late duplicate outcome changes nothing). Opening also
-// removes temporary files an interrupted atomic write left behind and
-// rewrites trials.jsonl to one well-formed line per recorded trial (older
-// versions logged every outcome received before recording it). A crash before the
-// rename loses only that event, whose trial is still in flight and is re-run.
+// Exactly once: every event is applied to the state machine, then appended
+// to the journal with its sequence number and a checksum of the decision
+// (one write and one fsync of O(1) bytes: the event, not the state), then
+// its outbox — rows, the trials.jsonl line, corpus records — is appended
+// and trials are enqueued. Every SnapshotEvery events, or once the events
+// since the last snapshot took replayBudget of state machine time, and on
+// Close, the state goes to ledger.json atomically and the journal is
+// emptied; trials.jsonl is fsynced first, as its lines are not fsynced one
+// by one.
+//
+// Opening loads the snapshot and replays the journal's records after its
+// sequence number through the state machine (it is deterministic, and the
+// decision checksums prove the replay decided the same), which rebuilds the
+// state and the outboxes of those events. A crash between a snapshot and
+// emptying the journal leaves records the snapshot holds: their sequence
+// numbers say so and they are skipped. A torn last record (a kill in the
+// middle of an append) is cut off: its event never happened, its outbox was
+// never written, and its trial is still in flight. The outboxes are then
+// re-appended, skipping rows whose experiment number is already in
+// results.tsv, trials already in trials.jsonl and corpus lines already
+// present, and every trial still in flight is enqueued again (dispatchers
+// and the campaign are idempotent by trial id, so a late duplicate outcome
+// changes nothing). Opening also removes temporary files an interrupted
+// atomic write left behind and rewrites trials.jsonl to one well-formed
+// line per recorded trial (older versions logged every outcome received
+// before recording it).
+//
+// Workspace.View reads the same way without the lock, while a driver may be
+// writing: a record still being appended is left out, and a snapshot taken
+// between reading ledger.json and the journal is met by reading again.
+//
+// A version 1 ledger.json (before the journal) opens as a snapshot holding
+// every event; binaries from before the journal refuse version 2.
 package runner

@@ -49,6 +49,9 @@ type Driver struct {
 	ReportEvery int
 	// TickEvery is how often time-based criteria are checked (5s when zero).
 	TickEvery time.Duration
+	// Recorded, when set, is called with each outcome the campaign recorded,
+	// once it is durable in the ledger (refused duplicates are not passed).
+	Recorded func(trial.Outcome)
 
 	reqOnce sync.Once
 	reqs    chan request
@@ -245,6 +248,9 @@ func (d *Driver) record(o trial.Outcome) error {
 		return err
 	}
 	d.Progress.outcome(l.Campaign(), d.now(), dec)
+	if d.Recorded != nil {
+		d.Recorded(o)
+	}
 	return nil
 }
 

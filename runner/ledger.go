@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
@@ -16,8 +17,21 @@ import (
 	"github.com/amk-dev/amk/pyjson"
 )
 
-// ledgerVersion is the on-disk format of ledger.json.
-const ledgerVersion = 1
+// ledgerVersion is the on-disk format of ledger.json: 2 since the events
+// after the snapshot live in the journal (a version 1 ledger has no journal
+// and opens as one whose snapshot holds every event; earlier binaries
+// refuse version 2 rather than miss the journal's events).
+const ledgerVersion = 2
+
+// SnapshotEvery is how many journalled events pass between two snapshots
+// (ledger.json rewritten, the journal emptied); Close snapshots too.
+const SnapshotEvery = 256
+
+// replayBudget also bounds the journal: a snapshot is taken once the
+// state machine has spent this long on the events since the last one, so
+// that replaying them (View, Open) stays about this fast whatever the
+// proposer costs. A variable for the tests.
+var replayBudget = 250 * time.Millisecond
 
 // ErrLocked means another process is driving the campaign.
 var ErrLocked = errors.New("campaign is locked by another process")
@@ -90,12 +104,26 @@ type Ledger struct {
 	dir  string
 	c    *campaign.Campaign
 	lock *flywheel.FileLock
+
+	journal *os.File // ledger.journal, opened for appending
+	seq     uint64   // the sequence number of the last event applied
+	snapSeq uint64   // the last event ledger.json holds
+	// stepTime is the state machine's time on the events since snapSeq.
+	stepTime time.Duration
+	last     outbox // the last event's outbox (snapshots carry it)
+	// broken is set when a write failed after the state machine moved:
+	// memory is ahead of the disk, so nothing more is written (reopen).
+	broken error
 }
 
+// ledgerFile is ledger.json: the snapshot.
 type ledgerFile struct {
-	Version int             `json:"version"`
-	State   json.RawMessage `json:"state"`
-	Outbox  outbox          `json:"outbox"`
+	Version int `json:"version"`
+	// Seq is the sequence number of the last event the state holds; the
+	// journal's records after it are replayed on top.
+	Seq    uint64          `json:"seq,omitempty"`
+	State  json.RawMessage `json:"state"`
+	Outbox outbox          `json:"outbox"`
 }
 
 type outbox struct {
@@ -125,15 +153,128 @@ func (w *Workspace) Create(start campaign.Start) (l *Ledger, created bool, err e
 		l.Close()
 		return nil, false, err
 	}
+	// A journal without a ledger.json belongs to no campaign: empty it
+	// before the snapshot makes the campaign exist.
+	if err := l.openJournal(0); err != nil {
+		l.Close()
+		return nil, false, err
+	}
 	l.c = c
-	if err := l.persist(d); err != nil {
+	ob, err := newOutbox(start, d)
+	if err != nil {
+		l.Close()
+		return nil, false, err
+	}
+	l.last = ob
+	if err := l.snapshot(); err != nil {
+		l.Close()
+		return nil, false, err
+	}
+	if err := l.flush(ob, false, d.Corpus); err != nil {
 		l.Close()
 		return nil, false, err
 	}
 	return l, true, nil
 }
 
-// Open loads an existing campaign and repairs whatever a crash left undone.
+// readLedgerFile reads and checks a campaign's ledger.json.
+func readLedgerFile(path string) (ledgerFile, error) {
+	var lf ledgerFile
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return lf, err
+	}
+	if err := json.Unmarshal(data, &lf); err != nil {
+		return lf, fmt.Errorf("%s: corrupt ledger: %w", path, err)
+	}
+	if lf.Version != ledgerVersion && lf.Version != 1 {
+		return lf, fmt.Errorf("%s: ledger version %d, want %d", path, lf.Version, ledgerVersion)
+	}
+	return lf, nil
+}
+
+// replayed is the state a snapshot and its journal rebuild.
+type replayed struct {
+	c       *campaign.Campaign
+	snapSeq uint64
+	seq     uint64
+	// outboxes are the snapshot's and every replayed event's, in order.
+	outboxes []outbox
+	good     int // the journal's valid length (what follows is torn)
+	size     int // the journal's length
+	// stepTime is how long replaying the journal took.
+	stepTime time.Duration
+}
+
+// errJournalMoved means the journal holds no record right after the
+// snapshot although it holds later ones: read without the lock, a snapshot
+// was taken in between, so read again.
+var errJournalMoved = errors.New("the journal moved on past the snapshot read")
+
+// replay loads the snapshot and replays the journal's newer records.
+func (w *Workspace) replay(id string) (replayed, error) {
+	dir := w.CampaignDir(id)
+	lf, err := readLedgerFile(filepath.Join(dir, "ledger.json"))
+	if err != nil {
+		return replayed{}, err
+	}
+	c, err := campaign.Load(lf.State)
+	if err != nil {
+		return replayed{}, err
+	}
+	r := replayed{c: c, snapSeq: lf.Seq, seq: lf.Seq, outboxes: []outbox{lf.Outbox}}
+	path := filepath.Join(dir, journalName)
+	data, err := readJournalFile(path)
+	if err != nil {
+		return replayed{}, err
+	}
+	recs, good, err := parseJournal(data)
+	if err != nil {
+		return replayed{}, fmt.Errorf("%s: %w", path, err)
+	}
+	r.good, r.size = good, len(data)
+	for _, rec := range recs {
+		if rec.Seq <= r.seq {
+			continue // already in the snapshot (a crash before the journal was emptied)
+		}
+		if rec.Seq != r.seq+1 {
+			return replayed{}, fmt.Errorf("%s: %w (snapshot at event %d, next record %d)", path, errJournalMoved, r.seq, rec.Seq)
+		}
+		began := time.Now()
+		ob, err := replayRecord(c, rec)
+		r.stepTime += time.Since(began)
+		if err != nil {
+			return replayed{}, fmt.Errorf("%s: event %d: %w", path, rec.Seq, err)
+		}
+		r.outboxes = append(r.outboxes, ob)
+		r.seq = rec.Seq
+	}
+	return r, nil
+}
+
+// replayRecord applies one journalled event and checks that the campaign
+// decided as it did when the event was first applied.
+func replayRecord(c *campaign.Campaign, rec journalRecord) (outbox, error) {
+	ev, err := decodeEvent(rec.Kind, rec.Event)
+	if err != nil {
+		return outbox{}, err
+	}
+	d, err := c.Step(ev)
+	if err != nil {
+		return outbox{}, fmt.Errorf("replaying it was refused: %w", err)
+	}
+	ob, err := newOutbox(ev, d)
+	if err != nil {
+		return outbox{}, err
+	}
+	if sum := decisionChecksum(d, ob); sum != rec.Decision {
+		return outbox{}, fmt.Errorf("replaying it decided otherwise than when it was applied (decision %s, journalled %s): was amk changed between the crash and this open?", sum, rec.Decision)
+	}
+	return ob, nil
+}
+
+// Open loads an existing campaign — its snapshot and the journalled events
+// after it — and repairs whatever a crash left undone.
 func (w *Workspace) Open(id string) (*Ledger, error) {
 	if !w.Exists(id) {
 		return nil, fmt.Errorf("%w: %s in %s", ErrNoCampaign, id, w.Dir)
@@ -142,54 +283,58 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(l.path("ledger.json"))
+	// A failed open must not snapshot on Close: the journal still holds
+	// the outboxes a snapshot would drop.
+	fail := func(err error) (*Ledger, error) {
+		l.broken = err
+		l.Close()
+		return nil, err
+	}
+	r, err := w.replay(id)
 	if err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
-	var lf ledgerFile
-	if err := json.Unmarshal(data, &lf); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("%s: corrupt ledger: %w", l.path("ledger.json"), err)
+	l.c, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
+	// Cut a torn tail off before anything is appended after it.
+	if r.good < r.size {
+		if err := os.Truncate(l.path(journalName), int64(r.good)); err != nil {
+			return fail(fmt.Errorf("cutting the journal's torn tail: %w", err))
+		}
 	}
-	if lf.Version != ledgerVersion {
-		l.Close()
-		return nil, fmt.Errorf("%s: ledger version %d, want %d", l.path("ledger.json"), lf.Version, ledgerVersion)
+	if err := l.openJournal(-1); err != nil {
+		return fail(err)
 	}
-	if l.c, err = campaign.Load(lf.State); err != nil {
-		l.Close()
-		return nil, err
-	}
-	if err := l.recover(lf.Outbox); err != nil {
-		l.Close()
-		return nil, err
+	if err := l.recover(mergeOutboxes(r.outboxes)); err != nil {
+		return fail(err)
 	}
 	if err := l.removeOrphanTemps(); err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := l.repairTrialLog(); err != nil {
-		l.Close()
-		return nil, err
+		return fail(err)
 	}
 	return l, nil
 }
 
 // View loads a campaign read-only, without the lock (for status and report
-// while a driver runs).
+// while a driver runs): the snapshot and the journalled events after it.
+// A torn last record (a write in progress) is left out; a snapshot taken
+// while reading is met by reading again.
 func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 	if !w.Exists(id) {
 		return nil, fmt.Errorf("%w: %s in %s", ErrNoCampaign, id, w.Dir)
 	}
-	data, err := os.ReadFile(filepath.Join(w.CampaignDir(id), "ledger.json"))
-	if err != nil {
-		return nil, err
+	var err error
+	for range 8 {
+		var r replayed
+		if r, err = w.replay(id); err == nil {
+			return r.c, nil
+		}
+		if !errors.Is(err, errJournalMoved) {
+			break
+		}
 	}
-	var lf ledgerFile
-	if err := json.Unmarshal(data, &lf); err != nil {
-		return nil, fmt.Errorf("corrupt ledger of %s: %w", id, err)
-	}
-	return campaign.Load(lf.State)
+	return nil, fmt.Errorf("campaign %s: %w", id, err)
 }
 
 func (w *Workspace) lockNew(id string) (*Ledger, error) {
@@ -251,54 +396,199 @@ func (l *Ledger) Read(fn func(c *campaign.Campaign)) {
 // ResultsPath is the campaign's results.tsv.
 func (l *Ledger) ResultsPath() string { return l.path("results.tsv") }
 
-// Close releases the campaign lock.
+// Close snapshots the campaign if the journal holds events (so the journal
+// is empty between runs), closes the journal and releases the lock.
 func (l *Ledger) Close() error {
-	if l.lock == nil {
-		return nil
+	var errs []error
+	if l.journal != nil {
+		if l.c != nil && l.broken == nil && l.seq > l.snapSeq {
+			l.mu.Lock()
+			errs = append(errs, l.snapshot())
+			l.mu.Unlock()
+		}
+		errs = append(errs, l.journal.Close())
+		l.journal = nil
 	}
-	err := l.lock.Close()
-	l.lock = nil
-	return err
+	if l.lock != nil {
+		errs = append(errs, l.lock.Close())
+		l.lock = nil
+	}
+	return errors.Join(errs...)
 }
 
 // Apply feeds one event to the campaign and makes its decision durable:
-// state and outbox first, then rows and corpus. A refused event changes
-// nothing and returns the campaign's error.
+// the event goes to the journal (one fsynced append), then the rows,
+// trials.jsonl lines and corpus records are appended, and every
+// SnapshotEvery events (or replayBudget of state machine time) the state
+// is snapshotted. A refused event changes nothing and returns the
+// campaign's error.
 func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, ok := ev.(campaign.Start); ok {
+		return l.c.Step(ev) // refused: the campaign has started
+	}
+	if l.broken != nil {
+		return campaign.Decision{}, fmt.Errorf("the ledger is not writable after an earlier failure (reopen the campaign): %w", l.broken)
+	}
+	// Encoded before the state machine moves: an event the journal cannot
+	// hold is refused and changes nothing.
+	kind, event, err := encodeEvent(ev)
+	if err != nil {
+		return campaign.Decision{}, err
+	}
+	began := time.Now()
 	d, err := l.c.Step(ev)
 	if err != nil {
 		return d, err
 	}
-	var trials []json.RawMessage
-	if f, ok := ev.(campaign.Finished); ok {
-		line, err := json.Marshal(f.Outcome)
-		if err != nil {
-			return d, fmt.Errorf("trials log: %w", err)
-		}
-		trials = append(trials, line)
+	l.stepTime += time.Since(began)
+	if err := l.commit(kind, event, ev, d); err != nil {
+		l.broken = err
+		return d, err
 	}
-	return d, l.persist(d, trials...)
+	if l.seq-l.snapSeq >= SnapshotEvery || l.stepTime >= replayBudget {
+		if err := l.snapshot(); err != nil {
+			l.broken = err
+			return d, err
+		}
+	}
+	return d, nil
 }
 
-func (l *Ledger) persist(d campaign.Decision, trials ...json.RawMessage) error {
-	ob := outbox{Rows: d.Rows, Trials: trials}
+// commit journals an applied event and appends its outbox.
+func (l *Ledger) commit(kind string, event []byte, ev campaign.Event, d campaign.Decision) error {
+	ob, err := newOutbox(ev, d)
+	if err != nil {
+		return err
+	}
+	line, err := encodeJournalRecord(journalRecord{Seq: l.seq + 1, Kind: kind, Event: event, Decision: decisionChecksum(d, ob)})
+	if err != nil {
+		return err
+	}
+	if err := l.appendJournal(line); err != nil {
+		return err
+	}
+	l.seq++
+	l.last = ob
+	return l.flush(ob, false, d.Corpus)
+}
+
+// newOutbox is what an applied event appends: its rows, its corpus
+// records as compact JSON lines and, for an outcome, its trials.jsonl line.
+func newOutbox(ev campaign.Event, d campaign.Decision) (outbox, error) {
+	ob := outbox{Rows: d.Rows}
 	for i := range d.Corpus {
 		ob.Corpus = append(ob.Corpus, pyjson.Compact(d.Corpus[i].Value(), false))
 	}
-	state, err := l.c.Marshal()
+	if f, ok := ev.(campaign.Finished); ok {
+		line, err := json.Marshal(f.Outcome)
+		if err != nil {
+			return ob, fmt.Errorf("trials log: %w", err)
+		}
+		ob.Trials = []json.RawMessage{line}
+	}
+	return ob, nil
+}
+
+// mergeOutboxes joins outboxes, in order, into one.
+func mergeOutboxes(obs []outbox) outbox {
+	var all outbox
+	for _, ob := range obs {
+		all.Rows = append(all.Rows, ob.Rows...)
+		all.Corpus = append(all.Corpus, ob.Corpus...)
+		all.Trials = append(all.Trials, ob.Trials...)
+	}
+	return all
+}
+
+// openJournal opens the journal for appending; truncate >= 0 first cuts it
+// to that length.
+func (l *Ledger) openJournal(truncate int64) error {
+	f, err := os.OpenFile(l.path(journalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if truncate >= 0 {
+		if err := f.Truncate(truncate); err != nil {
+			f.Close()
+			return fmt.Errorf("journal: %w", err)
+		}
+	}
+	l.journal = f
+	return nil
+}
+
+// appendJournal appends one record and fsyncs it. A failed write is cut
+// back off, so no record ever follows a partial one.
+func (l *Ledger) appendJournal(line []byte) error {
+	st, err := l.journal.Stat()
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if _, err := l.journal.Write(line); err != nil {
+		_ = l.journal.Truncate(st.Size())
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := l.journal.Sync(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// encodeSnapshot is ledger.json's content: a ledgerFile, written field by
+// field so that the state, the bulk of it, is encoded once (json.Marshal
+// of a ledgerFile would re-scan it as a raw message).
+func (l *Ledger) encodeSnapshot() ([]byte, error) {
+	st := l.c.State()
+	state, err := json.Marshal(&st) // compact; campaign.Load reads it as it reads Marshal's
+	if err != nil {
+		return nil, err
+	}
+	ob, err := json.Marshal(l.last)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, len(state)+len(ob)+64)
+	data = fmt.Appendf(data, `{"version":%d,"seq":%d,"state":`, ledgerVersion, l.seq)
+	data = append(data, state...)
+	data = append(data, `,"outbox":`...)
+	data = append(data, ob...)
+	return append(data, '}'), nil
+}
+
+// Stages of a snapshot, for snapshotHook.
+const (
+	snapshotWriting = "writing" // before ledger.json's atomic write
+	snapshotWritten = "written" // after it, before the journal is emptied
+)
+
+// snapshotHook lets the crash tests stop the process inside a snapshot.
+var snapshotHook = func(stage, dir string, seq uint64, data []byte) {}
+
+// snapshot fsyncs trials.jsonl (results.tsv and the corpus are fsynced on
+// every append), writes the state with the last event's outbox to
+// ledger.json atomically, then empties the journal. A crash between the two leaves
+// records the snapshot already holds; their sequence numbers say so, and
+// they are skipped.
+func (l *Ledger) snapshot() error {
+	if err := l.syncTrialLog(); err != nil {
+		return err
+	}
+	data, err := l.encodeSnapshot()
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(ledgerFile{Version: ledgerVersion, State: state, Outbox: ob})
-	if err != nil {
-		return err
-	}
+	snapshotHook(snapshotWriting, l.dir, l.seq, data)
 	if err := atomicfile.Write(l.path("ledger.json"), data); err != nil {
 		return fmt.Errorf("writing the ledger: %w", err)
 	}
-	return l.flush(ob, false, d.Corpus)
+	snapshotHook(snapshotWritten, l.dir, l.seq, data)
+	if err := l.journal.Truncate(0); err != nil {
+		return fmt.Errorf("emptying the journal: %w", err)
+	}
+	l.snapSeq, l.stepTime = l.seq, 0
+	return nil
 }
 
 // flush appends the outbox. recs are its corpus records as the campaign
@@ -387,7 +677,7 @@ type trialLogLine struct {
 	TrialID *int `json:"trial_id"`
 }
 
-// appendTrials appends the outbox's outcome lines to trials.jsonl (fsync).
+// appendTrials appends the outbox's outcome lines to trials.jsonl.
 // When repairing, a trial already in the log is skipped.
 func (l *Ledger) appendTrials(lines []json.RawMessage, repair bool) error {
 	if len(lines) == 0 {
@@ -408,20 +698,53 @@ func (l *Ledger) appendTrials(lines []json.RawMessage, repair bool) error {
 		}
 		lines = keep
 	}
-	var buf bytes.Buffer
-	for _, ln := range lines {
-		buf.Write(ln)
-		buf.WriteByte('\n')
-	}
-	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_CREATE|os.O_RDWR|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("trials log: %w", err)
 	}
 	defer f.Close()
+	var buf bytes.Buffer
+	// A line torn by a crash stays a line of its own (the repair drops
+	// it) rather than swallowing the first line appended after it.
+	if st, err := f.Stat(); err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	} else if st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+			return fmt.Errorf("trials log: %w", err)
+		}
+		if last[0] != '\n' {
+			buf.WriteByte('\n')
+		}
+	}
+	for _, ln := range lines {
+		buf.Write(ln)
+		buf.WriteByte('\n')
+	}
 	if _, err := f.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("trials log: %w", err)
 	}
-	return f.Sync()
+	if repair {
+		return f.Sync()
+	}
+	return nil // the journal holds the line until a snapshot has synced the log
+}
+
+// syncTrialLog fsyncs trials.jsonl: a snapshot does so before it drops the
+// journal records whose lines Apply appended without an fsync of their own.
+func (l *Ledger) syncTrialLog() error {
+	f, err := os.OpenFile(l.path("trials.jsonl"), os.O_WRONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("trials log: %w", err)
+	}
+	return nil
 }
 
 // readTrialLog returns the trial ids of trials.jsonl's well-formed lines

@@ -8,8 +8,8 @@ import (
 )
 
 // A ledger written when the campaign state held its schedule points as raw
-// JSON opens: the points are read into typed ones, and the state written
-// back is the same bytes.
+// JSON (a version 1 ledger.json, from before the journal) opens: the points
+// are read into typed ones, and the state written back is the same bytes.
 func TestLedgerWithRawPointStateOpens(t *testing.T) {
 	state, err := os.ReadFile(filepath.Join("..", "campaign", "testdata", "state_before_typed_points.json"))
 	if err != nil {
@@ -20,7 +20,7 @@ func TestLedgerWithRawPointStateOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := "toy-h200-cpu"
-	data, err := json.Marshal(ledgerFile{Version: ledgerVersion, State: state})
+	data, err := json.Marshal(ledgerFile{Version: 1, State: state})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,7 +251,7 @@ func testDaemonServesCommands(t *testing.T) {
 }
 
 // trialLogIDs reads the trial ids of trials.jsonl, in order.
-func trialLogIDs(t *testing.T, path string) []int {
+func trialLogIDs(t testing.TB, path string) []int {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -29,7 +29,8 @@
 // smem_bytes_per_block and the kernel knobs (kernel build and launch; the
 // cost model does not model them, so a CPU campaign neither draws nor
 // features them), and the device lowering's tiling.gemv.tiles_per_sm,
-// tiling.attention.kv_head_split and fusion_grouping (they change the
+// tiling.attention.kv_head_split, tiling.attention.head_counters and
+// fusion_grouping (they change the
 // program everywhere, but the cost model has no calibrated hop or
 // streaming costs yet; AMD targets have no device kernels for them). Per
 // vendor: threads_per_block offers whole warps (NVIDIA, 32) or wavefronts
@@ -49,11 +50,18 @@
 // ir.FusedPatterns tiles. kv_head_split = 1 (any lowering) makes each
 // attention, or split-KV shard, one ATTENTION_TILE per KV head (params
 // n_off, N_tile) on one counter: KV head x KV chunk across SMs, the query
-// heads of a GQA group sharing their K/V rows. DeviceDefault is the device
+// heads of a GQA group sharing their K/V rows. tiling.attention.head_counters
+// = 1, with kv_head_split and rope_epilogue, gives the q|k|v phase one
+// counter per KV head (tiles cut at the head groups' boundaries,
+// emitHeadPhase): each attention slice waits for its own heads' q, k and v
+// tiles only (the validator's partial-read rule proves it); elsewhere
+// every consumer reads the whole of its producer (ROPE, KV_APPEND, the
+// GEMVs, COMBINE) and the knob changes nothing. DeviceDefault is the device
 // lowering's default (seven hops per layer, every SM streaming every
 // phase), FullyFused adds the RoPE epilogue (five hops, whole-head q|k|v
-// tiles). Depth, HopsPerLayer, PhaseTiles and BytesInFlightPerSM measure a
-// point's shape (docs/results/roofline-design.md).
+// tiles) and the per-KV-head counters. Depth, HopsPerLayer, PhaseTiles and
+// BytesInFlightPerSM measure a point's shape
+// (docs/results/roofline-design.md).
 //
 // # Lowering
 //

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,5 +126,150 @@ func TestMutatedFusedProgramsAreRejected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// allJoin is FullyFused with one all-join counter over the q|k|v phase.
+func allJoin() Point {
+	p := FullyFused()
+	p.Config.DeleteTile("attention", "head_counters")
+	return p
+}
+
+// counterOf names the counter a task signals.
+func counterOf(p *ir.Program, t *ir.Task) string { return p.Counters[t.OutCounter].Note }
+
+// With per-KV-head counters, the attention slice of KV head g waits on one
+// counter, and that counter's producers are exactly the q tiles of g's
+// query heads and the k and v tiles of head g; head_counters off (or no
+// RoPE epilogue) keeps the single all-join counter.
+func TestHeadCountersSplitTheQKVJoin(t *testing.T) {
+	m := mustPreset(t, "toy-2L") // 4 query heads, 2 KV heads, head_dim 16
+	p := fusedProgram(t)
+	producers := map[int][]*ir.Task{}
+	for i := range p.Tasks {
+		producers[p.Tasks[i].OutCounter] = append(producers[p.Tasks[i].OutCounter], &p.Tasks[i])
+	}
+	rep, hd := m.NHeads/m.NKVHeads, m.HeadDim
+	for g := 0; g < m.NKVHeads; g++ {
+		a := findTask(t, p, "L0.attention.h"+itoa(g))
+		if len(a.Waits) != 1 {
+			t.Fatalf("KV head %d: %d waits, want one (its own counter)", g, len(a.Waits))
+		}
+		w := a.Waits[0]
+		tiles := producers[w.Counter]
+		if w.Threshold != len(tiles) || !strings.Contains(p.Counters[w.Counter].Note, "KV head "+itoa(g)) {
+			t.Fatalf("KV head %d waits on %q >= %d (%d producers)", g, p.Counters[w.Counter].Note, w.Threshold, len(tiles))
+		}
+		cols := map[string]int64{}
+		for _, tile := range tiles {
+			off, width := tile.Params.IntOr("n_off", -1), tile.Params.IntOr("N_tile", 0)
+			name := tile.Label[:strings.Index(tile.Label, "[")]
+			lo, hi := int64(g*hd), int64((g+1)*hd)
+			if name == "L0.q_proj" {
+				lo, hi = int64(g*rep*hd), int64((g+1)*rep*hd)
+			}
+			if off < lo || off+width > hi {
+				t.Errorf("KV head %d's counter counts %s [%d, %d), outside [%d, %d)", g, tile.Label, off, off+width, lo, hi)
+			}
+			cols[name] += width
+		}
+		if cols["L0.q_proj"] != int64(rep*hd) || cols["L0.k_proj"] != int64(hd) || cols["L0.v_proj"] != int64(hd) {
+			t.Errorf("KV head %d's counter covers %v, want q %d, k %d, v %d columns", g, cols, rep*hd, hd, hd)
+		}
+	}
+	for _, pt := range []Point{allJoin(), func() Point { p := DeviceDefault(); p.Config.SetTile("attention", "head_counters", 1); return p }()} {
+		q := mustLower(t, m, mustTarget(t, "h100"), pt, LowerOptions{Pos: 3})
+		if r := validate.Validate(q); !r.OK {
+			t.Fatalf("rejected: %s", r.Reason(4))
+		}
+		a0, a1 := findTask(t, q, "L0.attention.h0"), findTask(t, q, "L0.attention.h1")
+		if !slices.Equal(a0.Waits, a1.Waits) {
+			t.Errorf("without per-head counters the slices wait alike, got %v and %v", a0.Waits, a1.Waits)
+		}
+	}
+}
+
+// Mutations of the per-KV-head sync are rejected with the rule they break:
+// a slice that stops waiting, or waits on another head's counter, reads q
+// columns and cache rows whose writers it does not wait for (race-raw,
+// race-kv); a tile signalling another head's counter breaks both heads'
+// joins (partial-join, unsatisfiable-wait); a q tile writing into the next
+// group's columns overlaps its tiles (tile-coverage) and is not waited for
+// by that group's slice (race-raw).
+func TestMutatedHeadCountersAreRejected(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(t *testing.T, p *ir.Program)
+		codes  []string
+	}{
+		{"a slice's wait dropped", func(t *testing.T, p *ir.Program) {
+			findTask(t, p, "L0.attention.h1").Waits = nil
+		}, []string{validate.CodeRaceRAW, validate.CodeRaceKV}},
+		{"a slice waiting on another KV head's counter", func(t *testing.T, p *ir.Program) {
+			a0, a1 := findTask(t, p, "L0.attention.h0"), findTask(t, p, "L0.attention.h1")
+			a1.Waits = append([]ir.Wait(nil), a0.Waits...)
+		}, []string{validate.CodeRaceRAW, validate.CodeRaceKV}},
+		{"a slice waiting for one tile less of its head's counter", func(t *testing.T, p *ir.Program) {
+			a := findTask(t, p, "L0.attention.h1")
+			ws := append([]ir.Wait(nil), a.Waits...)
+			ws[0].Threshold--
+			a.Waits = ws
+		}, []string{validate.CodePartialJoin}},
+		{"a k tile signalling the other KV head's counter", func(t *testing.T, p *ir.Program) {
+			k0, k1 := findTask(t, p, "L0.k_proj[t0]"), findTask(t, p, "L0.k_proj[t1]")
+			if counterOf(p, k0) == counterOf(p, k1) {
+				t.Fatalf("k tiles 0 and 1 share %q", counterOf(p, k0))
+			}
+			k1.OutCounter = k0.OutCounter
+		}, []string{validate.CodePartialJoin, validate.CodeUnsatisfiable}},
+		{"a q tile's epilogue writing the next group's heads", func(t *testing.T, p *ir.Program) {
+			q := findTask(t, p, "L0.q_proj[t0]")
+			setParam(q, "n_off", 2*16) // query heads 2-3: KV head 1's group
+		}, []string{validate.CodeTileCoverage, validate.CodeRaceRAW}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := fusedProgram(t)
+			if rep := validate.Validate(p); !rep.OK {
+				t.Fatalf("unmutated program rejected: %s", rep.Reason(4))
+			}
+			c.mutate(t, p)
+			rep := validate.Validate(p)
+			if rep.OK {
+				t.Fatal("mutated program accepted")
+			}
+			for _, code := range c.codes {
+				if !rep.Has(code) {
+					t.Errorf("want %s among %v", code, rep.Codes())
+				}
+			}
+		})
+	}
+}
+
+// head_counters is a knob of its own (fine counters vs the all-join) where
+// it acts, and normalised away where it cannot (no RoPE epilogue, or no
+// attention per KV head), so one program keeps one normalised id.
+func TestHeadCountersKnob(t *testing.T) {
+	if FullyFused().Normalize().ID() == allJoin().Normalize().ID() {
+		t.Error("per-KV-head and all-join counters share an id")
+	}
+	if v, _ := FullyFused().KnobValue(PathHeadCounters).Int64(); v != 1 {
+		t.Errorf("FullyFused: head_counters = %d, want 1", v)
+	}
+	inert := DeviceDefault()
+	if !inert.SetKnob(PathHeadCounters, intV(1)) {
+		t.Fatal("SetKnob refused head_counters")
+	}
+	if inert.Normalize().ID() != DeviceDefault().Normalize().ID() {
+		t.Error("head_counters without the RoPE epilogue changed the id")
+	}
+	noSplit := FullyFused()
+	noSplit.Config.DeleteTile("attention", "kv_head_split")
+	plain := allJoin()
+	plain.Config.DeleteTile("attention", "kv_head_split")
+	if noSplit.Normalize().ID() != plain.Normalize().ID() {
+		t.Error("head_counters without kv_head_split changed the id")
 	}
 }

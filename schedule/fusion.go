@@ -151,9 +151,11 @@ func DeviceDefault() Point {
 
 // FullyFused is DeviceDefault with every fused lowering on: five hops per
 // layer (q|k|v, attention, o, gate|up, down), the q|k|v phase on whole-head
-// tiles.
+// tiles signalling one counter per KV head (tiling.attention.head_counters),
+// so each attention slice waits for its own heads' tiles only.
 func FullyFused() Point {
 	p := DeviceDefault()
 	p.Config.FusionGrouping = FusionGrouping(AllFusions()...)
+	p.Config.SetTile("attention", "head_counters", 1)
 	return p
 }

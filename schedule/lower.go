@@ -97,6 +97,10 @@ type lowerer struct {
 
 	token, posIn, reshape tensor
 	embedW                int
+	// headWaits, when set, is the wait list of KV head h's attention slice
+	// (per-KV-head counters, emitHeadPhase); nil: every slice waits for
+	// the whole of q, k and v.
+	headWaits func(h int) []ir.Wait
 }
 
 func newLowerer(m *model.Config, t *ir.GpuTarget, cfg *ir.ScheduleConfig, pos, b, n int) *lowerer {
@@ -154,6 +158,13 @@ func partitions(c *ir.ScheduleConfig, numSMs, kvLen, b int) int {
 	return max(1, min(maxPartitions, numSMs, np, ceilDiv(kvLen, minKVPerShard)))
 }
 
+// kvHeadSplit is the config's tiling.attention.kv_head_split: one
+// attention task per KV head.
+func (l *lowerer) kvHeadSplit() bool {
+	v, ok := l.cfg.Tile("attention", "kv_head_split")
+	return ok && v > 0
+}
+
 // tilesPerSM is the config's tiling.gemv.tiles_per_sm (0: the reference's
 // N_tile rule).
 func (l *lowerer) tilesPerSM() int {
@@ -163,12 +174,17 @@ func (l *lowerer) tilesPerSM() int {
 
 // estimateTasks bounds the tasks the lowering will emit (exact for the
 // reference lowering; with tiles_per_sm, each of a layer's four phases and
-// the lm_head adds at most tiles_per_sm x num_SMs tiles).
+// the lm_head adds at most tiles_per_sm x num_SMs tiles; per-KV-head
+// counters cut each of q, k and v once more per KV head at most).
 func estimateTasks(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
+	n := estimateReference(m, cfg, numSMs, kvLen, b)
 	if tps, ok := cfg.Tile("gemv", "tiles_per_sm"); ok && tps > 0 {
-		return estimateReference(m, cfg, numSMs, kvLen, b) + (4*m.NLayers+1)*min(tps, maxTilesPerSM)*numSMs
+		n += (4*m.NLayers + 1) * min(tps, maxTilesPerSM) * numSMs
 	}
-	return estimateReference(m, cfg, numSMs, kvLen, b)
+	if v, ok := cfg.Tile("attention", "head_counters"); ok && v > 0 {
+		n += 3 * m.NLayers * m.NKVHeads // q|k|v tiles cut at the KV-head groups' boundaries
+	}
+	return n
 }
 
 func estimateReference(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b int) int {
@@ -424,8 +440,14 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 	// is one task per KV head: the query heads of a GQA group share its K/V
 	// rows, the slices run on distinct SMs and signal one counter.
 	slices := 1
-	if v, ok := l.cfg.Tile("attention", "kv_head_split"); ok && v > 0 {
+	if l.kvHeadSplit() {
 		slices = nkv
+	}
+	waits := func(h int) []ir.Wait {
+		if l.headWaits != nil && slices == nkv {
+			return l.headWaits(h)
+		}
+		return l.waitsFor(q, kc, vc)
 	}
 	sliced := func(ps []ir.Param, h int) []ir.Param {
 		if slices == 1 {
@@ -442,7 +464,7 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 				label = fmt.Sprintf("%s.h%d", name, h)
 			}
 			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(ob),
-				OutCounter: ctr, Waits: l.waitsFor(q, kc, vc), Params: sliced(attnParams(0, l.kvLen, false), h), Label: label,
+				OutCounter: ctr, Waits: waits(h), Params: sliced(attnParams(0, l.kvLen, false), h), Label: label,
 				EstBytes: attentionBytes(l.b, l.kvLen, nkv, hd, l.dbytes) / int64(slices),
 				EstFlops: attentionFlops(l.b, nh, hd, l.kvLen) / int64(slices)})
 		}
@@ -466,7 +488,7 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 				tl = fmt.Sprintf("%s.h%d", label, h)
 			}
 			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(part),
-				OutCounter: pc, Waits: l.waitsFor(q, kc, vc), Params: sliced(attnParams(ks, kl, true), h), SM: &sm, Label: tl,
+				OutCounter: pc, Waits: waits(h), Params: sliced(attnParams(ks, kl, true), h), SM: &sm, Label: tl,
 				EstBytes: attentionBytes(1, kl, nkv, hd, l.dbytes) / int64(slices),
 				EstFlops: attentionFlops(1, nh, hd, kl) / int64(slices)})
 		}

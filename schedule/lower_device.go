@@ -116,6 +116,73 @@ func (l *lowerer) emitPhase(name string, ph *phase, waits []ir.Wait, shared, int
 	return out
 }
 
+// headCounters reports whether the q|k|v phase signals one counter per KV
+// head (tiling.attention.head_counters): only with the RoPE epilogue (the
+// tiles write the roped q and the KV rows the attention reads; otherwise
+// one ROPE / KV_APPEND task over every head sits between them) and with the
+// attention split per KV head (a consumer per head).
+func (l *lowerer) headCounters() bool {
+	v, _ := l.cfg.Tile("attention", "head_counters")
+	return v > 0 && l.kvHeadSplit() && fusionsOf(l.cfg)[FuseRoPEEpi]
+}
+
+// emitHeadPhase emits a q|k|v phase of whole-head tiles on one counter per
+// KV head g (per projection and KV head when not shared): g's counter
+// counts the q tiles of its query heads [g·rep, (g+1)·rep) and the k and v
+// tiles of head g, so that a consumer of head g's slice waits for those
+// tiles only. Tiles keep the phase's width but are cut at the group
+// boundaries (a tile signals one counter, so it must not straddle two
+// groups). It returns, per KV head, the tensors to wait on (one per counter).
+func (l *lowerer) emitHeadPhase(name string, ph *phase, waits []ir.Wait, shared bool) [][]tensor {
+	nkv := l.m.NKVHeads
+	widths := make([]int, len(ph.projs))
+	for i := range ph.projs {
+		widths[i] = l.phaseWidth(ph, &ph.projs[i])
+	}
+	heads := make([][]tensor, nkv)
+	next := make([]int, len(ph.projs)) // tile labels count on across the groups
+	for g := 0; g < nkv; g++ {
+		// KV head g's columns of each projection: q rep heads, k and v one.
+		type columns struct{ lo, hi, tiles int }
+		spans := make([]columns, len(ph.projs))
+		total := 0
+		for i, pr := range ph.projs {
+			group := pr.n / nkv
+			spans[i] = columns{g * group, (g + 1) * group, ceilDiv(group, widths[i])}
+			total += spans[i].tiles
+		}
+		ctrs := make([]int, len(ph.projs))
+		for i, sp := range spans {
+			switch {
+			case shared && i > 0:
+				ctrs[i] = ctrs[0]
+			case shared:
+				ctrs[i] = l.p.AddCounter(name + ".kv" + itoa(g) + " (" + itoa(total) + " tiles, KV head " + itoa(g) + ")")
+			default:
+				ctrs[i] = l.p.AddCounter(ph.projs[i].name + ".kv" + itoa(g) + " (" + itoa(sp.tiles) + " tiles, KV head " + itoa(g) + ")")
+			}
+		}
+		for i, sp := range spans {
+			pr := &ph.projs[i]
+			for t := 0; t < sp.tiles; t++ {
+				off := sp.lo + t*widths[i]
+				task := pr.task(off, min(widths[i], sp.hi-off))
+				task.OutCounter, task.Waits, task.Label = ctrs[i], waits, tileLabel(pr.name, next[i])
+				next[i]++
+				l.task(task)
+			}
+			thr := sp.tiles
+			if shared {
+				thr = total
+			}
+			if !shared || i == 0 {
+				heads[g] = append(heads[g], tensor{-1, ctrs[i], thr})
+			}
+		}
+	}
+	return heads
+}
+
 // tileParams are a GEMV/GEMM tile's params plus extra.
 func (l *lowerer) tileParams(op ir.Op, K, off, w int, extra ...ir.Param) []ir.Param {
 	ps := make([]ir.Param, 0, 4+len(extra))
@@ -216,8 +283,14 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 					app(ir.IntParam("head_dim", int64(hd)))...)
 			}),
 		}}
-		outs := l.emitPhase(pre+".qkv", ph, waits, f[FuseQKV], false)
-		q, kc, vc = tensor{qb, outs[0].ctr, outs[0].thr}, tensor{kc.buf, outs[1].ctr, outs[1].thr}, tensor{vc.buf, outs[2].ctr, outs[2].thr}
+		if l.headCounters() {
+			heads := l.emitHeadPhase(pre+".qkv", ph, waits, f[FuseQKV])
+			q, kc, vc = tensor{qb, -1, 0}, tensor{kc.buf, -1, 0}, tensor{vc.buf, -1, 0}
+			l.headWaits = func(h int) []ir.Wait { return l.waitsFor(heads[h]...) }
+		} else {
+			outs := l.emitPhase(pre+".qkv", ph, waits, f[FuseQKV], false)
+			q, kc, vc = tensor{qb, outs[0].ctr, outs[0].thr}, tensor{kc.buf, outs[1].ctr, outs[1].thr}, tensor{vc.buf, outs[2].ctr, outs[2].thr}
+		}
 	} else {
 		bufs := []int{l.activation(pre+".q", l.shape(l.b, qd)), l.activation(pre+".k", l.shape(l.b, kd)),
 			l.activation(pre+".v", l.shape(l.b, kd))}
@@ -243,6 +316,7 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 		vc = l.kvAppend(pre+".v_append", pre+".vcache", v)
 	}
 	attn := l.attention(pre+".attention", pre+".attn", q, kc, vc)
+	l.headWaits = nil
 
 	hAttn := l.residualProjection(pre+".o_proj", pre+".o", pre+".attn_residual", pre+".h_attn", keys.O, attn, resid, qd, f)
 

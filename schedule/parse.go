@@ -32,8 +32,9 @@ var configKeys = []string{"tiling", "fusion_grouping", "sm_assignment", "pipelin
 	"page_allocation", "threads_per_block", "smem_bytes_per_block", "kernel_knobs"}
 
 // tileSizes are the tiling entries amk knows: the ones the lowering consumes
-// and the reserved attention.kv_block.
-var tileSizes = map[string][]string{"gemv": {"N_tile", "base_width"}, "attention": {"kv_block", "n_partitions"}}
+// (the device lowering's too) and the reserved attention.kv_block.
+var tileSizes = map[string][]string{"gemv": {"N_tile", "base_width", "tiles_per_sm"},
+	"attention": {"kv_block", "n_partitions", "kv_head_split", "head_counters"}}
 
 // IgnoredKeys names what a config dict holds that amk reads past without an
 // error: unknown top-level keys (dropped, docs/spec/ir.md's forward compatibility)

@@ -191,8 +191,10 @@ func TestIgnoredKeys(t *testing.T) {
 	if want := "'tilling' 'comment' tiling['gemv']['Ntile'] tiling['gemm']"; got != want {
 		t.Errorf("IgnoredKeys = %s, want %s", got, want)
 	}
-	if d := Default().Value(); len(IgnoredKeys(d)) != 0 {
-		t.Errorf("the default point has ignored keys: %v", IgnoredKeys(d))
+	for _, p := range []Point{Default(), DeviceDefault(), FullyFused()} {
+		if d := p.Value(); len(IgnoredKeys(d)) != 0 {
+			t.Errorf("%s has ignored keys: %v", d.Repr(), IgnoredKeys(d))
+		}
 	}
 }
 

@@ -135,7 +135,8 @@ func (p Point) Clone() Point {
 // differ from their defaults; reserved knobs (tiling.attention.kv_block,
 // fusion_grouping, page_allocation) reset to their defaults; tiling reduced
 // to the entries the lowering consumes (gemv.N_tile, or gemv.base_width when
-// N_tile is absent; attention.n_partitions when > 1, capped at 8); an
+// N_tile is absent; attention.n_partitions when > 1, capped at 8;
+// attention.head_counters only where it acts); an
 // explicit sm_assignment map sorted by task id (last pin wins), and an empty
 // map read as the default policy.
 func (p Point) Normalize() Point {
@@ -157,6 +158,14 @@ func (p Point) Normalize() Point {
 	}
 	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
 		out.SetTile("attention", "kv_head_split", 1)
+	}
+	// head_counters acts only with kv_head_split and the RoPE epilogue
+	// (lower_device.go headCounters); elsewhere it is dropped, so that
+	// one program keeps one id.
+	if v, ok := c.Tile("attention", "head_counters"); ok && v > 0 && fusionsOf(&out)[FuseRoPEEpi] {
+		if s, ok := out.Tile("attention", "kv_head_split"); ok && s > 0 {
+			out.SetTile("attention", "head_counters", 1)
+		}
 	}
 	if np, ok := c.Tile("attention", "n_partitions"); ok && np > 1 {
 		out.SetTile("attention", "n_partitions", min(np, maxPartitions))

@@ -16,7 +16,8 @@ func TestRooflineDesignFigures(t *testing.T) {
 	points := []struct {
 		name string
 		p    Point
-	}{{"reference default", Default()}, {"device default", DeviceDefault()}, {"fully fused", FullyFused()}}
+	}{{"reference default", Default()}, {"device default", DeviceDefault()},
+		{"fully fused, all-join qkv", allJoin()}, {"fully fused", FullyFused()}}
 	var b strings.Builder
 	b.WriteString("| model | gpu | point | hops/layer | tasks | SMs streaming per phase (layer 0, lm_head) | bytes in flight/SM | predicted µs (cost model) | streamed floor µs |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range []string{"small", "llama-1b"} {
@@ -27,10 +28,25 @@ func TestRooflineDesignFigures(t *testing.T) {
 				prog := mustLower(t, cfg, tg, pt.p, LowerOptions{})
 				hops := HopsPerLayer(cfg, tg, pt.p)
 				tiles := PhaseTiles(prog)
-				var phases []string
+				// Per-KV-head counters ("L0.qkv.kv3 (...)") are shown as
+				// their phase: its tiles and its counters.
+				sum, ctrs := map[string]int{}, map[string]int{}
 				for name, n := range tiles {
 					if strings.HasPrefix(name, "L0.") || strings.HasPrefix(name, "lm_head") {
-						phases = append(phases, fmt.Sprintf("%s %d", strings.Fields(name)[0], n))
+						ph := strings.Fields(name)[0]
+						if i := strings.Index(ph, ".kv"); i > 0 {
+							ph = ph[:i]
+						}
+						sum[ph] += n
+						ctrs[ph]++
+					}
+				}
+				var phases []string
+				for ph, n := range sum {
+					if ctrs[ph] > 1 {
+						phases = append(phases, fmt.Sprintf("%s %d (%d counters)", ph, n, ctrs[ph]))
+					} else {
+						phases = append(phases, fmt.Sprintf("%s %d", ph, n))
 					}
 				}
 				sort.Strings(phases)
@@ -46,7 +62,7 @@ func TestRooflineDesignFigures(t *testing.T) {
 					if hops != 7 {
 						t.Errorf("%s on %s: device default has %d hops per layer, want 7", m, g, hops)
 					}
-				case "fully fused":
+				case "fully fused", "fully fused, all-join qkv":
 					if hops != 5 {
 						t.Errorf("%s on %s: fully fused has %d hops per layer, want 5", m, g, hops)
 					}

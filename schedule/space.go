@@ -35,6 +35,7 @@ const (
 	PathFusion       = "fusion_grouping"
 	PathTilesPerSM   = "tiling.gemv.tiles_per_sm"
 	PathKVHeadSplit  = "tiling.attention.kv_head_split"
+	PathHeadCounters = "tiling.attention.head_counters"
 	PathSMAssignment = "sm_assignment"
 	PathDepth        = "pipelining_depth"
 	PathPages        = "page_allocation"
@@ -112,6 +113,10 @@ func Space(t *ir.GpuTarget, device Device) []Knob {
 		{Path: PathKVHeadSplit, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
 			Scope: deviceLoweringScope(cuda), Note: "1: one attention task per KV head (x split-KV shard) on " +
 				"distinct SMs, the GQA group's query heads sharing its K/V rows; 0: all heads in one task"},
+		{Path: PathHeadCounters, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
+			Scope: deviceLoweringScope(cuda), Note: "1: with rope_epilogue and kv_head_split, one q|k|v " +
+				"counter per KV head (tiles cut at head-group boundaries), each attention slice waiting " +
+				"for its own heads' tiles only; 0: one all-join counter over the phase"},
 		{Path: PathFusion, Choices: fusionChoices(), Default: pyjson.ArrayValue(), Effective: cuda,
 			Scope: deviceLoweringScope(cuda), Note: "fused lowerings (schedule.Fusions): none, all, or all " +
 				"but one; each removes hops per layer (fused tasks are ir.FusedPatterns)"},
@@ -231,6 +236,9 @@ func (p Point) KnobValue(path string) pyjson.Value {
 	case PathKVHeadSplit:
 		v, _ := c.Tile("attention", "kv_head_split")
 		return intV(min(max(v, 0), 1))
+	case PathHeadCounters:
+		v, _ := c.Tile("attention", "head_counters")
+		return intV(min(max(v, 0), 1))
 	case PathSMAssignment, PathFusion:
 		v, _ := ir.ConfigValue(c).Get(path)
 		return v
@@ -314,6 +322,12 @@ func (p *Point) SetKnob(path string, v pyjson.Value) bool {
 			c.DeleteTile("attention", "kv_head_split")
 		} else {
 			c.SetTile("attention", "kv_head_split", 1)
+		}
+	case PathHeadCounters:
+		if n <= 0 {
+			c.DeleteTile("attention", "head_counters")
+		} else {
+			c.SetTile("attention", "head_counters", 1)
 		}
 	case PathDepth:
 		c.PipeliningDepth = n

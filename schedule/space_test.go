@@ -143,12 +143,13 @@ func TestSpaceSize(t *testing.T) {
 		t.Errorf("cpu space of h200 has %d points, want 7x4x2x5x2 = 560", n)
 	}
 	// cuda adds SMEM (3 choices on h200), the four kernel knobs (3x2x3x2)
-	// and the device lowering's knobs: tiles_per_sm (3), kv_head_split (2)
+	// and the device lowering's knobs: tiles_per_sm (3), kv_head_split (2),
+	// head_counters (2)
 	// and fusion_grouping (none, all, or all but one of 7: 9), and the
 	// streaming ring (issue 11): ring_stages {0, 8, 12} x ring_tile {1 KiB,
 	// 2 KiB} (6; ring_tile is a no-op while ring_stages is 0, which the
 	// product counts anyway).
-	if want := 560 * 3 * 36 * 3 * 2 * 9 * 6; SpaceSize(Space(h200, "cuda")) != want {
+	if want := 560 * 3 * 36 * 3 * 2 * 2 * 9 * 6; SpaceSize(Space(h200, "cuda")) != want {
 		t.Errorf("cuda space of h200 has %d points, want %d", SpaceSize(Space(h200, "cuda")), want)
 	}
 }

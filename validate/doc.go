@@ -24,9 +24,17 @@
 //  3. Acyclicity (Kahn), with a witness from an iterative DFS.
 //  4. Transitive RAW provenance, at every size (docs/spec/rules.md R20: no task cap, no
 //     "SKIPPED" warning): every writer of a transient buffer other than the
-//     reader precedes the read; a KV cache written this pass counts.
-//  5. Multi-writer WAW: the writers share one counter and have pairwise
-//     disjoint tile footprints, or they are totally ordered.
+//     reader precedes the read; a KV cache written this pass counts. A
+//     reader of a part of a buffer (an ATTENTION_TILE over a KV-head slice
+//     reads its query heads' columns of q and its KV heads' columns of
+//     every cache row) needs only the writers whose tile footprints may
+//     meet that part (a footprint that cannot be placed on those rows
+//     counts as meeting it); the coverage rule (10) proves the part
+//     written. This is what lets per-KV-head counters (each slice waiting
+//     for its own heads' tiles) pass, and what rejects a slice that waits
+//     for another head's counter.
+//  5. Multi-writer WAW: the writers have pairwise disjoint tile footprints
+//     (on one counter or several), or they are totally ordered.
 //  6. On-chip (SMEM/REGISTER) buffers are used on one SM.
 //  7. Per-SM queues: amk's loader builds each SM's serial queue in task-list
 //     order (docs/spec/rules.md R21), so a dependency between two tasks on one SM must point
@@ -69,7 +77,8 @@
 //	unsatisfiable-wait  error     step 2: no producer, or threshold > #producers
 //	partial-join        error     step 2: threshold != #producers on a shared counter
 //	cycle               error     step 3: the dependency graph has a cycle
-//	race-raw            error     step 4: a writer of a read buffer does not precede the read
+//	race-raw            error     step 4: a writer of a read buffer (or of the read part of it)
+//	                              does not precede the read
 //	race-kv             error     step 4: the same for a KV cache written this pass
 //	never-produced      error     step 4: a transient buffer is read but never written
 //	self-read           warning   step 4: a task reads a buffer only it writes

@@ -28,9 +28,11 @@ type wawCase struct {
 
 // checkRaces runs steps 4 and 5 at every program size: transitive RAW
 // provenance (every writer of a transient buffer, other than the reader,
-// precedes the read; KV caches included when written this pass) and
-// multi-writer WAW (disjoint tiles under one counter, or writers totally
-// ordered). All reachability questions go to one batch.
+// precedes the read; KV caches included when written this pass; a reader
+// of a part of a buffer, readSlice, needs only the writers whose
+// footprints meet that part) and multi-writer WAW (pairwise disjoint
+// tiles, or writers totally ordered). All reachability questions go to one
+// batch.
 func (c *checker) checkRaces() {
 	p, r := c.p, c.reach
 	b := r.newBatch()
@@ -45,12 +47,17 @@ func (c *checker) checkRaces() {
 	var hard []rawRead
 	for _, tid := range c.order {
 		t := &p.Tasks[tid]
-		for _, bid := range t.Inputs {
+		for slot, bid := range t.Inputs {
 			buf := c.buffer(bid)
 			if buf == nil || buf.Kind.ReadOnly() {
 				continue
 			}
 			ws := c.writers[bid]
+			if w, cols, ok := c.readSlice(t, slot); ok && len(ws) > 0 {
+				// A partial reader needs only the writers of its part
+				// (per-KV-head counters); coverage proves the part written.
+				ws = c.touching(ws, buf, w, cols)
+			}
 			if buf.Kind == ir.KVCache && len(ws) == 0 {
 				continue // prior-step state
 			}
@@ -104,8 +111,8 @@ func (c *checker) checkRaces() {
 			}
 			regs[k] = c.region(w)
 		}
-		if one && pairwiseDisjoint(regs) {
-			continue
+		if pairwiseDisjoint(regs) {
+			continue // disjoint footprints cannot race, on one counter or several
 		}
 		wc := wawCase{buf: bid, ws: ws, oneCounter: one, regs: regs}
 		byTopo := slices.Clone(ws)

@@ -137,6 +137,78 @@ func (c *checker) attentionRegion(t *ir.Task) region {
 	return region{rows: span{all: true}, cols: span{lo: h0 * hd, hi: h1 * hd}}
 }
 
+// readSlice is the part of input slot in that task t reads when it reads
+// only a part of it: columns cols of every row of width width of the
+// buffer. An ATTENTION_TILE over a KV-head slice (n_off, N_tile) reads the
+// columns of its query heads in q (rows of n_heads·head_dim) and those of
+// its KV heads in every cache row (rows of n_kv_heads·head_dim); ok is
+// false for a whole read (every other task and input, or unusable params).
+func (c *checker) readSlice(t *ir.Task, in int) (width int64, cols span, ok bool) {
+	if t.Op != ir.OpAttentionTile || in < 0 || in > 2 || in >= len(t.Inputs) {
+		return 0, span{}, false
+	}
+	hd, ok1 := paramInt(t, "head_dim")
+	nh, ok2 := paramInt(t, "n_heads")
+	nkv, ok3 := paramInt(t, "n_kv_heads")
+	buf := c.buffer(t.Inputs[in])
+	if !ok1 || !ok2 || !ok3 || hd <= 0 || nkv <= 0 || nh%nkv != 0 || buf == nil || dim(buf, -1) != hd {
+		return 0, span{}, false
+	}
+	off, cnt, sliced := attentionSlice(t, nkv)
+	if !sliced || off < 0 || cnt <= 0 || off+cnt > nkv {
+		return 0, span{}, false
+	}
+	heads, unit := nkv, hd // a cache row
+	if in == 0 {
+		heads, unit = nh, nh/nkv*hd // q: a GQA group's query heads per KV head
+	}
+	if dim(buf, -2) != heads {
+		return 0, span{}, false
+	}
+	return heads * hd, span{lo: off * unit, hi: (off + cnt) * unit}, true
+}
+
+// mayTouch reports whether writer footprint r can meet columns cols of a
+// row of width w of buf. r is placed on those rows when its own row width
+// (its view, or buf's last dimension) is a multiple of w and its columns
+// stay inside one such row; any other footprint counts as touching (the
+// answer errs on the side of demanding a wait, never of dropping one).
+func (r region) mayTouch(buf *ir.Buffer, w int64, cols span) bool {
+	if r.whole || r.cols.all || w <= 0 {
+		return true
+	}
+	rw := r.view
+	if rw == 0 {
+		rw = dim(buf, -1)
+	}
+	if rw <= 0 || rw%w != 0 || r.cols.lo < 0 || r.cols.hi <= r.cols.lo {
+		return true
+	}
+	base := r.cols.lo / w * w
+	if r.cols.hi-base > w {
+		return true
+	}
+	return span{lo: r.cols.lo - base, hi: r.cols.hi - base}.overlaps(cols)
+}
+
+// touching keeps the writers of buf whose footprints may meet the columns
+// cols of its rows of width w (readSlice); ws itself when all of them may.
+func (c *checker) touching(ws []int32, buf *ir.Buffer, w int64, cols span) []int32 {
+	for k, x := range ws {
+		if c.region(x).mayTouch(buf, w, cols) {
+			continue
+		}
+		out := append(make([]int32, 0, len(ws)-1), ws[:k]...)
+		for _, y := range ws[k+1:] {
+			if c.region(y).mayTouch(buf, w, cols) {
+				out = append(out, y)
+			}
+		}
+		return out
+	}
+	return ws
+}
+
 // stagedRows is M, the rows of the activation a fused tile reads (x or
 // gate viewed as [M, K]); 0 when K is unusable.
 func (c *checker) stagedRows(t *ir.Task, pat ir.FusedPattern) int64 {

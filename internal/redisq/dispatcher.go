@@ -80,10 +80,21 @@ type Dispatcher struct {
 	mu     sync.Mutex
 	closed bool
 	// pending holds the trials submitted in this lifetime whose outcome has
-	// not been delivered; delivered remembers delivered keys (for the
-	// retention period) so a second copy of an outcome is dropped.
+	// not been delivered; delivered remembers delivered keys (until the
+	// caller forgets them, at most for the retention period) so a second
+	// copy of an outcome is dropped.
 	pending   map[string]submitted
-	delivered map[string]time.Time
+	delivered map[string]delivery
+	// forgetting holds the recorded trials whose Redis state is to be
+	// deleted (forget.go).
+	forgetting []forgetting
+}
+
+// delivery is when a trial's outcome was delivered and the queue its task
+// is on ("" when this dispatcher did not submit it).
+type delivery struct {
+	at    time.Time
+	queue string
 }
 
 type submitted struct {
@@ -136,7 +147,7 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		out:       make(chan trial.Outcome, opts.Buffer),
 		closing:   make(chan struct{}),
 		pending:   map[string]submitted{},
-		delivered: map[string]time.Time{},
+		delivered: map[string]delivery{},
 	}
 	d.outage = outageLog{d.log}
 	d.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{
@@ -164,9 +175,10 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		_ = rdb.Close()
 		return nil, err
 	}
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go d.sweepLoop()
 	go d.lostLoop()
+	go d.forgetLoop()
 	return d, nil
 }
 
@@ -346,7 +358,7 @@ func (d *Dispatcher) deliver(ctx context.Context, out trial.Outcome) bool {
 		}
 	}
 	delete(d.pending, key)
-	d.delivered[key] = time.Now()
+	d.delivered[key] = delivery{at: time.Now(), queue: sub.queue}
 	d.mu.Unlock()
 	select {
 	case d.out <- out:

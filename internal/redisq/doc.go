@@ -32,6 +32,12 @@
 // (Redis restarted without persistence) is enqueued again by the sweep, and a
 // trial resubmitted after its retention expired simply runs again.
 //
+// Once the scheduler has written an outcome to its ledger it calls
+// Dispatcher.Forget, and the finished task and the trial's done marker are
+// deleted a couple of seconds later (forget.go): Redis holds the trials in
+// flight and the last few seconds' outcomes, not every trial of the
+// retention period (docs/results/fleet-scale.md has the figures).
+//
 // Delivery guarantee: each Submit yields exactly one outcome on the Outcomes
 // channel in this dispatcher's lifetime (copies of an outcome — a worker that
 // died after publishing, so the trial ran twice — collapse on the task id in

@@ -83,7 +83,7 @@ func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, key string, 
 			log.Info("trial already finished in an earlier attempt; not evaluated again")
 			return true, nil
 		}
-		if msg, _ := w.rdb.HGet(ctx, poisonKey(w.opts.Namespace), key).Result(); msg != "" {
+		if msg, _ := w.rdb.Get(ctx, poisonKey(w.opts.Namespace, key)).Result(); msg != "" {
 			campaign, trialID, _ := ParseTaskID(key)
 			log.Error("poison trial: reporting a crash and archiving it", "reason", msg)
 			if err := w.publish(ctx, t, key, poisonCrash(campaign, trialID, msg)); err != nil {
@@ -113,16 +113,12 @@ func (w *Worker) evaluatedElsewhere(ctx context.Context, key string) bool {
 	if json.Unmarshal([]byte(raw), &m) != nil || m.Worker == w.reg.snapshot().ID {
 		return false
 	}
-	workers, err := listWorkers(ctx, w.rdb, w.opts.Namespace)
+	live, err := workerInfos(ctx, w.rdb, w.opts.Namespace, m.Worker)
 	if err != nil {
 		return false
 	}
-	for _, info := range workers {
-		if info.ID == m.Worker {
-			return m.heldBy(key, info, DefaultLostAfter)
-		}
-	}
-	return false
+	info, ok := live[m.Worker]
+	return ok && m.heldBy(key, info, DefaultLostAfter)
 }
 
 // decodeSpec parses and checks a trial payload.

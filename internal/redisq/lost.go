@@ -26,16 +26,19 @@ import (
 // within LostAfter plus one check interval, claims it (atomically, once) and
 // re-offers the trial as a new task "<key>#r<n>" on the same queue. The
 // trial key, not the task id, identifies the outcome, so copies collapse as
-// before: a finished trial leaves a done marker (its outcome, kept for the
-// retention period), and any later attempt of that trial — asynq
-// recovering the original task, a second re-offer — stores that outcome
-// and completes without evaluating again.
+// before: a finished trial leaves a done marker (its outcome, kept until
+// the scheduler has recorded it, see forget.go, at most for the retention
+// period), and any later attempt of that trial — asynq recovering the
+// original task, a second re-offer — stores that outcome and completes
+// without evaluating again. (An attempt that starts after the marker was
+// forgotten evaluates the trial again; the campaign refuses its outcome as
+// a duplicate.)
 //
 // A worker whose evaluation ignored cancellation (the device is wedged, the
-// process exits) first writes a poison marker for the trial. A trial with a
-// poison marker is never evaluated again: whoever meets it next (the
-// lost-worker check or a worker receiving the task) publishes a `crash`
-// outcome once and the task is archived.
+// process exits) first writes a poison marker for the trial (a key of its
+// own, kept for poisonTTL). A trial with a poison marker is never evaluated
+// again: whoever meets it next (the lost-worker check or a worker receiving
+// the task) publishes a `crash` outcome once and the task is archived.
 
 // DefaultLostAfter is how long a worker's heartbeat may be silent before
 // the trial it was evaluating is re-offered (three missed beats).
@@ -49,8 +52,17 @@ const DefaultLostCheckInterval = time.Second
 const reofferSep = "#r"
 
 func runningKey(namespace string) string { return prefix(namespace) + "amk:running" }
-func poisonKey(namespace string) string  { return prefix(namespace) + "amk:poison" }
 func lossesKey(namespace string) string  { return prefix(namespace) + "amk:losses" }
+
+// poisonKey is the poison marker of one trial. It expires after poisonTTL:
+// by then every attempt of the trial has long ended (asynq's deadline,
+// the retention period), and the campaign recorded its crash, so it is
+// never submitted again.
+func poisonKey(namespace, key string) string { return prefix(namespace) + "amk:poison:" + key }
+
+// poisonTTL is how long a poison marker is kept.
+const poisonTTL = 7 * 24 * time.Hour
+
 func doneKey(namespace, key string) string {
 	return prefix(namespace) + "amk:done:" + key
 }
@@ -110,7 +122,7 @@ func (w *Worker) MarkPoison(spec trial.Spec, message string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	msg := fmt.Sprintf("%s (worker %s)", message, w.reg.snapshot().ID)
-	if err := w.rdb.HSet(ctx, poisonKey(w.opts.Namespace), TaskID(spec), msg).Err(); err != nil {
+	if err := w.rdb.Set(ctx, poisonKey(w.opts.Namespace, TaskID(spec)), msg, poisonTTL).Err(); err != nil {
 		w.log.Error("could not record the trial as poison", "task", TaskID(spec), "err", err)
 	}
 }
@@ -185,20 +197,25 @@ func (d *Dispatcher) checkLost(ctx context.Context, healthySince time.Time) erro
 	if len(marks) == 0 || healthySince.IsZero() || time.Since(healthySince) < d.opts.LostAfter+registryBeat {
 		return nil
 	}
-	workers, err := listWorkers(ctx, d.rdb, d.opts.Namespace)
-	if err != nil {
-		return err
-	}
-	live := map[string]WorkerInfo{}
-	for _, w := range workers {
-		live[w.ID] = w
-	}
+	parsed := make(map[string]running, len(marks))
+	var named []string
 	for key, raw := range marks {
 		var m running
 		if json.Unmarshal([]byte(raw), &m) != nil {
 			_ = d.rdb.HDel(ctx, runningKey(d.opts.Namespace), key).Err()
 			continue
 		}
+		parsed[key] = m
+		named = append(named, m.Worker)
+	}
+	// Only the workers the markers name are read: the check costs what is
+	// running, not what Redis holds.
+	live, err := workerInfos(ctx, d.rdb, d.opts.Namespace, named...)
+	if err != nil {
+		return err
+	}
+	for key, m := range parsed {
+		raw := marks[key]
 		if w, ok := live[m.Worker]; ok && m.heldBy(key, w, d.opts.LostAfter) {
 			continue
 		}
@@ -231,7 +248,7 @@ func (d *Dispatcher) reoffer(ctx context.Context, key string, m running) error {
 	if err != nil {
 		return err
 	}
-	poison, _ := d.rdb.HGet(ctx, poisonKey(d.opts.Namespace), key).Result()
+	poison, _ := d.rdb.Get(ctx, poisonKey(d.opts.Namespace, key)).Result()
 	budget := budgetFrom(m.Headers)
 	switch {
 	case poison != "":

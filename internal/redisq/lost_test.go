@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
@@ -101,6 +102,12 @@ func TestPoisonTrialIsNotHandedToASecondWorker(t *testing.T) {
 	info, err := insp.GetTaskInfo(TrialQueue(ns, testTarget), "poison/1")
 	if err != nil || info.State != asynq.TaskStateArchived {
 		t.Fatalf("poison task: %+v %v, want archived", info, err)
+	} // The marker does not outlive every attempt of the trial by much.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ttl, err := rdb.TTL(context.Background(), poisonKey(ns, "poison/1")).Result()
+	if err != nil || ttl <= 0 || ttl > poisonTTL {
+		t.Fatalf("poison marker TTL %v (%v), want at most %v", ttl, err, poisonTTL)
 	}
 }
 

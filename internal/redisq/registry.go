@@ -49,14 +49,20 @@ type WorkerInfo struct {
 
 func registryPrefix(namespace string) string { return prefix(namespace) + "amk:worker:" }
 
+// registryIndex is the set of the ids of the namespace's registered
+// workers: listing workers reads it instead of scanning the keyspace. A
+// member whose entry expired is removed by the next listing.
+func registryIndex(namespace string) string { return prefix(namespace) + "amk:workers" }
+
 // registration keeps one worker's registry entry fresh.
 type registration struct {
-	rdb  *redis.Client
-	key  string
-	mu   sync.Mutex
-	info WorkerInfo
-	quit chan struct{}
-	done chan struct{}
+	rdb   *redis.Client
+	key   string
+	index string
+	mu    sync.Mutex
+	info  WorkerInfo
+	quit  chan struct{}
+	done  chan struct{}
 }
 
 func newRegistration(rdb *redis.Client, namespace string, info WorkerInfo) *registration {
@@ -66,7 +72,7 @@ func newRegistration(rdb *redis.Client, namespace string, info WorkerInfo) *regi
 	info.Host, info.PID = host, os.Getpid()
 	info.ID = fmt.Sprintf("%s:%d:%s", host, info.PID, hex.EncodeToString(nonce[:]))
 	info.Started = time.Now().UTC()
-	return &registration{rdb: rdb, key: registryPrefix(namespace) + info.ID, info: info}
+	return &registration{rdb: rdb, key: registryPrefix(namespace) + info.ID, index: registryIndex(namespace), info: info}
 }
 
 func (r *registration) start(log *slog.Logger) {
@@ -84,7 +90,9 @@ func (r *registration) start(log *slog.Logger) {
 			failing = err != nil
 			select {
 			case <-r.quit:
-				r.rdb.Del(context.Background(), r.key)
+				ctx := context.Background()
+				r.rdb.Del(ctx, r.key)
+				r.rdb.SRem(ctx, r.index, r.snapshot().ID)
 				return
 			case <-t.C:
 			}
@@ -110,7 +118,12 @@ func (r *registration) beat() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), registryBeat)
 	defer cancel()
-	return r.rdb.Set(ctx, r.key, b, registryTTL).Err()
+	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Set(ctx, r.key, b, registryTTL)
+		p.SAdd(ctx, r.index, info.ID)
+		return nil
+	})
+	return err
 }
 
 func (r *registration) snapshot() WorkerInfo {
@@ -133,34 +146,62 @@ func (r *registration) end() {
 	r.mu.Unlock()
 }
 
-// listWorkers reads every live registry entry of a namespace.
+// listWorkers reads every live registry entry of a namespace: the workers
+// the index names whose entry has not expired. Index members whose entry
+// expired (the worker died without deregistering) are removed on the way.
+// Its cost follows the number of workers, never the number of keys in Redis
+// (a keyspace SCAN would walk every retained trial task).
 func listWorkers(ctx context.Context, rdb *redis.Client, namespace string) ([]WorkerInfo, error) {
-	var keys []string
-	iter := rdb.Scan(ctx, 0, registryPrefix(namespace)+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
+	ids, err := rdb.SMembers(ctx, registryIndex(namespace)).Result()
+	if err != nil {
 		return nil, err
 	}
-	if len(keys) == 0 {
+	found, err := workerInfos(ctx, rdb, namespace, ids...)
+	if err != nil {
+		return nil, err
+	}
+	var gone []any
+	out := make([]WorkerInfo, 0, len(found))
+	for _, id := range ids {
+		if info, ok := found[id]; ok {
+			out = append(out, info)
+		} else {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		// An entry that expires between the MGET and this SREM belongs to a
+		// worker that is gone anyway; a worker that beats again re-adds it.
+		_ = rdb.SRem(ctx, registryIndex(namespace), gone...).Err()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// workerInfos reads the live registry entries of the workers ids, by id;
+// an id with no live entry is absent from the map.
+func workerInfos(ctx context.Context, rdb *redis.Client, namespace string, ids ...string) (map[string]WorkerInfo, error) {
+	if len(ids) == 0 {
 		return nil, nil
+	}
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = registryPrefix(namespace) + id
 	}
 	vals, err := rdb.MGet(ctx, keys...).Result()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]WorkerInfo, 0, len(vals))
+	out := make(map[string]WorkerInfo, len(vals))
 	for _, v := range vals {
 		s, ok := v.(string)
 		if !ok {
-			continue // expired between SCAN and MGET
+			continue // expired or never there
 		}
 		var info WorkerInfo
-		if json.Unmarshal([]byte(s), &info) == nil {
-			out = append(out, info)
+		if json.Unmarshal([]byte(s), &info) == nil && info.ID != "" {
+			out[info.ID] = info
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }

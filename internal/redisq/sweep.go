@@ -46,8 +46,8 @@ func (d *Dispatcher) sweepOlderThan(age time.Duration) {
 			list = append(list, due{k, s})
 		}
 	}
-	for k, at := range d.delivered {
-		if now.Sub(at) > d.opts.Retention {
+	for k, del := range d.delivered {
+		if now.Sub(del.at) > d.opts.Retention {
 			delete(d.delivered, k)
 		}
 	}

@@ -9,10 +9,12 @@
 // re-sends the trials the ledger still has in flight; outcomes that waited in
 // the transport meanwhile are held by the Mux until the campaign's view is
 // open and are recorded exactly once (the campaign refuses a trial id it has
-// already recorded). A campaign another process holds (amkctl autoresearch)
-// is readable but not driven; a periodic scan adopts it once released, and
-// adopts campaigns created beside the scheduler (amkctl start on the
-// workspace). A driver that fails (e.g. Redis is unreachable) is restarted
+// already recorded). Once a driver has recorded an outcome durably the fleet
+// tells a transport that keeps trials for recovery (redisq.Dispatcher.Forget),
+// so Redis holds the work in flight, not every finished trial. A campaign
+// another process holds (amkctl autoresearch) is readable but not driven; a
+// periodic scan adopts it once released, and adopts campaigns created beside
+// the scheduler (amkctl start on the workspace). A driver that fails (e.g. Redis is unreachable) is restarted
 // with backoff — at once, and with the backoff started over, as soon as the
 // transport answers again; operator commands wait for it up to the API's
 // timeout.

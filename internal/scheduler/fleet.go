@@ -62,6 +62,10 @@ type Options struct {
 	RestartDelay time.Duration
 	// Version is stamped into new campaigns' environment.
 	Version string
+	// Recorded, when set, is called by every campaign's driver with each
+	// outcome it recorded durably (runner.Driver.Recorded); it must not
+	// block.
+	Recorded func(trial.Outcome)
 }
 
 // Fleet runs one runner.Driver per campaign of a workspace, in daemon mode,
@@ -214,11 +218,26 @@ func (f *Fleet) launch(l *runner.Ledger, workers int) {
 	e.driver = &runner.Driver{
 		Ledger: l, Dispatcher: f.mux.For(id), Workers: workers, Now: f.opts.Now,
 		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
-		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery,
+		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded,
 	}
 	f.campaigns[id] = e
 	f.wg.Add(1)
 	go f.supervise(e)
+}
+
+// forgetter is a transport that keeps state for trials until told they are
+// recorded (redisq.Dispatcher.Forget).
+type forgetter interface{ Forget(trial.Outcome) }
+
+// recorded is every driver's Recorded: the outcome is durable in its ledger,
+// so the transport may drop what it kept to recover it.
+func (f *Fleet) recorded(o trial.Outcome) {
+	if t, ok := f.opts.Transport.(forgetter); ok {
+		t.Forget(o)
+	}
+	if f.opts.Recorded != nil {
+		f.opts.Recorded(o)
+	}
 }
 
 // supervise runs a driver until the fleet stops, restarting it with

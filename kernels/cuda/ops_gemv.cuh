@@ -510,7 +510,43 @@ __device__ __forceinline__ bool amk_op_gemv_tile(const amk_program_t& prog, cons
  *            the activation dtype first (the unfused projection's output), then added or rotated.
  * A RoPE/append tile collects its N_tile sums in shared memory ([x cache][tile][ring]) and
  * finishes them as whole heads. The dtype switch happens once per tile, never per element. */
-/* Stage x row m into xs (fp32), applying the pattern's staging. */
+/* The staging step after x is in the x cache, for an auxiliary input a (the norm weight, or `up`
+ * at the row's offset) of x's dtype T: xs[k] = round_T(xs[k] * r * a[k]) (RMSNORM, silu false) or
+ * round_T(silu(xs[k]) * a[k]) (SILU_MUL), the unfused op's fp32 order and its rounding at the
+ * store. The aligned vectors of `a` move as 16-byte loads, a thread issuing all AMK_STAGE_UNROLL
+ * of them before its first store; the scalar tail finishes the row. */
+template <typename T>
+__device__ __forceinline__ void amk_stage_aux_typed(float* __restrict__ xs, const T* a, int K, float r, bool silu) {
+    constexpr int V = amk_vec<T>::N;
+    const int nvec = ((uintptr_t)a & 15) == 0 ? K / V : 0;
+    const uint4* va = reinterpret_cast<const uint4*>(a);
+    auto apply = [&](float x, float w) {
+        return amk_vec<T>::round(silu ? x / (1.f + expf(-x)) * w : x * r * w);
+    };
+    for (int v0 = threadIdx.x; v0 < nvec; v0 += AMK_THREADS * AMK_STAGE_UNROLL) {
+        uint4 ra[AMK_STAGE_UNROLL];
+#pragma unroll
+        for (int u = 0; u < AMK_STAGE_UNROLL; ++u) {
+            const int v = v0 + u * AMK_THREADS;
+            if (v < nvec) ra[u] = va[v];
+        }
+#pragma unroll
+        for (int u = 0; u < AMK_STAGE_UNROLL; ++u) {
+            const int v = v0 + u * AMK_THREADS;
+            if (v < nvec) {
+                float f[V];
+                amk_vec<T>::cvt(ra[u], f);
+#pragma unroll
+                for (int i = 0; i < V; ++i) xs[v * V + i] = apply(xs[v * V + i], f[i]);
+            }
+        }
+    }
+    for (int k = nvec * V + threadIdx.x; k < K; k += AMK_THREADS) xs[k] = apply(xs[k], amk_vec<T>::one(a, k));
+}
+
+/* Stage x row m into xs (fp32), applying the pattern's staging. The dtype is resolved once per
+ * row: an auxiliary input of x's float dtype takes the typed vector path, any other pair the
+ * per-element one. */
 __device__ __forceinline__ void amk_fused_stage(const amk_program_t& prog, const amk_instruction_t& inst,
                                                 const amk_fused_shape& f, int64_t m, int K, float* xs) {
     __shared__ float s_red[AMK_WARPS];
@@ -518,18 +554,26 @@ __device__ __forceinline__ void amk_fused_stage(const amk_program_t& prog, const
     const amk_buffer_t aux = prog.buffers[inst.inputs[1]]; /* norm_w or up */
     const int64_t base = m * K;
     amk_stage_x(x, base, K, xs);
-    if (f.staging == 1) {
+    if (f.staging != 0) {
         __syncthreads(); /* vector staging wrote elements other threads read below */
-        float ss = 0.f;
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS) ss = fmaf(xs[k], xs[k], ss);
-        const float r = rsqrtf(amk_block_sum(ss, s_red) / (float)K + inst.params.eps);
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS)
-            xs[k] = amk_round_to(x.dtype, xs[k] * r * amk_ld(aux, k));
-    } else if (f.staging == 2) {
-        __syncthreads(); /* as above */
-        for (int k = threadIdx.x; k < K; k += AMK_THREADS) {
-            const float g = xs[k];
-            xs[k] = amk_round_to(x.dtype, g / (1.f + expf(-g)) * amk_ld(aux, base + k));
+        const bool silu = f.staging == 2;
+        float r = 0.f;
+        if (!silu) {
+            float ss = 0.f;
+            for (int k = threadIdx.x; k < K; k += AMK_THREADS) ss = fmaf(xs[k], xs[k], ss);
+            r = rsqrtf(amk_block_sum(ss, s_red) / (float)K + inst.params.eps);
+        }
+        const int64_t ab = silu ? base : 0; /* up is read at the row's offset, the norm weight at 0 */
+        switch (aux.dtype == x.dtype ? x.dtype : -1) {
+            case AMK_F32:  amk_stage_aux_typed<float>(xs, (const float*)aux.ptr + ab, K, r, silu); break;
+            case AMK_F16:  amk_stage_aux_typed<__half>(xs, (const __half*)aux.ptr + ab, K, r, silu); break;
+            case AMK_BF16: amk_stage_aux_typed<__nv_bfloat16>(xs, (const __nv_bfloat16*)aux.ptr + ab, K, r, silu); break;
+            default:
+                for (int k = threadIdx.x; k < K; k += AMK_THREADS) {
+                    const float g = xs[k], w = amk_ld(aux, ab + k);
+                    xs[k] = amk_round_to(x.dtype, silu ? g / (1.f + expf(-g)) * w : g * r * w);
+                }
+                break;
         }
     }
     __syncthreads();
@@ -549,13 +593,12 @@ __device__ __forceinline__ void amk_fused_finish(const amk_program_t& prog, cons
     const int half = hd / 2;
     for (int e = threadIdx.x; e < N_tile / 2; e += AMK_THREADS) {
         const int h = e / half, i = e % half;
-        const float inv = 1.f / powf(inst.params.theta, (float)i / (float)half);
-        float sn, cs;
-        sincosf(pos * inv, &sn, &cs);
-        const float x1 = amk_round_to(act_dtype, tile[h * hd + i]);
-        const float x2 = amk_round_to(act_dtype, tile[h * hd + i + half]);
-        amk_st(out, dst + h * hd + i, amk_round_to(act_dtype, x1 * cs - x2 * sn));
-        amk_st(out, dst + h * hd + i + half, amk_round_to(act_dtype, x2 * cs + x1 * sn));
+        float sn, cs, o1, o2;
+        amk_rope_angle(pos, i, half, inst.params.theta, &sn, &cs);
+        amk_rotate(amk_round_to(act_dtype, tile[h * hd + i]), amk_round_to(act_dtype, tile[h * hd + i + half]), cs, sn,
+                   &o1, &o2);
+        amk_st(out, dst + h * hd + i, amk_round_to(act_dtype, o1));
+        amk_st(out, dst + h * hd + i + half, amk_round_to(act_dtype, o2));
     }
 }
 

@@ -8,6 +8,7 @@
 #include <math_constants.h>
 
 #include "common.cuh"
+#include "ops_gemv.cuh" /* amk_vec, amk_ops_smem_bytes */
 
 /* RMSNORM: out = x * rsqrt(mean(x^2) + eps) * w over rows of params.hidden (fp32, the weight
  * multiplied in fp32 as the reference does). */
@@ -136,11 +137,58 @@ __device__ __forceinline__ bool amk_op_sample_argmax(const amk_program_t& prog, 
     return true;
 }
 
+/* ROPE over the heads [h0, h0 + nh) of one position (x and out one float dtype T, 16-byte aligned,
+ * half a multiple of the vector width): the angle table cs/sn (half entries, built once per
+ * position) pairs with each head's x1 and x2 vectors; a thread loads every vector of its
+ * AMK_GLUE_UNROLL items before its first store. */
+template <typename T>
+__device__ __forceinline__ void amk_rope_typed(const T* x, T* out, int64_t h0, int64_t nh, int hd, const float* cs,
+                                               const float* sn) {
+    constexpr int V = amk_vec<T>::N;
+    const int half = hd / 2, per_head = half / V;
+    const int64_t items = nh * per_head;
+    const uint4* vx = reinterpret_cast<const uint4*>(x);
+    uint4* vo = reinterpret_cast<uint4*>(out);
+    for (int64_t e0 = threadIdx.x; e0 < items; e0 += (int64_t)AMK_THREADS * AMK_GLUE_UNROLL) {
+        uint4 r1[AMK_GLUE_UNROLL], r2[AMK_GLUE_UNROLL];
+#pragma unroll
+        for (int u = 0; u < AMK_GLUE_UNROLL; ++u) {
+            const int64_t e = e0 + u * AMK_THREADS;
+            if (e < items) {
+                const int64_t at = ((h0 + e / per_head) * hd) / V + e % per_head; /* the x1 vector */
+                r1[u] = vx[at];
+                r2[u] = vx[at + per_head];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < AMK_GLUE_UNROLL; ++u) {
+            const int64_t e = e0 + u * AMK_THREADS;
+            if (e < items) {
+                const int i0 = (int)(e % per_head) * V;
+                float f1[V], f2[V];
+                amk_vec<T>::cvt(r1[u], f1);
+                amk_vec<T>::cvt(r2[u], f2);
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const float a = f1[j], b = f2[j];
+                    amk_rotate(a, b, cs[i0 + j], sn[i0 + j], &f1[j], &f2[j]);
+                }
+                const int64_t at = ((h0 + e / per_head) * hd) / V + e % per_head;
+                vo[at] = amk_vec<T>::pack(f1);
+                vo[at + per_head] = amk_vec<T>::pack(f2);
+            }
+        }
+    }
+}
+
 /* ROPE (Llama rotate-half): half = hd/2, inv_freq[i] = 1 / theta^(i/half), angle = pos * inv_freq;
- * out = [x1*cos - x2*sin, x2*cos + x1*sin]. Rank-2 x [heads, hd] uses pos[0]; rank-3 x
- * [S, heads, hd], or a flat rank-2 x [S, heads*hd], uses pos[s] per row when positions has S
- * entries (else pos[0]). Precise
- * powf/sincosf, fp32 like the reference tables. */
+ * out = [x1*cos - x2*sin, x2*cos + x1*sin], each product rounded on its own (amk_rotate, the VM's
+ * order). Rank-2 x [heads, hd] uses pos[0]; rank-3 x [S, heads, hd], or a flat rank-2 x
+ * [S, heads*hd], uses pos[s] per row when positions has S entries (else pos[0]). Precise
+ * powf/sincosf, fp32 like the reference tables. The dtype is resolved once per op: with x and out
+ * of one float dtype, aligned, and room for the table in the dynamic shared memory, each
+ * position's table is built once and the heads move as 16-byte vectors (amk_rope_typed);
+ * otherwise element by element. */
 __device__ __forceinline__ bool amk_op_rope(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
     const amk_buffer_t x = prog.buffers[inst.inputs[0]], pb = prog.buffers[inst.inputs[1]];
     const amk_buffer_t out = prog.buffers[inst.outputs[0]];
@@ -155,17 +203,41 @@ __device__ __forceinline__ bool amk_op_rope(const amk_program_t& prog, const amk
                             : (x.rank == 2 && x.shape[1] > hd && pb.numel == x.shape[0]) ? x.shape[1] / hd
                                                                                          : nvec;
     const float theta = inst.params.theta;
+    const int V = x.dtype == AMK_F32 ? 4 : 8;
+    const bool vec = x.dtype == out.dtype && (x.dtype == AMK_F32 || x.dtype == AMK_F16 || x.dtype == AMK_BF16) &&
+                     half % V == 0 && (((uintptr_t)x.ptr | (uintptr_t)out.ptr) & 15) == 0 && per_row > 0 &&
+                     (uint32_t)hd * 4 <= amk_ops_smem_bytes();
+    if (vec) {
+        float* cs = reinterpret_cast<float*>(amk_dyn_smem);
+        float* sn = cs + half;
+        for (int64_t h0 = 0; h0 < nvec; h0 += per_row) {
+            const float pos = (float)amk_ld_int(pb, h0 / per_row);
+            for (int i = threadIdx.x; i < half; i += AMK_THREADS) amk_rope_angle(pos, i, half, theta, &sn[i], &cs[i]);
+            __syncthreads();
+            const int64_t nh = min(per_row, nvec - h0);
+            switch (x.dtype) {
+                case AMK_F16:  amk_rope_typed<__half>((const __half*)x.ptr, (__half*)out.ptr, h0, nh, hd, cs, sn); break;
+                case AMK_BF16:
+                    amk_rope_typed<__nv_bfloat16>((const __nv_bfloat16*)x.ptr, (__nv_bfloat16*)out.ptr, h0, nh, hd, cs, sn);
+                    break;
+                default:       amk_rope_typed<float>((const float*)x.ptr, (float*)out.ptr, h0, nh, hd, cs, sn); break;
+            }
+            __syncthreads(); /* the table is rebuilt for the next position */
+        }
+        return true;
+    }
     for (int64_t e = threadIdx.x; e < nvec * half; e += AMK_THREADS) {
         const int64_t v = e / half;
         const int i = (int)(e % half);
         const float pos = (float)amk_ld_int(pb, per_row > 0 ? v / per_row : 0);
-        const float inv = 1.f / powf(theta, (float)i / (float)half);
         float sn, cs;
-        sincosf(pos * inv, &sn, &cs);
+        amk_rope_angle(pos, i, half, theta, &sn, &cs);
         const int64_t base = v * hd;
         const float x1 = amk_ld(x, base + i), x2 = amk_ld(x, base + i + half);
-        amk_st(out, base + i, x1 * cs - x2 * sn);
-        amk_st(out, base + i + half, x2 * cs + x1 * sn);
+        float o1, o2;
+        amk_rotate(x1, x2, cs, sn, &o1, &o2);
+        amk_st(out, base + i, o1);
+        amk_st(out, base + i + half, o2);
     }
     return true;
 }

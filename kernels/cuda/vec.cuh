@@ -1,6 +1,7 @@
 /* ==========================================================================================
  * 16-byte vectors of the float dtypes: amk_vec<T>::N elements per uint4, converted to and from
- * fp32 (pack rounds to nearest even, exactly as amk_st does), and the vectorised glue moves:
+ * fp32 (pack and round round to nearest even, exactly as amk_st and amk_round_to do), and the
+ * vectorised glue moves:
  * the dtype is resolved once per op, aligned runs move as 16-byte vectors, and each thread
  * issues all AMK_GLUE_UNROLL of its loads before its first store. Activations are written by
  * other SMs in the same launch: plain (coherent) loads after the wait's acquire, never the
@@ -21,6 +22,7 @@ template <> struct amk_vec<float> {
         f[3] = __uint_as_float(r.w);
     }
     static __device__ __forceinline__ float one(const float* p, int64_t i) { return p[i]; }
+    static __device__ __forceinline__ float round(float v) { return v; }
     static __device__ __forceinline__ uint4 pack(const float* f) {
         return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]), __float_as_uint(f[3]));
     }
@@ -37,6 +39,7 @@ template <> struct amk_vec<__half> {
         }
     }
     static __device__ __forceinline__ float one(const __half* p, int64_t i) { return __half2float(p[i]); }
+    static __device__ __forceinline__ float round(float v) { return __half2float(__float2half_rn(v)); }
     static __device__ __forceinline__ uint4 pack(const float* f) { /* RNE, as amk_st */
         uint4 r;
         __half2* h = reinterpret_cast<__half2*>(&r);
@@ -58,6 +61,7 @@ template <> struct amk_vec<__nv_bfloat16> {
         }
     }
     static __device__ __forceinline__ float one(const __nv_bfloat16* p, int64_t i) { return __bfloat162float(p[i]); }
+    static __device__ __forceinline__ float round(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
     static __device__ __forceinline__ uint4 pack(const float* f) { /* RNE, as amk_st */
         uint4 r;
         __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&r);
@@ -68,6 +72,21 @@ template <> struct amk_vec<__nv_bfloat16> {
 };
 
 #define AMK_GLUE_UNROLL 2
+
+/* One rotate-half pair as the VM's rotateHalf computes it: each product rounded on its own, then
+ * the difference / sum (no fused multiply-add: nvcc would contract x1*cs - x2*sn into one fma,
+ * which rounds once fewer than the reference). */
+__device__ __forceinline__ void amk_rotate(float x1, float x2, float cs, float sn, float* o1, float* o2) {
+    *o1 = __fsub_rn(__fmul_rn(x1, cs), __fmul_rn(x2, sn));
+    *o2 = __fadd_rn(__fmul_rn(x2, cs), __fmul_rn(x1, sn));
+}
+
+/* The RoPE angle of pair i of a head at position pos, as the VM's table: inv = 1 / theta^(i/half)
+ * in fp32, angle = pos * inv in fp32, precise sincosf. */
+__device__ __forceinline__ void amk_rope_angle(float pos, int i, int half, float theta, float* sn, float* cs) {
+    const float inv = 1.f / powf(theta, (float)i / (float)half);
+    sincosf(pos * inv, sn, cs);
+}
 
 /* Bytes of one element of a dtype that moves as bytes (0: not byte-addressable, e.g. int4). */
 __device__ __forceinline__ int amk_elem_bytes(int32_t dt) {

@@ -12,7 +12,8 @@ import (
 // The device lowering's fused programs pass the device check (every task
 // is a pattern amk_op_fused runs) and their shared-memory plan holds the
 // RoPE/append tiles, for small and llama-1b on h100 and h200, B = 1 and 2,
-// with attention per KV head (and x 4 split-KV shards at B = 1).
+// with attention per KV head (and x 4 split-KV shards at B = 1), the fully
+// fused points on per-KV-head q|k|v counters.
 func TestDeviceDefaultProgramsFitTheDevice(t *testing.T) {
 	for _, name := range []string{"small", "llama-1b"} {
 		cfg, err := model.Preset(name)
@@ -26,7 +27,9 @@ func TestDeviceDefaultProgramsFitTheDevice(t *testing.T) {
 			}
 			split := schedule.DeviceDefault()
 			split.Config.SetTile("attention", "n_partitions", 4)
-			for _, pt := range []schedule.Point{schedule.DeviceDefault(), schedule.FullyFused(), split} {
+			splitFused := schedule.FullyFused() // per-KV-head q|k|v counters, waited on by every shard
+			splitFused.Config.SetTile("attention", "n_partitions", 4)
+			for _, pt := range []schedule.Point{schedule.DeviceDefault(), schedule.FullyFused(), split, splitFused} {
 				for _, b := range []int{1, 2} {
 					prog, err := schedule.Lower(cfg, tg, pt, schedule.LowerOptions{Pos: 40, B: b})
 					if err != nil {

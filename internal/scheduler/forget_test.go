@@ -1,0 +1,66 @@
+package scheduler
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
+)
+
+// forgettingLocal is the in-process transport with the redisq
+// dispatcher's Forget, noting what it is told.
+type forgettingLocal struct {
+	*dispatch.Local
+	mu        sync.Mutex
+	forgotten map[int]int
+}
+
+func (l *forgettingLocal) Forget(o trial.Outcome) {
+	l.mu.Lock()
+	l.forgotten[o.TrialID]++
+	l.mu.Unlock()
+}
+
+// Once a campaign has recorded an outcome the fleet tells the transport,
+// once per trial, so that it can drop what it kept to recover it; the
+// Recorded hook sees the same outcomes.
+func TestFleetTellsTheTransportWhatIsRecorded(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	tr := &forgettingLocal{Local: dispatch.NewLocal(2, evaluate(0)), forgotten: map[int]int{}}
+	var hooked sync.Map
+	f := startFleet(t, ws, Options{Transport: tr, Recorded: func(o trial.Outcome) { hooked.Store(o.TrialID, true) }})
+	id, _, _, err := f.Create(context.Background(), toyRequest(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	// Every trial the transport evaluated, once: the trajectory's trials.
+	var want []int
+	if err := f.Read(id, func(c *campaign.Campaign) {
+		for _, p := range c.State().Trajectory {
+			if p.Trial >= 0 {
+				want = append(want, p.Trial)
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(want) == 0 || len(tr.forgotten) != len(want) {
+		t.Fatalf("transport told of trials %v, want %v", tr.forgotten, want)
+	}
+	for _, trialID := range want {
+		if n := tr.forgotten[trialID]; n != 1 {
+			t.Fatalf("trial %d forgotten %d times", trialID, n)
+		}
+		if _, ok := hooked.Load(trialID); !ok {
+			t.Fatalf("Recorded did not see trial %d", trialID)
+		}
+	}
+}
