@@ -26,6 +26,7 @@ type result struct {
 	kind        trial.LatencyKind
 	pct         *float64
 	bound       *float64
+	allWeights  *float64 // the verdict's all_weights_bound_us
 	score       *float64 // what keep/revert compared (nil: no latency)
 	description string
 	regions     map[string]float64
@@ -151,6 +152,9 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 	if positive(v.BoundUS) {
 		r.bound = new(*v.BoundUS)
 	}
+	if positive(v.AllWeightsBoundUS) {
+		r.allWeights = new(*v.AllWeightsBoundUS)
+	}
 	if v.LatencyUS == nil {
 		r.tag = flywheel.TagTried
 		r.description = r.source + ": tried (no latency)"
@@ -254,6 +258,9 @@ func (c *Campaign) apply(now time.Time, r result) Decision {
 	}
 	if r.bound != nil && st.BoundUS == nil {
 		st.BoundUS = new(*r.bound)
+	}
+	if r.allWeights != nil && st.AllWeightsBoundUS == nil {
+		st.AllWeightsBoundUS = new(*r.allWeights)
 	}
 	if kept && r.latency != nil {
 		st.ExperimentsKept++

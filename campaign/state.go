@@ -78,10 +78,13 @@ type State struct {
 	// RNG is the PCG generator's state (MarshalBinary).
 	RNG []byte `json:"rng"`
 
-	// BoundUS is the HBM floor reported by the first verdict that had one.
-	BoundUS  *float64 `json:"bound_us"`
-	Baseline *Result  `json:"baseline"`
-	Best     *Result  `json:"best"`
+	// BoundUS is the streamed-bytes floor (trial.Verdict.BoundUS) reported
+	// by the first verdict that had one; AllWeightsBoundUS the seed's
+	// all-weights floor of the first verdict that had one, a second figure.
+	BoundUS           *float64 `json:"bound_us"`
+	AllWeightsBoundUS *float64 `json:"all_weights_bound_us,omitempty"`
+	Baseline          *Result  `json:"baseline"`
+	Best              *Result  `json:"best"`
 	// Anchor is the point exploitation mutates: the best, or after a basin
 	// hop the current region's best point.
 	Anchor *Anchor `json:"anchor"`

@@ -34,7 +34,8 @@ type WakeUp struct {
 	SpeedupVsBaseline     *float64           `json:"speedup_vs_baseline"`
 	BestScheduleID        string             `json:"best_schedule_id,omitempty"`
 	BestConfig            json.RawMessage    `json:"best_config"`
-	BoundUS               *float64           `json:"bound_us"`
+	BoundUS               *float64           `json:"bound_us"` // the streamed-bytes floor
+	AllWeightsBoundUS     *float64           `json:"all_weights_bound_us,omitempty"`
 	ImprovementMilestones []Milestone        `json:"improvement_milestones"`
 	Honesty               string             `json:"honesty"`
 	Trajectory            []TrajectoryPoint  `json:"trajectory"`
@@ -57,7 +58,7 @@ type Milestone struct {
 const (
 	honestyMeasured = "All latencies are CUDA-event timings of the megakernel, correctness-gated against the " +
 		"CPU reference VM; keep/revert compares candidate and incumbent timed side by side on the same device, " +
-		"and readings below the HBM floor are withheld. The speedup is vs amk's own canonical default schedule, " +
+		"and readings below the streamed-bytes floor are withheld. The speedup is vs amk's own canonical default schedule, " +
 		"NOT a claim of beating cuBLAS/vLLM."
 	honestyPredicted = "All latencies are cost-model predictions (latency_kind=predicted), not measurements: every " +
 		"point was validated and passed the CPU reference VM's correctness check before its latency was " +
@@ -76,6 +77,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		Correct: n.Correct, RejectedOrFailed: n.Rejected + n.Revert + n.Failed,
 		CrashOrTimeout: n.Crash + n.Timeout, BasinHopRestarts: st.Restarts,
 		SpeedupVsBaseline: c.Speedup(), BestConfig: json.RawMessage("null"), BoundUS: st.BoundUS,
+		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
 	}
@@ -141,13 +143,20 @@ func (w WakeUp) Markdown() string {
 			s += fmt.Sprintf(", **%.3fx** faster than baseline", *w.SpeedupVsBaseline)
 		}
 		if w.BestPctOfRoofline != nil {
-			s += fmt.Sprintf(", %.0f%% of the HBM floor (100%% is the floor; above 100%% is slower than it)", *w.BestPctOfRoofline)
+			s += fmt.Sprintf(", %.0f%% of the streamed-bytes floor (100%% is the floor; above 100%% is slower than it)", *w.BestPctOfRoofline)
 		}
 		add("%s", s)
 	case w.BestUS != nil:
 		add("- Best found: **%.1f us** (%s)", *w.BestUS, *w.BestKind)
 	default:
 		add("- No correct schedule found yet.")
+	}
+	if w.BoundUS != nil {
+		s := fmt.Sprintf("- Streamed-bytes floor: %.3f us (the bytes a step streams: weights once, the gathered embedding rows, the KV window)", *w.BoundUS)
+		if w.AllWeightsBoundUS != nil {
+			s += fmt.Sprintf("; all-weights floor (every weight byte, the seed's figure): %.3f us", *w.AllWeightsBoundUS)
+		}
+		add("%s", s)
 	}
 	if len(w.ImprovementMilestones) > 0 {
 		add("")

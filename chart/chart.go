@@ -60,7 +60,7 @@ var Palette = []color.Color{
 
 // Named colours of fixed series.
 var (
-	Red  = color.RGBA{0xD6, 0x27, 0x28, 0xFF} // the HBM floor
+	Red  = color.RGBA{0xD6, 0x27, 0x28, 0xFF} // the streamed-bytes floor
 	Grey = color.RGBA{0x7F, 0x7F, 0x7F, 0xFF} // a baseline, tried points
 )
 

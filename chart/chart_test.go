@@ -33,7 +33,7 @@ func TestTrajectoryBothFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(svg)
-	for _, want := range []string{"<svg", "HBM floor", "best so far", "experiment", "µs"} {
+	for _, want := range []string{"<svg", "streamed-bytes floor", "best so far", "experiment", "µs"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the SVG lacks %q", want)
 		}

@@ -3,7 +3,7 @@
 // grid of them under a title.
 //
 // Trajectory makes a campaign's progress chart (best latency against the
-// HBM floor, experiment by experiment) from its wake-up report; the report
+// streamed-bytes floor, experiment by experiment) from its wake-up report; the report
 // (runner: report.svg), the web view (internal/web) and the docs picture
 // (deploy/deploytest, from Prometheus range queries) all draw with it.
 package chart

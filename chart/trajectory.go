@@ -9,11 +9,11 @@ var TrajectorySize = Size{W: 900, H: 480}
 
 // Trajectory is a campaign's progress chart: every latency a trial got
 // (filled when kept, open when not), the best so far as a step line, and
-// the baseline and the HBM floor as dashed levels. The x axis is the
+// the baseline and the streamed-bytes floor (bound_us) as dashed levels. The x axis is the
 // experiment number; the y axis is latency in µs, on a log scale (so that
 // the floor and a slow start both fit).
 func Trajectory(w campaign.WakeUp) Chart {
-	c := Chart{Title: w.Campaign + " — best latency against the HBM floor", XLabel: "experiment",
+	c := Chart{Title: w.Campaign + " — best latency against the streamed-bytes floor", XLabel: "experiment",
 		YLabel: "latency", Unit: " µs", Step: true, LogY: true}
 	var kept, tried, best []Point
 	last := 1.0
@@ -42,7 +42,7 @@ func Trajectory(w campaign.WakeUp) Chart {
 	}
 	c.Lines = []Line{
 		{Name: "best so far", Points: best, Color: Palette[0]},
-		{Name: "HBM floor", Points: level(w.BoundUS), Color: Red, Dashed: true},
+		{Name: "streamed-bytes floor", Points: level(w.BoundUS), Color: Red, Dashed: true},
 		{Name: "baseline", Points: level(w.BaselineUS), Color: Grey, Dashed: true},
 		{Name: "kept", Points: kept, Color: Palette[0], Dots: true},
 		{Name: "tried", Points: tried, Color: Grey, Dots: true, Hollow: true},

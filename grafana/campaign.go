@@ -4,7 +4,8 @@ package grafana
 const campaignSel = `campaign=~"$campaign", target=~"$target"`
 
 // CampaignRoofline is the "Campaign roofline progress" dashboard: how close
-// each campaign is to the HBM roofline and how fast it is improving.
+// each campaign is to the roofline — the streamed-bytes floor — and how fast
+// it is improving; the seed's all-weights floor is shown beside it, named.
 func CampaignRoofline() Dashboard {
 	vars := []Variable{
 		queryVariable("campaign", "Campaign", "Campaigns the scheduler exports.",
@@ -13,7 +14,8 @@ func CampaignRoofline() Dashboard {
 			`amk_scheduler_campaign_status{campaign=~"$campaign"}`),
 	}
 	best := `min by (campaign) (amk_scheduler_best_latency_seconds{` + campaignSel + `})`
-	floor := `min by (campaign) (amk_scheduler_hbm_floor_seconds{` + campaignSel + `})`
+	floor := `min by (campaign) (amk_scheduler_streamed_floor_seconds{` + campaignSel + `})`
+	allWeights := `min by (campaign) (amk_scheduler_all_weights_floor_seconds{` + campaignSel + `})`
 	pct := `min by (campaign) (amk_scheduler_best_roofline_percent{` + campaignSel + `})`
 	speedup := `max by (campaign) (amk_scheduler_speedup_ratio{` + campaignSel + `})`
 	since := `time() - max by (campaign) (amk_scheduler_last_improvement_timestamp_seconds{` + campaignSel + `})`
@@ -22,34 +24,41 @@ func CampaignRoofline() Dashboard {
 	sinceThresholds := []Step{from(3600, "yellow"), from(4*3600, "red")}
 
 	headline := []Panel{
-		stat("Status", "The campaign's state: optimizing, paused or done.", "", 4,
+		stat("Status", "The campaign's state: optimizing, paused or done.", "", 3,
 			instant(`max by (campaign, status) (amk_scheduler_campaign_status{`+campaignSel+`}) == 1`, "{{campaign}}: {{status}}")).
 			withOption("textMode", "name").withOption("graphMode", "none").withThresholds("blue"),
 		stat("Best latency", "Best correct latency found so far.", "s", 3, instant(best, "{{campaign}}")).
 			withThresholds("text"),
-		stat("HBM floor", "Bytes a step streams (weights once, KV window, gathered embedding rows) / bandwidth: no schedule can be faster.", "s", 3, instant(floor, "{{campaign}}")).
+		stat("Streamed-bytes floor", "Bytes a step streams (weights once, KV window, gathered embedding rows) / HBM bandwidth: the roofline, no schedule can be faster.", "s", 3, instant(floor, "{{campaign}}")).
 			withThresholds("text"),
-		stat("% of roofline", "Best latency / HBM floor × 100. 100 = at the floor; lower is better.", "percent", 3,
+		stat("All-weights floor", "Every weight byte (the whole embedding table included) / HBM bandwidth: the seed's floor, a second figure, not the roofline.", "s", 3, instant(allWeights, "{{campaign}}")).
+			withThresholds("text"),
+		stat("% of roofline", "Best latency / streamed-bytes floor × 100. 100 = at the floor; lower is better.", "percent", 3,
 			instant(pct, "{{campaign}}")).withThresholds("green", pctThresholds...).withDecimals(1),
 		stat("Speedup", "Baseline (default schedule) latency / best latency.", "suffix:×", 3,
 			instant(speedup, "{{campaign}}")).withThresholds("text").withDecimals(2),
-		stat("Experiments", "Experiments recorded (results.tsv rows).", "short", 4,
+		stat("Experiments", "Experiments recorded (results.tsv rows).", "short", 3,
 			instant(`max by (campaign) (amk_scheduler_experiments_total{`+campaignSel+`})`, "{{campaign}}")).
 			withThresholds("text"),
-		stat("Since last improvement", "Time since the best latency last improved (the campaign's start before the first).", "s", 4,
+		stat("Since last improvement", "Time since the best latency last improved (the campaign's start before the first).", "s", 3,
 			instant(since, "{{campaign}}")).withThresholds("green", sinceThresholds...).withOption("graphMode", "none"),
 	}
 
 	progress := []Panel{
-		timeseries("Best latency vs HBM floor",
-			"The best latency steps down as the search keeps faster schedules; the dashed line is the HBM floor it cannot pass.",
-			"s", 16, 10, series(best, "{{campaign}} best"), series(floor, "{{campaign}} HBM floor")).
+		timeseries("Best latency vs streamed-bytes floor",
+			"The best latency steps down as the search keeps faster schedules; the red dashed line is the streamed-bytes floor it cannot pass, the dotted one the seed's all-weights floor (every weight byte).",
+			"s", 16, 10, series(best, "{{campaign}} best"), series(floor, "{{campaign}} streamed-bytes floor"),
+			series(allWeights, "{{campaign}} all-weights floor")).
 			withCustom("lineInterpolation", "stepAfter").
-			withOverride(".* HBM floor$",
+			withOverride(".* streamed-bytes floor$",
 				Property{ID: "custom.lineStyle", Value: map[string]any{"fill": "dash", "dash": []int{10, 10}}},
 				Property{ID: "custom.fillOpacity", Value: 0},
-				Property{ID: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}),
-		timeseries("% of roofline", "Best latency / HBM floor × 100; 100 = at the floor.", "percent", 8, 10,
+				Property{ID: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}).
+			withOverride(".* all-weights floor$",
+				Property{ID: "custom.lineStyle", Value: map[string]any{"fill": "dot", "dash": []int{0, 10}}},
+				Property{ID: "custom.fillOpacity", Value: 0},
+				Property{ID: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "text"}}),
+		timeseries("% of roofline", "Best latency / streamed-bytes floor × 100; 100 = at the floor.", "percent", 8, 10,
 			series(pct, "{{campaign}}")).
 			withCustom("lineInterpolation", "stepAfter").withCustom("axisSoftMin", 100).
 			withThresholds("green", pctThresholds...),
@@ -79,6 +88,6 @@ func CampaignRoofline() Dashboard {
 	}
 
 	return newDashboard("amk-campaign-roofline", "Campaign roofline progress",
-		"How close each amk campaign is to the HBM roofline and how fast it is improving.",
+		"How close each amk campaign is to its roofline (the streamed-bytes floor) and how fast it is improving.",
 		vars, headline, progress, activity, detail)
 }

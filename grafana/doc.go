@@ -14,8 +14,10 @@
 // Two dashboards:
 //
 //   - "Campaign roofline progress" (uid amk-campaign-roofline): per campaign,
-//     the best latency over time against the HBM floor, the percentage of the
-//     roofline (100 = at the floor, lower is better), the speedup over the
+//     the best latency over time against the streamed-bytes floor (the
+//     roofline; the seed's all-weights floor beside it, named as such), the
+//     percentage of that floor (100 = at the floor, lower is better), the
+//     speedup over the
 //     baseline, trials per hour by results.tsv tag, and the time since the
 //     last improvement. Variables: campaign, target.
 //   - "Fleet" (uid amk-fleet): the workers and their state (busy, idle,

@@ -181,7 +181,7 @@ func TestReportSVG(t *testing.T) {
 		t.Fatal(err)
 	}
 	svg := string(data)
-	for _, want := range []string{"<svg", "HBM floor", "baseline", "best so far", "</svg>"} {
+	for _, want := range []string{"<svg", "streamed-bytes floor", "baseline", "best so far", "</svg>"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("plot lacks %q", want)
 		}

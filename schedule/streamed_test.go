@@ -1,6 +1,9 @@
 package schedule
 
-import "testing"
+import (
+	"math/rand/v2"
+	"testing"
+)
 
 // The honest floor counts one gathered embedding row per sequence (the table
 // in full only when lm_head reuses it), the weights once, and the K and V
@@ -40,5 +43,34 @@ func TestStreamedBytesIndependentOfSplitKV(t *testing.T) {
 	}
 	if c := Predict(split, tg, p); c.BandwidthBoundUS >= c.AllWeightsBoundUS && !cfg.TiedEmbeddings {
 		t.Fatalf("floor %.3f us not below the all-weights figure %.3f us for an untied model", c.BandwidthBoundUS, c.AllWeightsBoundUS)
+	}
+}
+
+// The streamed bytes depend on the model, the decode position and the
+// batch, never on the schedule point: the scheduler states a campaign's
+// floor once, from its default point, for every trial of it.
+func TestStreamedBytesIndependentOfThePoint(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	for _, name := range []string{"toy-2L", "small"} {
+		cfg := mustPreset(t, name)
+		for _, pos := range []int{0, 200} {
+			for _, b := range []int{1, 2} {
+				opts := LowerOptions{Pos: pos, B: b}
+				want := mustLower(t, cfg, tg, Default(), opts).StreamedBytes()
+				rng := rand.New(rand.NewPCG(uint64(pos), uint64(b)))
+				for _, dev := range []Device{DeviceCPU, DeviceCUDA} {
+					for range 12 {
+						p := Random(rng, tg, dev)
+						prog, err := Lower(cfg, tg, p, opts)
+						if err != nil {
+							t.Fatalf("%s pos %d B=%d: a random %s point does not lower: %v", name, pos, b, dev, err)
+						}
+						if got := prog.StreamedBytes(); got != want {
+							t.Errorf("%s pos %d B=%d: point %s streams %d bytes, the default %d", name, pos, b, p.ID(), got, want)
+						}
+					}
+				}
+			}
+		}
 	}
 }

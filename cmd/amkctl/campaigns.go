@@ -212,7 +212,7 @@ func newRecordCmd() *cobra.Command {
 	fs := cmd.Flags()
 	latency := fs.Float64("latency-us", -1, "latency in µs (needs correctness PASS); negative: none")
 	pct := fs.Float64("pct-roofline", -1, "latency / floor x 100; negative: none")
-	bound := fs.Float64("bound-us", -1, "the HBM floor in µs; negative: none")
+	bound := fs.Float64("bound-us", -1, "the streamed-bytes floor in µs; negative: none")
 	kind := fs.String("kind", "", "latency kind: measured-gpu or predicted")
 	correctness := fs.String("correctness", "", "PASS, FAIL, REJECTED, CRASH or TIMEOUT; empty: from STATUS")
 	schedID := fs.String("schedule-id", "", "schedule id; empty: computed from --schedule")

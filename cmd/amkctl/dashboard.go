@@ -25,7 +25,7 @@ func newDashboardCmd() *cobra.Command {
 		Use:   "dashboard [--workspace DIR] [--listen 127.0.0.1:8090] [--token-file F]",
 		Short: "serve the web view of a local workspace's campaigns",
 		Long: "Serves the web view (the scheduler serves the same pages under /ui/) of the campaigns of a\n" +
-			"workspace on this machine: their status, best latency against the HBM floor, live, and results.\n" +
+			"workspace on this machine: their status, best latency against the streamed-bytes floor, live, and results.\n" +
 			"Reading needs nothing. Pause, resume and stop need a token, from --token-file or $" + envToken + ";\n" +
 			"without one the pages are read-only. A campaign that amkctl autoresearch is driving refuses\n" +
 			"them (stop that process with Ctrl-C instead). Runs until interrupted.",

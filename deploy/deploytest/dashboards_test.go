@@ -498,8 +498,13 @@ func applyOverrides(l *chart.Line, overrides []grafana.Override) {
 			case "custom.lineStyle":
 				l.Dashed = true
 			case "color":
-				if m, ok := prop.Value.(map[string]any); ok && m["fixedColor"] == "red" {
-					l.Color = chart.Red
+				if m, ok := prop.Value.(map[string]any); ok {
+					switch m["fixedColor"] {
+					case "red":
+						l.Color = chart.Red
+					case "text":
+						l.Color = chart.Grey
+					}
 				}
 			}
 		}

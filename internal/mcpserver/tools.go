@@ -314,8 +314,8 @@ type RecordInput struct {
 	Correctness   string             `json:"correctness,omitempty" jsonschema:"PASS, FAIL, REJECTED, CRASH or TIMEOUT; default: from status"`
 	LatencyUS     *float64           `json:"latency_us,omitempty" jsonschema:"latency in microseconds; only with correctness PASS"`
 	Kind          string             `json:"kind,omitempty" jsonschema:"the latency's kind: predicted or measured-gpu (required with latency_us)"`
-	PctOfRoofline *float64           `json:"pct_of_roofline,omitempty" jsonschema:"latency / HBM floor x 100"`
-	BoundUS       *float64           `json:"bound_us,omitempty" jsonschema:"the HBM floor in microseconds"`
+	PctOfRoofline *float64           `json:"pct_of_roofline,omitempty" jsonschema:"latency / streamed-bytes floor x 100"`
+	BoundUS       *float64           `json:"bound_us,omitempty" jsonschema:"the streamed-bytes floor (bytes a step streams at the HBM bandwidth) in microseconds"`
 	Schedule      map[string]any     `json:"schedule,omitempty" jsonschema:"the schedule_config the experiment used"`
 	ScheduleID    string             `json:"schedule_id,omitempty" jsonschema:"the schedule id; default: computed from schedule"`
 	Description   string             `json:"description,omitempty" jsonschema:"what was tried, in a few words"`

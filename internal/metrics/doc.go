@@ -12,8 +12,11 @@
 //
 //	scheduler, labels campaign, model, target (one series set per campaign):
 //	  amk_scheduler_best_latency_seconds                gauge   best correct latency
-//	  amk_scheduler_hbm_floor_seconds                   gauge   the HBM floor (streamed bytes / bandwidth)
-//	  amk_scheduler_best_roofline_percent               gauge   best latency / floor x 100 (100 = at the floor)
+//	  amk_scheduler_streamed_floor_seconds              gauge   the roofline floor, bound_us: the bytes a step streams
+//	                                                            (weights once, gathered embedding rows, KV window) / bandwidth
+//	  amk_scheduler_all_weights_floor_seconds           gauge   the seed's all-weights floor (every weight byte / bandwidth),
+//	                                                            a second figure, never the roofline
+//	  amk_scheduler_best_roofline_percent               gauge   best latency / streamed floor x 100 (100 = at the floor)
 //	  amk_scheduler_speedup_ratio                       gauge   baseline / best
 //	  amk_scheduler_trials_total{outcome}               counter experiments by results.tsv row tag
 //	                                                            (kept, tried, revert, rejected, failed, crash, timeout)

@@ -20,7 +20,7 @@ func TestSchedulerCollectorExportsEveryCampaign(t *testing.T) {
 	improved := time.Unix(1_700_000_000, 0)
 	camps := []Campaign{{
 		ID: "toy-h200-cpu", Model: "toy", Target: "h200", Status: campaign.StatusOptimizing,
-		BestUS: new(25.5), FloorUS: new(0.5), BestPctOfRoofline: new(5100.0), Speedup: new(1.25),
+		BestUS: new(25.5), StreamedFloorUS: new(0.5), AllWeightsFloorUS: new(0.625), BestPctOfRoofline: new(5100.0), Speedup: new(1.25),
 		Trials:      map[string]int{flywheel.TagKept: 2, flywheel.TagTried: 5, flywheel.TagCrash: 1},
 		Experiments: 8, ConsecutiveReverts: 3, InFlight: 2, LastImprovement: improved,
 	}, {
@@ -71,13 +71,14 @@ amk_scheduler_last_improvement_timestamp_seconds{campaign="toy-h200-cpu",model="
 		}
 	}
 	for key, want := range map[string]float64{
-		SchedulerTrials + "/toy-h200-cpu/crash":   1,
-		SchedulerTrials + "/toy-h200-cpu/tried":   5,
-		SchedulerTrials + "/toy-h200-cpu/timeout": 0,
-		SchedulerExperiments + "/toy-h200-cpu":    8,
-		SchedulerInFlight + "/toy-h200-cpu":       2,
-		SchedulerHBMFloor + "/toy-h200-cpu":       0.5e-6,
-		SchedulerSpeedup + "/toy-h200-cpu":        1.25,
+		SchedulerTrials + "/toy-h200-cpu/crash":    1,
+		SchedulerTrials + "/toy-h200-cpu/tried":    5,
+		SchedulerTrials + "/toy-h200-cpu/timeout":  0,
+		SchedulerExperiments + "/toy-h200-cpu":     8,
+		SchedulerInFlight + "/toy-h200-cpu":        2,
+		SchedulerStreamedFloor + "/toy-h200-cpu":   0.5e-6,
+		SchedulerAllWeightsFloor + "/toy-h200-cpu": 0.625e-6,
+		SchedulerSpeedup + "/toy-h200-cpu":         1.25,
 	} {
 		if v, ok := got[key]; !ok || v != want {
 			t.Errorf("%s = %v (present %v), want %v", key, v, ok, want)

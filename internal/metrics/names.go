@@ -2,8 +2,12 @@ package metrics
 
 // Scheduler metric names (labels campaign, model, target).
 const (
-	SchedulerBestLatency        = "amk_scheduler_best_latency_seconds"
-	SchedulerHBMFloor           = "amk_scheduler_hbm_floor_seconds"
+	SchedulerBestLatency = "amk_scheduler_best_latency_seconds"
+	// SchedulerStreamedFloor is the roofline floor (bound_us): the bytes a
+	// decode step streams at the HBM bandwidth; SchedulerAllWeightsFloor the
+	// seed's floor (every weight byte), a second figure.
+	SchedulerStreamedFloor      = "amk_scheduler_streamed_floor_seconds"
+	SchedulerAllWeightsFloor    = "amk_scheduler_all_weights_floor_seconds"
 	SchedulerBestRoofline       = "amk_scheduler_best_roofline_percent"
 	SchedulerSpeedup            = "amk_scheduler_speedup_ratio"
 	SchedulerTrials             = "amk_scheduler_trials_total"
@@ -40,7 +44,7 @@ const (
 
 // SchedulerNames lists the scheduler's metric names.
 func SchedulerNames() []string {
-	return []string{SchedulerBestLatency, SchedulerHBMFloor, SchedulerBestRoofline, SchedulerSpeedup,
+	return []string{SchedulerBestLatency, SchedulerStreamedFloor, SchedulerAllWeightsFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
 		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers}
 }

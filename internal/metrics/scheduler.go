@@ -24,8 +24,12 @@ type Campaign struct {
 	ID, Model, Target string
 	Status            campaign.Status
 
-	BestUS            *float64
-	FloorUS           *float64
+	BestUS *float64
+	// StreamedFloorUS is the streamed-bytes floor (bound_us), the
+	// denominator of BestPctOfRoofline; AllWeightsFloorUS the seed's
+	// all-weights floor (all_weights_bound_us).
+	StreamedFloorUS   *float64
+	AllWeightsFloorUS *float64
 	BestPctOfRoofline *float64
 	Speedup           *float64
 
@@ -44,7 +48,7 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 	n := st.Counts
 	m := Campaign{
 		ID: st.ID, Model: st.Model, Target: st.GPU, Status: st.Status,
-		FloorUS: st.BoundUS, Speedup: c.Speedup(),
+		StreamedFloorUS: st.BoundUS, AllWeightsFloorUS: st.AllWeightsBoundUS, Speedup: c.Speedup(),
 		Trials: map[string]int{
 			flywheel.TagKept: n.Kept, flywheel.TagTried: n.Tried, flywheel.TagRevert: n.Revert,
 			flywheel.TagRejected: n.Rejected, flywheel.TagFailed: n.Failed, flywheel.TagCrash: n.Crash,
@@ -57,7 +61,7 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 		lat := b.LatencyUS
 		m.BestUS, m.BestPctOfRoofline = &lat, b.PctOfRoofline
 		if b.BoundUS != nil {
-			m.FloorUS = b.BoundUS
+			m.StreamedFloorUS = b.BoundUS
 		}
 	}
 	for i := len(st.Trajectory) - 1; i >= 0; i-- {
@@ -71,9 +75,9 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 
 // schedulerCollector exports the campaigns its source lists at scrape time.
 type schedulerCollector struct {
-	source                                                        func() []Campaign
-	best, floor, pct, speedup, trials, experiments, reverts, live *prometheus.Desc
-	status, improved                                              *prometheus.Desc
+	source                                                                    func() []Campaign
+	best, floor, allWeights, pct, speedup, trials, experiments, reverts, live *prometheus.Desc
+	status, improved                                                          *prometheus.Desc
 }
 
 // RegisterScheduler registers the per-campaign collector on reg; source is
@@ -86,8 +90,9 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 	c := &schedulerCollector{
 		source:      source,
 		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in seconds."),
-		floor:       desc(SchedulerHBMFloor, "HBM floor (bytes a step streams / bandwidth) of the campaign's model on its target, in seconds."),
-		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the HBM floor (100 = at the floor; lower is better)."),
+		floor:       desc(SchedulerStreamedFloor, "Streamed-bytes floor (bound_us): the bytes a decode step streams (weights once, gathered embedding rows, KV window) at the target's HBM bandwidth, in seconds."),
+		allWeights:  desc(SchedulerAllWeightsFloor, "All-weights floor (all_weights_bound_us): every weight byte at the target's HBM bandwidth, in seconds; the seed's second figure, not the roofline."),
+		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the streamed-bytes floor (100 = at the floor; lower is better)."),
 		speedup:     desc(SchedulerSpeedup, "Baseline (default schedule) latency divided by the best latency."),
 		trials:      desc(SchedulerTrials, "Experiments recorded, by results.tsv row tag.", "outcome"),
 		experiments: desc(SchedulerExperiments, "Experiments recorded (results.tsv rows)."),
@@ -100,7 +105,7 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.best, c.floor, c.pct, c.speedup, c.trials, c.experiments,
+	for _, d := range []*prometheus.Desc{c.best, c.floor, c.allWeights, c.pct, c.speedup, c.trials, c.experiments,
 		c.reverts, c.live, c.status, c.improved} {
 		ch <- d
 	}
@@ -123,7 +128,8 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		seconds(c.best, m.BestUS)
-		seconds(c.floor, m.FloorUS)
+		seconds(c.floor, m.StreamedFloorUS)
+		seconds(c.allWeights, m.AllWeightsFloorUS)
 		optional(c.pct, m.BestPctOfRoofline)
 		optional(c.speedup, m.Speedup)
 		for _, tag := range RowTags {

@@ -20,9 +20,13 @@
 // timeout.
 //
 // Outcomes from the transport are not trusted for what the scheduler can
-// compute itself (trust.go): every verdict's HBM floor, weight size and
-// pct_of_roofline are recomputed from the campaign's model and target, and a
-// latency below the floor, not finite or without a correctness PASS is
+// compute itself (trust.go): every verdict's floors — bound_us, the
+// streamed-bytes floor (weights once, the gathered embedding rows, the KV
+// window at the campaign's position), and all_weights_bound_us, the seed's
+// all-weights floor — its byte counts and pct_of_roofline (against the
+// streamed-bytes floor) are recomputed from the campaign's model, target,
+// position and batch (one lowering per campaign), and a latency below the
+// streamed-bytes floor, not finite or without a correctness PASS is
 // withheld. Create refuses (400) a campaign whose model no live worker of
 // its target could hold (trial.EstimateMemory against each worker's
 // announced memory). Campaign ids from requests follow campaign.ValidID.

@@ -10,24 +10,32 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
 // Outcomes arrive from workers over the queue; the scheduler trusts only
 // what it cannot compute itself (a measured latency, a correctness result,
-// a side-by-side ratio). Every figure derived from those — the HBM floor,
-// the weight size, the percentage of the floor — is recomputed here from
-// the campaign's own model and target before the campaign sees the outcome
-// (the campaign derives the speedup from latencies it recorded), and a
-// latency that must not be shown (below the floor, not finite, or without a
-// correctness PASS) is withheld, as the trial pipeline itself would.
+// a side-by-side ratio). Every figure derived from those — the two floors,
+// the byte counts, the percentage of the floor — is recomputed here from
+// the campaign's own model, target, decode position and batch before the
+// campaign sees the outcome (the campaign derives the speedup from
+// latencies it recorded), and a latency that must not be shown (below the
+// streamed-bytes floor, not finite, or without a correctness PASS) is
+// withheld, as the trial pipeline itself would.
 
-// floor is a campaign's HBM floor: the model's weight bytes over the
-// target's sustained bandwidth. Every schedule of a model moves the same
-// weights, so it does not depend on the trial.
+// floor is a campaign's pair of floors, as trial.Evaluate states them: the
+// streamed-bytes floor (ir.Program.StreamedBytes: weights once, the
+// embedding rows EMBED gathers, the K/V window attention reads), which is
+// bound_us and the denominator of pct_of_roofline, and the seed's
+// all-weights floor (ir.Program.TotalWeightBytes), a second figure. Neither
+// depends on the schedule point (schedule.TestStreamedBytesIndependentOfThePoint):
+// they depend on the model, the target, the decode position (the KV window)
+// and the batch (rows gathered, windows read), which a campaign fixes at
+// its start, so one lowering per campaign gives them.
 type floor struct {
-	us          float64
-	weightBytes int64
+	streamedUS, allWeightsUS   float64
+	streamedBytes, weightBytes int64
 }
 
 // recomputing is the fleet's transport with every outcome's derived figures
@@ -60,7 +68,7 @@ func (r *recomputing) run() {
 			}
 			f, known := r.floor(o.CampaignID)
 			if !known {
-				f = floor{us: math.NaN()} // strip what cannot be checked
+				f = floor{streamedUS: math.NaN(), allWeightsUS: math.NaN()} // strip what cannot be checked
 			}
 			recompute(&o, f)
 			select {
@@ -96,11 +104,16 @@ func recompute(o *trial.Outcome, f floor) {
 	if v == nil || !v.Valid {
 		return
 	}
-	v.PctOfRoofline = nil
-	v.BoundUS = nil
-	if positiveFinite(f.us) {
-		bound := ir.RoundTo(f.us, 4)
+	v.PctOfRoofline, v.BoundUS, v.AllWeightsBoundUS = nil, nil, nil
+	v.WeightMB, v.StreamedMB = 0, 0
+	if positiveFinite(f.streamedUS) {
+		bound := ir.RoundTo(f.streamedUS, 4)
 		v.BoundUS = &bound
+		v.StreamedMB = ir.RoundTo(float64(f.streamedBytes)/1e6, 4)
+	}
+	if positiveFinite(f.allWeightsUS) {
+		all := ir.RoundTo(f.allWeightsUS, 4)
+		v.AllWeightsBoundUS = &all
 		v.WeightMB = ir.RoundTo(float64(f.weightBytes)/1e6, 4)
 	}
 	if v.LatencyUS == nil {
@@ -113,48 +126,63 @@ func recompute(o *trial.Outcome, f floor) {
 		why = "latency reported without a correctness PASS"
 	case !positiveFinite(lat):
 		why = fmt.Sprintf("latency %v is not a positive number", lat)
-	case !positiveFinite(f.us):
-		why = "no HBM floor known to the scheduler for this campaign"
-	case lat < f.us:
-		why = fmt.Sprintf("latency %.4fus is below the HBM floor %.4fus (recomputed by the scheduler)", lat, f.us)
+	case !positiveFinite(f.streamedUS):
+		why = "no streamed-bytes floor known to the scheduler for this campaign"
+	case lat < f.streamedUS:
+		why = fmt.Sprintf("latency %.4fus is below the streamed-bytes floor %.4fus (recomputed by the scheduler)", lat, f.streamedUS)
 	}
 	if why != "" {
 		v.LatencyUS, v.LatencyKind = nil, nil
 		v.Notes = append(v.Notes, why+"; withheld")
 		return
 	}
-	pct := ir.RoundTo(lat/f.us*100, 3)
+	pct := ir.RoundTo(lat/f.streamedUS*100, 3)
 	v.PctOfRoofline = &pct
 }
 
 func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 
-// floorOf computes (once per campaign) the floor of a driven campaign.
+// floorOf computes (once per campaign) the floors of a driven campaign.
 func (f *Fleet) floorOf(id string) (floor, bool) {
 	f.floorsMu.Lock()
 	defer f.floorsMu.Unlock()
 	if fl, ok := f.floors[id]; ok {
 		return fl, true
 	}
-	var modelName, gpu string
-	read := func(c *campaign.Campaign) { st := c.State(); modelName, gpu = st.Model, st.GPU }
-	if err := f.Read(id, read); err != nil {
+	var st campaign.State
+	if err := f.Read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
 		return floor{}, false
 	}
+	fl, err := floorFor(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
+	if err != nil {
+		f.log.Warn("no floor for the campaign's outcomes", "campaign", id, "err", err)
+		return floor{}, false
+	}
+	f.floors[id] = fl
+	return fl, true
+}
+
+// floorFor lowers the default schedule point of model on gpu at decode
+// position pos for batch sequences (0 means one) and states its floors at
+// the target's spec HBM bandwidth, exactly as trial.Evaluate does for the
+// point it evaluates.
+func floorFor(modelName, gpu string, pos, batch int) (floor, error) {
 	cfg, err := model.Load(modelName)
 	if err != nil {
-		return floor{}, false
+		return floor{}, err
 	}
 	target, err := ir.Target(gpu)
 	if err != nil {
-		return floor{}, false
+		return floor{}, err
 	}
-	wb := cfg.WeightBytes()
-	us := target.BandwidthBoundUS(wb)
-	if !positiveFinite(us) {
-		return floor{}, false
+	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
+	if err != nil {
+		return floor{}, fmt.Errorf("lowering the default point: %w", err)
 	}
-	fl := floor{us: us, weightBytes: wb}
-	f.floors[id] = fl
-	return fl, true
+	fl := floor{streamedBytes: prog.StreamedBytes(), weightBytes: prog.TotalWeightBytes()}
+	fl.streamedUS, fl.allWeightsUS = target.BandwidthBoundUS(fl.streamedBytes), target.BandwidthBoundUS(fl.weightBytes)
+	if !positiveFinite(fl.streamedUS) {
+		return floor{}, fmt.Errorf("target %s gives no streamed-bytes floor (HBM bandwidth unknown?)", target.Name)
+	}
+	return fl, nil
 }

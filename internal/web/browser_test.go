@@ -117,10 +117,12 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 	}
 	before := rows()
 	eventually(t, ctx, "new results rows", fmt.Sprintf(`document.querySelectorAll('#results tbody tr').length > %d`, before))
-	if !strings.Contains(text(t, ctx, "#summary"), "HBM floor") {
-		t.Error("the summary does not name the HBM floor")
+	if sum := text(t, ctx, "#summary"); !strings.Contains(sum, "streamed-bytes floor") || !strings.Contains(sum, "all-weights floor") {
+		t.Errorf("the summary does not name both floors: %q", sum)
 	}
 	eventually(t, ctx, "twenty results", `document.querySelectorAll('#results tbody tr').length >= 20`)
+	// The live refresh replaces the chart; shoot once the new one is drawn.
+	eventually(t, ctx, "the chart drawn again", `document.querySelector('#chart').complete && document.querySelector('#chart').naturalWidth > 100`)
 	var shot []byte
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&shot, 100)); err != nil {
 		t.Fatal(err)

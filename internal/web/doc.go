@@ -4,11 +4,11 @@
 //
 // # Pages
 //
-//	GET  /ui/                        campaigns (status, best against the HBM floor), workers, queues
+//	GET  /ui/                        campaigns (status, best against the streamed-bytes floor), workers, queues
 //	GET  /ui/live                    the live part of that page, an HTML fragment
 //	GET  /ui/c/{id}                  one campaign: its progress chart and results table
 //	GET  /ui/c/{id}/live             the live part of that page
-//	GET  /ui/c/{id}/chart.svg        best latency against the floor over the experiments
+//	GET  /ui/c/{id}/chart.svg        best latency against the streamed-bytes floor over the experiments
 //	POST /ui/c/{id}/{pause|resume|stop}
 //	GET  /ui/assets/...              the stylesheet and the polling script (embedded)
 //

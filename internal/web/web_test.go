@@ -66,7 +66,7 @@ func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 		t.Error("the page refers to another site (the browser may have no network)")
 	}
 	page := get(t, s.srv.URL+"/ui/c/"+s.id)
-	for _, want := range []string{`id="results"`, `id="chart"`, `name="token"`, `type="password"`, "HBM floor"} {
+	for _, want := range []string{`id="results"`, `id="chart"`, `name="token"`, `type="password"`, "streamed-bytes floor", "all-weights floor"} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("the campaign page lacks %q", want)
 		}

@@ -1,0 +1,53 @@
+package web
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
+)
+
+// A campaign driven by the scheduler shows the streamed-bytes floor (the
+// bytes a step streams at its position, at the HBM bandwidth) under that
+// name, and the seed's all-weights floor beside it under its own.
+func TestCampaignPageShowsBothFloorsNamed(t *testing.T) {
+	s := startSite(t, "toy", 400, 10*time.Millisecond)
+	waitFor(t, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
+	cfg, err := model.Load("toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := ir.Target("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: campaign.DefaultSettings().Pos, B: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed := fmt.Sprintf("%.2f µs", ir.RoundTo(target.BandwidthBoundUS(prog.StreamedBytes()), 4))
+	all := fmt.Sprintf("%.2f µs", ir.RoundTo(target.BandwidthBoundUS(prog.TotalWeightBytes()), 4))
+	if streamed == all {
+		t.Fatalf("the floors %s and %s print alike: the test cannot tell them apart", streamed, all)
+	}
+	page := get(t, s.srv.URL+"/ui/c/"+s.id).body
+	for _, want := range []struct{ id, label, value string }{
+		{"floor", "streamed-bytes floor", streamed},
+		{"all-weights-floor", "all-weights floor", all},
+	} {
+		re := regexp.MustCompile(`<span class="k">` + want.label + `</span><span id="` + want.id + `">([^<]*)</span>`)
+		m := re.FindStringSubmatch(page)
+		if m == nil {
+			t.Errorf("the summary has no %q labelled %q", want.id, want.label)
+			continue
+		}
+		if m[1] != want.value {
+			t.Errorf("%s shows %q, want %q", want.label, m[1], want.value)
+		}
+	}
+}
