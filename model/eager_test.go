@@ -360,7 +360,7 @@ func TestEagerDTypesAgree(t *testing.T) {
 		c.DType = dt
 		ww := Weights{}
 		for k, tt := range w {
-			ww[k] = &tensor.Tensor{DType: dt, Shape: tt.Shape, F: tt.F}
+			ww[k] = &tensor.Tensor{DType: dt, Shape: tt.Shape, F: tt.Floats()}
 		}
 		e, err := NewEager(c, ww)
 		if err != nil {

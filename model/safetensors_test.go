@@ -38,12 +38,13 @@ func sameWeights(t *testing.T, got, want Weights, cfg Config) {
 	t.Helper()
 	for _, spec := range Keys(cfg) {
 		g, w := got[spec.Key], want[spec.Key]
-		if g == nil || g.DType != cfg.DType || len(g.F) != len(w.F) {
+		if g == nil || g.DType != cfg.DType || g.FloatCount() != w.FloatCount() {
 			t.Fatalf("%s: got %+v", spec.Key, g)
 		}
-		for i := range w.F {
-			if math.Float32bits(g.F[i]) != math.Float32bits(w.F[i]) {
-				t.Fatalf("%s[%d] = %v, want %v", spec.Key, i, g.F[i], w.F[i])
+		gf, wf := g.Floats(), w.Floats()
+		for i := range wf {
+			if math.Float32bits(gf[i]) != math.Float32bits(wf[i]) {
+				t.Fatalf("%s[%d] = %v, want %v", spec.Key, i, gf[i], wf[i])
 			}
 		}
 	}
@@ -90,7 +91,7 @@ func TestSafetensorsWidensExactlyAndRefusesNarrowing(t *testing.T) {
 		t.Fatalf("bf16 file into an F32 model: %v", err)
 	}
 	for k, tt := range got {
-		if tt.DType != ir.F32 || !equalFloats(tt.F, w[k].F) {
+		if tt.DType != ir.F32 || !equalFloats(tt.F, w[k].Floats()) {
 			t.Fatalf("%s not widened exactly", k)
 		}
 	}

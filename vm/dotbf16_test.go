@@ -14,12 +14,12 @@ func TestDotBF16EqualsDotOnWidenedWeights(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for n := 0; n <= 67; n++ {
 		x := make([]float32, n)
-		w := make([]uint64, (n+3)/4)
+		w := make([]uint16, n)
 		wf := make([]float32, n)
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
 			h := tensor.FloatToBF16(float32(rng.NormFloat64() * 0.1))
-			w[i/4] |= uint64(h) << (16 * (i % 4))
+			w[i] = h
 			wf[i] = tensor.BF16ToFloat(h)
 		}
 		if got, want := dotBF16(x, w), dot(x, wf); math.Float32bits(got) != math.Float32bits(want) {
