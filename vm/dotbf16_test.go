@@ -27,3 +27,28 @@ func TestDotBF16EqualsDotOnWidenedWeights(t *testing.T) {
 		}
 	}
 }
+
+// dotBF16Rows (the vector form where the build has one) equals dotBF16 row
+// by row, bit for bit, for every length and row count around its groups.
+func TestDotBF16RowsEqualsDotBF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for k := 0; k <= 35; k++ {
+		for rows := 0; rows <= 9; rows++ {
+			x := make([]float32, k)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			w := make([]uint16, rows*k)
+			for i := range w {
+				w[i] = tensor.FloatToBF16(float32(rng.NormFloat64() * 0.1))
+			}
+			got := make([]float32, rows)
+			dotBF16Rows(x, w, got)
+			for j := range got {
+				if want := dotBF16(x, w[j*k:(j+1)*k]); math.Float32bits(got[j]) != math.Float32bits(want) {
+					t.Fatalf("k=%d rows=%d row %d: %v, want %v", k, rows, j, got[j], want)
+				}
+			}
+		}
+	}
+}

@@ -60,6 +60,14 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 		return err
 	}
 	res := make([]float32, M*nTile)
+	if packed != nil {
+		// Every row of the tile against each input row at once
+		// (dotBF16Rows, which may run several rows side by side).
+		tile := packed[nOff*K : (nOff+nTile)*K]
+		for m := 0; m < M; m++ {
+			dotBF16Rows(x[m*K:(m+1)*K], tile, res[m*nTile:(m+1)*nTile])
+		}
+	}
 	for j := 0; j < nTile; j++ {
 		n := nOff + j
 		var w []float32
@@ -71,10 +79,8 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 			b = bias[n]
 		}
 		for m := 0; m < M; m++ {
-			var v float32
-			if packed != nil {
-				v = dotBF16(x[m*K:(m+1)*K], packed[n*K:(n+1)*K])
-			} else {
+			v := res[m*nTile+j]
+			if packed == nil {
 				v = dot(x[m*K:(m+1)*K], w)
 			}
 			if bias != nil {
