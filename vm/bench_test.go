@@ -132,9 +132,16 @@ func readOnce(ts []*tensor.Tensor) time.Duration {
 			go func() {
 				defer wg.Done()
 				for i := w; i < len(ts); i += workers {
-					for _, h := range ts[i].Half {
-						sink[w%64] += uint64(h)
+					var s0, s1, s2, s3 uint64
+					h := ts[i].Half
+					for k := 0; k+4 <= len(h); k += 4 {
+						q := h[k : k+4 : k+4]
+						s0 += uint64(q[0])
+						s1 += uint64(q[1])
+						s2 += uint64(q[2])
+						s3 += uint64(q[3])
 					}
+					sink[w%64] += s0 + s1 + s2 + s3
 				}
 			}()
 		}
