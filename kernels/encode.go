@@ -34,8 +34,8 @@ func CheckBinding(b *ir.Buffer, t *tensor.Tensor) error {
 			return fmt.Errorf("buffer %d (%s): packed int4 tensor has %d bytes, want %d", b.ID, b.Name, len(t.Packed), (n+1)/2)
 		}
 	case t.DType.IsFloat():
-		if len(t.F) != n {
-			return fmt.Errorf("buffer %d (%s): tensor has %d values, shape needs %d", b.ID, b.Name, len(t.F), n)
+		if t.FloatCount() != n {
+			return fmt.Errorf("buffer %d (%s): tensor has %d values, shape needs %d", b.ID, b.Name, t.FloatCount(), n)
 		}
 	default:
 		if len(t.I) != n {
@@ -55,7 +55,8 @@ func deviceStores(d ir.DType) bool {
 }
 
 // EncodeTensor returns the device bytes of t stored as buffer b (after
-// CheckBinding).
+// CheckBinding). A weight held at its stored width in the buffer's dtype is
+// copied as it is; any other float tensor is converted value by value.
 func EncodeTensor(b *ir.Buffer, t *tensor.Tensor) ([]byte, error) {
 	if err := CheckBinding(b, t); err != nil {
 		return nil, err
@@ -63,17 +64,23 @@ func EncodeTensor(b *ir.Buffer, t *tensor.Tensor) ([]byte, error) {
 	n := t.Numel()
 	le := binary.LittleEndian
 	out := make([]byte, b.NBytes())
+	if t.Half != nil && t.DType == b.DType {
+		for i, h := range t.Half {
+			le.PutUint16(out[2*i:], h)
+		}
+		return out, nil
+	}
 	switch b.DType {
 	case ir.F32:
-		for i, v := range t.F {
+		for i, v := range t.Floats() {
 			le.PutUint32(out[4*i:], math.Float32bits(v))
 		}
 	case ir.F16:
-		for i, v := range t.F {
+		for i, v := range t.Floats() {
 			le.PutUint16(out[2*i:], tensor.FloatToF16(v))
 		}
 	case ir.BF16:
-		for i, v := range t.F {
+		for i, v := range t.Floats() {
 			le.PutUint16(out[2*i:], tensor.FloatToBF16(v))
 		}
 	case ir.I32:

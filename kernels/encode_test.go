@@ -33,6 +33,23 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	// A weight held at its stored width encodes to the bytes of the same
+	// values held as float32, into its own dtype and into the others.
+	for _, dt := range []ir.DType{ir.F16, ir.BF16} {
+		src, _ := tensor.FromFloats(dt, []int{2, 3}, floats)
+		stored := tensor.NewStored(dt, 2, 3)
+		for i, v := range src.F {
+			stored.Half[i] = tensor.ToHalf(dt, v)
+		}
+		for _, bt := range []ir.DType{ir.F32, ir.F16, ir.BF16} {
+			b := &ir.Buffer{ID: 3, Name: "w", DType: bt, Shape: []int{2, 3}}
+			want, err1 := EncodeTensor(b, src)
+			got, err2 := EncodeTensor(b, stored)
+			if err1 != nil || err2 != nil || string(got) != string(want) {
+				t.Errorf("%s weight into a %s buffer: % x, want % x (%v, %v)", dt, bt, got, want, err1, err2)
+			}
+		}
+	}
 	// Little-endian bf16 bits of 1.0 are 0x3f80.
 	one, _ := tensor.FromFloats(ir.BF16, []int{1}, []float32{1})
 	data, _ := EncodeTensor(&ir.Buffer{DType: ir.BF16, Shape: []int{1}}, one)

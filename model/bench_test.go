@@ -47,7 +47,7 @@ func BenchmarkEagerStep(b *testing.B) {
 
 // BenchmarkWeightReadFloor reads every weight byte of the model once per
 // iteration from memory, on every core, in the storage the eager pass uses
-// (packed bf16 words for small): the physical floor of a CPU decode step.
+// (bf16 at its stored width for small): the physical floor of a CPU decode step.
 func BenchmarkWeightReadFloor(b *testing.B) {
 	b.Run("small", func(b *testing.B) {
 		e := benchEager(b, "small")
@@ -59,17 +59,16 @@ func BenchmarkWeightReadFloor(b *testing.B) {
 		for _, l := range e.layers {
 			mats = append(mats, l.q, l.k, l.v, l.o, l.gate, l.up, l.down)
 		}
-		type span struct{ words []uint64 }
-		const wordsPerSpan = 1 << 16
-		var spans []span
+		const perSpan = 1 << 18
+		var spans [][]uint16
 		for _, m := range mats {
-			for lo := 0; lo < len(m.bf); lo += wordsPerSpan {
-				spans = append(spans, span{m.bf[lo:min(lo+wordsPerSpan, len(m.bf))]})
+			for lo := 0; lo < len(m.half); lo += perSpan {
+				spans = append(spans, m.half[lo:min(lo+perSpan, len(m.half))])
 			}
 		}
 		var total int64
 		for _, s := range spans {
-			total += int64(len(s.words)) * 8
+			total += int64(len(s)) * 2
 		}
 		b.SetBytes(total)
 		workers := runtime.GOMAXPROCS(0)
@@ -77,13 +76,16 @@ func BenchmarkWeightReadFloor(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			parallelForN(workers, len(spans), func(j int) {
-				var s0, s1 uint64
-				w := spans[j].words
-				for k := 0; k+1 < len(w); k += 2 {
-					s0 += w[k]
-					s1 += w[k+1]
+				var s0, s1, s2, s3 uint64
+				w := spans[j]
+				for k := 0; k+4 <= len(w); k += 4 {
+					s := w[k : k+4 : k+4]
+					s0 += uint64(s[0])
+					s1 += uint64(s[1])
+					s2 += uint64(s[2])
+					s3 += uint64(s[3])
 				}
-				sink.Add(s0 + s1)
+				sink.Add(s0 + s1 + s2 + s3)
 			})
 		}
 	})

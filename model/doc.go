@@ -27,8 +27,12 @@
 // x·r·w in float32 and rounds once, as the reference VM does (the Python toy
 // model instead rounds x·r before multiplying by w; amk follows the VM).
 //
-// The eager pass, InitWeights and LoadSafetensors use every core. Generated
-// weights are materialised as float32 (4 bytes per parameter whatever the
-// dtype), so a caller should check Config.NumParams before generating the
+// Weights live once, at their stored dtype: bf16 and fp16 tensors hold their
+// bit patterns (tensor.Tensor.Half, 2 bytes per parameter), F32 tensors
+// float32 values. InitWeights generates them so, LoadSafetensors reads them
+// so, MapSafetensors views a mapped file's bytes in place, and the eager
+// pass, the reference VM, WriteSafetensors and the GPU encoders all read
+// that one copy. The eager pass, InitWeights and LoadSafetensors use every
+// core; a caller should check Config.WeightBytes before generating the
 // weights of a large preset.
 package model

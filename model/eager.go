@@ -14,10 +14,10 @@ import (
 // model dtype when stored (see the package doc). An Eager is not safe for
 // concurrent use.
 //
-// F32 and F16 weights are read in place from the Weights it was built from
-// (which must not change afterwards); BF16 weights are packed into a private
-// 2-bytes-per-value copy, so a step reads the same number of weight bytes as
-// the device does.
+// The projection and embedding weights are read in place from the Weights
+// it was built from (which must not change afterwards), at their stored
+// width: a step reads as many weight bytes as the device does. Only the
+// norm weights (a few vectors of hidden values) are widened into float32.
 type Eager struct {
 	cfg     Config
 	dt      ir.DType
@@ -53,7 +53,7 @@ func NewEager(cfg Config, w Weights) (*Eager, error) {
 	}
 	e := &Eager{cfg: cfg, dt: cfg.DType, workers: runtime.GOMAXPROCS(0)}
 	names := KeyNames(cfg)
-	mat := func(key string) *matrix { return newMatrix(w[key], e.workers) }
+	mat := func(key string) *matrix { return newMatrix(w[key]) }
 	e.embed = mat(names.Embed)
 	e.lmHead = e.embed
 	if !cfg.TiedEmbeddings {
@@ -61,12 +61,12 @@ func NewEager(cfg Config, w Weights) (*Eager, error) {
 	}
 	for _, ln := range names.Layers {
 		e.layers = append(e.layers, eagerLayer{
-			inputNorm: w[ln.InputNorm].F, postNorm: w[ln.PostNorm].F,
+			inputNorm: w[ln.InputNorm].Floats(), postNorm: w[ln.PostNorm].Floats(),
 			q: mat(ln.Q), k: mat(ln.K), v: mat(ln.V), o: mat(ln.O),
 			gate: mat(ln.Gate), up: mat(ln.Up), down: mat(ln.Down),
 		})
 	}
-	e.finalNorm = w[names.FinalNorm].F
+	e.finalNorm = w[names.FinalNorm].Floats()
 	e.invFreq = invFreqs(cfg.HeadDim, cfg.RopeTheta)
 	e.kc = make([][]float32, cfg.NLayers)
 	e.vc = make([][]float32, cfg.NLayers)

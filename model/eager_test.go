@@ -360,7 +360,7 @@ func TestEagerDTypesAgree(t *testing.T) {
 		c.DType = dt
 		ww := Weights{}
 		for k, tt := range w {
-			ww[k] = &tensor.Tensor{DType: dt, Shape: tt.Shape, F: tt.F}
+			ww[k] = &tensor.Tensor{DType: dt, Shape: tt.Shape, F: tt.Floats()}
 		}
 		e, err := NewEager(c, ww)
 		if err != nil {
@@ -388,6 +388,41 @@ func TestEagerDTypesAgree(t *testing.T) {
 		}
 		if rel := math.Sqrt(num / den); rel > 0.03 || rel == 0 {
 			t.Errorf("%s logits differ from F32 by %.4f (relative L2)", dt, rel)
+		}
+	}
+}
+
+// The eager pass reading bf16 and fp16 weights at their stored width gives
+// the logits, bit for bit, of the same weights widened to float32 (rows of
+// 130 and 262 values exercise the tails).
+func TestEagerStoredWidthSameAsFloat32(t *testing.T) {
+	for _, dt := range []ir.DType{ir.BF16, ir.F16} {
+		cfg := midConfig()
+		cfg.DType = dt
+		w := mustInit(t, cfg)
+		wide := Weights{}
+		for k, tt := range w {
+			if tt.Half == nil {
+				t.Fatalf("%s %s is not held at its stored width", dt, k)
+			}
+			wide[k] = &tensor.Tensor{DType: dt, Shape: tt.Shape, F: tt.Floats()}
+		}
+		a, err1 := NewEager(cfg, w)
+		b, err2 := NewEager(cfg, wide)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		for pos, tok := range []int32{5, 999, 0} {
+			la, err1 := a.Step(tok, pos)
+			lb, err2 := b.Step(tok, pos)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			for i := range la {
+				if math.Float32bits(la[i]) != math.Float32bits(lb[i]) {
+					t.Fatalf("%s pos %d logit %d: %v at stored width, %v from float32", dt, pos, i, la[i], lb[i])
+				}
+			}
 		}
 	}
 }

@@ -51,7 +51,7 @@ func TestExportRoundTripsThroughTheHFImport(t *testing.T) {
 	}
 	hfKeys, toyKeys := Keys(hcfg), Keys(cfg)
 	for i := range toyKeys {
-		a, b := w[toyKeys[i].Key].F, got[hfKeys[i].Key].F
+		a, b := w[toyKeys[i].Key].Floats(), got[hfKeys[i].Key].Floats()
 		if len(a) != len(b) {
 			t.Fatalf("%s: %d values, want %d", hfKeys[i].Key, len(b), len(a))
 		}

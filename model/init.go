@@ -48,8 +48,9 @@ const initChunk = 1 << 18
 //     layers.
 //
 // Values are computed in float64, converted to float32 and rounded to the
-// dtype (bf16/fp16 round-to-nearest-even). Chunks are generated on every
-// core; the result does not depend on how many there are.
+// dtype (bf16/fp16 round-to-nearest-even, held at that width:
+// tensor.NewStored). Chunks are generated on every core; the result does
+// not depend on how many there are.
 func InitWeights(cfg Config, seed uint64) (Weights, error) {
 	return InitWeightsContext(context.Background(), cfg, seed)
 }
@@ -75,7 +76,7 @@ func InitWeightsContext(ctx context.Context, cfg Config, seed uint64) (Weights, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		t := tensor.New(cfg.DType, spec.Shape...)
+		t := tensor.NewStored(cfg.DType, spec.Shape...)
 		w[spec.Key] = t
 		scale, mid := 1.0, 0.0
 		switch spec.Role {
@@ -85,8 +86,8 @@ func InitWeightsContext(ctx context.Context, cfg Config, seed uint64) (Weights, 
 			scale = 1 / math.Sqrt(float64(spec.Shape[1]))
 		}
 		s := streamSeed(seed, spec.Key)
-		for lo := 0; lo < len(t.F); lo += initChunk {
-			jobs = append(jobs, job{t, s, scale, mid, lo, min(lo+initChunk, len(t.F))})
+		for lo := 0; lo < t.FloatCount(); lo += initChunk {
+			jobs = append(jobs, job{t, s, scale, mid, lo, min(lo+initChunk, t.FloatCount())})
 		}
 	}
 	parallelFor(len(jobs), func(j int) {
@@ -94,9 +95,16 @@ func InitWeightsContext(ctx context.Context, cfg Config, seed uint64) (Weights, 
 			return
 		}
 		jb := jobs[j]
+		dt := jb.t.DType
+		if h := jb.t.Half; h != nil {
+			for i := jb.lo; i < jb.hi; i++ {
+				h[i] = tensor.ToHalf(dt, float32(jb.mid+jb.scale*uniformAt(jb.s, i)))
+			}
+			return
+		}
 		f := jb.t.F
 		for i := jb.lo; i < jb.hi; i++ {
-			f[i] = tensor.Round(jb.t.DType, float32(jb.mid+jb.scale*uniformAt(jb.s, i)))
+			f[i] = tensor.Round(dt, float32(jb.mid+jb.scale*uniformAt(jb.s, i)))
 		}
 	})
 	if err := ctx.Err(); err != nil {

@@ -1,72 +1,55 @@
 package model
 
 import (
-	"math"
-
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/tensor"
 )
 
-// matrix is a [rows, cols] weight in the form the eager pass reads.
-//
-// F32 and F16 weights use the tensor's own float32 values (shared, not
-// copied: fp16 values widen exactly, and the conversion per element would
-// cost more than the extra bytes). BF16 weights are packed four to a uint64
-// word — element 4j+i in bits 16i..16i+15 of word j — with each row padded
-// to whole words, so a decode step reads 2 bytes per weight, as the device
-// does, and widening is a shift.
+// matrix is a [rows, cols] weight as the eager pass reads it: the
+// tensor's own storage, never a copy. F32 weights are float32 values; BF16
+// and F16 weights are held at their stored width (tensor.Tensor.Half), so a
+// decode step reads 2 bytes per weight, as the device does. A bf16 value
+// widens with a shift inside the dot product; an fp16 row is widened into a
+// scratch row first (its conversion is not a shift).
 type matrix struct {
 	rows, cols int
+	dt         ir.DType
 	f          []float32
-	bf         []uint64
-	stride     int // words per row (bf16)
+	half       []uint16
 }
 
 // pad4 rounds n up to a multiple of 4.
 func pad4(n int) int { return (n + 3) &^ 3 }
 
-// newMatrix builds the eager form of a 2-D float tensor.
-func newMatrix(t *tensor.Tensor, workers int) *matrix {
-	m := &matrix{rows: t.Shape[0], cols: t.Shape[1]}
-	if t.DType != ir.BF16 {
-		m.f = t.F
-		return m
-	}
-	m.stride = pad4(m.cols) / 4
-	m.bf = make([]uint64, m.rows*m.stride)
-	const rowsPerJob = 256
-	parallelForN(workers, (m.rows+rowsPerJob-1)/rowsPerJob, func(j int) {
-		for r := j * rowsPerJob; r < min((j+1)*rowsPerJob, m.rows); r++ {
-			src := t.F[r*m.cols : (r+1)*m.cols]
-			dst := m.bf[r*m.stride : (r+1)*m.stride]
-			for i, v := range src {
-				dst[i/4] |= uint64(tensor.FloatToBF16(v)) << (16 * (i % 4))
-			}
-		}
-	})
-	return m
+// newMatrix is the eager view of a 2-D float tensor.
+func newMatrix(t *tensor.Tensor) *matrix {
+	return &matrix{rows: t.Shape[0], cols: t.Shape[1], dt: t.DType, f: t.F, half: t.Half}
 }
 
 // row copies row r into dst[:cols].
 func (m *matrix) row(r int, dst []float32) {
-	if m.f != nil {
+	if m.half == nil {
 		copy(dst, m.f[r*m.cols:(r+1)*m.cols])
 		return
 	}
-	words := m.bf[r*m.stride : (r+1)*m.stride]
-	for i := 0; i < m.cols; i++ {
-		dst[i] = tensor.BF16ToFloat(uint16(words[i/4] >> (16 * (i % 4))))
+	src := m.half[r*m.cols : (r+1)*m.cols]
+	for i, h := range src {
+		dst[i] = tensor.FromHalf(m.dt, h)
 	}
 }
 
 // dot is row r · x in float32, element i accumulated in lane i mod 4 and the
 // lanes summed as (l0+l1)+(l2+l3). x must hold pad4(cols) values, zero past
-// cols.
-func (m *matrix) dot(r int, x []float32) float32 {
-	if m.f != nil {
+// cols; scratch (cols values) is used for fp16 rows.
+func (m *matrix) dot(r int, x, scratch []float32) float32 {
+	switch {
+	case m.half == nil:
 		return dotF32(m.f[r*m.cols:(r+1)*m.cols], x)
+	case m.dt == ir.BF16:
+		return dotBF16(m.half[r*m.cols:(r+1)*m.cols], x)
 	}
-	return dotBF16(m.bf[r*m.stride:(r+1)*m.stride], x)
+	m.row(r, scratch)
+	return dotF32(scratch[:m.cols], x)
 }
 
 func dotF32(w, x []float32) float32 {
@@ -93,16 +76,28 @@ func dotF32(w, x []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-func dotBF16(words []uint64, x []float32) float32 {
-	x = x[:4*len(words)]
+// dotBF16 is the bf16 row w · x with a row that does not fill its last group
+// of 4 read as padded with zero weights, every lane taking a product (x is
+// zero past len(w)).
+func dotBF16(w []uint16, x []float32) float32 {
+	x = x[:pad4(len(w))]
 	var s0, s1, s2, s3 float32
-	for j, u := range words {
-		xs := x[4*j : 4*j+4 : 4*j+4]
-		lo, hi := uint32(u), uint32(u>>32)
-		s0 += math.Float32frombits(lo<<16) * xs[0]
-		s1 += math.Float32frombits(lo&0xffff0000) * xs[1]
-		s2 += math.Float32frombits(hi<<16) * xs[2]
-		s3 += math.Float32frombits(hi&0xffff0000) * xs[3]
+	n := len(w) &^ 3
+	for i := 0; i < n; i += 4 {
+		ws, xs := w[i:i+4:i+4], x[i:i+4:i+4]
+		s0 += tensor.BF16ToFloat(ws[0]) * xs[0]
+		s1 += tensor.BF16ToFloat(ws[1]) * xs[1]
+		s2 += tensor.BF16ToFloat(ws[2]) * xs[2]
+		s3 += tensor.BF16ToFloat(ws[3]) * xs[3]
+	}
+	if n < len(w) {
+		var ws [4]uint16
+		copy(ws[:], w[n:])
+		xs := x[n : n+4 : n+4]
+		s0 += tensor.BF16ToFloat(ws[0]) * xs[0]
+		s1 += tensor.BF16ToFloat(ws[1]) * xs[1]
+		s2 += tensor.BF16ToFloat(ws[2]) * xs[2]
+		s3 += tensor.BF16ToFloat(ws[3]) * xs[3]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -150,7 +145,11 @@ func matvecs(dt ir.DType, workers int, jobs ...matvec) {
 }
 
 func matvecRows(dt ir.DType, j matvec, lo, hi int) {
+	var scratch []float32
+	if j.m.half != nil && j.m.dt != ir.BF16 {
+		scratch = make([]float32, j.m.cols)
+	}
 	for r := lo; r < hi; r++ {
-		j.out[r] = tensor.Round(dt, j.m.dot(r, j.x))
+		j.out[r] = tensor.Round(dt, j.m.dot(r, j.x, scratch))
 	}
 }

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ type stEntry struct {
 type stFile struct {
 	name    string
 	r       io.ReaderAt
+	data    []byte // the whole file when it lies in memory (MapSafetensors), else nil
 	entries map[string]stEntry
 	order   []string
 }
@@ -190,6 +192,21 @@ func ReadSafetensors(r io.ReaderAt, size int64, cfg Config) (Weights, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadWeights([]*stFile{f}, cfg)
+}
+
+// MapSafetensors is ReadSafetensors on a safetensors image in memory (a
+// file mapping): every tensor stored at the model's dtype is a view of data,
+// not a copy, where the host is little-endian and the tensor's bytes are
+// aligned to its element size (files written by WriteSafetensors are);
+// the others are copied. data must stay unchanged and readable as long as
+// the weights are used.
+func MapSafetensors(data []byte, cfg Config) (Weights, error) {
+	f, err := parseSafetensors("image", bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	f.data = data
 	return loadWeights([]*stFile{f}, cfg)
 }
 

@@ -9,6 +9,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"unsafe"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/tensor"
@@ -39,25 +40,34 @@ func stName(dt ir.DType) (string, bool) {
 // readChunkBytes is the unit of parallel reading.
 const readChunkBytes = 4 << 20
 
-// readTensors reads every expected tensor (already checked) on all cores.
+// readTensors reads every expected tensor (already checked) on all cores:
+// at the model's dtype, BF16 and F16 held at their stored width, F32 (or
+// fp16/bf16 widened into an F32 model) as float32. A tensor of an in-memory
+// file stored at the model's dtype is a view of the file's bytes where
+// viewStored allows.
 func readTensors(index map[string]stRef, specs []KeySpec, cfg Config) (Weights, error) {
 	type job struct {
-		ref   stRef
-		src   ir.DType
-		dst   []float32
-		begin int64 // first element of the chunk
+		ref    stRef
+		src    ir.DType
+		t      *tensor.Tensor
+		lo, hi int // element range of the chunk
 	}
 	w := make(Weights, len(specs))
 	var jobs []job
 	for _, spec := range specs {
-		t := tensor.New(cfg.DType, spec.Shape...)
-		w[spec.Key] = t
 		ref := index[spec.Key]
 		src, _ := stDType(ref.entry.dtype)
-		per := readChunkBytes / (int64(src.Bits()) / 8)
-		for lo := int64(0); lo < int64(len(t.F)); lo += per {
-			hi := min(lo+per, int64(len(t.F)))
-			jobs = append(jobs, job{ref, src, t.F[lo:hi], lo})
+		if data := ref.file.data; data != nil && src == cfg.DType {
+			if t := viewStored(cfg.DType, spec.Shape, data[ref.entry.begin:ref.entry.end]); t != nil {
+				w[spec.Key] = t
+				continue
+			}
+		}
+		t := tensor.NewStored(cfg.DType, spec.Shape...)
+		w[spec.Key] = t
+		per := readChunkBytes / (src.Bits() / 8)
+		for lo := 0; lo < t.FloatCount(); lo += per {
+			jobs = append(jobs, job{ref, src, t, lo, min(lo+per, t.FloatCount())})
 		}
 	}
 	errs := make([]error, len(jobs))
@@ -68,13 +78,20 @@ func readTensors(index map[string]stRef, specs []KeySpec, cfg Config) (Weights, 
 	parallelForN(workers, len(jobs), func(j int) {
 		jb := jobs[j]
 		size := int64(jb.src.Bits() / 8)
-		buf := make([]byte, int64(len(jb.dst))*size)
-		off := jb.ref.entry.begin + jb.begin*size
+		buf := make([]byte, int64(jb.hi-jb.lo)*size)
+		off := jb.ref.entry.begin + int64(jb.lo)*size
 		if err := readAtFull(jb.ref.file.r, buf, off); err != nil {
 			errs[j] = &SafetensorsError{File: jb.ref.file.name, Msg: fmt.Sprintf("reading %d bytes at offset %d: %v", len(buf), off, err)}
 			return
 		}
-		decodeFloats(jb.dst, buf, jb.src)
+		if h := jb.t.Half; h != nil { // stored at the model's dtype: the bits as they are
+			dst := h[jb.lo:jb.hi]
+			for i := range dst {
+				dst[i] = binary.LittleEndian.Uint16(buf[2*i:])
+			}
+			return
+		}
+		decodeFloats(jb.t.F[jb.lo:jb.hi], buf, jb.src)
 	})
 	for _, err := range errs {
 		if err != nil {
@@ -82,6 +99,30 @@ func readTensors(index map[string]stRef, specs []KeySpec, cfg Config) (Weights, 
 		}
 	}
 	return w, nil
+}
+
+// littleEndianHost is whether the host's byte order is safetensors'.
+var littleEndianHost = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// viewStored returns a tensor of dtype dt whose values are the
+// little-endian bytes b in place (BF16/F16 as Half, F32 as F), or nil when
+// b cannot be viewed: a big-endian host, bytes not aligned to the element
+// size, or another dtype.
+func viewStored(dt ir.DType, shape []int, b []byte) *tensor.Tensor {
+	size := uintptr(dt.Bits() / 8)
+	if !littleEndianHost || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%size != 0 {
+		return nil
+	}
+	t := &tensor.Tensor{DType: dt, Shape: append([]int(nil), shape...)}
+	switch {
+	case tensor.HeldAtStoredWidth(dt):
+		t.Half = unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/2)
+	case dt == ir.F32:
+		t.F = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4)
+	default:
+		return nil
+	}
+	return t
 }
 
 // readAtFull fills buf from off; io.EOF alongside a full read is success.
@@ -139,10 +180,10 @@ func WriteSafetensors(w io.Writer, weights Weights) error {
 		if !ok {
 			return fmt.Errorf("WriteSafetensors: tensor %q has dtype %s; only F32, F16 and BF16 can be written", k, t.DType)
 		}
-		if len(t.F) != t.Numel() {
-			return fmt.Errorf("WriteSafetensors: tensor %q holds %d values for shape %v", k, len(t.F), t.Shape)
+		if t.FloatCount() != t.Numel() {
+			return fmt.Errorf("WriteSafetensors: tensor %q holds %d values for shape %v", k, t.FloatCount(), t.Shape)
 		}
-		n := t.DType.NBytes(int64(len(t.F)))
+		n := t.DType.NBytes(int64(t.Numel()))
 		shape := append([]int{}, t.Shape...)
 		header[k] = entry{name, shape, []int64{off, off + n}}
 		off += n
@@ -159,22 +200,35 @@ func WriteSafetensors(w io.Writer, weights Weights) error {
 	binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(js)))
 	bw.Write(lenBuf[:])
 	bw.Write(js)
-	var b [4]byte
+	const chunk = 1 << 16 // values encoded per write
+	buf := make([]byte, 0, 4*chunk)
 	for _, k := range keys {
 		t := weights[k]
-		for _, v := range t.F {
-			switch t.DType {
-			case ir.F32:
-				binary.LittleEndian.PutUint32(b[:], math.Float32bits(v))
-				bw.Write(b[:4])
-			case ir.F16:
-				binary.LittleEndian.PutUint16(b[:], tensor.FloatToF16(v))
-				bw.Write(b[:2])
-			default:
-				binary.LittleEndian.PutUint16(b[:], tensor.FloatToBF16(v))
-				bw.Write(b[:2])
-			}
+		for lo := 0; lo < t.FloatCount(); lo += chunk {
+			buf = appendStored(buf[:0], t, lo, min(lo+chunk, t.FloatCount()))
+			bw.Write(buf)
 		}
 	}
 	return bw.Flush()
+}
+
+// appendStored appends elements [lo, hi) of a float tensor at its dtype's
+// little-endian storage: Half's bits as they are, F rounded to the dtype.
+func appendStored(buf []byte, t *tensor.Tensor, lo, hi int) []byte {
+	le := binary.LittleEndian
+	switch {
+	case t.Half != nil:
+		for _, h := range t.Half[lo:hi] {
+			buf = le.AppendUint16(buf, h)
+		}
+	case t.DType == ir.F32:
+		for _, v := range t.F[lo:hi] {
+			buf = le.AppendUint32(buf, math.Float32bits(v))
+		}
+	default:
+		for _, v := range t.F[lo:hi] {
+			buf = le.AppendUint16(buf, tensor.ToHalf(t.DType, v))
+		}
+	}
+	return buf
 }

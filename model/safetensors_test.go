@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/tensor"
@@ -38,12 +39,13 @@ func sameWeights(t *testing.T, got, want Weights, cfg Config) {
 	t.Helper()
 	for _, spec := range Keys(cfg) {
 		g, w := got[spec.Key], want[spec.Key]
-		if g == nil || g.DType != cfg.DType || len(g.F) != len(w.F) {
+		if g == nil || g.DType != cfg.DType || g.FloatCount() != w.FloatCount() {
 			t.Fatalf("%s: got %+v", spec.Key, g)
 		}
-		for i := range w.F {
-			if math.Float32bits(g.F[i]) != math.Float32bits(w.F[i]) {
-				t.Fatalf("%s[%d] = %v, want %v", spec.Key, i, g.F[i], w.F[i])
+		gf, wf := g.Floats(), w.Floats()
+		for i := range wf {
+			if math.Float32bits(gf[i]) != math.Float32bits(wf[i]) {
+				t.Fatalf("%s[%d] = %v, want %v", spec.Key, i, gf[i], wf[i])
 			}
 		}
 	}
@@ -90,7 +92,7 @@ func TestSafetensorsWidensExactlyAndRefusesNarrowing(t *testing.T) {
 		t.Fatalf("bf16 file into an F32 model: %v", err)
 	}
 	for k, tt := range got {
-		if tt.DType != ir.F32 || !equalFloats(tt.F, w[k].F) {
+		if tt.DType != ir.F32 || !equalFloats(tt.F, w[k].Floats()) {
 			t.Fatalf("%s not widened exactly", k)
 		}
 	}
@@ -267,5 +269,51 @@ func FuzzLoadSafetensors(f *testing.F) {
 				t.Fatalf("loaded weights fail Check: %v", cerr)
 			}
 		}
+		if _, merr := MapSafetensors(img, cfg); (merr == nil) != (err == nil) {
+			t.Fatalf("ReadSafetensors: %v, MapSafetensors: %v", err, merr)
+		}
 	})
+}
+
+// within reports whether p points into data.
+func within(p unsafe.Pointer, data []byte) bool {
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	return uintptr(p) >= lo && uintptr(p) < lo+uintptr(len(data))
+}
+
+// MapSafetensors views the image's bytes in place when they are aligned
+// (the weights are not copied) and copies them when they are not, with the
+// values of ReadSafetensors either way.
+func TestMapSafetensorsViewsAlignedImages(t *testing.T) {
+	for _, dt := range []ir.DType{ir.F32, ir.BF16, ir.F16} {
+		cfg := tinyConfig(dt)
+		img := encode(t, mustInit(t, cfg))
+		want, err := readImage(img, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aligned := make([]byte, len(img)+8)[8:] // Go allocations are 8-aligned
+		copy(aligned, img)
+		odd := make([]byte, len(img)+1)[1:]
+		copy(odd, img)
+		for _, c := range []struct {
+			data []byte
+			view bool
+		}{{aligned, littleEndianHost}, {odd, false}} {
+			got, err := MapSafetensors(c.data, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameWeights(t, got, want, cfg)
+			for k, tt := range got {
+				p := unsafe.Pointer(unsafe.SliceData(tt.F))
+				if dt != ir.F32 {
+					p = unsafe.Pointer(unsafe.SliceData(tt.Half))
+				}
+				if within(p, c.data) != c.view {
+					t.Fatalf("%s %s: viewing the image is %v, want %v", dt, k, !c.view, c.view)
+				}
+			}
+		}
+	}
 }

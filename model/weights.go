@@ -8,8 +8,9 @@ import (
 	"github.com/amk-dev/amk/tensor"
 )
 
-// Weights maps a state-dict key to its tensor. Float tensors hold float32
-// values already rounded to their dtype.
+// Weights maps a state-dict key to its tensor. BF16 and F16 tensors are
+// held at their stored width (tensor.Tensor.Half); F32 tensors hold float32
+// values. They are read, never written.
 type Weights map[string]*tensor.Tensor
 
 // WeightsError lists every problem found when binding weights to a model.
@@ -43,8 +44,8 @@ func (w Weights) Check(cfg Config) error {
 			problems = append(problems, fmt.Sprintf("%s has dtype %s, want %s", spec.Key, t.DType, cfg.DType))
 			continue
 		}
-		if int64(len(t.F)) != spec.Numel() {
-			problems = append(problems, fmt.Sprintf("%s holds %d values, its shape %v needs %d", spec.Key, len(t.F), spec.Shape, spec.Numel()))
+		if int64(t.FloatCount()) != spec.Numel() {
+			problems = append(problems, fmt.Sprintf("%s holds %d values, its shape %v needs %d", spec.Key, t.FloatCount(), spec.Shape, spec.Numel()))
 		}
 	}
 	if len(missing) > 0 {

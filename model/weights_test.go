@@ -24,13 +24,13 @@ func TestInitWeightsDeterministicAndCoreIndependent(t *testing.T) {
 	}
 	other, _ := InitWeights(cfg, 8)
 	for _, spec := range Keys(cfg) {
-		a, b := one[spec.Key].F, four[spec.Key].F
+		a, b := one[spec.Key].Floats(), four[spec.Key].Floats()
 		for i := range a {
 			if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
 				t.Fatalf("%s[%d] differs between 1 and 4 cores: %v vs %v", spec.Key, i, a[i], b[i])
 			}
 		}
-		if spec.Numel() > 16 && equalFloats(a, other[spec.Key].F) {
+		if spec.Numel() > 16 && equalFloats(a, other[spec.Key].Floats()) {
 			t.Errorf("%s is the same for seeds 7 and 8", spec.Key)
 		}
 	}
@@ -67,7 +67,7 @@ func TestInitWeightsDistributions(t *testing.T) {
 			lo = -hi
 		}
 		var sum, minV, maxV float64 = 0, math.Inf(1), math.Inf(-1)
-		for _, v := range w[spec.Key].F {
+		for _, v := range w[spec.Key].Floats() {
 			sum += float64(v)
 			minV, maxV = math.Min(minV, float64(v)), math.Max(maxV, float64(v))
 		}
@@ -78,7 +78,7 @@ func TestInitWeightsDistributions(t *testing.T) {
 		}
 	}
 	// Element i is the (i+1)-th splitmix64 output of the key's stream.
-	first := w["embed.weight"].F[0]
+	first := w["embed.weight"].Floats()[0]
 	if want := float32(uniformAt(streamSeed(0, "embed.weight"), 0)); first != want {
 		t.Errorf("embed[0] = %v, want %v", first, want)
 	}
@@ -92,7 +92,10 @@ func TestInitWeightsRoundsToDType(t *testing.T) {
 			t.Fatal(err)
 		}
 		for k, tt := range w {
-			for _, v := range tt.F {
+			if tt.Half == nil {
+				t.Fatalf("%s %s is not held at its stored width", dt, k)
+			}
+			for _, v := range tt.Floats() {
 				if tensor.Round(dt, v) != v {
 					t.Fatalf("%s %s holds %v, not a %s value", dt, k, v, dt)
 				}

@@ -10,34 +10,77 @@ import (
 // Tensor is a dense row-major array.
 //
 // Floating dtypes keep their values in F as float32, already rounded to the
-// dtype's precision. I32, I8, U8 and BOOL keep one value per element in I.
-// I4 keeps the packed bytes in Packed (two elements per byte, low nibble
-// first), exactly as stored in memory.
+// dtype's precision — or, for BF16 and F16 tensors held at their stored
+// width (model weights: generated, read or memory-mapped from safetensors),
+// as bit patterns in Half, and then F is nil. I32, I8, U8 and BOOL keep one
+// value per element in I. I4 keeps the packed bytes in Packed (two elements
+// per byte, low nibble first), exactly as stored in memory.
 type Tensor struct {
 	DType  ir.DType
 	Shape  []int
 	F      []float32
 	I      []int32
 	Packed []byte
-	// BF16 optionally mirrors F of a BF16 tensor at its stored width, four
-	// values to a word (element i in bits 16·(i mod 4) of word i/4, the
-	// last word zero-padded; F holds the values widened, exactly): readers
-	// that stream weights read it, half the bytes. Set by PackBF16, nil
-	// otherwise; a tensor whose F changes must not keep it.
-	BF16 []uint64
+	// Half holds a BF16 or F16 tensor's values at their stored width, one
+	// bit pattern per element (nil otherwise). It may be a view of a
+	// read-only file mapping: a tensor with Half is never written.
+	Half []uint16
 }
 
-// PackBF16 fills the BF16 mirror of a BF16 tensor (no-op for other dtypes
-// or when it is already there).
-func (t *Tensor) PackBF16() {
-	if t.DType != ir.BF16 || len(t.BF16) == (len(t.F)+3)/4 {
+// HeldAtStoredWidth reports whether dt's values can be held in Half.
+func HeldAtStoredWidth(dt ir.DType) bool { return dt == ir.BF16 || dt == ir.F16 }
+
+// NewStored allocates a zeroed tensor at its stored width: BF16 and F16 in
+// Half, every other dtype as New.
+func NewStored(dt ir.DType, shape ...int) *Tensor {
+	if !HeldAtStoredWidth(dt) {
+		return New(dt, shape...)
+	}
+	return &Tensor{DType: dt, Shape: append([]int(nil), shape...), Half: make([]uint16, Numel(shape))}
+}
+
+// ToHalf is the stored bit pattern of f in dt (BF16 or F16, rounded to
+// nearest even); the widened value is Round(dt, f).
+func ToHalf(dt ir.DType, f float32) uint16 {
+	if dt == ir.F16 {
+		return FloatToF16(f)
+	}
+	return FloatToBF16(f)
+}
+
+// FromHalf widens a stored BF16 or F16 bit pattern exactly.
+func FromHalf(dt ir.DType, h uint16) float32 {
+	if dt == ir.F16 {
+		return F16ToFloat(h)
+	}
+	return BF16ToFloat(h)
+}
+
+// FloatCount is how many float values the tensor holds (in F or in Half).
+func (t *Tensor) FloatCount() int {
+	if t.Half != nil {
+		return len(t.Half)
+	}
+	return len(t.F)
+}
+
+// ReadFloats fills dst with the float values from element off on, widening
+// Half exactly; the range must lie inside the tensor.
+func (t *Tensor) ReadFloats(dst []float32, off int) {
+	if t.Half == nil {
+		copy(dst, t.F[off:off+len(dst)])
 		return
 	}
-	packed := make([]uint64, (len(t.F)+3)/4)
-	for i, v := range t.F {
-		packed[i/4] |= uint64(FloatToBF16(v)) << (16 * (i % 4))
+	src := t.Half[off : off+len(dst)]
+	if t.DType == ir.F16 {
+		for i, h := range src {
+			dst[i] = F16ToFloat(h)
+		}
+		return
 	}
-	t.BF16 = packed
+	for i, h := range src {
+		dst[i] = BF16ToFloat(h)
+	}
 }
 
 // Numel is the number of elements of a shape.
@@ -96,15 +139,20 @@ func (t *Tensor) Numel() int { return Numel(t.Shape) }
 // Clone returns a deep copy.
 func (t *Tensor) Clone() *Tensor {
 	return &Tensor{DType: t.DType, Shape: append([]int(nil), t.Shape...),
-		F: append([]float32(nil), t.F...), I: append([]int32(nil), t.I...), Packed: append([]byte(nil), t.Packed...)}
+		F: append([]float32(nil), t.F...), I: append([]int32(nil), t.I...), Packed: append([]byte(nil), t.Packed...),
+		Half: append([]uint16(nil), t.Half...)}
 }
 
-// Floats returns the values as float32 (integers converted; I4 unpacked as
-// raw nibbles 0..15).
+// Floats returns the values as float32 (Half widened and integers
+// converted into a new slice; I4 unpacked as raw nibbles 0..15).
 func (t *Tensor) Floats() []float32 {
 	switch {
 	case t.F != nil:
 		return t.F
+	case t.Half != nil:
+		out := make([]float32, len(t.Half))
+		t.ReadFloats(out, 0)
+		return out
 	case t.DType == ir.I4:
 		n := t.Numel()
 		out := make([]float32, n)

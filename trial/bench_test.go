@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
+	"unsafe"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -12,9 +14,12 @@ import (
 )
 
 // BenchmarkDecodeStep compares, in one run, the reference VM's decode step
-// on the real lowering of the canonical default schedule, the eager oracle's
-// step, and the physical floor: reading the weights once from memory on
-// every core, in the float32 storage both of them read.
+// on the real lowering of the canonical default schedule (weights at their
+// stored width), the same step reading a float32 copy of the weights, the
+// eager oracle's step, and the physical floor: one read of the weights'
+// stored bytes on every core (readStored). vm-vs-stored-read alternates a
+// VM step and a read within every iteration, so that both see the same
+// machine load, and reports their mean times and ratio.
 func BenchmarkDecodeStep(b *testing.B) {
 	for _, name := range []string{"toy", "small"} {
 		lm, err := NewModelCache(0).Get(name, "")
@@ -29,20 +34,22 @@ func BenchmarkDecodeStep(b *testing.B) {
 		if rep := validate.Validate(prog); !rep.OK {
 			b.Fatal(rep.Reason(3))
 		}
-		bytes := float64(lm.Config.NumParams() * 4)
+		words, bytes := storedWords(b, lm.Weights)
+		step := func(b *testing.B, w model.Weights) {
+			if _, err := RunStep(prog, w, DefaultToken, 0, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
 		b.Run(name+"/reference-vm", func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := RunStep(prog, lm.Weights, DefaultToken, 0, nil); err != nil {
-					b.Fatal(err)
-				}
+				step(b, lm.Weights)
 			}
 		})
 		b.Run(name+"/reference-vm-float32-weights", func(b *testing.B) {
-			plain := withoutMirrors(lm.Weights) // the VM as it read weights before the bf16 mirrors
+			plain := widened(lm.Weights) // the VM as it read weights before reading them at their stored width
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if _, err := RunStep(prog, plain, DefaultToken, 0, nil); err != nil {
-					b.Fatal(err)
-				}
+				step(b, plain)
 			}
 		})
 		b.Run(name+"/eager", func(b *testing.B) {
@@ -58,53 +65,118 @@ func BenchmarkDecodeStep(b *testing.B) {
 				}
 			}
 		})
-		b.Run(name+"/weight-read-floor", func(b *testing.B) {
-			var slices [][]float32
-			for _, t := range lm.Weights {
-				slices = append(slices, t.F)
-			}
-			b.SetBytes(int64(bytes))
+		b.Run(name+"/vm-vs-stored-read", func(b *testing.B) {
+			var vmTime, readTime time.Duration
 			for i := 0; i < b.N; i++ {
-				sumAll(slices)
+				t0 := time.Now()
+				step(b, lm.Weights)
+				t1 := time.Now()
+				readStored(words)
+				vmTime, readTime = vmTime+t1.Sub(t0), readTime+time.Since(t1)
 			}
+			b.ReportMetric(float64(vmTime.Microseconds())/1e3/float64(b.N), "vm-ms/op")
+			b.ReportMetric(float64(readTime.Microseconds())/1e3/float64(b.N), "read-ms/op")
+			b.ReportMetric(vmTime.Seconds()/readTime.Seconds(), "vm/read")
+			b.ReportMetric(float64(bytes)/1e6, "stored-MB")
 		})
 	}
 }
 
-var sink float32
+var sink uint64
 
 // BenchmarkWeightReadStored is the floor at the weights' stored width: one
-// read of every bf16 mirror (2 bytes per weight) of small, on all cores.
+// read of every stored byte of small's weights (2 bytes per bf16 weight),
+// on all cores, as 64-bit words (readStored) and, slower, as uint16 values
+// summed (what a kernel widening one weight at a time must at least do).
 func BenchmarkWeightReadStored(b *testing.B) {
 	lm, err := NewModelCache(0).Get("small", "")
 	if err != nil {
 		b.Fatal(err)
 	}
-	var words [][]uint64
-	var n int64
-	for _, t := range lm.Weights {
-		if len(t.BF16) > 0 {
-			words = append(words, t.BF16)
-			n += int64(8 * len(t.BF16))
+	words, n := storedWords(b, lm.Weights)
+	b.Run("words", func(b *testing.B) {
+		b.SetBytes(n)
+		for i := 0; i < b.N; i++ {
+			readStored(words)
 		}
-	}
-	b.SetBytes(n)
-	for i := 0; i < b.N; i++ {
-		parallelEach(len(words), func(j int) float32 {
-			var a0, a1 uint64
-			s := words[j]
-			k := 0
-			for ; k+2 <= len(s); k += 2 {
-				a0 ^= s[k]
-				a1 ^= s[k+1]
-			}
-			return float32(a0 ^ a1)
-		})
-	}
+	})
+	b.Run("uint16-sum", func(b *testing.B) {
+		var halves [][]uint16
+		for _, t := range lm.Weights {
+			halves = append(halves, t.Half)
+		}
+		b.SetBytes(n)
+		for i := 0; i < b.N; i++ {
+			parallelEach(len(halves), func(j int) uint64 {
+				var a0, a1, a2, a3 uint64
+				s := halves[j]
+				k := 0
+				for ; k+4 <= len(s); k += 4 {
+					q := s[k : k+4 : k+4]
+					a0 += uint64(q[0])
+					a1 += uint64(q[1])
+					a2 += uint64(q[2])
+					a3 += uint64(q[3])
+				}
+				for _, v := range s[k:] {
+					a0 += uint64(v)
+				}
+				return a0 + a1 + a2 + a3
+			})
+		}
+	})
 }
 
-// parallelEach runs f over [0, n) on all cores and adds the results to sink.
-func parallelEach(n int, f func(int) float32) {
+// storedWords views every weight's stored bytes (Half or F) as 64-bit
+// words, in spans of at most 1 MiB, and returns them with their byte count.
+func storedWords(b *testing.B, w model.Weights) ([][]uint64, int64) {
+	const span = 1 << 17 // words
+	var out [][]uint64
+	var n int64
+	for k, t := range w {
+		var p unsafe.Pointer
+		var size int
+		switch {
+		case t.Half != nil:
+			p, size = unsafe.Pointer(unsafe.SliceData(t.Half)), 2*len(t.Half)
+		default:
+			p, size = unsafe.Pointer(unsafe.SliceData(t.F)), 4*len(t.F)
+		}
+		if size%8 != 0 || uintptr(p)%8 != 0 {
+			b.Fatalf("%s: %d stored bytes at %p are not whole aligned words", k, size, p)
+		}
+		all := unsafe.Slice((*uint64)(p), size/8)
+		for lo := 0; lo < len(all); lo += span {
+			out = append(out, all[lo:min(lo+span, len(all))])
+		}
+		n += int64(size)
+	}
+	return out, n
+}
+
+// readStored reads every word once, spread over all cores.
+func readStored(words [][]uint64) {
+	parallelEach(len(words), func(j int) uint64 {
+		var a0, a1, a2, a3 uint64
+		s := words[j]
+		k := 0
+		for ; k+4 <= len(s); k += 4 {
+			q := s[k : k+4 : k+4]
+			a0 ^= q[0]
+			a1 ^= q[1]
+			a2 ^= q[2]
+			a3 ^= q[3]
+		}
+		for _, v := range s[k:] {
+			a0 ^= v
+		}
+		return a0 ^ a1 ^ a2 ^ a3
+	})
+}
+
+// parallelEach runs f over [0, n) on all cores and folds the results into
+// sink, so that no read is optimised away.
+func parallelEach(n int, f func(int) uint64) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := make(chan int, n)
@@ -116,47 +188,12 @@ func parallelEach(n int, f func(int) float32) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var acc float32
+			var acc uint64
 			for j := range next {
-				acc += f(j)
+				acc ^= f(j)
 			}
 			mu.Lock()
-			sink += acc
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-}
-
-// sumAll reads every value once, spread over all cores.
-func sumAll(slices [][]float32) {
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	next := make(chan []float32, len(slices))
-	for _, s := range slices {
-		next <- s
-	}
-	close(next)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var a0, a1, a2, a3 float32
-			for s := range next {
-				i := 0
-				for ; i+4 <= len(s); i += 4 {
-					a0 += s[i]
-					a1 += s[i+1]
-					a2 += s[i+2]
-					a3 += s[i+3]
-				}
-				for ; i < len(s); i++ {
-					a0 += s[i]
-				}
-			}
-			mu.Lock()
-			sink += a0 + a1 + a2 + a3
+			sink ^= acc
 			mu.Unlock()
 		}()
 	}

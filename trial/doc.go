@@ -18,5 +18,6 @@
 // a truncation to their first layers (every layer lowers the same way); the
 // verdict says so in its notes. With ModelCache.UseWeightsDir, seeded
 // weights are generated once per directory (a workspace's weights/) and
-// memory-mapped from the stored safetensors file by every later load.
+// memory-mapped from the stored safetensors file by every later load: the
+// weights are views of the mapping, not copies.
 package trial

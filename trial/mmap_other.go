@@ -2,12 +2,9 @@
 
 package trial
 
-import (
-	"io"
-	"os"
-)
+import "os"
 
-// mapFile reads f directly where memory maps are not available.
-func mapFile(f *os.File, size int64) (io.ReaderAt, func(), error) {
-	return f, func() {}, nil
+// mapFile reads f into memory where memory maps are not available.
+func mapFile(f *os.File, size int64) ([]byte, func(), error) {
+	return readWhole(f, size)
 }

@@ -3,20 +3,19 @@
 package trial
 
 import (
-	"bytes"
-	"io"
 	"os"
 	"syscall"
 )
 
-// mapFile maps size bytes of f read-only; unmap releases the mapping.
-func mapFile(f *os.File, size int64) (io.ReaderAt, func(), error) {
+// mapFile maps size bytes of f read-only (reading them into memory where
+// the file cannot be mapped); unmap releases the mapping.
+func mapFile(f *os.File, size int64) (data []byte, unmap func(), err error) {
 	if size <= 0 || int64(int(size)) != size {
-		return f, func() {}, nil
+		return readWhole(f, size)
 	}
-	data, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return f, func() {}, nil // a file that cannot be mapped is read instead
+		return readWhole(f, size) // a file that cannot be mapped is read instead
 	}
-	return bytes.NewReader(data), func() { _ = syscall.Munmap(data) }, nil
+	return data, func() { _ = syscall.Munmap(data) }, nil
 }

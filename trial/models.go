@@ -139,15 +139,6 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	if err != nil {
 		return nil, err
 	}
-	// The reference VM streams bf16 weights at their stored width from a
-	// packed mirror, while the mirror (2 bytes per weight) still fits in
-	// the check budget beside the float32 values; otherwise it reads the
-	// float32 values, with the same results bit for bit.
-	if check.NumParams()*6 <= c.checkBytes {
-		for _, t := range m.Weights {
-			t.PackBF16()
-		}
-	}
 	return m, nil
 }
 

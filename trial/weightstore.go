@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,9 +110,13 @@ func storeWeights(path string, w model.Weights) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// readMapped reads cfg's weights from the safetensors file at path through
-// a read-only memory map (a plain file read where mapping is unavailable);
-// every check of model.ReadSafetensors applies.
+// readMapped returns cfg's weights viewing the safetensors file at path
+// through a read-only memory map (model.MapSafetensors; read into memory
+// where mapping is unavailable), every check of model.ReadSafetensors
+// applied. The weights are the mapped bytes, not a copy, so evaluators of
+// a host share one copy in the page cache; the mapping of weights that
+// loaded is never released (the model cache keeps a model for the life of
+// the process), the mapping of a file that failed the checks is.
 func readMapped(path string, cfg model.Config) (model.Weights, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -122,10 +127,26 @@ func readMapped(path string, cfg model.Config) (model.Weights, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, unmap, err := mapFile(f, info.Size())
+	data, unmap, err := mapFile(f, info.Size())
 	if err != nil {
 		return nil, err
 	}
-	defer unmap()
-	return model.ReadSafetensors(r, info.Size(), cfg)
+	w, err := model.MapSafetensors(data, cfg)
+	if err != nil {
+		unmap()
+		return nil, err
+	}
+	return w, nil
+}
+
+// readWhole reads size bytes of f into memory (nothing to release).
+func readWhole(f *os.File, size int64) ([]byte, func(), error) {
+	if size < 0 || int64(int(size)) != size {
+		return nil, nil, fmt.Errorf("%s: %d bytes cannot be held in memory", f.Name(), size)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", f.Name(), err)
+	}
+	return data, func() {}, nil
 }

@@ -22,12 +22,13 @@ func sameBits(t *testing.T, got, want model.Weights) {
 	}
 	for k, w := range want {
 		g := got[k]
-		if g == nil || g.DType != w.DType || len(g.F) != len(w.F) {
+		if g == nil || g.DType != w.DType || g.FloatCount() != w.FloatCount() {
 			t.Fatalf("tensor %s differs in dtype or size", k)
 		}
-		for i := range w.F {
-			if math.Float32bits(g.F[i]) != math.Float32bits(w.F[i]) {
-				t.Fatalf("tensor %s element %d: %v, want %v", k, i, g.F[i], w.F[i])
+		gf, wf := g.Floats(), w.Floats()
+		for i := range wf {
+			if math.Float32bits(gf[i]) != math.Float32bits(wf[i]) {
+				t.Fatalf("tensor %s element %d: %v, want %v", k, i, gf[i], wf[i])
 			}
 		}
 	}

@@ -99,7 +99,7 @@ func checkTensor(b *ir.Buffer, t *tensor.Tensor) error {
 	case t.DType == ir.I4:
 		field, have, want = "packed bytes", len(t.Packed), (n+1)/2
 	case t.DType.IsFloat():
-		field, have, want = "float values", len(t.F), n
+		field, have, want = "float values", t.FloatCount(), n
 	default:
 		field, have, want = "integer values", len(t.I), n
 	}

@@ -43,7 +43,11 @@
 // in float64 and rounded to float32, because Go has no float32 versions.
 // Integer dequantisation follows one rule for GEMV/GEMM and DEQUANT (docs/spec/rules.md R27):
 // int8 q as stored, packed int4 q = nibble − 8, and q − zero when zero points
-// are given. A float64 FUSED scratch is held at float32 precision.
+// are given. A float64 FUSED scratch is held at float32 precision. Weights
+// held at their stored width (tensor.Tensor.Half) are read as they are: EMBED
+// row by row, GEMV/GEMM on bf16 through dotBF16 (each value widened by a
+// shift; dotBF16Rows runs four rows in AVX2 registers on amd64), with the
+// results of the float32 path bit for bit.
 //
 // A FUSED task runs its params.recipe (fused.go) or, when params.flags
 // names one, an ir.FusedPatterns pattern (patterns.go): staging through the

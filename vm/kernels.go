@@ -47,31 +47,28 @@ func dot(x, w []float32) float32 {
 	return ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
 }
 
-// dotBF16 is dot with the weights given as packed bf16 words (four to a
-// uint64, element i in bits 16·(i mod 4); w holds at least len(x) values):
-// each weight widens exactly to the float32 dot reads, and the lanes and the
-// final tree are dot's, so the result is bit for bit dot's on the widened
-// weights while reading half the bytes.
-func dotBF16(x []float32, w []uint64) float32 {
+// dotBF16 is dot with the weights given as bf16 bit patterns (w holds at
+// least len(x) values): each weight widens exactly (a shift) to the float32
+// dot reads, and the lanes and the final tree are dot's, so the result is
+// bit for bit dot's on the widened weights while reading half the bytes.
+func dotBF16(x []float32, w []uint16) float32 {
 	n := len(x)
+	w = w[:n]
 	var a0, a1, a2, a3, a4, a5, a6, a7 float32
 	i := 0
 	for ; i+8 <= n; i += 8 {
-		s, t := x[i:i+8:i+8], w[i/4:i/4+2:i/4+2]
-		lo, hi := uint32(t[0]), uint32(t[0]>>32)
-		a0 += s[0] * math.Float32frombits(lo<<16)
-		a1 += s[1] * math.Float32frombits(lo&0xffff0000)
-		a2 += s[2] * math.Float32frombits(hi<<16)
-		a3 += s[3] * math.Float32frombits(hi&0xffff0000)
-		lo, hi = uint32(t[1]), uint32(t[1]>>32)
-		a4 += s[4] * math.Float32frombits(lo<<16)
-		a5 += s[5] * math.Float32frombits(lo&0xffff0000)
-		a6 += s[6] * math.Float32frombits(hi<<16)
-		a7 += s[7] * math.Float32frombits(hi&0xffff0000)
+		s, t := x[i:i+8:i+8], w[i:i+8:i+8]
+		a0 += s[0] * math.Float32frombits(uint32(t[0])<<16)
+		a1 += s[1] * math.Float32frombits(uint32(t[1])<<16)
+		a2 += s[2] * math.Float32frombits(uint32(t[2])<<16)
+		a3 += s[3] * math.Float32frombits(uint32(t[3])<<16)
+		a4 += s[4] * math.Float32frombits(uint32(t[4])<<16)
+		a5 += s[5] * math.Float32frombits(uint32(t[5])<<16)
+		a6 += s[6] * math.Float32frombits(uint32(t[6])<<16)
+		a7 += s[7] * math.Float32frombits(uint32(t[7])<<16)
 	}
 	for lane, v := range x[i:] {
-		k := i + lane
-		p := v * math.Float32frombits(uint32(w[k/4]>>(16*(k%4)))<<16)
+		p := v * math.Float32frombits(uint32(w[i+lane])<<16)
 		switch lane {
 		case 0:
 			a0 += p

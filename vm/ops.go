@@ -69,10 +69,12 @@ func runOp(op ir.Op, in, out []*tensor.Tensor, p ir.Params) error {
 	return kernels[op](in, out, p)
 }
 
-// floats returns a tensor's values as float32: the stored values of a float
-// tensor (no copy), integers converted, packed int4 as raw nibbles.
+// floats returns a tensor's values as float32: the float32 values of a float
+// tensor (no copy), a tensor held at its stored width widened into a new
+// slice (kernels that read weights read Half directly instead), integers
+// converted, packed int4 as raw nibbles.
 func floats(t *tensor.Tensor) []float32 {
-	if t.DType.IsFloat() {
+	if t.DType.IsFloat() && t.Half == nil {
 		return t.F
 	}
 	return t.Floats()
@@ -84,9 +86,10 @@ func ints(t *tensor.Tensor) []int64 {
 	out := make([]int64, n)
 	switch {
 	case t.DType.IsFloat():
+		vals := floats(t)
 		for i := range out {
-			if i < len(t.F) {
-				out[i] = int64(truncFloat(t.F[i]))
+			if i < len(vals) {
+				out[i] = int64(truncFloat(vals[i]))
 			}
 		}
 	case t.DType == ir.I4:

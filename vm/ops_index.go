@@ -13,27 +13,37 @@ import (
 // index_select, which also makes the flat->head "reshape" work: ids
 // [0..B-1] over a flat (B, q_dim) activation with hidden = head_dim copies
 // each sequence's row into the (B, heads, head_dim) output. An id outside
-// the table is an error.
+// the table is an error. A table held at its stored width (a weight) is
+// read row by row, never widened whole.
 func opEmbed(in, out []*tensor.Tensor, _ ir.Params) error {
 	ids := ints(in[0])
 	table := in[1]
 	if len(table.Shape) == 0 || table.Shape[0] <= 0 {
 		return fmt.Errorf("EMBED: table %v has no rows", table.Shape)
 	}
-	vals, err := inputFloats(table)
-	if err != nil {
-		return err
+	n := table.FloatCount()
+	if !table.DType.IsFloat() {
+		vals, err := inputFloats(table)
+		if err != nil {
+			return err
+		}
+		table, n = &tensor.Tensor{DType: ir.F32, Shape: table.Shape, F: vals}, len(vals)
+	}
+	if n != table.Numel() {
+		return fmt.Errorf("a %s%s tensor holds %d values", table.DType, shapeString(table.Shape), n)
 	}
 	rows := table.Shape[0]
-	width := len(vals) / rows
+	width := n / rows
 	if out[0].Numel() != len(ids)*width {
 		return fmt.Errorf("EMBED: %d ids × rows of %d values do not fill an output of %d", len(ids), width, out[0].Numel())
 	}
+	row := make([]float32, width)
 	for i, id := range ids {
 		if id < 0 || id >= int64(rows) {
 			return fmt.Errorf("EMBED: id %d outside the table's %d rows", id, rows)
 		}
-		if err := store(out[0], i*width, vals[int(id)*width:(int(id)+1)*width]); err != nil {
+		table.ReadFloats(row, int(id)*width)
+		if err := store(out[0], i*width, row); err != nil {
 			return err
 		}
 	}

@@ -12,7 +12,9 @@ import (
 // (M from x; M_tile and m_off are placement hints) and W in nn.Linear layout
 // [N, K]. With params.qdtype 6 (int8) or 7 (int4) and a third input the
 // weight is quantised: inputs [x, qW, scales(, zeros)], dequantised row by
-// row (quantMatrix) before the same dot product.
+// row (quantMatrix) before the same dot product. A bf16 weight held at its
+// stored width is read as it is (dotBF16: the same results, bit for bit, as
+// dot on its widened values); an fp16 one is widened row by row.
 func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 	x, err := inputFloats(in[0])
 	if err != nil {
@@ -48,22 +50,24 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 	}
 	var row func(n int) []float32
 	var bias []float32
-	quantised := (qdtype == qdtypeI8 || qdtype == qdtypeI4) && len(in) >= 3
-	if quantised {
+	var packed []uint16 // a bf16 weight at its stored width
+	if (qdtype == qdtypeI8 || qdtype == qdtypeI4) && len(in) >= 3 {
 		row, err = quantRows(in, p, qdtype, K, nOff+nTile)
 	} else {
-		row, bias, err = floatRows(in, K, nOff+nTile)
+		row, packed, bias, err = floatRows(in, K, nOff+nTile)
 	}
 	if err != nil {
 		return err
 	}
-	// A bf16 weight with its packed mirror is read at its stored width
-	// (rows must start on a word: K a multiple of 4).
-	var packed []uint64
-	if w := in[1]; !quantised && w.DType == ir.BF16 && K%4 == 0 && len(w.BF16) == (len(w.F)+3)/4 {
-		packed = w.BF16
-	}
 	res := make([]float32, M*nTile)
+	if packed != nil {
+		// Every row of the tile against each input row at once
+		// (dotBF16Rows, which may run several rows side by side).
+		tile := packed[nOff*K : (nOff+nTile)*K]
+		for m := 0; m < M; m++ {
+			dotBF16Rows(x[m*K:(m+1)*K], tile, res[m*nTile:(m+1)*nTile])
+		}
+	}
 	for j := 0; j < nTile; j++ {
 		n := nOff + j
 		var w []float32
@@ -75,10 +79,8 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 			b = bias[n]
 		}
 		for m := 0; m < M; m++ {
-			var v float32
-			if packed != nil {
-				v = dotBF16(x[m*K:(m+1)*K], packed[n*K/4:(n+1)*K/4])
-			} else {
+			v := res[m*nTile+j]
+			if packed == nil {
 				v = dot(x[m*K:(m+1)*K], w)
 			}
 			if bias != nil {
@@ -95,30 +97,52 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 	return nil
 }
 
-// floatRows serves rows of a float weight [N, K] without copying, and the
-// optional bias.
-func floatRows(in []*tensor.Tensor, K, rowsNeeded int) (func(int) []float32, []float32, error) {
-	w, err := inputFloats(in[1])
-	if err != nil {
-		return nil, nil, err
+// floatRows serves the rows of a float weight [N, K] and the optional bias:
+// a bf16 weight held at its stored width as its bit patterns (and no row
+// function), an fp16 one widened row by row into one reused buffer, float32
+// values without copying.
+func floatRows(in []*tensor.Tensor, K, rowsNeeded int) (func(int) []float32, []uint16, []float32, error) {
+	wt := in[1]
+	if lastDim(wt) != K {
+		return nil, nil, nil, fmt.Errorf("weight %s has rows of %d, K is %d", shapeString(wt.Shape), lastDim(wt), K)
 	}
-	if lastDim(in[1]) != K {
-		return nil, nil, fmt.Errorf("weight %s has rows of %d, K is %d", shapeString(in[1].Shape), lastDim(in[1]), K)
+	var row func(int) []float32
+	var packed []uint16
+	n := wt.FloatCount()
+	switch {
+	case wt.Half != nil && wt.DType == ir.BF16:
+		packed = wt.Half
+	case wt.Half != nil:
+		buf := make([]float32, K)
+		row = func(r int) []float32 {
+			wt.ReadFloats(buf, r*K)
+			return buf
+		}
+	default:
+		w, err := inputFloats(wt)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		n = len(w)
+		row = func(r int) []float32 { return w[r*K : (r+1)*K] }
 	}
-	if n := len(w) / K; rowsNeeded > n {
-		return nil, nil, fmt.Errorf("tile needs weight rows up to %d, the weight has %d", rowsNeeded, n)
+	if n != wt.Numel() {
+		return nil, nil, nil, fmt.Errorf("a %s%s tensor holds %d values", wt.DType, shapeString(wt.Shape), n)
+	}
+	if rows := n / K; rowsNeeded > rows {
+		return nil, nil, nil, fmt.Errorf("tile needs weight rows up to %d, the weight has %d", rowsNeeded, rows)
 	}
 	var bias []float32
 	if len(in) > 2 {
-		bias, err = inputFloats(in[2])
-		if err != nil {
-			return nil, nil, err
+		var err error
+		if bias, err = inputFloats(in[2]); err != nil {
+			return nil, nil, nil, err
 		}
 		if len(bias) < rowsNeeded {
-			return nil, nil, fmt.Errorf("bias has %d values, the tile needs %d", len(bias), rowsNeeded)
+			return nil, nil, nil, fmt.Errorf("bias has %d values, the tile needs %d", len(bias), rowsNeeded)
 		}
 	}
-	return func(n int) []float32 { return w[n*K : (n+1)*K] }, bias, nil
+	return row, packed, bias, nil
 }
 
 // quantRows serves dequantised rows of a quantised weight through one

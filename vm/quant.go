@@ -46,10 +46,11 @@ func newQuantMatrix(op string, q, scales, zeros *tensor.Tensor, group int) (*qua
 		}
 		m.packed = q.Packed
 	case q.DType.IsFloat():
-		if len(q.F) != n {
-			return nil, fmt.Errorf("%s: operand holds %d values, needs %d", op, len(q.F), n)
+		vals := floats(q)
+		if len(vals) != n {
+			return nil, fmt.Errorf("%s: operand holds %d values, needs %d", op, len(vals), n)
 		}
-		m.vals = q.F
+		m.vals = vals
 	default:
 		if len(q.I) != n {
 			return nil, fmt.Errorf("%s: operand holds %d values, needs %d", op, len(q.I), n)

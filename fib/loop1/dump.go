@@ -118,8 +118,9 @@ func writeTensor(dir, name string, t *tensor.Tensor) (DumpTensor, error) {
 	file := name + ".bin"
 	var buf []byte
 	if t.DType.IsFloat() {
-		buf = make([]byte, 4*len(t.F))
-		for i, v := range t.F {
+		vals := t.Floats()
+		buf = make([]byte, 4*len(vals))
+		for i, v := range vals {
 			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
 		}
 	} else {

@@ -65,7 +65,7 @@ func TestWeightProviderBuildsTheTrialWeights(t *testing.T) {
 	// The full model's weights contain the truncated check model's, value for value.
 	for key, w := range want {
 		g, ok := got[key]
-		if !ok || !slices.Equal(g.F, w.F) || g.DType != w.DType {
+		if !ok || !slices.Equal(g.F, w.F) || !slices.Equal(g.Half, w.Half) || g.DType != w.DType {
 			t.Fatalf("weight %s differs from the check model's", key)
 		}
 	}
