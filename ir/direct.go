@@ -1,6 +1,9 @@
 package ir
 
 import (
+	"encoding/binary"
+	"math/bits"
+
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -74,10 +77,27 @@ func decodeDirectChecked(data []byte, lim Limits) (p *Program, ok bool, bug any)
 
 func (d *direct) stop() { panic(giveUp{}) }
 
+// spaces8 is eight ASCII spaces as one little-endian word.
+const spaces8 = 0x2020202020202020
+
+// space skips whitespace. Program files are indented (json.dumps with
+// indent 2, so most of a file's bytes are the spaces that start its lines):
+// runs of spaces are skipped eight bytes at a time.
 func (d *direct) space() {
 	for d.pos < len(d.data) {
 		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
+		case ' ':
+			for d.pos+8 <= len(d.data) {
+				if w := binary.LittleEndian.Uint64(d.data[d.pos:]) ^ spaces8; w != 0 {
+					d.pos += bits.TrailingZeros64(w) / 8
+					break
+				}
+				d.pos += 8
+			}
+			for d.pos < len(d.data) && d.data[d.pos] == ' ' {
+				d.pos++
+			}
+		case '\t', '\n', '\r':
 			d.pos++
 		default:
 			return
@@ -488,23 +508,52 @@ func (d *direct) counters() []Counter {
 	}
 }
 
+// sampleTasks is how many tasks are decoded before the rest is sized from
+// them.
+const sampleTasks = 64
+
+// tasks reads the task list. The first sampleTasks tasks give the bytes per
+// task and the inputs, outputs, waits and params per task of this file; the
+// task slice and the chunks are then allocated once for the rest of the
+// input at that rate (with a little room), so that no slice is regrown and
+// copied on the way.
 func (d *direct) tasks() []Task {
-	guess := len(d.data) / 512
-	out := make([]Task, 0, guess)
-	d.ints = make([]int, 0, 4*guess+16)
-	d.waits = make([]Wait, 0, guess+16)
-	d.params = make([]Param, 0, 3*guess+16)
-	d.sms = make([]int, 0, guess+16)
+	start := d.pos
+	out := make([]Task, 0, sampleTasks)
+	d.ints = make([]int, 0, 4*sampleTasks)
+	d.waits = make([]Wait, 0, 2*sampleTasks)
+	d.params = make([]Param, 0, 4*sampleTasks)
+	d.sms = make([]int, 0, sampleTasks)
 	if !d.open('[', ']') {
 		return out
 	}
 	for {
+		if len(out) == sampleTasks {
+			out = d.sizeFromSample(out, d.pos-start)
+		}
 		out = append(out, d.task())
 		d.checkItems(len(out))
 		if !d.more(']') {
 			return out
 		}
 	}
+}
+
+// sizeFromSample reallocates the task slice and fresh chunks for the tasks
+// the rest of the input can hold, at the rate the sample (the tasks decoded
+// so far, in sampleBytes bytes) shows.
+func (d *direct) sizeFromSample(sample []Task, sampleBytes int) []Task {
+	n := len(sample)
+	rest := (len(d.data)-d.pos)/max(sampleBytes/n, 1) + 1
+	rest += rest/16 + 16
+	per := func(used int) int { return rest*used/n + rest/16 + 16 }
+	out := make([]Task, n, n+rest)
+	copy(out, sample)
+	d.ints = make([]int, 0, per(len(d.ints)))
+	d.waits = make([]Wait, 0, per(len(d.waits)))
+	d.params = make([]Param, 0, per(len(d.params)))
+	d.sms = make([]int, 0, per(len(d.sms)))
+	return out
 }
 
 func (d *direct) task() Task {
