@@ -93,12 +93,18 @@ func DecodeLimited(data []byte, lim Limits) (*Program, error) {
 // A caller that tells programs from other documents (amkctl validate, which
 // also reads MPK task graphs) tries this first, so that a program costs no
 // look for the other format.
-func DecodePlain(data []byte, lim Limits) (p *Program, ok bool) {
+//
+// done, when not nil, is called as the decoder goes (about once per MiB
+// of tasks) with an n such that it will not read data[:n] again, so that a
+// caller holding data in a memory map can hand those pages back. The
+// Program never refers to data.
+func DecodePlain(data []byte, lim Limits, done func(n int)) (p *Program, ok bool) {
 	lim = lim.withDefaults()
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, false
 	}
-	return decodeDirect(data, lim)
+	p, ok, _ = decodeDirectChecked(data, lim, done)
+	return p, ok
 }
 
 // decodeTree is the tree decoder: the document parsed into a pyjson tree,

@@ -50,19 +50,30 @@ type direct struct {
 	sms    []int
 	// scratch holds a task's params while their number is unknown.
 	scratch []Param
+
+	// done, if set, is told that data[:n] will not be read again; doneAt is
+	// the last n it was told.
+	done   func(n int)
+	doneAt int
 }
+
+// doneStep is how far decoding goes between calls of direct.done.
+const doneStep = 1 << 20
 
 // decodeDirect decodes data, or reports ok=false where the tree decoder must
 // decide (every error, and every form the direct decoder does not handle).
 func decodeDirect(data []byte, lim Limits) (p *Program, ok bool) {
-	p, ok, _ = decodeDirectChecked(data, lim)
+	p, ok, _ = decodeDirectChecked(data, lim, nil)
 	return p, ok
 }
 
 // decodeDirectChecked is decodeDirect that also returns a panic of the
 // direct decoder other than its own giving up: a bug, which the tests fail
 // on and Decode hides from its callers by falling back to the tree decoder.
-func decodeDirectChecked(data []byte, lim Limits) (p *Program, ok bool, bug any) {
+//
+// done, when not nil, is told as decoding goes which prefix of data it will
+// not read again (see DecodePlain).
+func decodeDirectChecked(data []byte, lim Limits, done func(n int)) (p *Program, ok bool, bug any) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, mine := r.(giveUp); !mine {
@@ -71,7 +82,7 @@ func decodeDirectChecked(data []byte, lim Limits) (p *Program, ok bool, bug any)
 			p, ok = nil, false
 		}
 	}()
-	d := direct{data: data, maxItems: lim.MaxItems, interned: make(map[string]string, 256)}
+	d := direct{data: data, maxItems: lim.MaxItems, interned: make(map[string]string, 256), done: done}
 	return d.program(), true, nil
 }
 
@@ -533,6 +544,11 @@ func (d *direct) tasks() []Task {
 		}
 		out = append(out, d.task())
 		d.checkItems(len(out))
+		if d.done != nil && d.pos-d.doneAt >= doneStep {
+			// Every value before d.pos has been copied out of data.
+			d.doneAt = d.pos
+			d.done(d.pos)
+		}
 		if !d.more(']') {
 			return out
 		}

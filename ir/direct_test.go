@@ -42,7 +42,7 @@ func corpus(t testing.TB) map[string][]byte {
 func sameDecoding(t *testing.T, data []byte, lim Limits) {
 	t.Helper()
 	lim = lim.withDefaults()
-	direct, ok, bug := decodeDirectChecked(data, lim)
+	direct, ok, bug := decodeDirectChecked(data, lim, nil)
 	if bug != nil {
 		t.Fatalf("direct decoder panicked: %v\n%.400s", bug, data)
 	}
@@ -235,7 +235,7 @@ func TestDirectDecoderSizesFromSample(t *testing.T) {
 
 func TestDecodePlain(t *testing.T) {
 	doc := Encode(sampledProgram(3, 1, true))
-	p, ok := DecodePlain(doc, Limits{})
+	p, ok := DecodePlain(doc, Limits{}, nil)
 	if !ok || !reflect.DeepEqual(p, mustDecode(t, doc)) {
 		t.Fatal("DecodePlain does not give Decode's program for amk's own encoding")
 	}
@@ -244,11 +244,33 @@ func TestDecodePlain(t *testing.T) {
 		`{"ir_version": "0.2.0", "tasks": [}`,
 		`{"tasks": []}`, // no ir_version
 	} {
-		if _, ok := DecodePlain([]byte(doc), Limits{}); ok {
+		if _, ok := DecodePlain([]byte(doc), Limits{}, nil); ok {
 			t.Errorf("DecodePlain accepted %s", doc)
 		}
 	}
-	if _, ok := DecodePlain(doc, Limits{MaxBytes: int64(len(doc) - 1)}); ok {
+	if _, ok := DecodePlain(doc, Limits{MaxBytes: int64(len(doc) - 1)}, nil); ok {
 		t.Error("DecodePlain ignored MaxBytes")
+	}
+}
+
+// DecodePlain's done callback: what it reports as no longer needed is
+// overwritten at once, and the program still comes out as Decode's.
+func TestDecodePlainDone(t *testing.T) {
+	doc := Encode(sampledProgram(12000, 6000, true)) // several MiB
+	want := mustDecode(t, doc)
+	data := bytes.Clone(doc)
+	calls, last := 0, 0
+	p, ok := DecodePlain(data, Limits{}, func(n int) {
+		if n < last || n > len(data) {
+			t.Fatalf("done(%d) after done(%d), %d bytes", n, last, len(data))
+		}
+		clear(data[:n])
+		calls, last = calls+1, n
+	})
+	if !ok || !reflect.DeepEqual(p, want) {
+		t.Fatal("DecodePlain with its done prefix cleared differs from Decode")
+	}
+	if calls < len(doc)>>20-1 {
+		t.Errorf("done called %d times on %d bytes", calls, len(doc))
 	}
 }
