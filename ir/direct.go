@@ -41,6 +41,7 @@ type direct struct {
 	pos      int
 	maxItems int
 	interned map[string]string
+	recent   [251]string // the last interned string per slot (see intern)
 
 	// Chunks the small per-task slices are cut from, so that a task costs
 	// no allocation of its own.
@@ -116,8 +117,17 @@ func (d *direct) space() {
 	}
 }
 
-// peek is the next byte after whitespace (0 at the end of the input).
+// peek is the next byte after whitespace (0 at the end of the input). Its
+// fast path takes no whitespace or the one space after a colon.
 func (d *direct) peek() byte {
+	if p := d.pos; p+1 < len(d.data) {
+		if c := d.data[p]; c > ' ' {
+			return c
+		} else if c == ' ' && d.data[p+1] > ' ' {
+			d.pos = p + 1
+			return d.data[p+1]
+		}
+	}
 	d.space()
 	if d.pos >= len(d.data) {
 		return 0
@@ -188,15 +198,25 @@ func (d *direct) key() []byte {
 
 func (d *direct) str() string { return string(d.plain()) }
 
-// intern returns b as a string shared with earlier equal ones.
+// intern returns b as a string shared with earlier equal ones. A small
+// table indexed by the length and the end bytes answers most lookups (a
+// program repeats a few op names, param keys and numbers) without hashing.
 func (d *direct) intern(b []byte) string {
-	if s, ok := d.interned[string(b)]; ok {
+	slot := 0
+	if len(b) > 0 {
+		slot = (len(b)*131 + int(b[0])*31 + int(b[len(b)-1])) % len(d.recent)
+	}
+	if s := d.recent[slot]; s == string(b) {
 		return s
 	}
-	s := string(b)
-	if len(d.interned) < internLimit {
-		d.interned[s] = s
+	s, ok := d.interned[string(b)]
+	if !ok {
+		s = string(b)
+		if len(d.interned) < internLimit {
+			d.interned[s] = s
+		}
 	}
+	d.recent[slot] = s
 	return s
 }
 
