@@ -16,9 +16,6 @@ type mappedFile struct {
 	dropped int // data[:dropped] has been handed back
 }
 
-// mapMinBytes is the smallest file worth a mapping; smaller ones are read.
-const mapMinBytes = 1 << 20
-
 // mapFile maps path when it is a regular file of at least mapMinBytes and
 // at most limit bytes; nil (and no error) where it is not: the caller reads
 // it instead, which also reports every error.

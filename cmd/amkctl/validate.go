@@ -151,6 +151,9 @@ func validateFile(f string, mpkOpt mpk.CheckOptions, lim ir.Limits) (text string
 	return rep.String(), rep.JSON(), rep.OK, nil
 }
 
+// mapMinBytes is the smallest file worth a memory map; smaller ones are read.
+const mapMinBytes = 1 << 20
+
 // decodeMappedProgram decodes a large regular file in amk's plain program
 // form straight from a memory map, handing each decoded MiB back to the
 // kernel, so that the file's bytes are never held whole: nil for anything
