@@ -86,6 +86,27 @@ func DecodeLimited(data []byte, lim Limits) (*Program, error) {
 	return decodeTree(data, lim)
 }
 
+// DecodePlain is DecodeLimited's fast path alone: the program when data is
+// one in the plain form amk's encoder writes (within lim), and otherwise
+// ok=false at once, with no error built: an error, an unusual form, or a
+// document that is no program at all. DecodeLimited then gives the answer.
+// A caller that tells programs from other documents (amkctl validate, which
+// also reads MPK task graphs) tries this first, so that a program costs no
+// look for the other format.
+//
+// done, when not nil, is called as the decoder goes (about once per MiB
+// of tasks) with an n such that it will not read data[:n] again, so that a
+// caller holding data in a memory map can hand those pages back. The
+// Program never refers to data.
+func DecodePlain(data []byte, lim Limits, done func(n int)) (p *Program, ok bool) {
+	lim = lim.withDefaults()
+	if int64(len(data)) > lim.MaxBytes {
+		return nil, false
+	}
+	p, ok, _ = decodeDirectChecked(data, lim, done)
+	return p, ok
+}
+
 // decodeTree is the tree decoder: the document parsed into a pyjson tree,
 // then mapped to a Program. It is the definition of what a program file may
 // hold and of every error message; the direct decoder (direct.go) is its

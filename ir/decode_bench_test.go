@@ -60,6 +60,7 @@ func benchDecode(b *testing.B, shape string, decode func([]byte) (*ir.Program, e
 	data := programJSON(b, shape)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu0, cpuOK := processCPU()
 	b.ResetTimer()
 	for b.Loop() {
 		p, err := decode(data)
@@ -71,6 +72,12 @@ func benchDecode(b *testing.B, shape string, decode func([]byte) (*ir.Program, e
 				b.Fatal(rep.Reason(3))
 			}
 		}
+	}
+	b.StopTimer()
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		// CPU time (the collector's included): on a loaded machine wall
+		// time also counts the waits for a core.
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
 	}
 }
 

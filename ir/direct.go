@@ -1,6 +1,9 @@
 package ir
 
 import (
+	"encoding/binary"
+	"math/bits"
+
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -38,6 +41,7 @@ type direct struct {
 	pos      int
 	maxItems int
 	interned map[string]string
+	recent   [251]string // the last interned string per slot (see intern)
 
 	// Chunks the small per-task slices are cut from, so that a task costs
 	// no allocation of its own.
@@ -47,19 +51,30 @@ type direct struct {
 	sms    []int
 	// scratch holds a task's params while their number is unknown.
 	scratch []Param
+
+	// done, if set, is told that data[:n] will not be read again; doneAt is
+	// the last n it was told.
+	done   func(n int)
+	doneAt int
 }
+
+// doneStep is how far decoding goes between calls of direct.done.
+const doneStep = 1 << 20
 
 // decodeDirect decodes data, or reports ok=false where the tree decoder must
 // decide (every error, and every form the direct decoder does not handle).
 func decodeDirect(data []byte, lim Limits) (p *Program, ok bool) {
-	p, ok, _ = decodeDirectChecked(data, lim)
+	p, ok, _ = decodeDirectChecked(data, lim, nil)
 	return p, ok
 }
 
 // decodeDirectChecked is decodeDirect that also returns a panic of the
 // direct decoder other than its own giving up: a bug, which the tests fail
 // on and Decode hides from its callers by falling back to the tree decoder.
-func decodeDirectChecked(data []byte, lim Limits) (p *Program, ok bool, bug any) {
+//
+// done, when not nil, is told as decoding goes which prefix of data it will
+// not read again (see DecodePlain).
+func decodeDirectChecked(data []byte, lim Limits, done func(n int)) (p *Program, ok bool, bug any) {
 	defer func() {
 		if r := recover(); r != nil {
 			if _, mine := r.(giveUp); !mine {
@@ -68,16 +83,33 @@ func decodeDirectChecked(data []byte, lim Limits) (p *Program, ok bool, bug any)
 			p, ok = nil, false
 		}
 	}()
-	d := direct{data: data, maxItems: lim.MaxItems, interned: make(map[string]string, 256)}
+	d := direct{data: data, maxItems: lim.MaxItems, interned: make(map[string]string, 256), done: done}
 	return d.program(), true, nil
 }
 
 func (d *direct) stop() { panic(giveUp{}) }
 
+// spaces8 is eight ASCII spaces as one little-endian word.
+const spaces8 = 0x2020202020202020
+
+// space skips whitespace. Program files are indented (json.dumps with
+// indent 2, so most of a file's bytes are the spaces that start its lines):
+// runs of spaces are skipped eight bytes at a time.
 func (d *direct) space() {
 	for d.pos < len(d.data) {
 		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
+		case ' ':
+			for d.pos+8 <= len(d.data) {
+				if w := binary.LittleEndian.Uint64(d.data[d.pos:]) ^ spaces8; w != 0 {
+					d.pos += bits.TrailingZeros64(w) / 8
+					break
+				}
+				d.pos += 8
+			}
+			for d.pos < len(d.data) && d.data[d.pos] == ' ' {
+				d.pos++
+			}
+		case '\t', '\n', '\r':
 			d.pos++
 		default:
 			return
@@ -85,8 +117,17 @@ func (d *direct) space() {
 	}
 }
 
-// peek is the next byte after whitespace (0 at the end of the input).
+// peek is the next byte after whitespace (0 at the end of the input). Its
+// fast path takes no whitespace or the one space after a colon.
 func (d *direct) peek() byte {
+	if p := d.pos; p+1 < len(d.data) {
+		if c := d.data[p]; c > ' ' {
+			return c
+		} else if c == ' ' && d.data[p+1] > ' ' {
+			d.pos = p + 1
+			return d.data[p+1]
+		}
+	}
 	d.space()
 	if d.pos >= len(d.data) {
 		return 0
@@ -157,15 +198,25 @@ func (d *direct) key() []byte {
 
 func (d *direct) str() string { return string(d.plain()) }
 
-// intern returns b as a string shared with earlier equal ones.
+// intern returns b as a string shared with earlier equal ones. A small
+// table indexed by the length and the end bytes answers most lookups (a
+// program repeats a few op names, param keys and numbers) without hashing.
 func (d *direct) intern(b []byte) string {
-	if s, ok := d.interned[string(b)]; ok {
+	slot := 0
+	if len(b) > 0 {
+		slot = (len(b)*131 + int(b[0])*31 + int(b[len(b)-1])) % len(d.recent)
+	}
+	if s := d.recent[slot]; s == string(b) {
 		return s
 	}
-	s := string(b)
-	if len(d.interned) < internLimit {
-		d.interned[s] = s
+	s, ok := d.interned[string(b)]
+	if !ok {
+		s = string(b)
+		if len(d.interned) < internLimit {
+			d.interned[s] = s
+		}
 	}
+	d.recent[slot] = s
 	return s
 }
 
@@ -488,23 +539,57 @@ func (d *direct) counters() []Counter {
 	}
 }
 
+// sampleTasks is how many tasks are decoded before the rest is sized from
+// them.
+const sampleTasks = 64
+
+// tasks reads the task list. The first sampleTasks tasks give the bytes per
+// task and the inputs, outputs, waits and params per task of this file; the
+// task slice and the chunks are then allocated once for the rest of the
+// input at that rate (with a little room), so that no slice is regrown and
+// copied on the way.
 func (d *direct) tasks() []Task {
-	guess := len(d.data) / 512
-	out := make([]Task, 0, guess)
-	d.ints = make([]int, 0, 4*guess+16)
-	d.waits = make([]Wait, 0, guess+16)
-	d.params = make([]Param, 0, 3*guess+16)
-	d.sms = make([]int, 0, guess+16)
+	start := d.pos
+	out := make([]Task, 0, sampleTasks)
+	d.ints = make([]int, 0, 4*sampleTasks)
+	d.waits = make([]Wait, 0, 2*sampleTasks)
+	d.params = make([]Param, 0, 4*sampleTasks)
+	d.sms = make([]int, 0, sampleTasks)
 	if !d.open('[', ']') {
 		return out
 	}
 	for {
+		if len(out) == sampleTasks {
+			out = d.sizeFromSample(out, d.pos-start)
+		}
 		out = append(out, d.task())
 		d.checkItems(len(out))
+		if d.done != nil && d.pos-d.doneAt >= doneStep {
+			// Every value before d.pos has been copied out of data.
+			d.doneAt = d.pos
+			d.done(d.pos)
+		}
 		if !d.more(']') {
 			return out
 		}
 	}
+}
+
+// sizeFromSample reallocates the task slice and fresh chunks for the tasks
+// the rest of the input can hold, at the rate the sample (the tasks decoded
+// so far, in sampleBytes bytes) shows.
+func (d *direct) sizeFromSample(sample []Task, sampleBytes int) []Task {
+	n := len(sample)
+	rest := (len(d.data)-d.pos)/max(sampleBytes/n, 1) + 1
+	rest += rest/16 + 16
+	per := func(used int) int { return rest*used/n + rest/16 + 16 }
+	out := make([]Task, n, n+rest)
+	copy(out, sample)
+	d.ints = make([]int, 0, per(len(d.ints)))
+	d.waits = make([]Wait, 0, per(len(d.waits)))
+	d.params = make([]Param, 0, per(len(d.params)))
+	d.sms = make([]int, 0, per(len(d.sms)))
+	return out
 }
 
 func (d *direct) task() Task {

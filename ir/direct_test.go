@@ -1,12 +1,16 @@
 package ir
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // corpus is every program file under ir/testdata and validate/testdata.
@@ -38,7 +42,7 @@ func corpus(t testing.TB) map[string][]byte {
 func sameDecoding(t *testing.T, data []byte, lim Limits) {
 	t.Helper()
 	lim = lim.withDefaults()
-	direct, ok, bug := decodeDirectChecked(data, lim)
+	direct, ok, bug := decodeDirectChecked(data, lim, nil)
 	if bug != nil {
 		t.Fatalf("direct decoder panicked: %v\n%.400s", bug, data)
 	}
@@ -179,4 +183,94 @@ func mustDecode(t *testing.T, data []byte) *Program {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// sampledProgram has n tasks; the first `first` of them carry heavy (long
+// labels, many ints, waits and params) or light contents, the rest the
+// other kind, so that the sizes the direct decoder takes from its sample of
+// the first tasks are too large or too small for the rest.
+func sampledProgram(n, first int, heavyFirst bool) *Program {
+	p := &Program{IRVersion: IRVersion, ABIVersion: ABIVersion, Meta: pyjson.ObjectValue()}
+	for i := range n {
+		heavy := (i < first) == heavyFirst
+		t := Task{ID: i, Op: OpGEMVTile, Inputs: []int{i}, Outputs: []int{i + 1}, OutCounter: i,
+			Waits: []Wait{}, Params: Params{IntParam("n", int64(i))}, Label: fmt.Sprint("t", i)}
+		if heavy {
+			for j := range 9 {
+				t.Inputs = append(t.Inputs, i+j)
+				t.Waits = append(t.Waits, Wait{Counter: j, Threshold: i})
+				t.Params = append(t.Params, IntParam(fmt.Sprint("k", j), int64(j)))
+			}
+			t.Label = fmt.Sprintf("%0200d", i)
+			sm := i % 7
+			t.SM = &sm
+		}
+		p.Tasks = append(p.Tasks, t)
+	}
+	return p
+}
+
+// The direct decoder sizes its task slice and chunks from the first
+// sampleTasks tasks; programs around that count, and programs whose later
+// tasks are larger or smaller than the sample, indented and compact, decode
+// as the tree decoder does.
+func TestDirectDecoderSizesFromSample(t *testing.T) {
+	for _, n := range []int{sampleTasks - 1, sampleTasks, sampleTasks + 1, 4 * sampleTasks} {
+		for _, heavyFirst := range []bool{true, false} {
+			doc := Encode(sampledProgram(n, sampleTasks, heavyFirst))
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, data := range [][]byte{doc, compact.Bytes()} {
+				if _, ok := decodeDirect(data, Limits{}.withDefaults()); !ok {
+					t.Errorf("%d tasks: the direct decoder gives up", n)
+				}
+				sameDecoding(t, data, Limits{})
+				sameDecoding(t, data, Limits{MaxItems: n - 1})
+			}
+		}
+	}
+}
+
+func TestDecodePlain(t *testing.T) {
+	doc := Encode(sampledProgram(3, 1, true))
+	p, ok := DecodePlain(doc, Limits{}, nil)
+	if !ok || !reflect.DeepEqual(p, mustDecode(t, doc)) {
+		t.Fatal("DecodePlain does not give Decode's program for amk's own encoding")
+	}
+	for _, doc := range []string{
+		`{"all_tasks": [], "ir_version": "0.2.0", "tasks": []}`, // an unknown key, as a task graph has
+		`{"ir_version": "0.2.0", "tasks": [}`,
+		`{"tasks": []}`, // no ir_version
+	} {
+		if _, ok := DecodePlain([]byte(doc), Limits{}, nil); ok {
+			t.Errorf("DecodePlain accepted %s", doc)
+		}
+	}
+	if _, ok := DecodePlain(doc, Limits{MaxBytes: int64(len(doc) - 1)}, nil); ok {
+		t.Error("DecodePlain ignored MaxBytes")
+	}
+}
+
+// DecodePlain's done callback: what it reports as no longer needed is
+// overwritten at once, and the program still comes out as Decode's.
+func TestDecodePlainDone(t *testing.T) {
+	doc := Encode(sampledProgram(12000, 6000, true)) // several MiB
+	want := mustDecode(t, doc)
+	data := bytes.Clone(doc)
+	calls, last := 0, 0
+	p, ok := DecodePlain(data, Limits{}, func(n int) {
+		if n < last || n > len(data) {
+			t.Fatalf("done(%d) after done(%d), %d bytes", n, last, len(data))
+		}
+		clear(data[:n])
+		calls, last = calls+1, n
+	})
+	if !ok || !reflect.DeepEqual(p, want) {
+		t.Fatal("DecodePlain with its done prefix cleared differs from Decode")
+	}
+	if calls < len(doc)>>20-1 {
+		t.Errorf("done called %d times on %d bytes", calls, len(doc))
+	}
 }

@@ -13,7 +13,9 @@
 // Decoding has two paths: the direct decoder (direct.go) scans the bytes
 // straight into the structs and only accepts; anything it does not take,
 // every malformed file included, goes to the tree decoder (codec.go), which
-// defines what a program may hold and words every error.
+// defines what a program may hold and words every error. DecodePlain is the
+// direct path alone (no error built), for callers that tell programs from
+// other documents or decode from a memory map they release as it goes.
 //
 // The target registry holds NVIDIA and AMD parts. amk's own target fields
 // (vendor, wavefront width, L1, a memory-side last-level cache, matrix peaks

@@ -54,7 +54,8 @@ func (c *checker) coverBuffer(buf *ir.Buffer, ws []int32) {
 		c.coverCacheRow(buf, ws)
 		return
 	}
-	tiles := make([]tile, 0, len(ws))
+	tiles := c.tileScratch[:0]
+	defer func() { c.tileScratch = tiles[:0] }()
 	for _, w := range ws {
 		r := c.region(w)
 		if r.whole {

@@ -104,17 +104,18 @@ func (c *checker) checkRaces() {
 		}
 		oc := p.Tasks[ws[0]].OutCounter
 		one := true
-		regs := make([]region, len(ws))
-		for k, w := range ws {
+		regs := c.regionScratch[:0] // kept only by the rare case below
+		for _, w := range ws {
 			if p.Tasks[w].OutCounter != oc {
 				one = false
 			}
-			regs[k] = c.region(w)
+			regs = append(regs, c.region(w))
 		}
+		c.regionScratch = regs
 		if pairwiseDisjoint(regs) {
 			continue // disjoint footprints cannot race, on one counter or several
 		}
-		wc := wawCase{buf: bid, ws: ws, oneCounter: one, regs: regs}
+		wc := wawCase{buf: bid, ws: ws, oneCounter: one, regs: slices.Clone(regs)}
 		byTopo := slices.Clone(ws)
 		slices.SortFunc(byTopo, func(x, y int32) int { return int(c.topo[x]) - int(c.topo[y]) })
 		for k := 0; k+1 < len(byTopo); k++ {

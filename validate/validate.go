@@ -45,6 +45,11 @@ type checker struct {
 	regions  []region // per task, filled by region()
 	regionOK []bool
 	in, out  []*ir.Buffer // scratch of resolve
+
+	// Scratch reused from buffer to buffer by checkRaces and coverBuffer,
+	// so that a large program's proofs leave no per-buffer garbage.
+	regionScratch []region
+	tileScratch   []tile
 }
 
 func newChecker(p *ir.Program) *checker { return &checker{p: p} }

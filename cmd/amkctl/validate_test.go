@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/validate"
 )
 
 const testdata = "../../validate/testdata"
@@ -168,5 +171,40 @@ func TestValidateRefusesForeignAndOversizedInput(t *testing.T) {
 	}
 	if code, out, _ := runCmd(t, "validate", good); code != 0 || !strings.Contains(out, "[VALID]") {
 		t.Errorf("default limits: code %d %q", code, out)
+	}
+}
+
+// A program file over mapMinBytes is decoded from a memory map: its report
+// is the one of the same program decoded in memory, and a large file the
+// direct decoder leaves (here a syntax error at the very end) still gets the
+// tree decoder's error with its position.
+func TestValidateVerbLargeFileMapped(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "llama-1b.json")
+	if code, _, errOut := runCmd(t, "lower", "llama-1b", "--gpu", "h100", "--pos", "3", "--out", path); code != 0 {
+		t.Fatalf("lower: code %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) < mapMinBytes {
+		t.Fatalf("%d bytes (%v): not large enough to be mapped", len(data), err)
+	}
+	p, err := ir.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := validate.Validate(p)
+	code, out, errOut := runCmd(t, "validate", path)
+	if code != 0 || out != rep.String()+"\n" || errOut != "" {
+		t.Fatalf("code %d, stderr %q, report:\n%.300s\nwant:\n%.300s", code, errOut, out, rep.String())
+	}
+
+	broken := filepath.Join(dir, "broken.json")
+	if err := os.WriteFile(broken, append(data[:len(data)-1:len(data)-1], ']'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, wantErr := ir.Decode(append(data[:len(data)-1:len(data)-1], ']'))
+	code, _, errOut = runCmd(t, "validate", broken)
+	if code != 2 || wantErr == nil || !strings.Contains(errOut, wantErr.Error()) {
+		t.Fatalf("broken: code %d, stderr %q, want the error %v", code, errOut, wantErr)
 	}
 }
