@@ -9,6 +9,10 @@
 #   bin/build.test                                the kernel build check (the visit's cache warm-up)
 #   bin/MANIFEST                                  commit, toolchain, sizes
 # The binaries need only glibc (>= 2.34) and libcuda.so.1 at run time.
+# They are left gzip-compressed (bin/NAME.gz): uncompressed they come to about
+# 60 MB, and the device tool carries at most 64 MiB together with the working
+# tree. scripts/gpu/lib.sh (visit_start) unpacks them on the GPU machine;
+# `gzip -dk bin/*.gz` unpacks them here.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
@@ -38,5 +42,12 @@ done
 	echo "glibc needed: $(objdump -T bin/amkctl | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1)"
 	du -b "${bins[@]}" | awk '{printf "%s %.1f MB\n", $2, $1 / 1e6}'
 } >bin/MANIFEST
+rm -f bin/*.gz
+gzip -9 "${bins[@]}"
 cat bin/MANIFEST
-echo "bin/: $(du -sh bin | cut -f1) (the device tool carries at most 64 MiB with the working tree)"
+carried=$(($(du -sb bin | cut -f1) + $(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)))
+echo "bin/ compressed: $(du -sh bin | cut -f1); with the working tree $((carried / 1048576)) MiB of the device tool's 64 MiB"
+if [ "$carried" -gt $((60 * 1048576)) ]; then
+	echo "build-bin.sh: bin/ and the working tree come to more than 60 MiB; a GPU visit could not carry them" >&2
+	exit 1
+fi

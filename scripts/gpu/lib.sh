@@ -18,6 +18,11 @@ visit_start() {
 	printf 'step\trc\tseconds\tnote\n' >"$R/steps.tsv"
 	export PYTHONUNBUFFERED=1
 	export PATH="$PWD/bin:$PATH"
+	# bin/ travels gzip-compressed (scripts/gpu/build-bin.sh): unpack it once.
+	for z in bin/*.gz; do
+		[ -e "$z" ] || continue
+		[ -x "${z%.gz}" ] || { gzip -dc "$z" >"${z%.gz}" && chmod +x "${z%.gz}"; }
+	done
 	# The build cache every test and verb of the visit shares (AMK_KERNEL_CACHE).
 	export AMK_KERNEL_CACHE=${AMK_KERNEL_CACHE:-/tmp/amk-kernel-cache}
 	mkdir -p "$AMK_KERNEL_CACHE"
