@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -78,6 +77,11 @@ type Fleet struct {
 	floorsMu sync.Mutex
 	floors   map[string]floor // campaign id -> its HBM floor
 
+	// corpus is the workspace's corpus, parsed once and then followed as
+	// drivers append to it: a new warm campaign costs what was appended
+	// since the last one, not the whole corpus.
+	corpus *flywheel.CorpusFollower
+
 	mu        sync.Mutex
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -119,8 +123,9 @@ func New(opts Options) (*Fleet, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Fleet{opts: opts, log: log, floors: map[string]floor{},
+		corpus:    flywheel.NewCorpusFollower(opts.Workspace.CorpusPath()),
 		campaigns: map[string]*entry{}, broken: map[string]string{}}
-	f.mux = dispatch.NewMux(newRecomputing(opts.Transport, f.floorOf))
+	f.mux = dispatch.NewMuxWith(newRecomputing(opts.Transport, f.floorOf), dispatch.MuxOptions{Dropped: f.unheld})
 	return f, nil
 }
 
@@ -238,6 +243,29 @@ func (f *Fleet) recorded(o trial.Outcome) {
 	if f.opts.Recorded != nil {
 		f.opts.Recorded(o)
 	}
+}
+
+// undeliverer is a transport that can deliver an outcome again when the
+// trial is resubmitted (redisq.Dispatcher.Undeliver).
+type undeliverer interface{ Undeliver(trial.Outcome) }
+
+// unheld is the Mux's Dropped: outcomes held too long (or too many) for
+// campaigns that have no driver here. The transport is told, so that a
+// campaign opened later gets them again when its driver resubmits its
+// trials in flight.
+func (f *Fleet) unheld(gone []trial.Outcome) {
+	campaigns := map[string]int{}
+	for _, o := range gone {
+		campaigns[o.CampaignID]++
+	}
+	t, recoverable := f.opts.Transport.(undeliverer)
+	if recoverable {
+		for _, o := range gone {
+			t.Undeliver(o)
+		}
+	}
+	f.log.Warn("dropped outcomes held for campaigns not driven here", "outcomes", len(gone),
+		"campaigns", len(campaigns), "dropped_total", f.mux.Dropped(), "redelivered_on_resubmit", recoverable)
 }
 
 // supervise runs a driver until the fleet stops, restarting it with
@@ -504,14 +532,19 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 	return id, created, workers, nil
 }
 
-// startEvent builds the Start of a new campaign from a request.
+// startEvent builds the Start of a new campaign from a request. A cold
+// campaign does not read the corpus (campaign.New ignores it).
 func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaign.Start, error) {
-	corpus, skipped, err := flywheel.ReadCorpus(f.opts.Workspace.CorpusPath())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
-	}
-	if skipped > 0 {
-		f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
+	var corpus []flywheel.Record
+	if !req.Cold {
+		recs, skipped, err := f.corpus.Records()
+		if err != nil {
+			return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
+		}
+		if skipped > 0 {
+			f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
+		}
+		corpus = recs
 	}
 	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: string(req.Device), DeviceName: "fleet", AMKVersion: f.opts.Version})
 }
