@@ -65,6 +65,13 @@ type Options struct {
 	// outcome it recorded durably (runner.Driver.Recorded); it must not
 	// block.
 	Recorded func(trial.Outcome)
+	// Unheld, when set, counts outcomes the fleet stopped holding for
+	// campaigns it does not drive (MuxOptions bounds them; the metric
+	// amk_scheduler_outcomes_unheld_total).
+	Unheld func(n int)
+	// HoldOutcomes bounds what is held for campaigns not driven here
+	// (dispatch's defaults when zero); its Dropped is the fleet's own.
+	HoldOutcomes dispatch.MuxOptions
 }
 
 // Fleet runs one runner.Driver per campaign of a workspace, in daemon mode,
@@ -81,6 +88,12 @@ type Fleet struct {
 	// drivers append to it: a new warm campaign costs what was appended
 	// since the last one, not the whole corpus.
 	corpus *flywheel.CorpusFollower
+
+	// unheldLog rate-limits the warning about outcomes no longer held.
+	unheldMu     sync.Mutex
+	unheldSince  int // outcomes dropped since the last warning
+	unheldLogged time.Time
+	unheldTotal  int
 
 	mu        sync.Mutex
 	ctx       context.Context
@@ -125,7 +138,9 @@ func New(opts Options) (*Fleet, error) {
 	f := &Fleet{opts: opts, log: log, floors: map[string]floor{},
 		corpus:    flywheel.NewCorpusFollower(opts.Workspace.CorpusPath()),
 		campaigns: map[string]*entry{}, broken: map[string]string{}}
-	f.mux = dispatch.NewMuxWith(newRecomputing(opts.Transport, f.floorOf), dispatch.MuxOptions{Dropped: f.unheld})
+	hold := opts.HoldOutcomes
+	hold.Dropped = f.unheld
+	f.mux = dispatch.NewMuxWith(newRecomputing(opts.Transport, f.floorOf), hold)
 	return f, nil
 }
 
@@ -254,19 +269,29 @@ type undeliverer interface{ Undeliver(trial.Outcome) }
 // campaign opened later gets them again when its driver resubmits its
 // trials in flight.
 func (f *Fleet) unheld(gone []trial.Outcome) {
-	campaigns := map[string]int{}
-	for _, o := range gone {
-		campaigns[o.CampaignID]++
-	}
 	t, recoverable := f.opts.Transport.(undeliverer)
 	if recoverable {
 		for _, o := range gone {
 			t.Undeliver(o)
 		}
 	}
-	f.log.Warn("dropped outcomes held for campaigns not driven here", "outcomes", len(gone),
-		"campaigns", len(campaigns), "dropped_total", f.mux.Dropped(), "redelivered_on_resubmit", recoverable)
+	if f.opts.Unheld != nil {
+		f.opts.Unheld(len(gone))
+	}
+	f.unheldMu.Lock()
+	defer f.unheldMu.Unlock()
+	f.unheldSince += len(gone)
+	f.unheldTotal += len(gone)
+	if now := time.Now(); now.Sub(f.unheldLogged) >= unheldLogEvery {
+		f.log.Warn("stopped holding outcomes for campaigns not driven here", "outcomes", f.unheldSince,
+			"total", f.unheldTotal, "example_campaign", gone[0].CampaignID, "redelivered_on_resubmit", recoverable)
+		f.unheldSince, f.unheldLogged = 0, now
+	}
 }
+
+// unheldLogEvery is the least time between two warnings about outcomes no
+// longer held (the metric counts every one).
+const unheldLogEvery = time.Minute
 
 // supervise runs a driver until the fleet stops, restarting it with
 // backoff when it fails (e.g. the transport is unreachable); a restarted
