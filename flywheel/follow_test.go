@@ -1,10 +1,13 @@
 package flywheel
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // followed checks that the follower's view of the corpus is exactly what a
@@ -128,4 +131,30 @@ func TestCorpusFollowerDoesNotReparse(t *testing.T) {
 	if len(got) != len(recs)+1 {
 		t.Fatalf("%d records after the append", len(got))
 	}
+}
+
+// FuzzCorpusFollower: whatever two writes put in a corpus file, the
+// follower, reading after each, agrees with a full read.
+func FuzzCorpusFollower(f *testing.F) {
+	var seed bytes.Buffer
+	for _, lat := range []float64{10, 11} {
+		r := sampleRecord(lat)
+		seed.WriteString(pyjson.Compact(r.Value(), false))
+		seed.WriteByte('\n')
+	}
+	line := seed.String()
+	f.Add(line[:len(line)/2], line[len(line)/2:])
+	f.Add("not json\n{", "\"model\": 1}\n")
+	f.Add("", "\n\n")
+	f.Fuzz(func(t *testing.T, first, second string) {
+		if len(first)+len(second) > 1<<16 {
+			return
+		}
+		path := filepath.Join(t.TempDir(), "corpus.jsonl")
+		c := NewCorpusFollower(path)
+		appendBytes(t, path, first)
+		followed(t, c, path, "after the first write")
+		appendBytes(t, path, second)
+		followed(t, c, path, "after the second write")
+	})
 }
