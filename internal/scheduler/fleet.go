@@ -89,7 +89,8 @@ type Fleet struct {
 	// since the last one, not the whole corpus.
 	corpus *flywheel.CorpusFollower
 
-	// unheldLog rate-limits the warning about outcomes no longer held.
+	// The warning about outcomes no longer held is rate-limited; unheldMu
+	// guards its counts.
 	unheldMu     sync.Mutex
 	unheldSince  int // outcomes dropped since the last warning
 	unheldLogged time.Time
