@@ -2,12 +2,15 @@ package dispatch_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
+	"github.com/amk-dev/amk/trial"
 )
 
 func TestMuxRoutesByCampaign(t *testing.T) {
@@ -59,5 +62,94 @@ func TestMuxHoldsOutcomesUntilAViewOpens(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("held outcome not delivered")
+	}
+}
+
+// waitFor polls cond until it holds (or fails the test after a long while).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestMuxHoldsAtMostMaxHeldOutcomes(t *testing.T) {
+	var calls atomic.Int64
+	under := dispatch.NewLocal(1, dispatchtest.EchoEvaluator(&calls))
+	var mu sync.Mutex
+	var dropped []int
+	m := dispatch.NewMuxWith(under, dispatch.MuxOptions{MaxHeld: 3, Dropped: func(gone []trial.Outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, o := range gone {
+			dropped = append(dropped, o.TrialID)
+		}
+	}})
+	defer m.Close()
+	for i := 1; i <= 5; i++ {
+		if err := under.Submit(context.Background(), dispatchtest.Spec("ghost", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "two outcomes dropped", func() bool { return m.Dropped() == 2 })
+	if n := m.Held(); n != 3 {
+		t.Fatalf("holding %d outcomes, want the cap of 3", n)
+	}
+	mu.Lock()
+	if !slices.Equal(dropped, []int{1, 2}) {
+		t.Fatalf("dropped trials %v, want the oldest: [1 2]", dropped)
+	}
+	mu.Unlock()
+	view := m.For("ghost")
+	for want := 3; want <= 5; want++ {
+		select {
+		case o := <-view.Outcomes():
+			if o.TrialID != want {
+				t.Fatalf("got trial %d, want %d", o.TrialID, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("held trial %d not delivered", want)
+		}
+	}
+	if n := m.Held(); n != 0 {
+		t.Fatalf("still holding %d outcomes after the view opened", n)
+	}
+}
+
+func TestMuxDropsOutcomesHeldPastHoldFor(t *testing.T) {
+	var calls atomic.Int64
+	under := dispatch.NewLocal(1, dispatchtest.EchoEvaluator(&calls))
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()) }
+	var gone atomic.Int64
+	m := dispatch.NewMuxWith(under, dispatch.MuxOptions{HoldFor: time.Hour, Now: clock,
+		Dropped: func(o []trial.Outcome) { gone.Add(int64(len(o))) }})
+	defer m.Close()
+	for i := 1; i <= 2; i++ {
+		if err := under.Submit(context.Background(), dispatchtest.Spec("never-opened", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "two outcomes held", func() bool { return m.Held() == 2 })
+	now.Add(int64(59 * time.Minute))
+	if err := under.Submit(context.Background(), dispatchtest.Spec("late", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "three outcomes held", func() bool { return m.Held() == 3 })
+	if m.Dropped() != 0 {
+		t.Fatal("dropped an outcome held for less than HoldFor")
+	}
+	now.Add(int64(2 * time.Minute))
+	if err := under.Submit(context.Background(), dispatchtest.Spec("later", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the two expired outcomes dropped", func() bool { return gone.Load() == 2 })
+	if n := m.Held(); n != 2 {
+		t.Fatalf("holding %d outcomes, want the 2 younger than HoldFor", n)
 	}
 }

@@ -30,6 +30,8 @@
 //	scheduler, fleet-wide:
 //	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)
 //	  amk_scheduler_lost_workers_total                  counter trials taken back from silent workers and re-offered
+//	  amk_scheduler_outcomes_unheld_total               counter outcomes no longer held for campaigns not driven here
+//	                                                            (redelivered when the campaign resubmits the trial)
 //
 //	queues, label queue (trials:<target> and results, with the namespace prefix):
 //	  amk_queue_depth_tasks      gauge   tasks waiting for a consumer (pending + scheduled + retry)

@@ -8,9 +8,11 @@ import "github.com/prometheus/client_golang/prometheus"
 var RejectReasons = []string{"missing_mac", "bad_mac", "malformed"}
 
 // Fleet is the scheduler's view of its transport's trust and health: the
-// outcomes it refused and the workers it found lost.
+// outcomes it refused, the workers it found lost and the outcomes it gave up
+// holding for campaigns it does not drive.
 type Fleet struct {
 	rejected *prometheus.CounterVec
+	unheld   prometheus.Counter
 }
 
 // RegisterFleet registers the fleet counters on reg; lost is read at every
@@ -18,11 +20,16 @@ type Fleet struct {
 func RegisterFleet(reg prometheus.Registerer, lost func() float64) (*Fleet, error) {
 	f := &Fleet{rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: SchedulerOutcomesRejected,
 		Help: "Outcomes refused because their fleet-secret MAC was missing or wrong, or they did not decode, by reason."},
-		[]string{"reason"})}
+		[]string{"reason"}),
+		unheld: prometheus.NewCounter(prometheus.CounterOpts{Name: SchedulerOutcomesUnheld,
+			Help: "Outcomes the scheduler stopped holding for campaigns it does not drive (held too long or too many); the transport delivers them again when the campaign resubmits its trials."})}
 	for _, r := range RejectReasons {
 		f.rejected.WithLabelValues(r)
 	}
 	if err := reg.Register(f.rejected); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(f.unheld); err != nil {
 		return nil, err
 	}
 	if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: SchedulerLostWorkers,
@@ -34,3 +41,6 @@ func RegisterFleet(reg prometheus.Registerer, lost func() float64) (*Fleet, erro
 
 // Rejected counts one refused outcome.
 func (f *Fleet) Rejected(reason string) { f.rejected.WithLabelValues(reason).Inc() }
+
+// Unheld counts n outcomes no longer held for campaigns not driven here.
+func (f *Fleet) Unheld(n int) { f.unheld.Add(float64(n)) }

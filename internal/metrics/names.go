@@ -16,10 +16,13 @@ const (
 	SchedulerInFlight           = "amk_scheduler_inflight_trials"
 	SchedulerCampaignStatus     = "amk_scheduler_campaign_status"
 	SchedulerLastImprovement    = "amk_scheduler_last_improvement_timestamp_seconds"
-	// Fleet-wide (no campaign label): refused outcomes (label reason) and
-	// trials taken back from lost workers.
+	// Fleet-wide (no campaign label): refused outcomes (label reason),
+	// trials taken back from lost workers, outcomes no longer held.
 	SchedulerOutcomesRejected = "amk_scheduler_outcomes_rejected_total"
 	SchedulerLostWorkers      = "amk_scheduler_lost_workers_total"
+	// Outcomes the scheduler stopped holding for campaigns it does not
+	// drive (dispatch.MuxOptions).
+	SchedulerOutcomesUnheld = "amk_scheduler_outcomes_unheld_total"
 )
 
 // Queue metric names (label queue).
@@ -46,7 +49,8 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerStreamedFloor, SchedulerAllWeightsFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers}
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers,
+		SchedulerOutcomesUnheld}
 }
 
 // QueueNames lists the queue metric names.

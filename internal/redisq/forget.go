@@ -150,3 +150,17 @@ func (d *Dispatcher) forgetDue(now time.Time) {
 		d.mu.Unlock()
 	}
 }
+
+// Undeliver tells the dispatcher that out never reached its campaign (the
+// scheduler's dispatch.Mux gave up holding it for a campaign that did not
+// open). The dispatcher stops remembering the delivery, and keeps
+// everything Redis holds of the trial: when the campaign opens later its
+// driver resubmits the trials its ledger has in flight, and Submit finds
+// the finished task and delivers its stored outcome again (within the
+// retention period) instead of dropping the submission as already
+// delivered. It never blocks.
+func (d *Dispatcher) Undeliver(out trial.Outcome) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.delivered, outcomeKey(out))
+}

@@ -57,3 +57,37 @@ func TestForgottenTrialLeavesNothingInRedis(t *testing.T) {
 		t.Fatal("the dispatcher still remembers the forgotten trial's delivery")
 	}
 }
+
+// An outcome the caller could not hand to its campaign (Undeliver) is
+// delivered again, from Redis, when the trial is submitted again, without
+// evaluating it again; without Undeliver that submission would be dropped
+// as already delivered.
+func TestUndeliveredOutcomeComesBackOnResubmit(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := freshNamespace(t)
+	ctx := context.Background()
+	var calls dispatchtestCalls
+	startWorker(t, srv, ns, "w", calls.eval(), nil)
+	d := startDispatcher(t, srv, ns, DispatcherOptions{})
+	spec := dispatchtest.Spec("undeliver", 7)
+	if err := d.Submit(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	first := next(t, d, 20*time.Second)
+	queue := TrialQueue(ns, testTarget)
+	waitUntil(t, "the trial's task to complete", func() bool {
+		info, err := d.insp.GetTaskInfo(queue, "undeliver/7")
+		return err == nil && info.State == asynq.TaskStateCompleted
+	})
+	d.Undeliver(first)
+	if err := d.Submit(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	again := next(t, d, 20*time.Second)
+	if again.TrialID != 7 || again.CampaignID != "undeliver" || again.Verdict == nil {
+		t.Fatalf("redelivered outcome %+v, want trial undeliver/7 with its verdict", again)
+	}
+	if n := calls.n.Load(); n != 1 {
+		t.Fatalf("the trial was evaluated %d times, want once", n)
+	}
+}

@@ -9,7 +9,14 @@
 // re-sends the trials the ledger still has in flight; outcomes that waited in
 // the transport meanwhile are held by the Mux until the campaign's view is
 // open and are recorded exactly once (the campaign refuses a trial id it has
-// already recorded). Once a driver has recorded an outcome durably the fleet
+// already recorded). The Mux holds them for a bounded time and number
+// (Options.HoldOutcomes): outcomes of a campaign that does not open in time
+// (another process holds it, or it is not in this workspace) are dropped,
+// counted (amk_scheduler_outcomes_unheld_total) and logged, and the redisq
+// transport is told to forget it delivered them (Undeliver), so the
+// campaign's resubmission once it is adopted gets them again from Redis.
+// New warm campaigns take the workspace corpus from a follower that parsed
+// it once and then reads only what was appended. Once a driver has recorded an outcome durably the fleet
 // tells a transport that keeps trials for recovery (redisq.Dispatcher.Forget),
 // so Redis holds the work in flight, not every finished trial. A campaign
 // another process holds (amkctl autoresearch) is readable but not driven; a

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -66,6 +65,13 @@ type Options struct {
 	// outcome it recorded durably (runner.Driver.Recorded); it must not
 	// block.
 	Recorded func(trial.Outcome)
+	// Unheld, when set, counts outcomes the fleet stopped holding for
+	// campaigns it does not drive (MuxOptions bounds them; the metric
+	// amk_scheduler_outcomes_unheld_total).
+	Unheld func(n int)
+	// HoldOutcomes bounds what is held for campaigns not driven here
+	// (dispatch's defaults when zero); its Dropped is the fleet's own.
+	HoldOutcomes dispatch.MuxOptions
 }
 
 // Fleet runs one runner.Driver per campaign of a workspace, in daemon mode,
@@ -77,6 +83,18 @@ type Fleet struct {
 
 	floorsMu sync.Mutex
 	floors   map[string]floor // campaign id -> its HBM floor
+
+	// corpus is the workspace's corpus, parsed once and then followed as
+	// drivers append to it: a new warm campaign costs what was appended
+	// since the last one, not the whole corpus.
+	corpus *flywheel.CorpusFollower
+
+	// The warning about outcomes no longer held is rate-limited; unheldMu
+	// guards its counts.
+	unheldMu     sync.Mutex
+	unheldSince  int // outcomes dropped since the last warning
+	unheldLogged time.Time
+	unheldTotal  int
 
 	mu        sync.Mutex
 	ctx       context.Context
@@ -119,8 +137,11 @@ func New(opts Options) (*Fleet, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Fleet{opts: opts, log: log, floors: map[string]floor{},
+		corpus:    flywheel.NewCorpusFollower(opts.Workspace.CorpusPath()),
 		campaigns: map[string]*entry{}, broken: map[string]string{}}
-	f.mux = dispatch.NewMux(newRecomputing(opts.Transport, f.floorOf))
+	hold := opts.HoldOutcomes
+	hold.Dropped = f.unheld
+	f.mux = dispatch.NewMuxWith(newRecomputing(opts.Transport, f.floorOf), hold)
 	return f, nil
 }
 
@@ -239,6 +260,39 @@ func (f *Fleet) recorded(o trial.Outcome) {
 		f.opts.Recorded(o)
 	}
 }
+
+// undeliverer is a transport that can deliver an outcome again when the
+// trial is resubmitted (redisq.Dispatcher.Undeliver).
+type undeliverer interface{ Undeliver(trial.Outcome) }
+
+// unheld is the Mux's Dropped: outcomes held too long (or too many) for
+// campaigns that have no driver here. The transport is told, so that a
+// campaign opened later gets them again when its driver resubmits its
+// trials in flight.
+func (f *Fleet) unheld(gone []trial.Outcome) {
+	t, recoverable := f.opts.Transport.(undeliverer)
+	if recoverable {
+		for _, o := range gone {
+			t.Undeliver(o)
+		}
+	}
+	if f.opts.Unheld != nil {
+		f.opts.Unheld(len(gone))
+	}
+	f.unheldMu.Lock()
+	defer f.unheldMu.Unlock()
+	f.unheldSince += len(gone)
+	f.unheldTotal += len(gone)
+	if now := time.Now(); now.Sub(f.unheldLogged) >= unheldLogEvery {
+		f.log.Warn("stopped holding outcomes for campaigns not driven here", "outcomes", f.unheldSince,
+			"total", f.unheldTotal, "example_campaign", gone[0].CampaignID, "redelivered_on_resubmit", recoverable)
+		f.unheldSince, f.unheldLogged = 0, now
+	}
+}
+
+// unheldLogEvery is the least time between two warnings about outcomes no
+// longer held (the metric counts every one).
+const unheldLogEvery = time.Minute
 
 // supervise runs a driver until the fleet stops, restarting it with
 // backoff when it fails (e.g. the transport is unreachable); a restarted
@@ -504,14 +558,19 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 	return id, created, workers, nil
 }
 
-// startEvent builds the Start of a new campaign from a request.
+// startEvent builds the Start of a new campaign from a request. A cold
+// campaign does not read the corpus (campaign.New ignores it).
 func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaign.Start, error) {
-	corpus, skipped, err := flywheel.ReadCorpus(f.opts.Workspace.CorpusPath())
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
-	}
-	if skipped > 0 {
-		f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
+	var corpus []flywheel.Record
+	if !req.Cold {
+		recs, skipped, err := f.corpus.Records()
+		if err != nil {
+			return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
+		}
+		if skipped > 0 {
+			f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
+		}
+		corpus = recs
 	}
 	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: string(req.Device), DeviceName: "fleet", AMKVersion: f.opts.Version})
 }

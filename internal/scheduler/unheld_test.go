@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
+)
+
+// Outcomes that arrive for a campaign another process holds are held only
+// for a while; the fleet then stops holding them and the Redis transport
+// forgets it delivered them, so that when the campaign is adopted its
+// driver's resubmission finds each stored outcome and records it, without
+// evaluating the trial again.
+func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
+	srv := redistest.Start(t)
+	conn := redisq.Conn{Addr: srv.Addr}
+	const ns = "unheld"
+	// The first trial is evaluated at once; the next wait for the gate, so
+	// that one is running when the first scheduler stops.
+	var started, evaluated atomic.Int64
+	gate := make(chan struct{})
+	eval := evaluate(0)
+	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+		Identity: "w1", Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
+			if started.Add(1) > 1 {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+				}
+			}
+			o := eval(ctx, spec)
+			evaluated.Add(1)
+			return o
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Shutdown(ctx)
+	})
+	dispatcher := func() *redisq.Dispatcher {
+		d, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	// A first scheduler runs the campaign and stops with trials in flight.
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f1 := startFleet(t, ws, Options{Transport: dispatcher()})
+	const budget = 5
+	id, _, _, err := f1.Create(context.Background(), toyRequest(budget))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an experiment and a trial running", func() bool {
+		return status(t, f1, id).ExperimentsRun >= 1 && started.Load() >= 2
+	})
+	if err := f1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Another process holds the campaign while those trials finish.
+	held, err := ws.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	held.Read(func(c *campaign.Campaign) { left = len(c.State().InFlight) })
+	if left == 0 {
+		t.Fatal("no trial in flight at the stop; the test proves nothing")
+	}
+	var unheld atomic.Int64
+	f2 := startFleet(t, ws, Options{Transport: dispatcher(), RescanEvery: 50 * time.Millisecond,
+		HoldOutcomes: dispatch.MuxOptions{HoldFor: 100 * time.Millisecond},
+		Unheld:       func(n int) { unheld.Add(int64(n)) }})
+	close(gate)
+	waitFor(t, "the fleet to stop holding the running trial's outcome", func() bool { return unheld.Load() > 0 })
+	held.Close()
+	waitFor(t, "the adopted campaign to finish", func() bool {
+		r := status(t, f2, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, budget)
+	if n := evaluated.Load(); n != budget {
+		t.Fatalf("%d evaluations for %d experiments: a trial ran twice", n, budget)
+	}
+	t.Logf("%d trial(s) in flight at the stop, %d outcome(s) no longer held and recovered", left, unheld.Load())
+}
