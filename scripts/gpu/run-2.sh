@@ -32,13 +32,10 @@ step warmup 150 env AMK_NVCC_ARCH="$ARCH" AMK_KERNEL_VARIANTS=spot AMK_BUILD_JOB
 	build.test -test.run TestKernelsCompileWithoutSpills -test.v -test.timeout 145s
 step copy-bw 60 bash -c "python3 scripts/gpu/copy_bw.py > $R/copy-bw.json"
 for m in small llama-1b; do
-	step "eval-$m" 150 bash -c "amkctl export-weights $m --out /tmp/hf-$m --config-only &&
-	  cp /tmp/hf-$m/config.json $R/config-$m.json &&
-	  amkctl eval $m --gpu $TARGET --device cuda --pos $POS > $R/eval-$m.json"
+	step "eval-$m" 150 bash -c "amkctl eval $m --gpu $TARGET --device cuda --pos $POS > $R/eval-$m.json"
 done
 step roofline 20 bash -c "python3 scripts/gpu/roofline.py --hbm-gbs $HBM --copy $R/copy-bw.json \
-	--eval small=$R/eval-small.json:$R/config-small.json:$POS \
-	--eval llama-1b=$R/eval-llama-1b.json:$R/config-llama-1b.json:$POS --json $R/roofline.json > $R/roofline.md"
+	--eval small=$R/eval-small.json:$POS --eval llama-1b=$R/eval-llama-1b.json:$POS --json $R/roofline.json > $R/roofline.md"
 for m in small llama-1b; do
 	# The baseline file of llama-1b is large (128256 logits a position): it
 	# stays on the machine; its check report comes back.
