@@ -76,7 +76,7 @@ type Fleet struct {
 	mux  *dispatch.Mux
 
 	floorsMu sync.Mutex
-	floors   map[string]floor // campaign id -> its HBM floor
+	floors   map[string]floor // campaign id -> its streamed-bytes and all-weights floors
 
 	mu        sync.Mutex
 	ctx       context.Context
