@@ -192,7 +192,7 @@ func RunExport(req ExportRequest) (*ExportSummary, error) {
 		traces, sols = append(traces, t...), append(sols, s...)
 		sum.Notes = append(sum.Notes, fmt.Sprintf("campaign %s: %d verdicts as Traces (latency_kind %s)", req.Campaign, len(t), run.Kind))
 		if skipped > 0 {
-			sum.Notes = append(sum.Notes, fmt.Sprintf("campaign %s: %d PASS verdicts without a latency (withheld below the HBM floor) have no Trace form and were left out", req.Campaign, skipped))
+			sum.Notes = append(sum.Notes, fmt.Sprintf("campaign %s: %d PASS verdicts without a latency (withheld: below the streamed-bytes floor, or no floor for the target) have no Trace form and were left out", req.Campaign, skipped))
 		}
 	}
 	if req.Results != "" {

@@ -96,8 +96,9 @@ const factPrefix = "amk verdict:"
 
 // TracesFromFacts turns verdicts into Traces of the Definition def on the
 // workload w, and one Solution per distinct solution name. A PASS without
-// a latency (withheld below the HBM floor) has no FlashInfer-Bench form
-// (PASSED needs a performance): it is left out and counted in skipped.
+// a latency (withheld below the streamed-bytes floor, or with no floor) has
+// no FlashInfer-Bench form (PASSED needs a performance): it is left out and
+// counted in skipped.
 func TracesFromFacts(def *Definition, w Workload, run RunInfo, facts []Fact) (traces []Trace, sols []*Solution, skipped int, err error) {
 	if run.Kind != KindMeasuredGPU && run.Kind != KindPredicted {
 		return nil, nil, 0, fmt.Errorf("latency kind %q is neither %s nor %s", run.Kind, KindMeasuredGPU, KindPredicted)

@@ -38,7 +38,7 @@ type Record struct {
 	Regime      string
 	Correctness string // always "PASS"
 	LatencyUS   float64
-	BoundUS     float64 // the HBM floor; never 0
+	BoundUS     float64 // the streamed-bytes floor (trial.Verdict.BoundUS); never 0
 	// PctOfRoofline is LatencyUS / BoundUS × 100.
 	PctOfRoofline float64
 	// Schedule is the point's JSON: the ScheduleConfig dict with

@@ -34,5 +34,5 @@
 // refused (errors.ErrUnsupported) rather than skipped.
 //
 // pct_of_roofline follows one convention everywhere (docs/spec/rules.md R9): latency / floor ×
-// 100, so 100 is at the HBM floor and lower is better.
+// 100 with the streamed-bytes floor (bound_us), so 100 is at that floor and lower is better.
 package flywheel

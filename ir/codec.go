@@ -225,7 +225,8 @@ func (d *decoder) floatOf(v pyjson.Value, path string) float64 {
 }
 
 // finiteOf is floatOf refusing NaN and the infinities (target figures feed
-// the HBM floor and the cost model, where NaN would pass every comparison).
+// the bandwidth floors and the cost model, where NaN would pass every
+// comparison).
 func (d *decoder) finiteOf(v pyjson.Value, path string) float64 {
 	f := d.floatOf(v, path)
 	if math.IsNaN(f) || math.IsInf(f, 0) {

@@ -13,7 +13,7 @@ func TestInitWeightsContextStopsWhenCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	// llama-8b's float32 weights are 32 GB: only a check before the first
+	// llama-8b's bf16 weights are 16 GB: only a check before the first
 	// allocation keeps this test from allocating them.
 	w, err := InitWeightsContext(ctx, cfg, 0)
 	if !errors.Is(err, context.Canceled) || w != nil {

@@ -45,7 +45,9 @@ type Cost struct {
 // Predict estimates the single-stream decode latency of a program on a
 // target under a point's timing knobs (pipelining_depth, threads_per_block;
 // sm_assignment places the tasks of a program that carries no SMs). It is
-// deterministic and never below either HBM floor (docs/spec/rules.md R16).
+// deterministic and never below either bandwidth floor (docs/spec/rules.md
+// R16): the streamed-bytes floor (BandwidthBoundUS) and the task-bytes floor
+// (BytesBoundUS).
 func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 	c := Cost{NTasks: len(p.Tasks), RegionUS: map[string]float64{}}
 	for _, r := range Regions {
@@ -101,7 +103,7 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 		for r := range c.RegionUS {
 			c.RegionUS[r] *= scale
 		}
-		c.Notes = append(c.Notes, "prediction raised to the HBM floor")
+		c.Notes = append(c.Notes, "prediction raised to the bandwidth floor (streamed bytes or task bytes)")
 	}
 	return c
 }

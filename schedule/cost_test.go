@@ -9,8 +9,9 @@ import (
 	"github.com/amk-dev/amk/ir"
 )
 
-// docs/spec/rules.md R16: every prediction is at or above both HBM floors, for every target
-// and preset shape, at random points; and it is deterministic.
+// docs/spec/rules.md R16: every prediction is at or above both bandwidth floors (streamed
+// bytes, task bytes), for every target and preset shape, at random points; and it is
+// deterministic.
 func TestPredictNeverBelowFloor(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	models := []string{"toy", "toy-2L", "small", "llama-1b", "tinyllama", "llama-8b"}

@@ -14,9 +14,9 @@
 // that class, anything else a crash. Outcomes also carry per-stage wall
 // times (Stages) and the cost model's critical-path shares (Regions).
 //
-// Models whose float32 weights exceed the host's check budget are checked on
-// a truncation to their first layers (every layer lowers the same way); the
-// verdict says so in its notes. With ModelCache.UseWeightsDir, seeded
+// Models whose weights, at their stored dtype, exceed the host's check budget
+// are checked on a truncation to their first layers (every layer lowers the
+// same way); the verdict says so in its notes. With ModelCache.UseWeightsDir, seeded
 // weights are generated once per directory (a workspace's weights/) and
 // memory-mapped from the stored safetensors file by every later load: the
 // weights are views of the mapping, not copies.

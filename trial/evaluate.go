@@ -245,11 +245,11 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	}
 	v.Notes = append(v.Notes, timing.Notes...)
 	if v.BoundUS == nil {
-		v.Notes = append(v.Notes, "no HBM floor for this target; latency withheld")
+		v.Notes = append(v.Notes, "no streamed-bytes floor for this target; latency withheld")
 		return v, &timing, regions, nil
 	}
 	if timing.LatencyUS < bound || math.IsNaN(timing.LatencyUS) {
-		v.Notes = append(v.Notes, fmt.Sprintf("latency %.4fus is below the HBM floor %.4fus: a measurement artifact, withheld", timing.LatencyUS, bound))
+		v.Notes = append(v.Notes, fmt.Sprintf("latency %.4fus is below the streamed-bytes floor %.4fus: a measurement artifact, withheld", timing.LatencyUS, bound))
 		return v, &timing, regions, nil
 	}
 	lat := ir.RoundTo(timing.LatencyUS, 4)

@@ -125,7 +125,7 @@ func TestLatencyBelowFloorIsWithheld(t *testing.T) {
 	if v.LatencyUS != nil || v.LatencyKind != nil || v.PctOfRoofline != nil {
 		t.Fatalf("a sub-floor latency was reported: %+v", v)
 	}
-	if !strings.Contains(strings.Join(v.Notes, " "), "below the HBM floor") {
+	if !strings.Contains(strings.Join(v.Notes, " "), "below the streamed-bytes floor") {
 		t.Fatalf("no note explains the withheld latency: %v", v.Notes)
 	}
 	above := evalToy(t, `{}`, Options{Launcher: fixedLauncher{us: 50}}).Verdict

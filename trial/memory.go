@@ -14,10 +14,11 @@ const processAllowance int64 = 256 << 20
 // evaluator: the figures the fleet compares with what an evaluator has
 // before anything is allocated.
 type Memory struct {
-	// Host is host RAM: the float32 weights of the model whose numerics
-	// are checked (a layer truncation of a big model, see
+	// Host is host RAM: the weights, at their stored dtype, of the model
+	// whose numerics are checked (a layer truncation of a big model, see
 	// DefaultCheckBytes), the KV caches of the eager oracle and the
-	// reference VM at max_seq, and a fixed allowance for the process.
+	// reference VM at max_seq (4 bytes a value), and a fixed allowance for
+	// the process.
 	Host int64 `json:"host_bytes"`
 	// Device is GPU memory on a CUDA evaluator: the full model's weights at
 	// its dtype, its KV caches at max_seq, and the same allowance; 0 for a
@@ -36,7 +37,7 @@ func EstimateMemory(cfg model.Config, cuda bool, checkBytes int64) Memory {
 	}
 	check := checkConfig(cfg, checkBytes)
 	m := Memory{CheckLayers: check.NLayers}
-	m.Host = check.NumParams()*4 + 2*kvElems(check)*4 + processAllowance
+	m.Host = check.WeightBytes() + 2*kvElems(check)*4 + processAllowance
 	if cuda {
 		m.Device = cfg.WeightBytes() + cfg.DType.NBytes(kvElems(cfg)) + processAllowance
 	}
@@ -49,12 +50,11 @@ func kvElems(cfg model.Config) int64 {
 }
 
 // checkConfig is the model whose numerics are checked: cfg itself, or its
-// first layers when cfg's float32 weights exceed checkBytes.
+// first layers when cfg's weights, at their stored dtype (model.Config
+// WeightBytes), exceed checkBytes.
 func checkConfig(cfg model.Config, checkBytes int64) model.Config {
 	check := cfg
-	params := cfg.NumParams()
-	perLayer := params / int64(max(1, cfg.NLayers))
-	for check.NLayers > 1 && (params-int64(cfg.NLayers-check.NLayers)*perLayer)*4 > checkBytes {
+	for check.NLayers > 1 && check.WeightBytes() > checkBytes {
 		check.NLayers--
 	}
 	return check

@@ -15,8 +15,8 @@ func TestEstimateMemoryFollowsTheCheckBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := EstimateMemory(cfg, true, 64<<30)
-	if full.CheckLayers != cfg.NLayers || full.Host < cfg.NumParams()*4 {
-		t.Fatalf("unbounded budget: %+v, want all %d layers and at least the float32 weights (%d bytes)", full, cfg.NLayers, cfg.NumParams()*4)
+	if full.CheckLayers != cfg.NLayers || full.Host < cfg.WeightBytes() {
+		t.Fatalf("unbounded budget: %+v, want all %d layers and at least the bf16 weights (%d bytes)", full, cfg.NLayers, cfg.WeightBytes())
 	}
 	if full.Device < cfg.WeightBytes() {
 		t.Fatalf("device need %d below the weights (%d bytes)", full.Device, cfg.WeightBytes())
@@ -24,6 +24,34 @@ func TestEstimateMemoryFollowsTheCheckBudget(t *testing.T) {
 	cut := EstimateMemory(cfg, false, DefaultCheckBytes)
 	if cut.CheckLayers >= cfg.NLayers || cut.Host >= full.Host || cut.Device != 0 {
 		t.Fatalf("default budget: %+v, want a truncation below %d bytes and no device figure", cut, full.Host)
+	}
+	// The budget bounds the checked weights at their stored width (bf16: 2
+	// bytes a value): the most layers whose weights fit, and not one fewer.
+	// For llama-8b that is 9 of 32 layers (5.6 GiB of weights; counted at 4
+	// bytes a value it was 6).
+	check := cfg
+	check.NLayers = cut.CheckLayers
+	if check.WeightBytes() > DefaultCheckBytes {
+		t.Fatalf("%d checked layers hold %d bytes of weights, over the %d-byte budget", cut.CheckLayers, check.WeightBytes(), DefaultCheckBytes)
+	}
+	check.NLayers++
+	if check.WeightBytes() <= DefaultCheckBytes {
+		t.Fatalf("%d checked layers, but %d fit the budget (%d bytes)", cut.CheckLayers, check.NLayers, check.WeightBytes())
+	}
+	if cut.CheckLayers != 9 {
+		t.Fatalf("llama-8b checks %d layers within the default budget, want 9", cut.CheckLayers)
+	}
+}
+
+func TestCheckBudgetCountsFloat32WeightsAtFourBytes(t *testing.T) {
+	cfg, err := model.Load("toy-2L") // float32 weights
+	if err != nil {
+		t.Fatal(err)
+	}
+	fits := EstimateMemory(cfg, false, cfg.NumParams()*4)
+	short := EstimateMemory(cfg, false, cfg.NumParams()*4-1)
+	if fits.CheckLayers != 2 || short.CheckLayers != 1 {
+		t.Fatalf("toy-2L within exactly its float32 bytes: %d layers (want 2); one byte less: %d (want 1)", fits.CheckLayers, short.CheckLayers)
 	}
 }
 

@@ -18,8 +18,9 @@ import (
 // generates the same weights for the same model.
 const WeightSeed = 0
 
-// DefaultCheckBytes bounds the in-memory weights (float32 values) of the
-// model whose numerics are checked on the CPU. A bigger model is checked on a
+// DefaultCheckBytes bounds the in-memory weights, at their stored dtype
+// (model.Config WeightBytes: 2 bytes a value for bf16 and fp16, 4 for f32), of
+// the model whose numerics are checked on the CPU. A bigger model is checked on a
 // truncation to its first layers — the lowering of every layer is the same,
 // so the schedule's correctness is exercised — and the verdict says so.
 const DefaultCheckBytes int64 = 6 << 30
@@ -120,7 +121,7 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	check := checkConfig(cfg, c.checkBytes)
 	m := &LoadedModel{Config: cfg, Check: check, oracle: map[[2]int][]float32{}}
 	if weightsPath != "" && m.Truncated() {
-		return nil, fmt.Errorf("model %s needs %d MB of float32 weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, cfg.NumParams()*4>>20, c.checkBytes>>20)
+		return nil, fmt.Errorf("model %s needs %d MB of %s weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, cfg.WeightBytes()>>20, cfg.DType, c.checkBytes>>20)
 	}
 	if c.probe != nil {
 		need := EstimateMemory(cfg, false, c.checkBytes).Host

@@ -36,7 +36,7 @@ type ProgramCheck struct {
 // program holds every layer).
 func VerifyProgram(ctx context.Context, prog *ir.Program, lm *LoadedModel, token int) (*ProgramCheck, error) {
 	if lm.Truncated() {
-		return nil, fmt.Errorf("model %s is too large to verify on this host (its float32 weights exceed the check budget)", lm.Config.Name)
+		return nil, fmt.Errorf("model %s is too large to verify on this host (its %s weights exceed the check budget)", lm.Config.Name, lm.Config.DType)
 	}
 	res := &ProgramCheck{Token: token, Batch: 1, Notes: []string{}}
 	rep := validate.Validate(prog)

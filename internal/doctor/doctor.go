@@ -70,7 +70,7 @@ func Run(ctx context.Context, o Options) Report {
 		if avail < 2<<30 {
 			status = Warn
 		}
-		add("memory", status, "%.1f GiB available of %.1f GiB (the CPU check of a large model holds up to %.0f GiB of float32 weights)", gib(avail), gib(total), gib(uint64(trial.DefaultCheckBytes)))
+		add("memory", status, "%.1f GiB available of %.1f GiB (the CPU check of a large model holds up to %.0f GiB of weights at their stored dtype)", gib(avail), gib(total), gib(uint64(trial.DefaultCheckBytes)))
 	} else {
 		add("memory", Warn, "unknown (no /proc/meminfo)")
 	}

@@ -82,7 +82,7 @@ type Fleet struct {
 	mux  *dispatch.Mux
 
 	floorsMu sync.Mutex
-	floors   map[string]floor // campaign id -> its HBM floor
+	floors   map[string]floor // campaign id -> its streamed-bytes and all-weights floors
 
 	// corpus is the workspace's corpus, parsed once and then followed as
 	// drivers append to it: a new warm campaign costs what was appended

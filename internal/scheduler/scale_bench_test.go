@@ -467,8 +467,9 @@ func TestFleetScaleWorkerProcess(t *testing.T) {
 // noopEvaluator answers at once with a valid, correct verdict from the
 // device "noop" that ran nothing: its latency, labelled predicted, is a
 // number derived from the point, between two and three times the model's
-// HBM floor (so the scheduler's floor check passes and the proposer sees
-// distinct values).
+// all-weights floor (every weight byte at spec bandwidth, never below the
+// streamed-bytes floor the scheduler checks outcomes against, so that check
+// passes) and distinct per point for the proposer.
 func noopEvaluator(modelName, gpu string) (dispatch.Evaluator, error) {
 	cfg, err := model.Load(modelName)
 	if err != nil {

@@ -152,7 +152,7 @@ func TestExportRefusesWhatMPKCannotExpress(t *testing.T) {
 
 // The cost model ranks an imported graph through its translation: an amk
 // export predicts exactly what its program predicts, and a graph Mirage's
-// rules wrote gets a finite prediction above the HBM floor.
+// rules wrote gets a finite prediction above the streamed-bytes floor.
 func TestImportedGraphsArePredicted(t *testing.T) {
 	target, err := ir.Target("h100")
 	if err != nil {

@@ -287,8 +287,9 @@ func (l *Launcher) recheck(ctx context.Context, handle string, want []float32, c
 }
 
 // timing turns the child's comparison into the trial's Timing. The
-// candidate's floor check is trial's; an incumbent reading below the floor
-// is withheld here the same way (launch.FloorGuard), with its ratio.
+// candidate's floor check is trial's; an incumbent reading below the
+// program's streamed-bytes floor (floorUS) is withheld here the same way
+// (launch.FloorGuard), with its ratio.
 func (l *Launcher) timing(cmp *launch.Comparison, floorUS float64, notes []string) trial.Timing {
 	c := cmp.Candidate
 	t := trial.Timing{LatencyUS: c.MedianUS, Kind: trial.KindMeasuredGPU}
@@ -296,7 +297,7 @@ func (l *Launcher) timing(cmp *launch.Comparison, floorUS float64, notes []strin
 		l.name, c.MedianUS, c.N, l.opts.Warmup, c.P10US, c.P90US, 100*c.Spread()))
 	if cmp.Incumbent != nil {
 		inc := cmp.Incumbent.MedianUS
-		if ok, note := launch.FloorGuard(inc, floorUS); ok {
+		if ok, note := launch.FloorGuard(inc, floorUS, "streamed-bytes floor"); ok {
 			ratio := cmp.Ratio
 			t.IncumbentUS, t.Ratio = &inc, &ratio
 			notes = append(notes, fmt.Sprintf("incumbent timed interleaved (ABBA) on the same device: median %.3f us, ratio %.4f", inc, ratio))

@@ -14,8 +14,9 @@
 // candidate and an incumbent alternately (ABBA) with CUDA events after
 // warm-up launches and returns both Stats and their ratio (docs/spec/rules.md R7); OpRunner
 // runs the Loop-1 entry kernels; BufferReader reads buffers back without a
-// launch (what the last launch left). FloorGuard withholds a latency below the
-// HBM floor; MatchTarget maps the live device to its ir target record and
+// launch (what the last launch left). FloorGuard withholds a latency below a
+// bandwidth floor (the program's streamed-bytes floor, or an op's bytes
+// floor); MatchTarget maps the live device to its ir target record and
 // refuses a GPU without one (docs/spec/rules.md R1).
 //
 // Supervised child: the gpuworker runs the launcher as a child process per

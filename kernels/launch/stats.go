@@ -82,19 +82,22 @@ func Compare(cand, inc []float64) *Comparison {
 }
 
 // FloorGuard applies the honesty rule to a measured latency: a reading below
-// the HBM-bandwidth floor is physically impossible for a correct full pass
-// and is withheld (ok false) with a note saying why. A missing floor (NaN or
-// <= 0) withholds nothing.
-func FloorGuard(latencyUS, floorUS float64) (ok bool, note string) {
+// floorUS, a bandwidth floor (bytes that must cross HBM / spec bandwidth), is
+// physically impossible for a correct full pass and is withheld (ok false)
+// with a note saying why. floorName says which floor it is in that note: a
+// whole program's "streamed-bytes floor" (kernels/gpu) or one op's
+// "op-bytes floor" (kernels/tune). A missing floor (NaN or <= 0) withholds
+// nothing.
+func FloorGuard(latencyUS, floorUS float64, floorName string) (ok bool, note string) {
 	if math.IsNaN(floorUS) || floorUS <= 0 {
-		return true, "no HBM floor for this target; latency not checked against it"
+		return true, fmt.Sprintf("no %s for this target; latency not checked against it", floorName)
 	}
 	if math.IsNaN(latencyUS) || latencyUS <= 0 {
 		return false, fmt.Sprintf("latency %v us is not a positive measurement; withheld", latencyUS)
 	}
 	if latencyUS < floorUS {
-		return false, fmt.Sprintf("measured %.3f us is below the HBM floor %.3f us (%.1f%% of it): impossible for a full pass, withheld",
-			latencyUS, floorUS, 100*latencyUS/floorUS)
+		return false, fmt.Sprintf("measured %.3f us is below the %s %.3f us (%.1f%% of it): impossible for a full pass, withheld",
+			latencyUS, floorName, floorUS, 100*latencyUS/floorUS)
 	}
 	return true, ""
 }

@@ -35,16 +35,16 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestFloorGuard(t *testing.T) {
-	if ok, note := FloorGuard(120, 129.8); ok || !strings.Contains(note, "below the HBM floor") {
+	if ok, note := FloorGuard(120, 129.8, "op-bytes floor"); ok || !strings.Contains(note, "below the op-bytes floor 129.800 us") {
 		t.Errorf("below floor: %v %q", ok, note)
 	}
-	if ok, note := FloorGuard(260, 129.8); !ok || note != "" {
+	if ok, note := FloorGuard(260, 129.8, "op-bytes floor"); !ok || note != "" {
 		t.Errorf("above floor: %v %q", ok, note)
 	}
-	if ok, _ := FloorGuard(math.NaN(), 10); ok {
+	if ok, _ := FloorGuard(math.NaN(), 10, "op-bytes floor"); ok {
 		t.Error("NaN latency passed")
 	}
-	if ok, note := FloorGuard(5, math.NaN()); !ok || note == "" {
+	if ok, note := FloorGuard(5, math.NaN(), "streamed-bytes floor"); !ok || !strings.Contains(note, "no streamed-bytes floor") {
 		t.Errorf("no floor: %v %q", ok, note)
 	}
 }

@@ -35,7 +35,8 @@
 // the best so far on the same device (docs/spec/rules.md R7) — and keep it on a strict
 // MinGain (1%) win. A failed run or timing is a crash and makes
 // all_correct false, as does a mismatch (tag revert, FAIL). A reading
-// below the op-bytes HBM floor is withheld (launch.FloorGuard). When a
+// below the op-bytes floor (the op's bytes at spec HBM bandwidth) is
+// withheld (launch.FloorGuard). When a
 // variant beat the default, best and baseline are re-timed side by side at
 // the end and speedup = baseline / best. Every trial appends one
 // loop=instruction row to results.tsv as it finishes: model inst:<op>,

@@ -280,7 +280,7 @@ func (l *loop) trial(ctx context.Context, i int, v kernels.Variant) Trial {
 	if incUS > 0 {
 		tr.IncumbentUS, tr.Ratio = new(round(incUS, 4)), new(round(us/incUS, 4))
 	}
-	if ok, note := launch.FloorGuard(us, l.boundUS); !ok {
+	if ok, note := launch.FloorGuard(us, l.boundUS, "op-bytes floor"); !ok {
 		tr.Note = note
 		return tr
 	}

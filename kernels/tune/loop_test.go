@@ -208,7 +208,7 @@ func TestTuneWithholdsReadingsBelowTheFloor(t *testing.T) {
 	d := &fakeDevice{lat: map[string]float64{"default": 1e-9}}
 	s := tune(t, d, 1, "")
 	tr := s.TrialsDetail[0]
-	if s.BestVariant != nil || tr.LatencyUS != nil || tr.Kept || !strings.Contains(tr.Note, "below the HBM floor") {
+	if s.BestVariant != nil || tr.LatencyUS != nil || tr.Kept || !strings.Contains(tr.Note, "below the op-bytes floor") {
 		t.Fatalf("a sub-floor reading was used: %+v %+v", s, tr)
 	}
 }
