@@ -11,13 +11,9 @@ import (
 // float32 from already-rounded inputs and rounds its output once to dt.
 
 // rmsnorm: out = round(x · r · w), r = 1/sqrt(mean(x²) + eps), the sum of
-// squares accumulated in float32 over four lanes.
+// squares in dotF32's order.
 func rmsnorm(dt ir.DType, out, x, w []float32, eps float64) {
-	var s [4]float32
-	for i, v := range x {
-		s[i&3] += v * v
-	}
-	mean := ((s[0] + s[1]) + (s[2] + s[3])) / float32(len(x))
+	mean := dotF32(x, x) / float32(len(x))
 	r := float32(1 / math.Sqrt(float64(mean+float32(eps))))
 	for i, v := range x {
 		out[i] = tensor.Round(dt, v*r*w[i])
@@ -65,8 +61,8 @@ func rope(dt ir.DType, x, cos, sin []float32) {
 
 // attention computes decode attention for every query head over n cached
 // positions: query head h reads KV head h / (nHeads/nKV); scores are
-// (q·k)·scale in float32; softmax in float32 (exp via float64); the output
-// Σ p_t·v_t is rounded once. kc and vc hold n rows of nKV·headDim values.
+// (q·k)·scale in float32 (dotF32's order); softmax in float32 (exp via
+// float64); the output Σ p_t·v_t is rounded once. kc and vc hold n rows of nKV·headDim values.
 func attention(dt ir.DType, out, q, kc, vc []float32, n, nHeads, nKV, headDim int, scratch []float32) {
 	scale := float32(1 / math.Sqrt(float64(headDim)))
 	rep := nHeads / nKV
@@ -79,11 +75,7 @@ func attention(dt ir.DType, out, q, kc, vc []float32, n, nHeads, nKV, headDim in
 		m := float32(math.Inf(-1))
 		for t := range n {
 			k := kc[t*kvDim+g*headDim : t*kvDim+(g+1)*headDim]
-			var s float32
-			for d, qv := range qh {
-				s += qv * k[d]
-			}
-			scores[t] = s * scale
+			scores[t] = dotF32(qh, k) * scale
 			m = max(m, scores[t])
 		}
 		var l float32
