@@ -28,11 +28,12 @@
 // model instead rounds x·r before multiplying by w; amk follows the VM).
 // Every float32 reduction (projection rows, RMSNorm's sum of squares,
 // attention scores) sums in the reference VM's order: element i in lane
-// i mod 8, the lanes added as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)). The
-// order is a free choice of fp32 arithmetic, but bf16 storage turns two
-// orders' last-bit differences into occasional one-ulp flips that compound
-// over layers; with one order a correct lowering gives the oracle's logits
-// bit for bit, where with another a 16-layer llama-1b drifted to
+// i mod 8, the lanes added as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)); SiLU and
+// RoPE's inverse frequencies take the VM's float32/float64 steps too. These
+// are free choices of fp32 arithmetic, but bf16 storage turns two choices'
+// last-bit differences into occasional one-ulp flips that compound over
+// layers: with the VM's steps a correct lowering gives the oracle's logits
+// bit for bit, where with others a 16-layer llama-1b drifted to
 // max_abs_err 0.035, over the bf16 tolerance (atol 0.02) on small logits.
 //
 // Weights live once, at their stored dtype: bf16 and fp16 tensors hold their

@@ -20,9 +20,8 @@ func rmsnorm(dt ir.DType, out, x, w []float32, eps float64) {
 	}
 }
 
-// ropeTables returns cos and sin of pos·inv_freq[i] for i < half, where
-// inv_freq[i] = 1/θ^(i/half) is computed in float64 and cast to float32 and
-// the angle is the float32 product.
+// ropeTables returns cos and sin of pos·inv_freq[i] for i < half (see
+// invFreqs), the angle being the float32 product.
 func ropeTables(invFreq []float32, pos int) (cos, sin []float32) {
 	cos = make([]float32, len(invFreq))
 	sin = make([]float32, len(invFreq))
@@ -34,12 +33,15 @@ func ropeTables(invFreq []float32, pos int) (cos, sin []float32) {
 	return cos, sin
 }
 
-// invFreqs is inv_freq[i] = 1/θ^(i/half), i < half = headDim/2.
+// invFreqs is inv_freq[i] = 1/θ^(i/half), i < half = headDim/2, in the
+// reference VM's steps: the exponent i/half in float32, θ^e in float64
+// rounded to float32, its reciprocal in float32.
 func invFreqs(headDim int, theta float64) []float32 {
 	half := headDim / 2
 	out := make([]float32, half)
 	for i := range out {
-		out[i] = float32(1 / math.Pow(theta, float64(i)/float64(half)))
+		e := float32(i) / float32(half)
+		out[i] = 1 / float32(math.Pow(theta, float64(e)))
 	}
 	return out
 }
@@ -97,11 +99,13 @@ func attention(dt ir.DType, out, q, kc, vc []float32, n, nHeads, nKV, headDim in
 	}
 }
 
-// siluMul: out = round(silu(g)·u), silu(g) = g·sigmoid(g).
+// siluMul: out = round(silu(g)·u), silu(g) = g·sigmoid(g) = g/(1+e^−g)
+// computed in float64 and rounded to float32 before the product, as the
+// reference VM does.
 func siluMul(dt ir.DType, out, g, u []float32) {
 	for i, gv := range g {
-		sig := float32(1 / (1 + math.Exp(-float64(gv))))
-		out[i] = tensor.Round(dt, gv*sig*u[i])
+		v := float64(gv)
+		out[i] = tensor.Round(dt, float32(v/(1+math.Exp(-v)))*u[i])
 	}
 }
 

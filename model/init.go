@@ -37,6 +37,12 @@ func uniformAt(s uint64, i int) float64 {
 // initChunk is how many elements one unit of parallel generation fills.
 const initChunk = 1 << 18
 
+// InitVersion names the InitWeights recipe: it changes whenever the values
+// InitWeights generates for some config and seed change, so weights stored
+// by an earlier recipe are not taken for today's. Version 2 draws a tied
+// embedding at TiedEmbeddingScale (version 1 drew it at 1).
+const InitVersion = 2
+
 // TiedEmbeddingScale is the half-width of the uniform distribution a tied
 // embedding table is drawn from: 1/sqrt(hidden), the scale of an untied LM
 // head, since the table is also the model's output projection.
