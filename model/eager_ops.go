@@ -11,22 +11,17 @@ import (
 // float32 from already-rounded inputs and rounds its output once to dt.
 
 // rmsnorm: out = round(x · r · w), r = 1/sqrt(mean(x²) + eps), the sum of
-// squares accumulated in float32 over four lanes.
+// squares in dotF32's order.
 func rmsnorm(dt ir.DType, out, x, w []float32, eps float64) {
-	var s [4]float32
-	for i, v := range x {
-		s[i&3] += v * v
-	}
-	mean := ((s[0] + s[1]) + (s[2] + s[3])) / float32(len(x))
+	mean := dotF32(x, x) / float32(len(x))
 	r := float32(1 / math.Sqrt(float64(mean+float32(eps))))
 	for i, v := range x {
 		out[i] = tensor.Round(dt, v*r*w[i])
 	}
 }
 
-// ropeTables returns cos and sin of pos·inv_freq[i] for i < half, where
-// inv_freq[i] = 1/θ^(i/half) is computed in float64 and cast to float32 and
-// the angle is the float32 product.
+// ropeTables returns cos and sin of pos·inv_freq[i] for i < half (see
+// invFreqs), the angle being the float32 product.
 func ropeTables(invFreq []float32, pos int) (cos, sin []float32) {
 	cos = make([]float32, len(invFreq))
 	sin = make([]float32, len(invFreq))
@@ -38,12 +33,15 @@ func ropeTables(invFreq []float32, pos int) (cos, sin []float32) {
 	return cos, sin
 }
 
-// invFreqs is inv_freq[i] = 1/θ^(i/half), i < half = headDim/2.
+// invFreqs is inv_freq[i] = 1/θ^(i/half), i < half = headDim/2, in the
+// reference VM's steps: the exponent i/half in float32, θ^e in float64
+// rounded to float32, its reciprocal in float32.
 func invFreqs(headDim int, theta float64) []float32 {
 	half := headDim / 2
 	out := make([]float32, half)
 	for i := range out {
-		out[i] = float32(1 / math.Pow(theta, float64(i)/float64(half)))
+		e := float32(i) / float32(half)
+		out[i] = 1 / float32(math.Pow(theta, float64(e)))
 	}
 	return out
 }
@@ -65,8 +63,8 @@ func rope(dt ir.DType, x, cos, sin []float32) {
 
 // attention computes decode attention for every query head over n cached
 // positions: query head h reads KV head h / (nHeads/nKV); scores are
-// (q·k)·scale in float32; softmax in float32 (exp via float64); the output
-// Σ p_t·v_t is rounded once. kc and vc hold n rows of nKV·headDim values.
+// (q·k)·scale in float32 (dotF32's order); softmax in float32 (exp via
+// float64); the output Σ p_t·v_t is rounded once. kc and vc hold n rows of nKV·headDim values.
 func attention(dt ir.DType, out, q, kc, vc []float32, n, nHeads, nKV, headDim int, scratch []float32) {
 	scale := float32(1 / math.Sqrt(float64(headDim)))
 	rep := nHeads / nKV
@@ -79,11 +77,7 @@ func attention(dt ir.DType, out, q, kc, vc []float32, n, nHeads, nKV, headDim in
 		m := float32(math.Inf(-1))
 		for t := range n {
 			k := kc[t*kvDim+g*headDim : t*kvDim+(g+1)*headDim]
-			var s float32
-			for d, qv := range qh {
-				s += qv * k[d]
-			}
-			scores[t] = s * scale
+			scores[t] = dotF32(qh, k) * scale
 			m = max(m, scores[t])
 		}
 		var l float32
@@ -105,11 +99,13 @@ func attention(dt ir.DType, out, q, kc, vc []float32, n, nHeads, nKV, headDim in
 	}
 }
 
-// siluMul: out = round(silu(g)·u), silu(g) = g·sigmoid(g).
+// siluMul: out = round(silu(g)·u), silu(g) = g·sigmoid(g) = g/(1+e^−g)
+// computed in float64 and rounded to float32 before the product, as the
+// reference VM does.
 func siluMul(dt ir.DType, out, g, u []float32) {
 	for i, gv := range g {
-		sig := float32(1 / (1 + math.Exp(-float64(gv))))
-		out[i] = tensor.Round(dt, gv*sig*u[i])
+		v := float64(gv)
+		out[i] = tensor.Round(dt, float32(v/(1+math.Exp(-v)))*u[i])
 	}
 }
 

@@ -37,11 +37,28 @@ func uniformAt(s uint64, i int) float64 {
 // initChunk is how many elements one unit of parallel generation fills.
 const initChunk = 1 << 18
 
+// InitVersion names the InitWeights recipe: it changes whenever the values
+// InitWeights generates for some config and seed change, so weights stored
+// by an earlier recipe are not taken for today's. Version 2 draws a tied
+// embedding at TiedEmbeddingScale (version 1 drew it at 1).
+const InitVersion = 2
+
+// TiedEmbeddingScale is the half-width of the uniform distribution a tied
+// embedding table is drawn from: 1/sqrt(hidden), the scale of an untied LM
+// head, since the table is also the model's output projection.
+func TiedEmbeddingScale(cfg Config) float64 { return 1 / math.Sqrt(float64(cfg.Hidden)) }
+
 // InitWeights generates deterministic weights for cfg from seed. Tensor
 // "key" draws element i from the (i+1)-th output u of splitmix64 seeded with
 // mix64(seed ^ FNV-1a(key)); with v = u's top 53 bits mapped to [-1, 1):
 //
-//   - embedding: v (activations start O(1));
+//   - embedding: v (activations start O(1)); a tied embedding (the table
+//     is also the LM head) v / sqrt(hidden) instead, the LM head's scale,
+//     so logits stay O(1) (an O(1) table read as the LM head gives logits
+//     of O(sqrt(hidden)) and a token's own logit of O(hidden) — about 26
+//     and 1,100 at hidden 2048 — where the bf16 rounding noise of any two
+//     correct implementations exceeds the dtype tolerance on the small
+//     logits: see TiedEmbeddingScale);
 //   - RMSNorm weights: 1 + 0.1·v (near 1);
 //   - projections and lm_head [N, K]: v / sqrt(K), so y = x·Wᵀ keeps x's scale
 //     within a factor ~1/sqrt(3) and activations stay O(1) through many
@@ -80,6 +97,10 @@ func InitWeightsContext(ctx context.Context, cfg Config, seed uint64) (Weights, 
 		w[spec.Key] = t
 		scale, mid := 1.0, 0.0
 		switch spec.Role {
+		case RoleEmbed:
+			if cfg.TiedEmbeddings {
+				scale = TiedEmbeddingScale(cfg)
+			}
 		case RoleNorm:
 			scale, mid = 0.1, 1
 		case RoleLinear, RoleLMHead:

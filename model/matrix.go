@@ -38,9 +38,8 @@ func (m *matrix) row(r int, dst []float32) {
 	}
 }
 
-// dot is row r · x in float32, element i accumulated in lane i mod 4 and the
-// lanes summed as (l0+l1)+(l2+l3). x must hold pad4(cols) values, zero past
-// cols; scratch (cols values) is used for fp16 rows.
+// dot is row r · x in float32 in dotF32's order. x must hold pad4(cols)
+// values, zero past cols; scratch (cols values) is used for fp16 rows.
 func (m *matrix) dot(r int, x, scratch []float32) float32 {
 	switch {
 	case m.half == nil:
@@ -52,54 +51,56 @@ func (m *matrix) dot(r int, x, scratch []float32) float32 {
 	return dotF32(scratch[:m.cols], x)
 }
 
+// dotF32 is Σ w[i]·x[i] over len(w) elements in the reference VM's order
+// (see the package doc): element i accumulates in lane i mod 8 and the
+// lanes are added as ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)).
 func dotF32(w, x []float32) float32 {
 	x = x[:len(w)]
-	var s0, s1, s2, s3 float32
-	n := len(w) &^ 3
-	for i := 0; i < n; i += 4 {
-		ws, xs := w[i:i+4:i+4], x[i:i+4:i+4]
-		s0 += ws[0] * xs[0]
-		s1 += ws[1] * xs[1]
-		s2 += ws[2] * xs[2]
-		s3 += ws[3] * xs[3]
+	var l [8]float32
+	n := len(w) &^ 7
+	for i := 0; i < n; i += 8 {
+		ws, xs := w[i:i+8:i+8], x[i:i+8:i+8]
+		l[0] += ws[0] * xs[0]
+		l[1] += ws[1] * xs[1]
+		l[2] += ws[2] * xs[2]
+		l[3] += ws[3] * xs[3]
+		l[4] += ws[4] * xs[4]
+		l[5] += ws[5] * xs[5]
+		l[6] += ws[6] * xs[6]
+		l[7] += ws[7] * xs[7]
 	}
-	switch rem, xr := w[n:], x[n:]; len(rem) {
-	case 3:
-		s2 += rem[2] * xr[2]
-		fallthrough
-	case 2:
-		s1 += rem[1] * xr[1]
-		fallthrough
-	case 1:
-		s0 += rem[0] * xr[0]
+	for j, v := range w[n:] {
+		l[j] += v * x[n+j]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return laneTree(&l)
 }
 
-// dotBF16 is the bf16 row w · x with a row that does not fill its last group
-// of 4 read as padded with zero weights, every lane taking a product (x is
-// zero past len(w)).
+// dotBF16 is dotF32 with the row held as bf16 bit patterns, each widened
+// exactly (a shift) before its product: the same lanes and tree.
 func dotBF16(w []uint16, x []float32) float32 {
-	x = x[:pad4(len(w))]
-	var s0, s1, s2, s3 float32
-	n := len(w) &^ 3
-	for i := 0; i < n; i += 4 {
-		ws, xs := w[i:i+4:i+4], x[i:i+4:i+4]
-		s0 += tensor.BF16ToFloat(ws[0]) * xs[0]
-		s1 += tensor.BF16ToFloat(ws[1]) * xs[1]
-		s2 += tensor.BF16ToFloat(ws[2]) * xs[2]
-		s3 += tensor.BF16ToFloat(ws[3]) * xs[3]
+	x = x[:len(w)]
+	var l [8]float32
+	n := len(w) &^ 7
+	for i := 0; i < n; i += 8 {
+		ws, xs := w[i:i+8:i+8], x[i:i+8:i+8]
+		l[0] += tensor.BF16ToFloat(ws[0]) * xs[0]
+		l[1] += tensor.BF16ToFloat(ws[1]) * xs[1]
+		l[2] += tensor.BF16ToFloat(ws[2]) * xs[2]
+		l[3] += tensor.BF16ToFloat(ws[3]) * xs[3]
+		l[4] += tensor.BF16ToFloat(ws[4]) * xs[4]
+		l[5] += tensor.BF16ToFloat(ws[5]) * xs[5]
+		l[6] += tensor.BF16ToFloat(ws[6]) * xs[6]
+		l[7] += tensor.BF16ToFloat(ws[7]) * xs[7]
 	}
-	if n < len(w) {
-		var ws [4]uint16
-		copy(ws[:], w[n:])
-		xs := x[n : n+4 : n+4]
-		s0 += tensor.BF16ToFloat(ws[0]) * xs[0]
-		s1 += tensor.BF16ToFloat(ws[1]) * xs[1]
-		s2 += tensor.BF16ToFloat(ws[2]) * xs[2]
-		s3 += tensor.BF16ToFloat(ws[3]) * xs[3]
+	for j, v := range w[n:] {
+		l[j] += tensor.BF16ToFloat(v) * x[n+j]
 	}
-	return (s0 + s1) + (s2 + s3)
+	return laneTree(&l)
+}
+
+// laneTree adds eight partial sums in the fixed tree of dotF32.
+func laneTree(l *[8]float32) float32 {
+	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]))
 }
 
 // matvec is one projection of a decode step: out = round(x · mᵀ).

@@ -134,3 +134,50 @@ func TestWeightsCheckListsProblems(t *testing.T) {
 		t.Errorf("empty weights: %v", err)
 	}
 }
+
+// A tied embedding table is also the LM head, so InitWeights draws it at
+// the LM head's scale 1/sqrt(hidden): the eager logits of a seeded tied
+// model are then O(1), like an untied one's. Drawn at O(1), the llama-1b
+// layer shape gave logits up to about 1,100 (the fed token's own row) and
+// about 26 typically, where bf16 rounding noise alone exceeds the
+// tolerance on the small logits.
+func TestTiedEmbeddingDrawnAtTheLMHeadScale(t *testing.T) {
+	cfg, err := Preset("llama-1b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NLayers, cfg.Vocab = 1, 512
+	if !cfg.TiedEmbeddings {
+		t.Fatal("the llama-1b preset no longer ties its embedding")
+	}
+	w, err := InitWeights(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := TiedEmbeddingScale(cfg)
+	table := w[KeyNames(cfg).Embed].Floats()
+	var maxAbs float64
+	for _, v := range table {
+		maxAbs = math.Max(maxAbs, math.Abs(float64(v)))
+	}
+	if maxAbs > bound || maxAbs < 0.9*bound {
+		t.Errorf("tied embedding values reach %v, want spread over [-%v, %v]", maxAbs, bound, bound)
+	}
+	e, err := NewEager(cfg, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pos, tok := range []int32{3, 8, 13} {
+		logits, err := e.Step(tok, pos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m float64
+		for _, v := range logits {
+			m = math.Max(m, math.Abs(float64(v)))
+		}
+		if m > 16 {
+			t.Errorf("pos %d: max |logit| %v, want O(1) (under 16)", pos, m)
+		}
+	}
+}

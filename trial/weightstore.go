@@ -32,13 +32,13 @@ func (c *ModelCache) UseWeightsDir(dir string) {
 
 // generatedWeightsPath is the file holding cfg's seeded weights in dir: the
 // model's name as a file-name slug, then a hash of everything the weights
-// depend on (the config as JSON, the seed).
+// depend on (the config as JSON, the seed, model.InitVersion).
 func generatedWeightsPath(dir string, cfg model.Config) (string, error) {
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(fmt.Appendf(js, "\x00seed=%d", WeightSeed))
+	sum := sha256.Sum256(fmt.Appendf(js, "\x00seed=%d\x00init=%d", WeightSeed, model.InitVersion))
 	slug := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
 			return r
