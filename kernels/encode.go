@@ -38,8 +38,8 @@ func CheckBinding(b *ir.Buffer, t *tensor.Tensor) error {
 			return fmt.Errorf("buffer %d (%s): tensor has %d values, shape needs %d", b.ID, b.Name, t.FloatCount(), n)
 		}
 	default:
-		if len(t.I) != n {
-			return fmt.Errorf("buffer %d (%s): tensor has %d values, shape needs %d", b.ID, b.Name, len(t.I), n)
+		if t.IntCount() != n {
+			return fmt.Errorf("buffer %d (%s): tensor has %d values, shape needs %d", b.ID, b.Name, t.IntCount(), n)
 		}
 	}
 	return nil
@@ -87,20 +87,8 @@ func EncodeTensor(b *ir.Buffer, t *tensor.Tensor) ([]byte, error) {
 		for i, v := range t.I {
 			le.PutUint32(out[4*i:], uint32(v))
 		}
-	case ir.I8:
-		for i, v := range t.I {
-			if v < math.MinInt8 || v > math.MaxInt8 {
-				return nil, fmt.Errorf("buffer %d (%s): element %d = %d does not fit int8", b.ID, b.Name, i, v)
-			}
-			out[i] = byte(int8(v))
-		}
-	case ir.U8, ir.BOOL:
-		for i, v := range t.I {
-			if v < 0 || v > math.MaxUint8 {
-				return nil, fmt.Errorf("buffer %d (%s): element %d = %d does not fit a byte", b.ID, b.Name, i, v)
-			}
-			out[i] = byte(v)
-		}
+	case ir.I8, ir.U8, ir.BOOL:
+		copy(out, t.Bytes)
 	case ir.I4:
 		copy(out, t.Packed[:(n+1)/2])
 	}
@@ -134,14 +122,8 @@ func DecodeTensor(b *ir.Buffer, data []byte) (*tensor.Tensor, error) {
 		for i := range t.I {
 			t.I[i] = int32(le.Uint32(data[4*i:]))
 		}
-	case ir.I8:
-		for i := range t.I {
-			t.I[i] = int32(int8(data[i]))
-		}
-	case ir.U8, ir.BOOL:
-		for i := range t.I {
-			t.I[i] = int32(data[i])
-		}
+	case ir.I8, ir.U8, ir.BOOL:
+		copy(t.Bytes, data)
 	case ir.I4:
 		copy(t.Packed, data)
 	}

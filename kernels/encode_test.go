@@ -64,10 +64,13 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if dt == ir.I8 && string(data) != "\x00\xff\x7f\x80\x05" {
+			t.Errorf("int8 encoded % x, want 00 ff 7f 80 05", data)
+		}
 		back, _ := DecodeTensor(b, data)
 		for i := range ints {
-			if back.I[i] != ints[i] {
-				t.Errorf("%s[%d] = %d", dt, i, back.I[i])
+			if back.Int(i) != ints[i] {
+				t.Errorf("%s[%d] = %d", dt, i, back.Int(i))
 			}
 		}
 	}
@@ -104,9 +107,14 @@ func TestCheckBinding(t *testing.T) {
 	if err := CheckBinding(fp8, x); err == nil {
 		t.Error("fp8 buffer accepted")
 	}
-	big, _ := tensor.FromInts(ir.I8, []int{1}, []int32{300})
-	if _, err := EncodeTensor(&ir.Buffer{DType: ir.I8, Shape: []int{1}}, big); err == nil {
+	// An int8 tensor holds one byte per element, so an out-of-range value is
+	// refused when the tensor is built, before any encoding.
+	if _, err := tensor.FromInts(ir.I8, []int{1}, []int32{300}); err == nil {
 		t.Error("int8 overflow accepted")
+	}
+	short8 := &tensor.Tensor{DType: ir.I8, Shape: []int{2}, Bytes: []byte{1}}
+	if _, err := EncodeTensor(&ir.Buffer{DType: ir.I8, Shape: []int{2}}, short8); err == nil {
+		t.Error("int8 tensor with too few bytes accepted")
 	}
 	if _, err := DecodeTensor(b, make([]byte, 3)); err == nil {
 		t.Error("short read-back accepted")

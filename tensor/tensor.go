@@ -12,15 +12,21 @@ import (
 // Floating dtypes keep their values in F as float32, already rounded to the
 // dtype's precision — or, for BF16 and F16 tensors held at their stored
 // width (model weights: generated, read or memory-mapped from safetensors),
-// as bit patterns in Half, and then F is nil. I32, I8, U8 and BOOL keep one
-// value per element in I. I4 keeps the packed bytes in Packed (two elements
-// per byte, low nibble first), exactly as stored in memory.
+// as bit patterns in Half, and then F is nil. I32 keeps one value per
+// element in I; I8, U8 and BOOL keep one byte per element in Bytes. I4 keeps
+// the packed bytes in Packed (two elements per byte, low nibble first),
+// exactly as stored in memory. Int, SetInt and IntCount read and write I and
+// Bytes alike.
 type Tensor struct {
 	DType  ir.DType
 	Shape  []int
 	F      []float32
 	I      []int32
 	Packed []byte
+	// Bytes holds an I8, U8 or BOOL tensor's values at their stored width,
+	// one byte per element (I8 as two's complement, BOOL as 0 or 1); nil
+	// for every other dtype.
+	Bytes []byte
 	// Half holds a BF16 or F16 tensor's values at their stored width, one
 	// bit pattern per element (nil otherwise). It may be a view of a
 	// read-only file mapping: a tensor with Half is never written.
@@ -29,6 +35,51 @@ type Tensor struct {
 
 // HeldAtStoredWidth reports whether dt's values can be held in Half.
 func HeldAtStoredWidth(dt ir.DType) bool { return dt == ir.BF16 || dt == ir.F16 }
+
+// HeldInBytes reports whether dt's values are held in Bytes.
+func HeldInBytes(dt ir.DType) bool { return dt == ir.I8 || dt == ir.U8 || dt == ir.BOOL }
+
+// IntCount is how many integer values the tensor holds (in I or in Bytes).
+func (t *Tensor) IntCount() int {
+	if HeldInBytes(t.DType) {
+		return len(t.Bytes)
+	}
+	return len(t.I)
+}
+
+// Int returns integer element i widened to int32 (I8 sign-extended, U8 and
+// BOOL zero-extended); i must be below IntCount.
+func (t *Tensor) Int(i int) int32 {
+	switch t.DType {
+	case ir.I8:
+		return int32(int8(t.Bytes[i]))
+	case ir.U8, ir.BOOL:
+		return int32(t.Bytes[i])
+	}
+	return t.I[i]
+}
+
+// SetInt stores v as integer element i. For I8, U8 and BOOL only v's low
+// byte is kept, so v must already fit the dtype; i must be below IntCount.
+func (t *Tensor) SetInt(i int, v int32) {
+	if HeldInBytes(t.DType) {
+		t.Bytes[i] = byte(v)
+		return
+	}
+	t.I[i] = v
+}
+
+// Ints returns the integer values widened to int32 in a new slice.
+func (t *Tensor) Ints() []int32 {
+	if !HeldInBytes(t.DType) {
+		return append([]int32(nil), t.I...)
+	}
+	out := make([]int32, len(t.Bytes))
+	for i := range out {
+		out[i] = t.Int(i)
+	}
+	return out
+}
 
 // NewStored allocates a zeroed tensor at its stored width: BF16 and F16 in
 // Half, every other dtype as New.
@@ -101,6 +152,8 @@ func New(dt ir.DType, shape ...int) *Tensor {
 		t.Packed = make([]byte, (n+1)/2)
 	case dt.IsFloat():
 		t.F = make([]float32, n)
+	case HeldInBytes(dt):
+		t.Bytes = make([]byte, n)
 	default:
 		t.I = make([]int32, n)
 	}
@@ -122,7 +175,9 @@ func FromFloats(dt ir.DType, shape []int, vals []float32) (*Tensor, error) {
 	return t, nil
 }
 
-// FromInts builds an integer tensor (I32, I8, U8, BOOL).
+// FromInts builds an integer tensor (I32, I8, U8, BOOL). I8, U8 and BOOL
+// values are held in Bytes and must fit the dtype (I8 −128..127; U8 and
+// BOOL 0..255, as the device stores them).
 func FromInts(dt ir.DType, shape []int, vals []int32) (*Tensor, error) {
 	if dt.IsFloat() || dt == ir.I4 {
 		return nil, fmt.Errorf("FromInts: %s is not an unpacked integer dtype", dt)
@@ -130,7 +185,27 @@ func FromInts(dt ir.DType, shape []int, vals []int32) (*Tensor, error) {
 	if Numel(shape) != len(vals) {
 		return nil, fmt.Errorf("FromInts: shape %v holds %d values, got %d", shape, Numel(shape), len(vals))
 	}
-	return &Tensor{DType: dt, Shape: append([]int(nil), shape...), I: append([]int32(nil), vals...)}, nil
+	if !HeldInBytes(dt) {
+		return &Tensor{DType: dt, Shape: append([]int(nil), shape...), I: append([]int32(nil), vals...)}, nil
+	}
+	lo, hi := intRange(dt)
+	b := make([]byte, len(vals))
+	for i, v := range vals {
+		if v < lo || v > hi {
+			return nil, fmt.Errorf("FromInts: element %d = %d does not fit %s", i, v, dt)
+		}
+		b[i] = byte(v)
+	}
+	return &Tensor{DType: dt, Shape: append([]int(nil), shape...), Bytes: b}, nil
+}
+
+// intRange is the range of values a byte-held dtype stores.
+func intRange(dt ir.DType) (lo, hi int32) {
+	switch dt {
+	case ir.I8:
+		return math.MinInt8, math.MaxInt8
+	}
+	return 0, math.MaxUint8
 }
 
 // Numel is the tensor's element count.
@@ -140,7 +215,7 @@ func (t *Tensor) Numel() int { return Numel(t.Shape) }
 func (t *Tensor) Clone() *Tensor {
 	return &Tensor{DType: t.DType, Shape: append([]int(nil), t.Shape...),
 		F: append([]float32(nil), t.F...), I: append([]int32(nil), t.I...), Packed: append([]byte(nil), t.Packed...),
-		Half: append([]uint16(nil), t.Half...)}
+		Half: append([]uint16(nil), t.Half...), Bytes: append([]byte(nil), t.Bytes...)}
 }
 
 // Floats returns the values as float32 (Half widened and integers
@@ -161,9 +236,9 @@ func (t *Tensor) Floats() []float32 {
 		}
 		return out
 	default:
-		out := make([]float32, len(t.I))
-		for i, v := range t.I {
-			out[i] = float32(v)
+		out := make([]float32, t.IntCount())
+		for i := range out {
+			out[i] = float32(t.Int(i))
 		}
 		return out
 	}

@@ -63,3 +63,37 @@ func TestRoundAndNibbles(t *testing.T) {
 		}
 	}
 }
+
+func TestByteHeldIntegers(t *testing.T) {
+	vals := []int32{0, -1, 127, -128, 5}
+	q, err := FromInts(ir.I8, []int{5}, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(q.Bytes) != "\x00\xff\x7f\x80\x05" || q.I != nil {
+		t.Fatalf("int8 held as % x (I %v), want one two's-complement byte per element", q.Bytes, q.I)
+	}
+	for i, v := range vals {
+		if q.Int(i) != v || q.Floats()[i] != float32(v) {
+			t.Errorf("element %d reads %d / %v, want %d", i, q.Int(i), q.Floats()[i], v)
+		}
+	}
+	c := q.Clone()
+	c.SetInt(0, -7)
+	if q.Int(0) != 0 || c.Int(0) != -7 || c.IntCount() != 5 {
+		t.Errorf("clone shares bytes or lost the write: %d, %d", q.Int(0), c.Int(0))
+	}
+	u := New(ir.U8, 2)
+	u.SetInt(1, 255)
+	if len(u.Bytes) != 2 || u.Int(1) != 255 || New(ir.BOOL, 3).IntCount() != 3 || New(ir.I32, 3).IntCount() != 3 {
+		t.Errorf("U8/BOOL/I32 storage: %v %d", u.Bytes, u.Int(1))
+	}
+	for _, c := range []struct {
+		dt ir.DType
+		v  int32
+	}{{ir.I8, 128}, {ir.I8, -129}, {ir.U8, -1}, {ir.U8, 256}, {ir.BOOL, 256}} {
+		if _, err := FromInts(c.dt, []int{1}, []int32{c.v}); err == nil {
+			t.Errorf("FromInts(%s, %d) accepted a value the dtype cannot hold", c.dt, c.v)
+		}
+	}
+}

@@ -101,7 +101,7 @@ func checkTensor(b *ir.Buffer, t *tensor.Tensor) error {
 	case t.DType.IsFloat():
 		field, have, want = "float values", t.FloatCount(), n
 	default:
-		field, have, want = "integer values", len(t.I), n
+		field, have, want = "integer values", t.IntCount(), n
 	}
 	if have != want {
 		return fmt.Errorf("buffer %q: a %s%s tensor needs %d %s, it holds %d", b.Name, t.DType, shapeString(t.Shape), want, field, have)

@@ -99,9 +99,10 @@ func ints(t *tensor.Tensor) []int64 {
 			}
 		}
 	default:
+		n := t.IntCount()
 		for i := range out {
-			if i < len(t.I) {
-				out[i] = int64(t.I[i])
+			if i < n {
+				out[i] = int64(t.Int(i))
 			}
 		}
 	}
@@ -173,12 +174,11 @@ func store(out *tensor.Tensor, off int, vals []float32) error {
 			}
 		}
 	default:
-		if off+len(vals) > len(out.I) {
-			return fmt.Errorf("output storage holds %d values", len(out.I))
+		if off+len(vals) > out.IntCount() {
+			return fmt.Errorf("output storage holds %d values", out.IntCount())
 		}
-		dst := out.I[off : off+len(vals)]
 		for i, v := range vals {
-			dst[i] = castInt(dt, v)
+			out.SetInt(off+i, castInt(dt, v))
 		}
 	}
 	return nil

@@ -15,9 +15,9 @@ func opCopy(in, out []*tensor.Tensor, _ ir.Params) error {
 	if src.Numel() != dst.Numel() {
 		return fmt.Errorf("COPY: input has %d elements, output %d", src.Numel(), dst.Numel())
 	}
-	if isUnpackedInt(src) && isUnpackedInt(dst) && len(src.I) == len(dst.I) {
-		for i, v := range src.I {
-			dst.I[i] = narrowInt(dst.DType, int64(v))
+	if isUnpackedInt(src) && isUnpackedInt(dst) && src.IntCount() == dst.IntCount() {
+		for i := range src.IntCount() {
+			dst.SetInt(i, narrowInt(dst.DType, int64(src.Int(i))))
 		}
 		return nil
 	}

@@ -190,8 +190,8 @@ func opArgmax(in, out []*tensor.Tensor, _ ir.Params) error {
 	}
 	for r := 0; r < rows; r++ {
 		idx := argmax(x[r*v : (r+1)*v])
-		if isUnpackedInt(out[0]) && r < len(out[0].I) {
-			out[0].I[r] = narrowInt(out[0].DType, int64(idx))
+		if isUnpackedInt(out[0]) && r < out[0].IntCount() {
+			out[0].SetInt(r, narrowInt(out[0].DType, int64(idx)))
 			continue
 		}
 		if err := store(out[0], r, []float32{float32(idx)}); err != nil {

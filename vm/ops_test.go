@@ -36,6 +36,17 @@ func TestCopyRoundsToOutputDType(t *testing.T) {
 	if err := kernelErr(ir.OpCOPY, []*tensor.Tensor{src}, tensor.New(ir.F32, 3)); err == nil {
 		t.Error("COPY into a smaller output succeeded")
 	}
+	// Into int8 (held one byte per element): floats truncate then wrap as a
+	// C cast; integers keep their low byte.
+	i8 := tensor.New(ir.I8, 4)
+	kernel(t, ir.OpCOPY, []*tensor.Tensor{ft(t, ir.F32, shp(4), 200.5, -2.7, 127, -128)}, i8)
+	if string(i8.Bytes) != "\xc8\xfe\x7f\x80" {
+		t.Errorf("float->int8 copy = % x, want c8 fe 7f 80", i8.Bytes)
+	}
+	kernel(t, ir.OpCOPY, []*tensor.Tensor{it(t, ir.I32, shp(4), 300, -1, 5, -129)}, i8)
+	if string(i8.Bytes) != "\x2c\xff\x05\x7f" {
+		t.Errorf("int32->int8 copy = % x, want 2c ff 05 7f", i8.Bytes)
+	}
 }
 
 func TestAddMulAllreduce(t *testing.T) {

@@ -20,7 +20,9 @@ const (
 // tail (cols not a multiple of group) reuses the last group.
 type quantMatrix struct {
 	packed  []byte    // packed int4, two per byte, low nibble first
-	ints    []int32   // unpacked integers
+	bytes   []byte    // int8 (two's complement), uint8 or bool, one per byte, as stored
+	signed  bool      // bytes holds int8
+	ints    []int32   // int32 integers
 	vals    []float32 // integer values held in a float tensor
 	rows    int
 	cols    int
@@ -52,10 +54,14 @@ func newQuantMatrix(op string, q, scales, zeros *tensor.Tensor, group int) (*qua
 		}
 		m.vals = vals
 	default:
-		if len(q.I) != n {
-			return nil, fmt.Errorf("%s: operand holds %d values, needs %d", op, len(q.I), n)
+		if q.IntCount() != n {
+			return nil, fmt.Errorf("%s: operand holds %d values, needs %d", op, q.IntCount(), n)
 		}
-		m.ints = q.I
+		if tensor.HeldInBytes(q.DType) {
+			m.bytes, m.signed = q.Bytes, q.DType == ir.I8
+		} else {
+			m.ints = q.I
+		}
 	}
 	if group <= 0 {
 		return nil, fmt.Errorf("%s: group must be >= 1, got %d", op, group)
@@ -116,6 +122,16 @@ func (m *quantMatrix) row(r int, dst []float32) {
 					nib >>= 4
 				}
 				dst[k] = (float32(nib&0xf) - z) * s
+			}
+		case m.bytes != nil && m.signed:
+			q := m.bytes[base+k0 : base+k1]
+			for i, v := range q {
+				dst[k0+i] = (float32(int8(v)) - z) * s
+			}
+		case m.bytes != nil:
+			q := m.bytes[base+k0 : base+k1]
+			for i, v := range q {
+				dst[k0+i] = (float32(v) - z) * s
 			}
 		case m.ints != nil:
 			q := m.ints[base+k0 : base+k1]

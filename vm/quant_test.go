@@ -1,6 +1,8 @@
 package vm
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
@@ -98,6 +100,66 @@ func TestQuantErrors(t *testing.T) {
 	for name, c := range cases {
 		if err := kernelErr(ir.OpGEMVTile, c.in, out, c.ps...); err == nil {
 			t.Errorf("%s: succeeded", name)
+		}
+	}
+}
+
+// An int8 weight is held one byte per element and the quantised kernels read
+// it straight from those bytes with the numerics of the widened int32 form:
+// GEMV (with and without zero points) and DEQUANT give the same bits on the
+// same values held as I8 and as I32.
+func TestInt8HeldAsStoredSameBits(t *testing.T) {
+	const rows, cols, group = 7, 37, 8 // ragged last group
+	rng := rand.New(rand.NewPCG(14, 8))
+	vals := make([]int32, rows*cols)
+	for i := range vals {
+		vals[i] = int32(rng.IntN(256)) - 128
+	}
+	vals[0], vals[1] = -128, 127
+	q8, err := tensor.FromInts(ir.I8, []int{rows, cols}, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(q8.Bytes) != rows*cols || q8.I != nil {
+		t.Fatalf("int8 weight holds %d bytes and %d int32s, want %d bytes only", len(q8.Bytes), len(q8.I), rows*cols)
+	}
+	q32 := it(t, ir.I32, shp(rows, cols), vals...)
+	nGroups := (cols + group - 1) / group
+	randF := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	x := ft(t, ir.F32, shp(1, cols), randF(cols)...)
+	s := ft(t, ir.F16, shp(rows, nGroups), randF(rows*nGroups)...)
+	z := ft(t, ir.F16, shp(rows, nGroups), randF(rows*nGroups)...)
+	params := ir.Params{ip("K", cols), ip("N_tile", rows), ip("n_off", 0), ip("qdtype", 6), ip("group", group)}
+	for _, zeros := range [][]*tensor.Tensor{nil, {z}} {
+		var got, want [rows]float32
+		for _, c := range []struct {
+			q   *tensor.Tensor
+			out []float32
+		}{{q8, got[:]}, {q32, want[:]}} {
+			o := tensor.New(ir.F32, 1, rows)
+			if err := opLinear(append([]*tensor.Tensor{x, c.q, s}, zeros...), []*tensor.Tensor{o}, params); err != nil {
+				t.Fatal(err)
+			}
+			copy(c.out, o.F)
+		}
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Errorf("zeros %v: gemv[%d] = %v from int8 bytes, %v from int32", zeros != nil, i, got[i], want[i])
+			}
+		}
+	}
+	d8, d32 := tensor.New(ir.F32, rows, cols), tensor.New(ir.F32, rows, cols)
+	kernel(t, ir.OpDEQUANT, []*tensor.Tensor{q8, s, z}, d8, ip("qdtype", 6), ip("group", group))
+	kernel(t, ir.OpDEQUANT, []*tensor.Tensor{q32, s, z}, d32, ip("qdtype", 6), ip("group", group))
+	for i := range d8.F {
+		if math.Float32bits(d8.F[i]) != math.Float32bits(d32.F[i]) {
+			t.Fatalf("dequant[%d] = %v from int8 bytes, %v from int32", i, d8.F[i], d32.F[i])
 		}
 	}
 }

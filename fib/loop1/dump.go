@@ -124,9 +124,9 @@ func writeTensor(dir, name string, t *tensor.Tensor) (DumpTensor, error) {
 			binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(v))
 		}
 	} else {
-		buf = make([]byte, 4*len(t.I))
-		for i, v := range t.I {
-			binary.LittleEndian.PutUint32(buf[4*i:], uint32(v))
+		buf = make([]byte, 4*t.IntCount())
+		for i := range t.IntCount() {
+			binary.LittleEndian.PutUint32(buf[4*i:], uint32(t.Int(i)))
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, file), buf, 0o644); err != nil {

@@ -66,19 +66,19 @@ func Expect(c *tune.Case) (map[int][]float64, error) {
 	case ir.OpEMBED:
 		ids := c.Inputs[t0.Inputs[0]]
 		table := shape(1)
-		got := make([]int64, len(ids.I))
-		for i, v := range ids.I {
-			got[i] = int64(v)
+		got := make([]int64, ids.IntCount())
+		for i := range got {
+			got[i] = int64(ids.Int(i))
 		}
 		return map[int][]float64{out: fib.Embedding(got, in(1), table[1])}, nil
 	case ir.OpROPE:
 		pos := c.Inputs[t0.Inputs[1]]
-		if pos == nil || len(pos.I) == 0 || slices.Min(pos.I) != slices.Max(pos.I) {
+		if pos == nil || pos.IntCount() == 0 || slices.Min(pos.Ints()) != slices.Max(pos.Ints()) {
 			return nil, fmt.Errorf("the RoPE case has no single position")
 		}
 		hd := int(t0.Params.IntOr("head_dim", 0))
 		theta, _ := t0.Params.Float("theta")
-		return map[int][]float64{out: fib.RoPE(in(0), hd, int64(pos.I[0]), theta)}, nil
+		return map[int][]float64{out: fib.RoPE(in(0), hd, int64(pos.Int(0)), theta)}, nil
 	case ir.OpKVAppend:
 		cache := shape(1)
 		batch, seq := 1, cache[0]
