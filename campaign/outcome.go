@@ -119,7 +119,7 @@ func (c *Campaign) classify(o trial.Outcome, inf *InFlight) result {
 			reason = *v.RejectedReason
 		}
 		r.tag, r.correctness = flywheel.TagRejected, flywheel.CorrectRejected
-		r.description = fmt.Sprintf("%s: %s", r.source, clip(reason, 80))
+		r.description = fmt.Sprintf("%s: %s", r.source, flywheel.Clip(reason, 80))
 	case v.Correct == nil || !*v.Correct:
 		r.tag, r.correctness = flywheel.TagRevert, flywheel.CorrectFail
 		r.description = r.source + ": correctness FAIL"
@@ -143,7 +143,7 @@ func (c *Campaign) classifyFailure(r *result, f *trial.Failure) {
 	default:
 		r.tag, r.correctness, r.infra = flywheel.TagFailed, flywheel.CorrectCrash, true
 	}
-	r.description = clip(fmt.Sprintf("trial %d %s: %s", r.trial, strings.ToUpper(r.tag), what), 160)
+	r.description = flywheel.Clip(fmt.Sprintf("trial %d %s: %s", r.trial, strings.ToUpper(r.tag), what), 160)
 }
 
 func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {

@@ -32,18 +32,6 @@ func num(x float64) string {
 	return pyjson.FormatFloat(x)
 }
 
-// clip cuts s to at most n runes (Python's s[:n]).
-func clip(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
-}
-
 // kindOrNone renders a latency kind as the reference's f-string does.
 func kindOrNone(k trial.LatencyKind) string {
 	if k == "" {

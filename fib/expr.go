@@ -1,6 +1,7 @@
 package fib
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -528,7 +529,7 @@ func eval(n node, env map[string]int64) (Value, error) {
 func compare(op string, x, y Value) bool {
 	var c int
 	if x.kind != 'f' && y.kind != 'f' {
-		c = cmpInt(x.i, y.i)
+		c = cmp.Compare(x.i, y.i)
 	} else {
 		a, b := x.float(), y.float()
 		switch {
@@ -553,16 +554,6 @@ func compare(op string, x, y Value) bool {
 		return c > 0
 	}
 	return c >= 0
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func arith(op string, x, y Value) (Value, error) {

@@ -281,6 +281,29 @@ func ImportReference(r io.Reader) (recs []Record, skipped int, err error) {
 	return recs, skipped, nil
 }
 
+// ImportReferenceFile imports the reference corpus.jsonl at referencePath
+// (ImportReference) and appends its usable records to the amk corpus at
+// corpusPath; it returns how many it appended and how many lines it
+// skipped. Nothing is appended when no line is usable.
+func ImportReferenceFile(corpusPath, referencePath string) (imported, skipped int, err error) {
+	f, err := os.Open(referencePath)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	recs, skipped, err := ImportReference(f)
+	if err != nil {
+		return 0, skipped, err
+	}
+	if len(recs) == 0 {
+		return 0, skipped, nil
+	}
+	if err := AppendCorpus(corpusPath, recs...); err != nil {
+		return 0, skipped, err
+	}
+	return len(recs), skipped, nil
+}
+
 func importLine(line []byte) (Record, bool) {
 	v, err := pyjson.Parse(line)
 	if err != nil || v.Kind != pyjson.Object {

@@ -85,6 +85,30 @@ func TestCorpusRefusesBadRecords(t *testing.T) {
 	}
 }
 
+// ImportReferenceFile appends the usable lines of a reference corpus to an
+// amk corpus and counts the rest; a missing file is an error and appends
+// nothing.
+func TestImportReferenceFile(t *testing.T) {
+	corpus := filepath.Join(t.TempDir(), "corpus.jsonl")
+	if err := AppendCorpus(corpus, sampleRecord(1)); err != nil {
+		t.Fatal(err)
+	}
+	n, skipped, err := ImportReferenceFile(corpus, "testdata/reference_corpus.jsonl")
+	if err != nil || n != 4 || skipped != 5 {
+		t.Fatalf("imported %d, skipped %d, err %v; want 4, 5, nil", n, skipped, err)
+	}
+	back, bad, err := ReadCorpus(corpus)
+	if err != nil || bad != 0 || len(back) != 5 {
+		t.Fatalf("corpus after import: %d records, %d bad, err %v; want 5 (1 before + 4)", len(back), bad, err)
+	}
+	if _, _, err := ImportReferenceFile(corpus, filepath.Join(t.TempDir(), "missing.jsonl")); err == nil {
+		t.Error("a missing reference corpus was accepted")
+	}
+	if again, _, _ := ReadCorpus(corpus); len(again) != 5 {
+		t.Errorf("a failed import changed the corpus: %d records", len(again))
+	}
+}
+
 func TestImportReference(t *testing.T) {
 	f, err := os.Open("testdata/reference_corpus.jsonl")
 	if err != nil {

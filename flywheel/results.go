@@ -134,7 +134,7 @@ func AppendRows(path string, rows ...Row) error {
 			return []byte(HeaderLine + "\n" + body.String()), nil
 		}
 		if string(first) != HeaderLine {
-			return nil, fmt.Errorf("flywheel: %s: not a results.tsv (header %q)", path, truncate(string(first), 80))
+			return nil, fmt.Errorf("flywheel: %s: not a results.tsv (header %q)", path, Clip(string(first), 80))
 		}
 		return []byte(body.String()), nil
 	})
@@ -248,8 +248,9 @@ func parseOptional(s string) (*float64, error) {
 	return &f, nil
 }
 
-// truncate returns s cut to at most n runes (Python's s[:n]).
-func truncate(s string, n int) string {
+// Clip returns s cut to at most n runes (Python's s[:n]), as descriptions
+// and reasons are clipped.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -268,4 +269,4 @@ func truncate(s string, n int) string {
 const DescriptionLimit = 200
 
 // ClipDescription cuts a description to DescriptionLimit characters.
-func ClipDescription(s string) string { return truncate(s, DescriptionLimit) }
+func ClipDescription(s string) string { return Clip(s, DescriptionLimit) }

@@ -287,3 +287,16 @@ func FuzzReadRows(f *testing.F) {
 		}
 	})
 }
+
+// Clip counts runes, as Python's s[:n] does, never cutting one in half.
+func TestClipCountsRunes(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{{"abc", 5, "abc"}, {"abcdef", 3, "abc"}, {"héllo wörld", 4, "héll"}, {"µs", 1, "µ"}, {"x", 0, ""}} {
+		if got := Clip(c.s, c.n); got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

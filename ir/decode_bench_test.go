@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/amk-dev/amk/internal/cputime"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
@@ -60,7 +61,7 @@ func benchDecode(b *testing.B, shape string, decode func([]byte) (*ir.Program, e
 	data := programJSON(b, shape)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cputime.Total()
 	b.ResetTimer()
 	for b.Loop() {
 		p, err := decode(data)
@@ -74,7 +75,7 @@ func benchDecode(b *testing.B, shape string, decode func([]byte) (*ir.Program, e
 		}
 	}
 	b.StopTimer()
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := cputime.Total(); ok && cpuOK {
 		// CPU time (the collector's included): on a loaded machine wall
 		// time also counts the waits for a core.
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")

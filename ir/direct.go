@@ -158,7 +158,10 @@ func (d *direct) more(closing byte) bool {
 }
 
 // open reads the opening byte of an array or object; false when it is
-// empty (its closing byte is consumed too).
+// empty (its closing byte is consumed too). Every array and object is read
+// with the one loop
+//
+//	for more := d.open('[', ']'); more; more = d.more(']') { ...element... }
 func (d *direct) open(opening, closing byte) bool {
 	d.expect(opening)
 	if d.peek() == closing {
@@ -166,6 +169,16 @@ func (d *direct) open(opening, closing byte) bool {
 		return false
 	}
 	return true
+}
+
+// chunkTail is the list appended to chunk since start, capped so that a
+// later append to it never writes into the chunk, and empty rather than nil.
+func chunkTail[T any](chunk []T, start int) []T {
+	out := chunk[start:len(chunk):len(chunk)]
+	if out == nil {
+		out = []T{}
+	}
+	return out
 }
 
 // plain reads a string made of printable ASCII only (no escapes) and returns
@@ -220,35 +233,45 @@ func (d *direct) intern(b []byte) string {
 	return s
 }
 
-// number reads an integer literal of at most 15 digits (well inside the
-// tree decoder's ±2^53) and returns its value and its bytes.
+// number reads an integer literal (scanInt) and returns its value and its
+// bytes.
 func (d *direct) number() (int, []byte) {
 	d.space()
 	start := d.pos
+	n, ok := d.scanInt()
+	if !ok {
+		d.stop()
+	}
+	return n, d.data[start:d.pos]
+}
+
+// scanInt reads the integer literal at d.pos, of at most 15 digits (well
+// inside the tree decoder's ±2^53), and returns its value; ok is false
+// where none stands there (d.pos is then anywhere).
+func (d *direct) scanInt() (n int, ok bool) {
 	neg := false
 	if d.pos < len(d.data) && d.data[d.pos] == '-' {
 		neg = true
 		d.pos++
 	}
 	digits := d.pos
-	n := 0
 	for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
 		n = n*10 + int(d.data[d.pos]-'0')
 		d.pos++
 	}
 	count := d.pos - digits
 	if count == 0 || count > 15 || (count > 1 && d.data[digits] == '0') {
-		d.stop()
+		return 0, false
 	}
 	if d.pos < len(d.data) {
 		if c := d.data[d.pos]; c == '.' || c == 'e' || c == 'E' {
-			d.stop()
+			return 0, false
 		}
 	}
 	if neg {
 		n = -n
 	}
-	return n, d.data[start:d.pos]
+	return n, true
 }
 
 func (d *direct) int() int { n, _ := d.number(); return n }
@@ -267,23 +290,14 @@ func (d *direct) null() bool {
 // intList reads an array of ints into the shared chunk.
 func (d *direct) intList(nonNegative bool) []int {
 	start := len(d.ints)
-	if d.open('[', ']') {
-		for {
-			n := d.int()
-			if nonNegative && n < 0 {
-				d.stop()
-			}
-			d.ints = append(d.ints, n)
-			if !d.more(']') {
-				break
-			}
+	for more := d.open('[', ']'); more; more = d.more(']') {
+		n := d.int()
+		if nonNegative && n < 0 {
+			d.stop()
 		}
+		d.ints = append(d.ints, n)
 	}
-	out := d.ints[start:len(d.ints):len(d.ints)]
-	if out == nil {
-		out = []int{}
-	}
-	return out
+	return chunkTail(d.ints, start)
 }
 
 // raw returns the bytes of the next value, found by bracket matching; the
@@ -354,60 +368,55 @@ func (d *direct) seen(mask *uint32, bit uint32) {
 func (d *direct) program() *Program {
 	p := &Program{Meta: pyjson.ObjectValue(), ABIVersion: ABIVersion}
 	var mask uint32
-	if d.open('{', '}') {
-		for {
-			switch k := d.key(); string(k) {
-			case "ir_version":
-				d.seen(&mask, 1<<0)
-				p.IRVersion = d.version(IRVersion)
-			case "abi_version":
-				d.seen(&mask, 1<<1)
-				p.ABIVersion = d.version(ABIVersion)
-			case "meta":
-				d.seen(&mask, 1<<2)
-				if !d.null() {
-					m := d.tree()
-					if m.Kind != pyjson.Object {
-						d.stop()
-					}
-					p.Meta = m
+	for more := d.open('{', '}'); more; more = d.more('}') {
+		switch string(d.key()) {
+		case "ir_version":
+			d.seen(&mask, 1<<0)
+			p.IRVersion = d.version(IRVersion)
+		case "abi_version":
+			d.seen(&mask, 1<<1)
+			p.ABIVersion = d.version(ABIVersion)
+		case "meta":
+			d.seen(&mask, 1<<2)
+			if !d.null() {
+				m := d.tree()
+				if m.Kind != pyjson.Object {
+					d.stop()
 				}
-			case "target":
-				d.seen(&mask, 1<<3)
-				if !d.null() {
-					t := decoder{maxItems: d.maxItems}
-					p.Target = t.target(d.tree(), "target")
-					d.treeOK(t.err)
-				}
-			case "buffers":
-				d.seen(&mask, 1<<4)
-				p.Buffers = d.buffers()
-			case "counters":
-				d.seen(&mask, 1<<5)
-				p.Counters = d.counters()
-			case "tasks":
-				d.seen(&mask, 1<<6)
-				p.Tasks = d.tasks()
-			case "pages":
-				d.seen(&mask, 1<<7)
-				if !d.null() {
-					t := decoder{maxItems: d.maxItems}
-					p.Pages = t.pages(d.tree(), "pages")
-					d.treeOK(t.err)
-				}
-			case "config":
-				d.seen(&mask, 1<<8)
-				if !d.null() {
-					var err error
-					p.Config = ConfigFromValue(d.tree(), "config", &err)
-					d.treeOK(err)
-				}
-			default:
-				d.stop()
+				p.Meta = m
 			}
-			if !d.more('}') {
-				break
+		case "target":
+			d.seen(&mask, 1<<3)
+			if !d.null() {
+				t := decoder{maxItems: d.maxItems}
+				p.Target = t.target(d.tree(), "target")
+				d.treeOK(t.err)
 			}
+		case "buffers":
+			d.seen(&mask, 1<<4)
+			p.Buffers = d.buffers()
+		case "counters":
+			d.seen(&mask, 1<<5)
+			p.Counters = d.counters()
+		case "tasks":
+			d.seen(&mask, 1<<6)
+			p.Tasks = d.tasks()
+		case "pages":
+			d.seen(&mask, 1<<7)
+			if !d.null() {
+				t := decoder{maxItems: d.maxItems}
+				p.Pages = t.pages(d.tree(), "pages")
+				d.treeOK(t.err)
+			}
+		case "config":
+			d.seen(&mask, 1<<8)
+			if !d.null() {
+				var err error
+				p.Config = ConfigFromValue(d.tree(), "config", &err)
+				d.treeOK(err)
+			}
+		default:
+			d.stop()
 		}
 	}
 	d.space()
@@ -440,58 +449,48 @@ func (d *direct) checkItems(n int) {
 
 func (d *direct) buffers() []Buffer {
 	out := make([]Buffer, 0, len(d.data)/4096)
-	if !d.open('[', ']') {
-		return out
-	}
-	for {
+	for more := d.open('[', ']'); more; more = d.more(']') {
 		out = append(out, d.buffer())
 		d.checkItems(len(out))
-		if !d.more(']') {
-			return out
-		}
 	}
+	return out
 }
 
 func (d *direct) buffer() Buffer {
 	var b Buffer
 	var mask uint32
 	var err error
-	if d.open('{', '}') {
-		for {
-			switch k := d.key(); string(k) {
-			case "id":
-				d.seen(&mask, 1<<0)
-				b.ID = d.int()
-			case "name":
-				d.seen(&mask, 1<<1)
-				b.Name = d.str()
-			case "kind":
-				d.seen(&mask, 1<<2)
-				b.Kind, err = ParseBufferKind(d.intern(d.plain()))
-				d.treeOK(err)
-			case "dtype":
-				d.seen(&mask, 1<<3)
-				b.DType, err = ParseDType(d.intern(d.plain()))
-				d.treeOK(err)
-			case "shape":
-				d.seen(&mask, 1<<4)
-				b.Shape = d.intList(true)
-			case "space":
-				d.seen(&mask, 1<<5)
-				b.Space, err = ParseMemSpace(d.intern(d.plain()))
-				d.treeOK(err)
-			case "source":
-				d.seen(&mask, 1<<6)
-				if !d.null() {
-					s := d.str()
-					b.Source = &s
-				}
-			default:
-				d.stop()
+	for more := d.open('{', '}'); more; more = d.more('}') {
+		switch string(d.key()) {
+		case "id":
+			d.seen(&mask, 1<<0)
+			b.ID = d.int()
+		case "name":
+			d.seen(&mask, 1<<1)
+			b.Name = d.str()
+		case "kind":
+			d.seen(&mask, 1<<2)
+			b.Kind, err = ParseBufferKind(d.intern(d.plain()))
+			d.treeOK(err)
+		case "dtype":
+			d.seen(&mask, 1<<3)
+			b.DType, err = ParseDType(d.intern(d.plain()))
+			d.treeOK(err)
+		case "shape":
+			d.seen(&mask, 1<<4)
+			b.Shape = d.intList(true)
+		case "space":
+			d.seen(&mask, 1<<5)
+			b.Space, err = ParseMemSpace(d.intern(d.plain()))
+			d.treeOK(err)
+		case "source":
+			d.seen(&mask, 1<<6)
+			if !d.null() {
+				s := d.str()
+				b.Source = &s
 			}
-			if !d.more('}') {
-				break
-			}
+		default:
+			d.stop()
 		}
 	}
 	if mask&0x3f != 0x3f {
@@ -502,41 +501,35 @@ func (d *direct) buffer() Buffer {
 
 func (d *direct) counters() []Counter {
 	out := make([]Counter, 0, len(d.data)/8192)
-	if !d.open('[', ']') {
-		return out
+	for more := d.open('[', ']'); more; more = d.more(']') {
+		out = append(out, d.counter())
+		d.checkItems(len(out))
 	}
-	for {
-		var c Counter
-		var mask uint32
-		if d.open('{', '}') {
-			for {
-				switch k := d.key(); string(k) {
-				case "id":
-					d.seen(&mask, 1<<0)
-					c.ID = d.int()
-				case "init":
-					d.seen(&mask, 1<<1)
-					c.Init = d.int()
-				case "note":
-					d.seen(&mask, 1<<2)
-					c.Note = d.str()
-				default:
-					d.stop()
-				}
-				if !d.more('}') {
-					break
-				}
-			}
-		}
-		if mask&1 == 0 {
+	return out
+}
+
+func (d *direct) counter() Counter {
+	var c Counter
+	var mask uint32
+	for more := d.open('{', '}'); more; more = d.more('}') {
+		switch string(d.key()) {
+		case "id":
+			d.seen(&mask, 1<<0)
+			c.ID = d.int()
+		case "init":
+			d.seen(&mask, 1<<1)
+			c.Init = d.int()
+		case "note":
+			d.seen(&mask, 1<<2)
+			c.Note = d.str()
+		default:
 			d.stop()
 		}
-		out = append(out, c)
-		d.checkItems(len(out))
-		if !d.more(']') {
-			return out
-		}
 	}
+	if mask&1 == 0 {
+		d.stop()
+	}
+	return c
 }
 
 // sampleTasks is how many tasks are decoded before the rest is sized from
@@ -555,10 +548,7 @@ func (d *direct) tasks() []Task {
 	d.waits = make([]Wait, 0, 2*sampleTasks)
 	d.params = make([]Param, 0, 4*sampleTasks)
 	d.sms = make([]int, 0, sampleTasks)
-	if !d.open('[', ']') {
-		return out
-	}
-	for {
+	for more := d.open('[', ']'); more; more = d.more(']') {
 		if len(out) == sampleTasks {
 			out = d.sizeFromSample(out, d.pos-start)
 		}
@@ -569,10 +559,8 @@ func (d *direct) tasks() []Task {
 			d.doneAt = d.pos
 			d.done(d.pos)
 		}
-		if !d.more(']') {
-			return out
-		}
 	}
+	return out
 }
 
 // sizeFromSample reallocates the task slice and fresh chunks for the tasks
@@ -596,56 +584,51 @@ func (d *direct) task() Task {
 	var t Task
 	var mask uint32
 	var err error
-	if d.open('{', '}') {
-		for {
-			switch k := d.key(); string(k) {
-			case "id":
-				d.seen(&mask, 1<<0)
-				t.ID = d.int()
-			case "op":
-				d.seen(&mask, 1<<1)
-				t.Op, err = ParseOp(d.intern(d.plain()))
-				d.treeOK(err)
-			case "inputs":
-				d.seen(&mask, 1<<2)
-				t.Inputs = d.intList(false)
-			case "outputs":
-				d.seen(&mask, 1<<3)
-				t.Outputs = d.intList(false)
-			case "out_counter":
-				d.seen(&mask, 1<<4)
-				t.OutCounter = d.int()
-			case "waits":
-				d.seen(&mask, 1<<5)
-				t.Waits = d.waitList()
-			case "params":
-				d.seen(&mask, 1<<6)
-				t.Params = d.paramList()
-			case "sm":
-				d.seen(&mask, 1<<7)
-				if !d.null() {
-					if len(d.sms) == cap(d.sms) {
-						// A new chunk; pointers into the old one stay valid.
-						d.sms = make([]int, 0, 1024)
-					}
-					d.sms = append(d.sms, d.int())
-					t.SM = &d.sms[len(d.sms)-1]
+	for more := d.open('{', '}'); more; more = d.more('}') {
+		switch string(d.key()) {
+		case "id":
+			d.seen(&mask, 1<<0)
+			t.ID = d.int()
+		case "op":
+			d.seen(&mask, 1<<1)
+			t.Op, err = ParseOp(d.intern(d.plain()))
+			d.treeOK(err)
+		case "inputs":
+			d.seen(&mask, 1<<2)
+			t.Inputs = d.intList(false)
+		case "outputs":
+			d.seen(&mask, 1<<3)
+			t.Outputs = d.intList(false)
+		case "out_counter":
+			d.seen(&mask, 1<<4)
+			t.OutCounter = d.int()
+		case "waits":
+			d.seen(&mask, 1<<5)
+			t.Waits = d.waitList()
+		case "params":
+			d.seen(&mask, 1<<6)
+			t.Params = d.paramList()
+		case "sm":
+			d.seen(&mask, 1<<7)
+			if !d.null() {
+				if len(d.sms) == cap(d.sms) {
+					// A new chunk; pointers into the old one stay valid.
+					d.sms = make([]int, 0, 1024)
 				}
-			case "est_bytes":
-				d.seen(&mask, 1<<8)
-				t.EstBytes = int64(d.int())
-			case "est_flops":
-				d.seen(&mask, 1<<9)
-				t.EstFlops = int64(d.int())
-			case "label":
-				d.seen(&mask, 1<<10)
-				t.Label = d.str()
-			default:
-				d.stop()
+				d.sms = append(d.sms, d.int())
+				t.SM = &d.sms[len(d.sms)-1]
 			}
-			if !d.more('}') {
-				break
-			}
+		case "est_bytes":
+			d.seen(&mask, 1<<8)
+			t.EstBytes = int64(d.int())
+		case "est_flops":
+			d.seen(&mask, 1<<9)
+			t.EstFlops = int64(d.int())
+		case "label":
+			d.seen(&mask, 1<<10)
+			t.Label = d.str()
+		default:
+			d.stop()
 		}
 	}
 	if mask&0x1f != 0x1f {
@@ -656,41 +639,31 @@ func (d *direct) task() Task {
 
 func (d *direct) waitList() []Wait {
 	start := len(d.waits)
-	if d.open('[', ']') {
-		for {
-			var w Wait
-			var mask uint32
-			if d.open('{', '}') {
-				for {
-					switch k := d.key(); string(k) {
-					case "counter":
-						d.seen(&mask, 1<<0)
-						w.Counter = d.int()
-					case "threshold":
-						d.seen(&mask, 1<<1)
-						w.Threshold = d.int()
-					default:
-						d.stop()
-					}
-					if !d.more('}') {
-						break
-					}
-				}
-			}
-			if mask != 3 {
-				d.stop()
-			}
-			d.waits = append(d.waits, w)
-			if !d.more(']') {
-				break
-			}
+	for more := d.open('[', ']'); more; more = d.more(']') {
+		d.waits = append(d.waits, d.wait())
+	}
+	return chunkTail(d.waits, start)
+}
+
+func (d *direct) wait() Wait {
+	var w Wait
+	var mask uint32
+	for more := d.open('{', '}'); more; more = d.more('}') {
+		switch string(d.key()) {
+		case "counter":
+			d.seen(&mask, 1<<0)
+			w.Counter = d.int()
+		case "threshold":
+			d.seen(&mask, 1<<1)
+			w.Threshold = d.int()
+		default:
+			d.stop()
 		}
 	}
-	out := d.waits[start:len(d.waits):len(d.waits)]
-	if out == nil {
-		out = []Wait{}
+	if mask != 3 {
+		d.stop()
 	}
-	return out
+	return w
 }
 
 // maxDirectParams bounds the params of one task the direct decoder checks
@@ -699,21 +672,17 @@ const maxDirectParams = 64
 
 func (d *direct) paramList() Params {
 	d.scratch = d.scratch[:0]
-	if d.open('{', '}') {
-		for {
-			key := d.intern(d.key())
-			for _, q := range d.scratch {
-				if q.Key == key {
-					d.stop()
-				}
-			}
-			d.scratch = append(d.scratch, Param{Key: key, Val: d.paramValue()})
-			if len(d.scratch) > maxDirectParams {
+	for more := d.open('{', '}'); more; more = d.more('}') {
+		k := d.key()
+		key := d.intern(k)
+		for _, q := range d.scratch {
+			if q.Key == key {
 				d.stop()
 			}
-			if !d.more('}') {
-				break
-			}
+		}
+		d.scratch = append(d.scratch, Param{Key: key, Val: d.paramValue()})
+		if len(d.scratch) > maxDirectParams {
+			d.stop()
 		}
 	}
 	if len(d.params)+len(d.scratch) > cap(d.params) {
@@ -740,38 +709,15 @@ func (d *direct) paramValue() pyjson.Value {
 		d.pos = save
 		return pyjson.Value{Kind: pyjson.String, S: d.str()}
 	case c == '-' || (c >= '0' && c <= '9'):
-		save := d.pos
-		if d.plainInt() {
-			d.pos = save
-			_, lit := d.number()
+		start := d.pos
+		if _, ok := d.scanInt(); ok {
+			lit := d.data[start:d.pos]
 			if string(lit) == "-0" {
 				lit = lit[1:]
 			}
 			return pyjson.Value{Kind: pyjson.Int, Num: d.intern(lit)}
 		}
-		d.pos = save
+		d.pos = start
 	}
 	return d.tree()
-}
-
-// plainInt reports whether an integer literal the number method reads starts
-// at d.pos (moving d.pos).
-func (d *direct) plainInt() bool {
-	if d.pos < len(d.data) && d.data[d.pos] == '-' {
-		d.pos++
-	}
-	digits := d.pos
-	for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
-		d.pos++
-	}
-	count := d.pos - digits
-	if count == 0 || count > 15 || (count > 1 && d.data[digits] == '0') {
-		return false
-	}
-	if d.pos < len(d.data) {
-		if c := d.data[d.pos]; c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	return true
 }

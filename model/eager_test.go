@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestRopeRotateHalfHand(t *testing.T) {
 	c0, s0 := ropeTables(inv, 0)
 	x := []float32{1, 2, 3, 4}
 	rope(ir.F32, x, c0, s0)
-	if !equalFloats(x, []float32{1, 2, 3, 4}) {
+	if !slices.Equal(x, []float32{1, 2, 3, 4}) {
 		t.Errorf("rope at pos 0 changed x: %v", x)
 	}
 }
@@ -77,7 +78,7 @@ func TestAttentionHand(t *testing.T) {
 	vc1 := []float32{1, 2, 3, 4}
 	out4 := make([]float32, 8)
 	attention(ir.F32, out4, q4, kc1, vc1, 1, 4, 2, 2, make([]float32, 1))
-	if !equalFloats(out4, []float32{1, 2, 1, 2, 3, 4, 3, 4}) {
+	if !slices.Equal(out4, []float32{1, 2, 1, 2, 3, 4, 3, 4}) {
 		t.Errorf("GQA head mapping: %v", out4)
 	}
 }
@@ -213,7 +214,7 @@ func TestEagerKVCacheAndPositions(t *testing.T) {
 			t.Fatalf("after pos %d: %d logits, Len %d, layer-1 cache %d", pos, len(logits), e.Len(), len(e.kc[1]))
 		}
 		for i, prev := range steps {
-			if equalFloats(prev, logits) {
+			if slices.Equal(prev, logits) {
 				t.Errorf("the same token gives identical logits at pos %d and %d", i, pos)
 			}
 		}
@@ -221,14 +222,14 @@ func TestEagerKVCacheAndPositions(t *testing.T) {
 	}
 	e.Reset()
 	again, err := e.Step(9, 0)
-	if err != nil || !equalFloats(again, steps[0]) || e.Len() != 1 {
+	if err != nil || !slices.Equal(again, steps[0]) || e.Len() != 1 {
 		t.Errorf("after Reset the first step differs (err %v)", err)
 	}
 	// The cached history matters: token 9 at pos 1 after 3 ≠ after 9.
 	e.Reset()
 	e.Step(3, 0)
 	other, _ := e.Step(9, 1)
-	if equalFloats(other, steps[1]) {
+	if slices.Equal(other, steps[1]) {
 		t.Error("logits at pos 1 ignore the cached position 0")
 	}
 }
@@ -280,7 +281,7 @@ func TestEagerGreedyDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := toyEager(t, "toy-2L", 4).Greedy(prompt, 12)
-	if len(a) != 12 || !equalInts(a, b) {
+	if len(a) != 12 || !slices.Equal(a, b) {
 		t.Fatalf("greedy runs differ: %v vs %v", a, b)
 	}
 	// The same sequence by hand: steps and argmax.
@@ -298,18 +299,6 @@ func TestEagerGreedyDeterministic(t *testing.T) {
 	if none, err := e.Greedy(prompt, 0); err != nil || len(none) != 0 {
 		t.Errorf("Greedy(…, 0) = %v, %v", none, err)
 	}
-}
-
-func equalInts(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // midConfig is a BF16 model big enough for the projections to run in

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -92,7 +93,7 @@ func TestSafetensorsWidensExactlyAndRefusesNarrowing(t *testing.T) {
 		t.Fatalf("bf16 file into an F32 model: %v", err)
 	}
 	for k, tt := range got {
-		if tt.DType != ir.F32 || !equalFloats(tt.F, w[k].Floats()) {
+		if tt.DType != ir.F32 || !slices.Equal(tt.F, w[k].Floats()) {
 			t.Fatalf("%s not widened exactly", k)
 		}
 	}

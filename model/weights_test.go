@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,25 +31,13 @@ func TestInitWeightsDeterministicAndCoreIndependent(t *testing.T) {
 				t.Fatalf("%s[%d] differs between 1 and 4 cores: %v vs %v", spec.Key, i, a[i], b[i])
 			}
 		}
-		if spec.Numel() > 16 && equalFloats(a, other[spec.Key].Floats()) {
+		if spec.Numel() > 16 && slices.Equal(a, other[spec.Key].Floats()) {
 			t.Errorf("%s is the same for seeds 7 and 8", spec.Key)
 		}
 	}
 	if err := one.Check(cfg); err != nil {
 		t.Errorf("generated weights do not check: %v", err)
 	}
-}
-
-func equalFloats(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestInitWeightsDistributions(t *testing.T) {

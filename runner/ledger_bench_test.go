@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/cputime"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -169,17 +169,17 @@ func (h *benchHistory) install(b *testing.B) *Workspace {
 
 // processCPU is the process's user + system CPU time.
 func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
+	d, ok := cputime.Total()
+	if !ok {
+		b.Skip("no process CPU time on this platform")
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
+// sysCPU is the process's system CPU time (0 where the platform does not say).
 func sysCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Stime.Nano())
+	d, _ := cputime.System()
+	return d
 }
 
 // writtenBytes is what the process has passed to write calls so far

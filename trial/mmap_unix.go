@@ -4,7 +4,8 @@ package trial
 
 import (
 	"os"
-	"syscall"
+
+	"github.com/amk-dev/amk/internal/filemap"
 )
 
 // mapFile maps size bytes of f read-only (reading them into memory where
@@ -13,9 +14,9 @@ func mapFile(f *os.File, size int64) (data []byte, unmap func(), err error) {
 	if size <= 0 || int64(int(size)) != size {
 		return readWhole(f, size)
 	}
-	data, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err = filemap.Map(f, size)
 	if err != nil {
 		return readWhole(f, size) // a file that cannot be mapped is read instead
 	}
-	return data, func() { _ = syscall.Munmap(data) }, nil
+	return data, func() { _ = filemap.Unmap(data) }, nil
 }

@@ -1,6 +1,10 @@
 package validate
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/amk-dev/amk/internal/cputime"
+)
 
 func benchValidate(b *testing.B, s decodeShape) {
 	p := buildDecode(s)
@@ -8,14 +12,14 @@ func benchValidate(b *testing.B, s decodeShape) {
 		b.Fatalf("benchmark program rejected: %s", rep.Reason(3))
 	}
 	b.ReportAllocs()
-	cpu0, cpuOK := processCPU()
+	cpu0, cpuOK := cputime.Total()
 	b.ResetTimer()
 	for b.Loop() {
 		Validate(p)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(p.Tasks)), "ns/task")
-	if cpu1, ok := processCPU(); ok && cpuOK {
+	if cpu1, ok := cputime.Total(); ok && cpuOK {
 		// CPU time (GC included) is what the validator costs on a loaded
 		// machine, where wall time also counts waiting for a core.
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")

@@ -93,11 +93,14 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		ws.Corpus = corpusFile
 		if *importCorpus != "" {
-			if n, err := importReferenceCorpus(ws, *importCorpus); err != nil {
-				return fail(exitBadInput, "import: %v", err)
-			} else {
-				fmt.Fprintf(stderr, "imported %d corpus records from %s\n", n, *importCorpus)
+			n, skipped, err := flywheel.ImportReferenceFile(ws.CorpusPath(), *importCorpus)
+			if skipped > 0 {
+				fmt.Fprintf(stderr, "import: skipped %d lines that were not corpus records\n", skipped)
 			}
+			if err != nil {
+				return fail(exitBadInput, "import: %v", err)
+			}
+			fmt.Fprintf(stderr, "imported %d corpus records from %s\n", n, *importCorpus)
 		}
 		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
@@ -176,23 +179,4 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		return summary(sum)
 	})
 	return cmd
-}
-
-func importReferenceCorpus(ws *runner.Workspace, path string) (int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	recs, skipped, err := flywheel.ImportReference(f)
-	if err != nil {
-		return 0, err
-	}
-	if skipped > 0 {
-		fmt.Fprintf(os.Stderr, "import: skipped %d lines that were not corpus records\n", skipped)
-	}
-	if len(recs) == 0 {
-		return 0, nil
-	}
-	return len(recs), flywheel.AppendCorpus(ws.CorpusPath(), recs...)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -91,6 +92,42 @@ func withoutElapsed(s string) string {
 	return strings.Join(keep, "\n")
 }
 
+// reopenedStatus reports whether the status text a reopen printed shows
+// the campaign reopened from its earlier experiments: optimizing again, or
+// already done with more than that. The scheduler's drivers take a
+// reopened campaign up at once and the status is read after the command,
+// so on a loaded machine the few toy trials of the new budget can all have
+// run by then; a reopen that did nothing would still read done at before.
+func reopenedStatus(text string, before int) bool {
+	if strings.Contains(text, "status       : OPTIMIZING") {
+		return true
+	}
+	var run int
+	for _, ln := range strings.Split(text, "\n") {
+		if _, err := fmt.Sscanf(strings.TrimSpace(ln), "experiments  : %d", &run); err == nil {
+			break
+		}
+	}
+	return strings.Contains(text, "status       : DONE") && run > before
+}
+
+// reopenedStatus accepts a reopened campaign that is optimizing or has
+// already run past its earlier experiments, and refuses one still done at
+// them.
+func TestReopenedStatusNeedsProgress(t *testing.T) {
+	status := func(state string, run int) string {
+		return fmt.Sprintf("  status       : %s\n  experiments  : %d (2 kept), 0 consecutive reverts\n", state, run)
+	}
+	for _, c := range []struct {
+		text string
+		want bool
+	}{{status("OPTIMIZING", 6), true}, {status("DONE", 9), true}, {status("DONE", 6), false}, {status("PAUSED", 9), false}} {
+		if got := reopenedStatus(c.text, 6); got != c.want {
+			t.Errorf("reopenedStatus(%q, 6) = %v, want %v", c.text, got, c.want)
+		}
+	}
+}
+
 func TestRemoteVerbsMatchTheLocalOnes(t *testing.T) {
 	url, ws := testScheduler(t)
 	code, out, errOut := runCmd(t, "--server", url, "--token", remoteToken, "start", "toy", "--gpu", "h200", "--iters", "6", "--cold", "--overnight", "--workers", "2")
@@ -142,7 +179,7 @@ func TestRemoteVerbsMatchTheLocalOnes(t *testing.T) {
 		t.Fatalf("record into a done campaign: %d %s", code, errOut)
 	}
 	code, out, errOut = runCmd(t, "--server", url, "--token", remoteToken, "reopen", id, "--iters", "9", "--note", "more")
-	if code != 0 || !strings.Contains(out, id+": reopened: more") || !strings.Contains(out, "status       : OPTIMIZING") {
+	if code != 0 || !strings.Contains(out, id+": reopened: more") || !reopenedStatus(out, 6) {
 		t.Fatalf("reopen: %d %s %s", code, out, errOut)
 	}
 	st = waitRemoteDone(t, url, id)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/internal/filemap"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/validate"
@@ -166,13 +167,13 @@ func decodeMappedProgram(path string, lim ir.Limits) *ir.Program {
 	if path == "-" {
 		return nil
 	}
-	m := mapFile(path, lim.MaxBytes)
+	m := filemap.Open(path, mapMinBytes, lim.MaxBytes)
 	if m == nil {
 		return nil
 	}
-	defer m.close()
+	defer m.Close()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	p, ok := ir.DecodePlain(m.data, lim, m.drop)
+	p, ok := ir.DecodePlain(m.Data, lim, m.Release)
 	if !ok {
 		return nil
 	}

@@ -2,35 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/spf13/pflag"
 
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/daemon"
 	"github.com/amk-dev/amk/internal/hostmem"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
-	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/trial"
-)
-
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 // deps are the parts tests replace.
@@ -47,51 +36,30 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == gpu.ChildCommand { // the supervised launcher process of --device N
 		os.Exit(runLauncherChild(os.Args[2:]))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr, deps{evaluate: trial.Evaluate}))
+	daemon.Main(func(ctx context.Context) int {
+		return run(ctx, os.Args[1:], os.Stderr, deps{evaluate: trial.Evaluate})
+	})
+}
+
+// command is gpuworker's command line.
+var command = daemon.Command[config.Worker]{
+	Name: "gpuworker",
+	Usage: []string{
+		"usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]",
+		"Evaluates the trials of one GPU target's queue on one device.",
+		"Secrets come from the environment or files: AMK_REDIS_PASSWORD or --redis-password-file.",
+		"Precedence: flags > AMK_* environment > --config file > defaults.",
+	},
+	Flags: config.WorkerFlags,
+	Load:  config.LoadWorker,
+	Log:   func(cfg config.Worker) config.Log { return cfg.Log },
 }
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := pflag.NewFlagSet("gpuworker", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]")
-		fmt.Fprintln(stderr, "Evaluates the trials of one GPU target's queue on one device.")
-		fmt.Fprintln(stderr, "Secrets come from the environment or files: AMK_REDIS_PASSWORD or --redis-password-file.")
-		fmt.Fprintln(stderr, "Precedence: flags > AMK_* environment > --config file > defaults.")
-		fs.PrintDefaults()
-	}
-	config.WorkerFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "gpuworker: %v (gpuworker -h lists the flags)\n", err)
-		return exitUsage
-	}
-	if *showVersion {
-		fmt.Fprintln(stderr, "gpuworker", version.String())
-		return exitOK
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "gpuworker: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	cfg, err := config.LoadWorker(fs)
-	if err != nil {
-		fmt.Fprintf(stderr, "gpuworker: invalid configuration:\n%v\n", err)
-		return exitUsage
-	}
-	log := cfg.Log.Logger(stderr).With("component", "gpuworker")
-	redisq.RouteRedisLogs(log)
-	if err := serve(ctx, cfg, log, d); err != nil {
-		log.Error("gpuworker stopped", "err", err)
-		return exitFailure
-	}
-	return exitOK
+	return command.Run(args, stderr, func(cfg config.Worker, log *slog.Logger) error {
+		return serve(ctx, cfg, log, d)
+	})
 }
 
 // serve runs the worker until ctx ends (clean shutdown, nil) or it fails.
@@ -110,8 +78,11 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	log = log.With("target", cfg.Target, "device", cfg.Device)
 	log.Info("gpuworker starting", "fingerprint", fp.String(), "config", cfg)
 
-	reg := prometheus.NewRegistry()
-	m, err := newMetrics(reg, cfg.Target, cfg.Device)
+	reg := prometheus.NewRegistry() // never the global default
+	if err := metrics.RegisterProcess(reg); err != nil {
+		return err
+	}
+	m, err := metrics.NewWorker(reg, cfg.Target, cfg.Device)
 	if err != nil {
 		return err
 	}
@@ -180,16 +151,13 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 
 	if ln != nil {
 		httpSrv := &http.Server{Handler: handler(reg, worker, dog), ReadHeaderTimeout: 5 * time.Second}
+		failed := daemon.ServeHTTP(httpSrv, ln)
 		go func() {
-			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			for err := range failed {
 				log.Error("metrics server failed; trials go on", "err", err)
 			}
 		}()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = httpSrv.Shutdown(sctx)
-		}()
+		defer daemon.Shutdown(httpSrv)
 	}
 
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)

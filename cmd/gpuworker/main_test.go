@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
+	"github.com/amk-dev/amk/internal/daemon"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
@@ -50,8 +51,8 @@ func (s *syncBuffer) String() string {
 
 var namespaces atomic.Int64
 
-// daemon is one in-process gpuworker.
-type daemon struct {
+// workerDaemon is one in-process gpuworker.
+type workerDaemon struct {
 	metrics string
 	logs    *syncBuffer
 	stop    context.CancelFunc
@@ -59,10 +60,10 @@ type daemon struct {
 }
 
 // startDaemon runs the worker with eval until the test ends or stop.
-func startDaemon(t *testing.T, srv *redistest.Server, ns string, eval func(context.Context, trial.Spec, trial.Options) trial.Outcome, extra ...string) *daemon {
+func startDaemon(t *testing.T, srv *redistest.Server, ns string, eval func(context.Context, trial.Spec, trial.Options) trial.Outcome, extra ...string) *workerDaemon {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{logs: &syncBuffer{}, stop: cancel, code: make(chan int, 1)}
+	d := &workerDaemon{logs: &syncBuffer{}, stop: cancel, code: make(chan int, 1)}
 	ready := make(chan string, 1)
 	args := append([]string{"--redis", srv.Addr, "--namespace", ns, "--target", "h200", "--device", "cpu",
 		"--metrics-listen", "127.0.0.1:0", "--shutdown-grace", "200ms"}, extra...)
@@ -89,7 +90,7 @@ func startDaemon(t *testing.T, srv *redistest.Server, ns string, eval func(conte
 }
 
 // exit stops the daemon and returns its exit status.
-func (d *daemon) exit(t *testing.T) int {
+func (d *workerDaemon) exit(t *testing.T) int {
 	t.Helper()
 	d.stop()
 	select {
@@ -102,7 +103,7 @@ func (d *daemon) exit(t *testing.T) int {
 	return -1
 }
 
-func (d *daemon) get(t *testing.T, path string) (int, string) {
+func (d *workerDaemon) get(t *testing.T, path string) (int, string) {
 	t.Helper()
 	resp, err := http.Get("http://" + d.metrics + path)
 	if err != nil {
@@ -365,10 +366,10 @@ func TestRealPipelineOnCPU(t *testing.T) {
 
 func TestVersionFlag(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != exitOK || strings.TrimSpace(stderr.String()) == "" {
+	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != daemon.ExitOK || strings.TrimSpace(stderr.String()) == "" {
 		t.Fatalf("--version: exit %d, %q", code, stderr.String())
 	}
-	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != exitUsage {
+	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != daemon.ExitUsage {
 		t.Fatalf("unknown flag: exit %d", code)
 	}
 }

@@ -2,24 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/spf13/pflag"
 
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/config"
+	"github.com/amk-dev/amk/internal/daemon"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/scheduler"
@@ -28,18 +24,8 @@ import (
 	"github.com/amk-dev/amk/runner"
 )
 
-// Exit statuses.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
-)
-
 // monitorPath is where the asynq web UI is mounted.
 const monitorPath = "/queues"
-
-// shutdownTimeout bounds the HTTP server's graceful shutdown.
-const shutdownTimeout = 5 * time.Second
 
 // deps are the parts tests tune.
 type deps struct {
@@ -51,52 +37,29 @@ type deps struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr, deps{}))
+	daemon.Main(func(ctx context.Context) int { return run(ctx, os.Args[1:], os.Stderr, deps{}) })
+}
+
+// command is the scheduler's command line.
+var command = daemon.Command[config.Scheduler]{
+	Name: "scheduler",
+	Usage: []string{
+		"usage: scheduler --redis ADDR --workspace DIR [--listen 127.0.0.1:8080] [--token-file F] [--config FILE]",
+		"Runs every campaign of a workspace over Redis queues and serves the HTTP API, /metrics and /healthz.",
+		"Secrets come from the environment or files: AMK_TOKEN or --token-file, AMK_REDIS_PASSWORD or --redis-password-file.",
+		"Without a token the scheduler generates one in <workspace>/api-token.",
+		"Precedence: flags > AMK_* environment > --config file > defaults.",
+	},
+	Flags: config.SchedulerFlags,
+	Load:  config.LoadScheduler,
+	Log:   func(cfg config.Scheduler) config.Log { return cfg.Log },
 }
 
 // run is the whole daemon; ctx ending is the shutdown signal.
 func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
-	fs := pflag.NewFlagSet("scheduler", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: scheduler --redis ADDR --workspace DIR [--listen 127.0.0.1:8080] [--token-file F] [--config FILE]")
-		fmt.Fprintln(stderr, "Runs every campaign of a workspace over Redis queues and serves the HTTP API, /metrics and /healthz.")
-		fmt.Fprintln(stderr, "Secrets come from the environment or files: AMK_TOKEN or --token-file, AMK_REDIS_PASSWORD or --redis-password-file.")
-		fmt.Fprintln(stderr, "Without a token the scheduler generates one in <workspace>/api-token.")
-		fmt.Fprintln(stderr, "Precedence: flags > AMK_* environment > --config file > defaults.")
-		fs.PrintDefaults()
-	}
-	config.SchedulerFlags(fs)
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitOK
-		}
-		fmt.Fprintf(stderr, "scheduler: %v (scheduler -h lists the flags)\n", err)
-		return exitUsage
-	}
-	if *showVersion {
-		fmt.Fprintln(stderr, "scheduler", version.String())
-		return exitOK
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "scheduler: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
-	}
-	cfg, err := config.LoadScheduler(fs)
-	if err != nil {
-		fmt.Fprintf(stderr, "scheduler: invalid configuration:\n%v\n", err)
-		return exitUsage
-	}
-	log := cfg.Log.Logger(stderr).With("component", "scheduler")
-	redisq.RouteRedisLogs(log)
-	if err := serve(ctx, cfg, log, d); err != nil {
-		log.Error("scheduler stopped", "err", err)
-		return exitFailure
-	}
-	return exitOK
+	return command.Run(args, stderr, func(cfg config.Scheduler, log *slog.Logger) error {
+		return serve(ctx, cfg, log, d)
+	})
 }
 
 // serve runs the scheduler until ctx ends (nil) or it fails.
@@ -166,7 +129,9 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		}
 	}()
 
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := metrics.RegisterProcess(reg); err != nil {
+		return err
+	}
 	if err := metrics.RegisterScheduler(reg, fleet.Samples); err != nil {
 		return err
 	}
@@ -202,8 +167,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	failed := daemon.ServeHTTP(srv, ln)
 	addr := ln.Addr().String()
 	log.Info("scheduler serving", "api", "http://"+addr, "web", "http://"+addr+"/ui/", "campaigns", len(fleet.IDs()))
 	if d.ready != nil {
@@ -214,12 +178,10 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down: stopping the drivers; trials in flight stay in the ledgers")
-	case err := <-served:
+	case err := <-failed:
 		failure = fmt.Errorf("API server: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
+	daemon.Shutdown(srv)
 	if failure == nil {
 		log.Info("scheduler stopped")
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/daemon"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
@@ -46,11 +46,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "child: bad args:", err)
 			os.Exit(2)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		code := run(ctx, args, os.Stderr, deps{tickEvery: 50 * time.Millisecond,
-			ready: func(addr string) { fmt.Printf("ready %s\n", addr) }})
-		stop()
-		os.Exit(code)
+		daemon.Main(func(ctx context.Context) int {
+			return run(ctx, args, os.Stderr, deps{tickEvery: 50 * time.Millisecond,
+				ready: func(addr string) { fmt.Printf("ready %s\n", addr) }})
+		})
 	}
 	os.Exit(m.Run())
 }
@@ -286,7 +285,7 @@ func TestCampaignWithTwoWorkersRunsToItsBudget(t *testing.T) {
 	if body := get(t, "http://"+addr+"/queues/api/queues"); !strings.Contains(body, "trials:h200") {
 		t.Errorf("the queue monitor does not list trials:h200: %.200s", body)
 	}
-	if code := stop(); code != exitOK {
+	if code := stop(); code != daemon.ExitOK {
 		t.Fatalf("scheduler exited %d", code)
 	}
 	if strings.Contains(logs.String(), testToken) {
@@ -426,7 +425,7 @@ func TestOneSchedulerPerWorkspace(t *testing.T) {
 	inProcess(t, "--redis", srv.Addr, "--workspace", ws, "--listen", "127.0.0.1:0")
 	var errOut bytes.Buffer
 	code := run(context.Background(), []string{"--redis", srv.Addr, "--workspace", ws, "--listen", "127.0.0.1:0"}, &errOut, deps{})
-	if code != exitFailure || !strings.Contains(errOut.String(), "in use by another scheduler") {
+	if code != daemon.ExitFailure || !strings.Contains(errOut.String(), "in use by another scheduler") {
 		t.Fatalf("second scheduler: exit %d\n%s", code, errOut.String())
 	}
 }
@@ -462,12 +461,12 @@ func TestUsageAndConfigErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"-h"}, exitOK, "usage: scheduler"},
-		{[]string{"--workspace", "x"}, exitUsage, "redis.addr"},
-		{[]string{"--redis", "127.0.0.1:1"}, exitUsage, "workspace"},
-		{[]string{"--redis", "127.0.0.1:1", "--workspace", "x", "--listen", "nowhere"}, exitUsage, "listen"},
-		{[]string{"--redis", "127.0.0.1:1", "--workspace", "x", "extra"}, exitUsage, "unexpected argument"},
-		{[]string{"--redis", "127.0.0.1:1", "--workspace", "x", "--targets", "v100"}, exitUsage, "unknown GPU target"},
+		{[]string{"-h"}, daemon.ExitOK, "usage: scheduler"},
+		{[]string{"--workspace", "x"}, daemon.ExitUsage, "redis.addr"},
+		{[]string{"--redis", "127.0.0.1:1"}, daemon.ExitUsage, "workspace"},
+		{[]string{"--redis", "127.0.0.1:1", "--workspace", "x", "--listen", "nowhere"}, daemon.ExitUsage, "listen"},
+		{[]string{"--redis", "127.0.0.1:1", "--workspace", "x", "extra"}, daemon.ExitUsage, "unexpected argument"},
+		{[]string{"--redis", "127.0.0.1:1", "--workspace", "x", "--targets", "v100"}, daemon.ExitUsage, "unknown GPU target"},
 	} {
 		var errOut bytes.Buffer
 		code := run(context.Background(), c.args, &errOut, deps{})
@@ -481,7 +480,7 @@ func TestRedisUnreachableAtStartFails(t *testing.T) {
 	var errOut bytes.Buffer
 	t.Setenv("AMK_TOKEN", testToken)
 	code := run(context.Background(), []string{"--redis", "127.0.0.1:1", "--workspace", t.TempDir(), "--listen", "127.0.0.1:0"}, &errOut, deps{})
-	if code != exitFailure || !strings.Contains(errOut.String(), "redis") {
+	if code != daemon.ExitFailure || !strings.Contains(errOut.String(), "redis") {
 		t.Fatalf("exit %d:\n%s", code, errOut.String())
 	}
 }
@@ -542,7 +541,7 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 	}
 	st := waitDone(t, c, resp.ID)
 	checkLedger(t, ws, resp.ID, 16, st)
-	if code := stop(); code != exitOK {
+	if code := stop(); code != daemon.ExitOK {
 		t.Fatalf("scheduler exit %d:\n%s", code, logs)
 	}
 }
@@ -570,10 +569,10 @@ func TestShortStoredTokenIsReplaced(t *testing.T) {
 
 func TestVersionFlag(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != exitOK || strings.TrimSpace(stderr.String()) == "" {
+	if code := run(context.Background(), []string{"--version"}, &stderr, deps{}); code != daemon.ExitOK || strings.TrimSpace(stderr.String()) == "" {
 		t.Fatalf("--version: exit %d, %q", code, stderr.String())
 	}
-	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != exitUsage {
+	if code := run(context.Background(), []string{"--no-such-flag"}, io.Discard, deps{}); code != daemon.ExitUsage {
 		t.Fatalf("unknown flag: exit %d", code)
 	}
 }

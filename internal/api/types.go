@@ -163,7 +163,9 @@ outcome is one message on results (a second copy collapses into the first). So
 trials:<target> PROCESSED minus FAILED is the number of outcomes published, and results
 PROCESSED the number the scheduler received; the surplus on a trials queue is retried attempts.`
 
-// Worker is a live worker (GET /v1/workers).
+// Worker is a live worker (GET /v1/workers): the record a worker announces
+// itself with in the worker registry (internal/redisq's WorkerInfo is this
+// type), passed through as it is.
 type Worker struct {
 	ID        string    `json:"id"`
 	Target    string    `json:"target"`
@@ -177,10 +179,14 @@ type Worker struct {
 	// Current is the trial being evaluated (campaign/trial), if any.
 	Current      string     `json:"current,omitempty"`
 	CurrentSince *time.Time `json:"current_since,omitempty"`
-	Trials       int64      `json:"trials"`
-	// MemoryBytes is the host memory the worker's trials may use (0:
-	// unknown); MetricsAddr where it serves /metrics.
-	MemoryBytes int64  `json:"memory_bytes,omitempty"`
+	// Trials counts evaluations this worker finished.
+	Trials int64 `json:"trials"`
+	// MemoryBytes is the host memory the worker may use at most (its
+	// cgroup limit, MemTotal or max_memory), for the scheduler's check that
+	// some worker can hold a new campaign's model; 0 when unknown.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// MetricsAddr is where the worker serves /metrics (host:port), for
+	// Prometheus service discovery through the scheduler.
 	MetricsAddr string `json:"metrics_addr,omitempty"`
 }
 

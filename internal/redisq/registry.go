@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/amk-dev/amk/internal/api"
 )
 
 // Registry timing: a worker refreshes its entry every registryBeat; an entry
@@ -22,30 +24,9 @@ const (
 	registryTTL  = 10 * time.Second
 )
 
-// WorkerInfo is a live worker as it announces itself in Redis.
-type WorkerInfo struct {
-	ID        string    `json:"id"`
-	Target    string    `json:"target"`
-	Device    string    `json:"device"`
-	Identity  string    `json:"identity"`
-	Queue     string    `json:"queue"`
-	Host      string    `json:"host"`
-	PID       int       `json:"pid"`
-	Started   time.Time `json:"started"`
-	Heartbeat time.Time `json:"heartbeat"`
-	// Current is the trial being evaluated (campaign/trial), if any.
-	Current      string     `json:"current,omitempty"`
-	CurrentSince *time.Time `json:"current_since,omitempty"`
-	// Trials counts evaluations this worker finished.
-	Trials int64 `json:"trials"`
-	// MemoryBytes is the host memory the worker may use at most (its
-	// cgroup limit, MemTotal or max_memory), for the scheduler's check that
-	// some worker can hold a new campaign's model; 0 when unknown.
-	MemoryBytes int64 `json:"memory_bytes,omitempty"`
-	// MetricsAddr is where the worker serves /metrics (host:port), for
-	// Prometheus service discovery through the scheduler.
-	MetricsAddr string `json:"metrics_addr,omitempty"`
-}
+// WorkerInfo is a live worker as it announces itself in Redis: the HTTP
+// API's worker record, which the scheduler serves as it is.
+type WorkerInfo = api.Worker
 
 func registryPrefix(namespace string) string { return prefix(namespace) + "amk:worker:" }
 

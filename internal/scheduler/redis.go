@@ -49,17 +49,11 @@ func (v *RedisView) Health(ctx context.Context) error {
 
 // Workers lists the live workers of the namespace.
 func (v *RedisView) Workers(ctx context.Context) ([]api.Worker, error) {
-	infos, err := v.disp.Workers(ctx)
+	workers, err := v.disp.Workers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: redis: %v", api.ErrUnavailable, err)
 	}
-	out := make([]api.Worker, len(infos))
-	for i, w := range infos {
-		out[i] = api.Worker{ID: w.ID, Target: w.Target, Device: w.Device, Identity: w.Identity, Queue: w.Queue,
-			Host: w.Host, PID: w.PID, Started: w.Started, Heartbeat: w.Heartbeat, Current: w.Current,
-			CurrentSince: w.CurrentSince, Trials: w.Trials, MemoryBytes: w.MemoryBytes, MetricsAddr: w.MetricsAddr}
-	}
-	return out, nil
+	return workers, nil
 }
 
 // Queues reports the trial queues and the results queue of the namespace.

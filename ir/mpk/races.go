@@ -1,6 +1,7 @@
 package mpk
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/amk-dev/amk/ir"
@@ -112,7 +113,7 @@ func overlap(a, b Tensor) (lo, hi int64, ok bool) {
 		return 0, 0, false
 	}
 	bits, known := dataTypeBits[a.DataType]
-	if !known || bits%8 != 0 || a.DataType != b.DataType || !sameInts(a.Strides, b.Strides) || len(a.Dims) != len(b.Dims) {
+	if !known || bits%8 != 0 || a.DataType != b.DataType || !slices.Equal(a.Strides, b.Strides) || len(a.Dims) != len(b.Dims) {
 		return lo, hi, true
 	}
 	elem := int64(bits / 8)
@@ -137,16 +138,4 @@ func overlap(a, b Tensor) (lo, hi int64, ok bool) {
 		}
 	}
 	return lo, hi, true
-}
-
-func sameInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
