@@ -31,7 +31,9 @@ func fusedCheckModel(t *testing.T, name string) model.Config {
 
 // fusedPoints are the device points a search can reach: every fused
 // lowering on (with per-KV-head q|k|v counters, and with one all-join
-// counter), none on (tiles per SM only), and all but one.
+// counter), none on (tiles per SM only), and all but one. With tiles_per_sm
+// the RoPE epilogue's q|k|v tiles are paired tiles (1 or 2 per SM); without
+// it, whole heads.
 func fusedPoints() map[string]schedule.Point {
 	pts := map[string]schedule.Point{}
 	all := schedule.FullyFused()
@@ -61,7 +63,10 @@ func fusedPoints() map[string]schedule.Point {
 	pts["all, one all-join q|k|v counter"] = allJoin
 	legacy := all.Clone()
 	legacy.Config.DeleteTile("gemv", "tiles_per_sm")
-	pts["all, reference N_tile"] = legacy
+	pts["all, reference N_tile"] = legacy // whole-head q|k|v tiles
+	twice := all.Clone()
+	twice.Config.SetTile("gemv", "tiles_per_sm", 2)
+	pts["all, tiles_per_sm 2"] = twice // narrower paired q|k|v tiles
 	return pts
 }
 
