@@ -85,7 +85,7 @@ const (
 const (
 	fusedPatternParamsNote = "params: K, N_tile, n_off"
 	fusedNormParamsNote    = "; eps, hidden"
-	fusedRoPEParamsNote    = "; head_dim, theta; a tile covers whole heads"
+	fusedRoPEParamsNote    = "; head_dim, theta; a tile covers whole heads or is a paired tile (PairStride)"
 	fusedAppendParamsNote  = "; N = the projection's width, pos = the cache row"
 )
 

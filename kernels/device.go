@@ -127,6 +127,10 @@ func fusedUnsupported(p *ir.Program, t *ir.Task) string {
 	if !ok || len(t.Inputs) != len(pat.Inputs) {
 		return fmt.Sprintf("FUSED runs on the device only as a pattern of ir.FusedPatterns (params.flags bits 16-31) with its inputs; pattern %d with %d inputs is not one (a params.recipe is VM-only)", id, len(t.Inputs))
 	}
+	paired := t.Params.IntOr("flags", 0)&ir.FlagPairedTile != 0
+	if paired && !pat.Paired() {
+		return fmt.Sprintf("pattern %s cannot be a paired tile: only the q/k/v patterns, which carry head_dim, can", pat.Name)
+	}
 	if id == ir.FusedGEMVAdd {
 		return projectionUnsupported(p, t, false)
 	}
@@ -145,10 +149,9 @@ func fusedUnsupported(p *ir.Program, t *ir.Task) string {
 	}
 	hd := t.Params.IntOr("head_dim", 0)
 	last := off + nt // one past the tile's last column
-	paired := t.Params.IntOr("flags", 0)&ir.FlagPairedTile != 0
 	if paired {
 		// amk_op_fused: N_tile/2 columns at n_off and at n_off + head_dim/2, inside one head.
-		if !pat.Paired() || hd <= 0 || hd%2 != 0 || nt%2 != 0 || off%hd+nt/2 > hd/2 {
+		if hd <= 0 || hd%2 != 0 || nt%2 != 0 || off%hd+nt/2 > hd/2 {
 			return fmt.Sprintf("pattern %s: paired tile n_off=%d N_tile=%d is not two matching half-head ranges of head_dim %d", pat.Name, off, nt, hd)
 		}
 		last = off + hd/2 + nt/2

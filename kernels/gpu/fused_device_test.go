@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
@@ -66,4 +67,63 @@ func pairedTiles(p *ir.Program) int {
 		}
 	}
 	return n
+}
+
+// The device check refuses a paired tile amk_op_fused would trap on: its
+// first range past the middle of its head, an odd width, or the flag on a
+// pattern without head_dim.
+func TestDeviceCheckRefusesMalformedPairedTiles(t *testing.T) {
+	cfg, err := model.Preset("toy-2L")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := ir.Target("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		mutate func(p *ir.Program, paired, o *ir.Task)
+	}{
+		{"first range in the second half", func(p *ir.Program, paired, o *ir.Task) {
+			setInt(paired, "n_off", paired.Params.IntOr("head_dim", 0)/2)
+		}},
+		{"odd width", func(p *ir.Program, paired, o *ir.Task) { setInt(paired, "N_tile", 3) }},
+		{"the flag on an o tile", func(p *ir.Program, paired, o *ir.Task) {
+			setInt(o, "flags", o.Params.IntOr("flags", 0)|ir.FlagPairedTile)
+		}},
+	} {
+		prog, err := schedule.Lower(cfg, tg, schedule.FullyFused(), schedule.LowerOptions{Pos: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kernels.CheckDevice(prog); err != nil {
+			t.Fatalf("unmutated: %v", err)
+		}
+		var paired, o *ir.Task
+		for i := range prog.Tasks {
+			tk := &prog.Tasks[i]
+			if paired == nil && ir.PairStride(tk.Params) > 0 {
+				paired = tk
+			}
+			if o == nil && ir.TaskFusedPattern(tk) == ir.FusedGEMVAdd {
+				o = tk
+			}
+		}
+		c.mutate(prog, paired, o)
+		if err := kernels.CheckDevice(prog); err == nil || !strings.Contains(err.Error(), "paired") && !strings.Contains(err.Error(), "exceeds") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
+// setInt overwrites an integer param of a task.
+func setInt(t *ir.Task, key string, v int64) {
+	ps := append(ir.Params(nil), t.Params...)
+	for i := range ps {
+		if ps[i].Key == key {
+			ps[i] = ir.IntParam(key, v)
+		}
+	}
+	t.Params = ps
 }
