@@ -664,27 +664,29 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
         dst.dtype = AMK_F32;
         dst.numel = N_tile;
     }
-    for (int64_t m = 0; m < M; ++m) {
-        amk_fused_stage(prog, inst, f, m, K, xs);
-        /* x is staged once; a paired tile streams its two weight row ranges against it */
-        for (int r = 0; r < (paired ? 2 : 1); ++r) {
-            const int off = n_off + r * stride;
-            const int64_t obase = collect ? (int64_t)r * w - off : m * N;
-            switch (W.dtype) {
-                case AMK_F16:
-                    amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok,
-                                            prog, rp);
-                    break;
-                case AMK_BF16:
-                    amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res,
-                                                   ring, vec_ok, prog, rp);
-                    break;
-                default:
-                    amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok,
-                                           prog, rp);
-                    break;
-            }
+    /* x is staged once per row m; a paired tile then streams its two weight row ranges (r = 0, 1)
+     * against it. One flat loop over (m, r): a nested range loop kept more state live across the
+     * GEMV and spilled the largest knobs (nvcc 11.8, sm_90). */
+    const int nr = paired ? 2 : 1;
+    for (int64_t mr = 0; mr < M * nr; ++mr) {
+        const int64_t m = paired ? mr >> 1 : mr;
+        const int r = paired ? (int)(mr & 1) : 0;
+        if (r == 0) amk_fused_stage(prog, inst, f, m, K, xs);
+        const int off = n_off + r * stride;
+        const int64_t obase = collect ? (int64_t)r * w - off : m * N;
+        switch (W.dtype) {
+            case AMK_F16:
+                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
+                break;
+            case AMK_BF16:
+                amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring,
+                                               vec_ok, prog, rp);
+                break;
+            default:
+                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
+                break;
         }
+        if (r + 1 < nr) continue; /* the second range reads the same staged x */
         __syncthreads(); /* the tile is complete; xs is rewritten for the next row */
         if (collect) {
             const int64_t row = append ? (m * seq + inst.params.pos) * N : m * N;
