@@ -280,3 +280,26 @@ func TestReferenceLoweringOfTheTiedLlama1BShapeIsTheOracle(t *testing.T) {
 		}
 	}
 }
+
+// Paired q|k|v tiles (FullyFused, one and two tiles per SM) over several
+// positions at B = 2 (split-KV shards are B = 1 only, above): toy-2L for
+// twenty steps, the small and llama-1b layer shapes for four, each step
+// validated, bit for bit the reference lowering and within the eager oracle.
+func TestPairedTilesAtLaterPositionsB2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many steps at B = 2")
+	}
+	tg, _ := ir.Target("h100")
+	for name, steps := range map[string]int{"toy-2L": 20, "small": 4, "llama-1b": 4} {
+		cfg := fusedCheckModel(t, name)
+		w, err := model.InitWeights(cfg, WeightSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tps := range []int{1, 2} {
+			pt := schedule.FullyFused()
+			pt.Config.SetTile("gemv", "tiles_per_sm", tps)
+			t.Run(fmt.Sprintf("%s/tiles_per_sm=%d", name, tps), func(t *testing.T) { checkFusedSteps(t, cfg, w, tg, pt, 2, steps) })
+		}
+	}
+}
