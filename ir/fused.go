@@ -85,7 +85,7 @@ const (
 const (
 	fusedPatternParamsNote = "params: K, N_tile, n_off"
 	fusedNormParamsNote    = "; eps, hidden"
-	fusedRoPEParamsNote    = "; head_dim, theta; a tile covers whole heads"
+	fusedRoPEParamsNote    = "; head_dim, theta; a tile covers whole heads or is a paired tile (PairStride)"
 	fusedAppendParamsNote  = "; N = the projection's width, pos = the cache row"
 )
 
@@ -155,6 +155,43 @@ func (p FusedPattern) Role(role string) int {
 // WritesCache reports whether the pattern's output is a KV cache.
 func (p FusedPattern) WritesCache() bool {
 	return p.Epilogue == EpilogueAppend || p.Epilogue == EpilogueRoPEAppend
+}
+
+// Paired reports whether the pattern may tile as a paired tile: the
+// patterns that carry head_dim (the q|k|v tiles: RoPE, RoPE + append,
+// append).
+func (p FusedPattern) Paired() bool {
+	return p.Epilogue == EpilogueRoPE || p.WritesCache()
+}
+
+// A paired tile (params.flags bit FlagPairedTile, a FUSED task of a pattern
+// with head_dim) covers two column ranges of ONE head, each of N_tile/2
+// columns: [n_off, n_off+N_tile/2) in the first half of the head and the
+// matching [n_off+head_dim/2, n_off+head_dim/2+N_tile/2) in its second
+// half. RoPE's rotate-half pairs column i of a head with column
+// i+head_dim/2, so every rotation pair lies inside the tile and the RoPE
+// epilogue stays tile-local however narrow the tile. N_tile stays the
+// tile's column count (what it streams and computes); absent the flag a
+// tile is the one range [n_off, n_off+N_tile).
+
+// PairStride is the distance from a paired tile's first column range to its
+// second (head_dim/2, from params), or 0 for a contiguous tile. A paired
+// tile with an unusable head_dim also gives 0 (the validator reports it).
+func PairStride(p Params) int64 {
+	if p.IntOr("flags", 0)&FlagPairedTile == 0 {
+		return 0
+	}
+	return max(p.IntOr("head_dim", 0), 0) / 2
+}
+
+// TileRanges is the column ranges [lo, hi) a projection tile writes: one
+// range [nOff, nOff+nTile), or a paired tile's two (stride > 0, PairStride).
+func TileRanges(nOff, nTile, stride int64) [][2]int64 {
+	if stride <= 0 {
+		return [][2]int64{{nOff, nOff + nTile}}
+	}
+	w := nTile / 2
+	return [][2]int64{{nOff, nOff + w}, {nOff + stride, nOff + stride + w}}
 }
 
 // RequiredParams is every param a task of this pattern must carry.

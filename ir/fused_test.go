@@ -71,3 +71,36 @@ func TestFusedPatternTable(t *testing.T) {
 		}
 	}
 }
+
+// A paired tile is named by a params.flags bit beside the pattern id: its
+// stride is head_dim/2 and its ranges the two halves of N_tile; without
+// the bit (every program written before it) a tile is one range.
+func TestPairedTileRanges(t *testing.T) {
+	flags := FusedPatternFlags(FusedGEMVRoPE)
+	plain := Params{IntParam("flags", flags), IntParam("head_dim", 128)}
+	paired := Params{IntParam("flags", flags|FlagPairedTile), IntParam("head_dim", 128)}
+	if s := PairStride(plain); s != 0 {
+		t.Errorf("contiguous tile: stride %d", s)
+	}
+	if s := PairStride(paired); s != 64 {
+		t.Errorf("paired tile: stride %d, want 64", s)
+	}
+	if got := TileRanges(13, 26, 64); len(got) != 2 || got[0] != [2]int64{13, 26} || got[1] != [2]int64{77, 90} {
+		t.Errorf("paired ranges %v", got)
+	}
+	if got := TileRanges(13, 26, 0); len(got) != 1 || got[0] != [2]int64{13, 39} {
+		t.Errorf("contiguous ranges %v", got)
+	}
+	if id := TaskFusedPattern(&Task{Op: OpFUSED, Params: paired}); id != FusedGEMVRoPE {
+		t.Errorf("the pair bit changed the pattern id to %d", id)
+	}
+	for _, p := range FusedPatterns()[1:] { // paired: exactly the patterns that carry head_dim
+		want := false
+		for _, r := range p.Required {
+			want = want || r == "head_dim"
+		}
+		if p.Paired() != want {
+			t.Errorf("%s: Paired() = %v", p.Name, p.Paired())
+		}
+	}
+}

@@ -146,5 +146,6 @@ func ParamFieldType(key string) (ParamType, bool) {
 const (
 	FlagCausal        = 1 << 0
 	FlagPartialWrite  = 1 << 1 // split-KV flash partial [acc | m | l]
+	FlagPairedTile    = 1 << 2 // a FUSED q/k/v tile of two half-head column ranges (PairStride)
 	FusedPatternShift = 16
 )

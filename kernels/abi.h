@@ -95,9 +95,10 @@ typedef enum {
     AMK_OP__COUNT
 } amk_opcode_t;
 
-/* ---- params.flags bits (ir.FlagCausal, FlagPartialWrite, FusedPatternShift) ----------------- */
+/* ---- params.flags bits (ir.FlagCausal, FlagPartialWrite, FlagPairedTile, FusedPatternShift) - */
 #define AMK_FLAG_CAUSAL         0x1
 #define AMK_FLAG_PARTIAL_WRITE  0x2
+#define AMK_FLAG_PAIRED_TILE    0x4 /* FUSED q/k/v tile: N_tile/2 columns at n_off and n_off + head_dim/2 */
 #define AMK_FUSED_PATTERN_SHIFT 16
 
 /* A FUSED task runs on the device only as a known pattern (params.flags bits 16-31); the table,

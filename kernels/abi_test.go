@@ -120,6 +120,7 @@ func TestHeaderVersionAndCaps(t *testing.T) {
 		"AMK_MAX_RANK":            strconv.Itoa(ir.MaxRank),
 		"AMK_FLAG_CAUSAL":         strconv.Itoa(ir.FlagCausal),
 		"AMK_FLAG_PARTIAL_WRITE":  strconv.Itoa(ir.FlagPartialWrite),
+		"AMK_FLAG_PAIRED_TILE":    strconv.Itoa(ir.FlagPairedTile),
 		"AMK_FUSED_PATTERN_SHIFT": strconv.Itoa(ir.FusedPatternShift),
 	}
 	for name, w := range want {

@@ -119,12 +119,17 @@ func taskUnsupported(p *ir.Program, t *ir.Task) string {
 // GEMV/GEMM kernels.
 // fusedUnsupported checks a FUSED task against the device's patterns
 // (amk_op_fused): a known pattern with its inputs, a float weight covering
-// the tile, whole heads for a RoPE epilogue, a KV cache row for an append.
+// the tile, whole heads or a paired tile (ir.PairStride) for a RoPE or
+// append epilogue, a KV cache row for an append.
 func fusedUnsupported(p *ir.Program, t *ir.Task) string {
 	id := ir.TaskFusedPattern(t)
 	pat, ok := ir.FusedPatternByID(id)
 	if !ok || len(t.Inputs) != len(pat.Inputs) {
 		return fmt.Sprintf("FUSED runs on the device only as a pattern of ir.FusedPatterns (params.flags bits 16-31) with its inputs; pattern %d with %d inputs is not one (a params.recipe is VM-only)", id, len(t.Inputs))
+	}
+	paired := t.Params.IntOr("flags", 0)&ir.FlagPairedTile != 0
+	if paired && !pat.Paired() {
+		return fmt.Sprintf("pattern %s cannot be a paired tile: only the q/k/v patterns, which carry head_dim, can", pat.Name)
 	}
 	if id == ir.FusedGEMVAdd {
 		return projectionUnsupported(p, t, false)
@@ -142,25 +147,35 @@ func fusedUnsupported(p *ir.Program, t *ir.Task) string {
 			return fmt.Sprintf("pattern %s appends to a KV cache with rows of N=%d values; output %s is %s %v", pat.Name, n, out.Name, out.Kind, out.Shape)
 		}
 	}
-	if off+nt > n {
-		return fmt.Sprintf("tile [%d, %d) exceeds the projection's %d columns", off, off+nt, n)
+	hd := t.Params.IntOr("head_dim", 0)
+	last := off + nt // one past the tile's last column
+	if paired {
+		// amk_op_fused: N_tile/2 columns at n_off and at n_off + head_dim/2, inside one head.
+		if hd <= 0 || hd%2 != 0 || nt%2 != 0 || off%hd+nt/2 > hd/2 {
+			return fmt.Sprintf("pattern %s: paired tile n_off=%d N_tile=%d is not two matching half-head ranges of head_dim %d", pat.Name, off, nt, hd)
+		}
+		last = off + hd/2 + nt/2
 	}
-	if hd := t.Params.IntOr("head_dim", 0); pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache() {
+	if last > n {
+		return fmt.Sprintf("tile [%d, %d) exceeds the projection's %d columns", off, last, n)
+	}
+	if !paired && (pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache()) {
 		if hd <= 0 || hd%2 != 0 || off%hd != 0 || nt%hd != 0 {
-			return fmt.Sprintf("pattern %s needs tiles of whole heads (head_dim %d, tile [%d, %d))", pat.Name, hd, off, off+nt)
+			return fmt.Sprintf("pattern %s needs tiles of whole heads or paired tiles (head_dim %d, tile [%d, %d))", pat.Name, hd, off, off+nt)
 		}
 	}
 	switch {
 	case !w.DType.IsFloat() || len(w.Shape) != 2:
 		return fmt.Sprintf("weight %s is %s %v; fused patterns need a float [N, K] weight", w.Name, w.DType, w.Shape)
-	case int64(w.Shape[0]) < off+nt || int64(w.Cols()) < k:
-		return fmt.Sprintf("weight %s %v does not cover the tile [%d, %d) x K=%d", w.Name, w.Shape, off, off+nt, k)
+	case int64(w.Shape[0]) < last || int64(w.Cols()) < k:
+		return fmt.Sprintf("weight %s %v does not cover the tile [%d, %d) x K=%d", w.Name, w.Shape, off, last, k)
 	}
 	return ""
 }
 
 // fusedTileBytes is the shared-memory tile a RoPE/append pattern collects
-// its sums in (amk_op_fused: [x cache][tile][ring]); 0 for other tasks.
+// its sums in (amk_op_fused: [x cache][tile][ring]; N_tile floats, a paired
+// tile's two ranges one after the other); 0 for other tasks.
 func fusedTileBytes(t *ir.Task) int64 {
 	pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
 	if !ok || (pat.Epilogue != ir.EpilogueRoPE && !pat.WritesCache()) {

@@ -58,8 +58,13 @@
 // every consumer reads the whole of its producer (ROPE, KV_APPEND, the
 // GEMVs, COMBINE) and the knob changes nothing. DeviceDefault is the device
 // lowering's default (seven hops per layer, every SM streaming every
-// phase), FullyFused adds the RoPE epilogue (five hops, whole-head q|k|v
-// tiles) and the per-KV-head counters. Depth, HopsPerLayer, PhaseTiles and
+// phase), FullyFused adds the RoPE epilogue (five hops) and the per-KV-head
+// counters. With tiles_per_sm the RoPE epilogue's q|k|v tiles are paired
+// tiles (ir.PairStride, pairWidth): columns [i, i+w) and their rotation
+// partners [i+head_dim/2, i+head_dim/2+w) of one head, each head of q, k
+// and v split into tiles_per_sm x num_SMs / heads of them, so the phase
+// fills the SMs and no tile straddles a head; without tiles_per_sm they
+// are whole heads. Depth, HopsPerLayer, PhaseTiles and
 // BytesInFlightPerSM measure a point's shape
 // (docs/results/roofline-design.md).
 //

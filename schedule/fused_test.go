@@ -217,10 +217,8 @@ func TestMutatedHeadCountersAreRejected(t *testing.T) {
 			a.Waits = ws
 		}, []string{validate.CodePartialJoin}},
 		{"a k tile signalling the other KV head's counter", func(t *testing.T, p *ir.Program) {
-			k0, k1 := findTask(t, p, "L0.k_proj[t0]"), findTask(t, p, "L0.k_proj[t1]")
-			if counterOf(p, k0) == counterOf(p, k1) {
-				t.Fatalf("k tiles 0 and 1 share %q", counterOf(p, k0))
-			}
+			k0 := findTask(t, p, "L0.k_proj[t0]")
+			k1 := otherHeadTile(t, p, k0)
 			k1.OutCounter = k0.OutCounter
 		}, []string{validate.CodePartialJoin, validate.CodeUnsatisfiable}},
 		{"a q tile's epilogue writing the next group's heads", func(t *testing.T, p *ir.Program) {
@@ -271,5 +269,159 @@ func TestHeadCountersKnob(t *testing.T) {
 	plain.Config.DeleteTile("attention", "kv_head_split")
 	if noSplit.Normalize().ID() != plain.Normalize().ID() {
 		t.Error("head_counters without kv_head_split changed the id")
+	}
+}
+
+// otherHeadTile is the first tile of tile's projection that signals
+// another counter than tile (the next KV head's, with per-KV-head counters).
+func otherHeadTile(t *testing.T, p *ir.Program, tile *ir.Task) *ir.Task {
+	t.Helper()
+	name := tile.Label[:strings.Index(tile.Label, "[")+1]
+	for i := range p.Tasks {
+		if o := &p.Tasks[i]; strings.HasPrefix(o.Label, name) && o.OutCounter != tile.OutCounter {
+			return o
+		}
+	}
+	t.Fatalf("every %s* tile signals %q", name, counterOf(p, tile))
+	return nil
+}
+
+// dropTask removes task i, renumbering the tasks after it and lowering the
+// waits on its counter by one, so that only the missing tile's columns
+// tell it was there.
+func dropTask(p *ir.Program, i int) {
+	ctr := p.Tasks[i].OutCounter
+	p.Tasks = append(p.Tasks[:i], p.Tasks[i+1:]...)
+	for k := range p.Tasks {
+		p.Tasks[k].ID = k
+		ws := append([]ir.Wait(nil), p.Tasks[k].Waits...)
+		for j := range ws {
+			if ws[j].Counter == ctr {
+				ws[j].Threshold--
+			}
+		}
+		p.Tasks[k].Waits = ws
+	}
+}
+
+// taskIndex is the index of the first task labelled label.
+func taskIndex(t *testing.T, p *ir.Program, label string) int {
+	t.Helper()
+	for i := range p.Tasks {
+		if p.Tasks[i].Label == label {
+			return i
+		}
+	}
+	t.Fatalf("no task %s", label)
+	return -1
+}
+
+// With tiles_per_sm, the RoPE epilogue's q|k|v phase is paired tiles: each
+// covers columns [i, i+w) and [i+hd/2, i+hd/2+w) of one head, every head
+// of q, k and v splits alike, and together they fill the SMs.
+func TestFullyFusedTilesArePaired(t *testing.T) {
+	for _, c := range []struct {
+		model   string
+		perHead int // tiles per head: tiles_per_sm x 132 SMs / heads of the phase
+	}{{"toy-2L", 8}, {"small", 5}, {"llama-1b", 2}} {
+		m := mustPreset(t, c.model)
+		p := mustLower(t, m, mustTarget(t, "h100"), FullyFused(), LowerOptions{Pos: 3})
+		if rep := validate.Validate(p); !rep.OK {
+			t.Fatalf("%s: rejected: %s", c.model, rep.Reason(4))
+		}
+		hd := int64(m.HeadDim)
+		perHead := map[string]int{}
+		for i := range p.Tasks {
+			tk := &p.Tasks[i]
+			if !strings.HasPrefix(tk.Label, "L0.q_proj") && !strings.HasPrefix(tk.Label, "L0.k_proj") && !strings.HasPrefix(tk.Label, "L0.v_proj") {
+				continue
+			}
+			off, w := tk.Params.IntOr("n_off", -1), tk.Params.IntOr("N_tile", 0)
+			if ir.PairStride(tk.Params) != hd/2 || w%2 != 0 || off%hd+w/2 > hd/2 {
+				t.Fatalf("%s: %s (n_off %d, N_tile %d, flags %#x) is not a paired tile of head_dim %d", c.model, tk.Label,
+					off, w, tk.Params.IntOr("flags", 0), hd)
+			}
+			perHead[tk.Label[:strings.Index(tk.Label, "[")]+"/"+itoa(int(off/hd))]++
+		}
+		heads := m.NHeads + 2*m.NKVHeads
+		if len(perHead) != heads {
+			t.Fatalf("%s: paired tiles on %d heads, want %d", c.model, len(perHead), heads)
+		}
+		for h, n := range perHead {
+			if n != c.perHead {
+				t.Errorf("%s: head %s has %d tiles, want %d", c.model, h, n, c.perHead)
+			}
+		}
+		if tiles := heads * c.perHead; tiles > 132 {
+			t.Errorf("%s: %d q|k|v tiles for 132 SMs", c.model, tiles)
+		}
+	}
+}
+
+// Mutated paired tiles are rejected with the rule they break.
+func TestMutatedPairedTilesAreRejected(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(t *testing.T, p *ir.Program)
+		codes  []string
+	}{
+		{"a paired tile moved into the second half of its head (its pairs cut)", func(t *testing.T, p *ir.Program) {
+			q := findTask(t, p, "L0.q_proj[t0]")
+			setParam(q, "n_off", q.Params.IntOr("head_dim", 0)/2)
+		}, []string{validate.CodeTileBounds}},
+		{"a paired tile straddling the middle of its head", func(t *testing.T, p *ir.Program) {
+			k := findTask(t, p, "L0.k_proj[t0]") // two columns each side: [hd/2-1, hd/2+1) and its partners
+			setParam(k, "N_tile", 4)
+			setParam(k, "n_off", k.Params.IntOr("head_dim", 0)/2-1)
+		}, []string{validate.CodeTileBounds}},
+		{"a paired tile of an odd width", func(t *testing.T, p *ir.Program) {
+			v := findTask(t, p, "L0.v_proj[t0]")
+			setParam(v, "N_tile", v.Params.IntOr("N_tile", 0)+1)
+		}, []string{validate.CodeTileBounds}},
+		{"a paired q tile read as contiguous (flag dropped)", func(t *testing.T, p *ir.Program) {
+			q := findTask(t, p, "L0.q_proj[t0]")
+			setParam(q, "flags", q.Params.IntOr("flags", 0)&^ir.FlagPairedTile)
+		}, []string{validate.CodeTileBounds, validate.CodeTileCoverage}},
+		{"a paired v tile read as contiguous (flag dropped)", func(t *testing.T, p *ir.Program) {
+			v := findTask(t, p, "L0.v_proj[t0]")
+			setParam(v, "flags", v.Params.IntOr("flags", 0)&^ir.FlagPairedTile)
+		}, []string{validate.CodeTileCoverage}},
+		{"two paired tiles overlapping", func(t *testing.T, p *ir.Program) {
+			k0, k1 := findTask(t, p, "L0.k_proj[t0]"), findTask(t, p, "L0.k_proj[t1]")
+			setParam(k1, "n_off", k0.Params.IntOr("n_off", 0))
+		}, []string{validate.CodeRaceWAW, validate.CodeTileCoverage}},
+		{"a missing paired tile", func(t *testing.T, p *ir.Program) {
+			dropTask(p, taskIndex(t, p, "L0.q_proj[t1]"))
+		}, []string{validate.CodeTileCoverage}},
+		{"a missing paired k tile (the KV row left short)", func(t *testing.T, p *ir.Program) {
+			dropTask(p, taskIndex(t, p, "L0.k_proj[t3]"))
+		}, []string{validate.CodeTileCoverage}},
+		{"the pair flag on an o tile", func(t *testing.T, p *ir.Program) {
+			o := findTask(t, p, "L0.o_proj[t0]")
+			setParam(o, "flags", o.Params.IntOr("flags", 0)|ir.FlagPairedTile)
+		}, []string{validate.CodeFusedPattern}},
+		{"a paired tile on the next KV head's columns, signalling its own head's counter", func(t *testing.T, p *ir.Program) {
+			k := findTask(t, p, "L0.k_proj[t0]")
+			setParam(k, "n_off", k.Params.IntOr("n_off", 0)+k.Params.IntOr("head_dim", 0))
+		}, []string{validate.CodeTileCoverage, validate.CodeRaceKV}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := fusedProgram(t)
+			if rep := validate.Validate(p); !rep.OK {
+				t.Fatalf("unmutated program rejected: %s", rep.Reason(4))
+			}
+			c.mutate(t, p)
+			rep := validate.Validate(p)
+			if rep.OK {
+				t.Fatal("mutated program accepted")
+			}
+			t.Logf("rejected: %v", rep.Codes())
+			for _, code := range c.codes {
+				if !rep.Has(code) {
+					t.Errorf("want %s among %v", code, rep.Codes())
+				}
+			}
+		})
 	}
 }

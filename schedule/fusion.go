@@ -130,10 +130,13 @@ func fusionChoices() []pyjson.Value {
 // per SM in every projection phase, attention split per KV head,
 // round_robin placement (one phase's tiles on distinct SMs; LPT over the
 // whole program pairs some) and every fused lowering on except
-// rope_epilogue, whose whole-head tiles cannot fill the SMs on the q|k|v
-// phase (small: 24 of 132): the default fills every SM and pays two hops
-// more per layer (7, not 5). Default stays the reference's default_config
-// (docs/spec/rules.md R12, its schedule ids are pinned).
+// rope_epilogue: ROPE and KV_APPEND stay tasks (7 hops per layer, not 5).
+// With paired q|k|v tiles FullyFused also fills the SMs (small: 120 of
+// 132) and the uncalibrated cost model ranks it 3-5% faster, but its
+// device path has only been compiled, never run, so the default stays the
+// shape whose q|k|v path is the plain GEMV until a GPU times both
+// (docs/results/roofline-design.md). Default stays the reference's
+// default_config (docs/spec/rules.md R12, its schedule ids are pinned).
 func DeviceDefault() Point {
 	p := Default()
 	p.Config.SetTile("gemv", "tiles_per_sm", 1)
@@ -150,9 +153,10 @@ func DeviceDefault() Point {
 }
 
 // FullyFused is DeviceDefault with every fused lowering on: five hops per
-// layer (q|k|v, attention, o, gate|up, down), the q|k|v phase on whole-head
-// tiles signalling one counter per KV head (tiling.attention.head_counters),
-// so each attention slice waits for its own heads' tiles only.
+// layer (q|k|v, attention, o, gate|up, down), the q|k|v phase on paired
+// tiles (one head each, lower_device.go pairWidth) signalling one counter
+// per KV head (tiling.attention.head_counters), so each attention slice
+// waits for its own heads' tiles only.
 func FullyFused() Point {
 	p := DeviceDefault()
 	p.Config.FusionGrouping = FusionGrouping(AllFusions()...)

@@ -27,6 +27,9 @@ import (
 type phase struct {
 	projs []projection
 	align int // tile widths are multiples of align (head_dim for RoPE epilogues)
+	// paired: the phase's tiles may be paired tiles (ir.PairStride) of
+	// head_dim align: the q|k|v phase with the RoPE epilogue.
+	paired bool
 }
 
 // projection is one weight's tiles within a phase.
@@ -43,15 +46,82 @@ type projection struct {
 // otherwise the reference's per-projection rule (gemvNTile) rounded up.
 func (l *lowerer) phaseWidth(ph *phase, pr *projection) int {
 	align := max(ph.align, 1)
-	if tps, ok := l.cfg.Tile("gemv", "tiles_per_sm"); ok && tps > 0 {
-		total := 0
-		for _, p := range ph.projs {
-			total += p.n
-		}
-		w := ceilDiv(total, tps*l.t.NumSMs)
+	if tps := l.tilesPerSM(); tps > 0 {
+		w := ceilDiv(phaseColumns(ph), tps*l.t.NumSMs)
 		return min(ceilDiv(w, align)*align, ceilDiv(pr.n, align)*align)
 	}
 	return ceilDiv(gemvNTile(l.cfg, pr.n), align) * align
+}
+
+func phaseColumns(ph *phase) int {
+	total := 0
+	for _, p := range ph.projs {
+		total += p.n
+	}
+	return total
+}
+
+// pairWidth is the width of each half of a paired phase's tiles, 0 when its
+// tiles are whole heads. A RoPE epilogue needs every rotation pair (column
+// i and i + head_dim/2 of a head) in its tile; a paired tile covers columns
+// [i, i+w) and [i+head_dim/2, i+head_dim/2+w) of one head, so with
+// tiles_per_sm the phase's heads split into T = tiles_per_sm x num_SMs /
+// heads tiles each (at least one), w = ceil(head_dim/2 / T), and no tile
+// straddles a head (the per-KV-head counters stay exact). One tile per head
+// is a whole head, emitted as a contiguous tile.
+func (l *lowerer) pairWidth(ph *phase) int {
+	hd, tps := ph.align, l.tilesPerSM()
+	if !ph.paired || tps == 0 || hd < 2 || hd%2 != 0 {
+		return 0
+	}
+	heads := max(phaseColumns(ph)/hd, 1)
+	perHead := max(tps*l.t.NumSMs/heads, 1)
+	w := ceilDiv(hd/2, perHead)
+	if w >= hd/2 {
+		return 0
+	}
+	return w
+}
+
+// tileSpan is one tile of a projection: columns [off, off+w), or a paired
+// tile of w columns in two halves (n_off = off, N_tile = w).
+type tileSpan struct {
+	off, w int
+	paired bool
+}
+
+// tilesOf lists projection pr's tiles over its columns [lo, hi): paired
+// tiles head by head (pairWidth), else tiles of the phase's width.
+func (l *lowerer) tilesOf(ph *phase, pr *projection, lo, hi int) []tileSpan {
+	var ts []tileSpan
+	if pw := l.pairWidth(ph); pw > 0 {
+		hd := ph.align
+		for h := lo; h < hi; h += hd {
+			for i := 0; i < hd/2; i += pw {
+				ts = append(ts, tileSpan{off: h + i, w: 2 * min(pw, hd/2-i), paired: true})
+			}
+		}
+		return ts
+	}
+	w := l.phaseWidth(ph, pr)
+	for off := lo; off < hi; off += w {
+		ts = append(ts, tileSpan{off: off, w: min(w, hi-off)})
+	}
+	return ts
+}
+
+// tile builds tile ts of projection pr with its counter, waits and label.
+func (l *lowerer) tile(pr *projection, ts tileSpan, ctr int, waits []ir.Wait, label string) {
+	task := pr.task(ts.off, ts.w)
+	if ts.paired {
+		for i := range task.Params {
+			if task.Params[i].Key == "flags" {
+				task.Params[i] = ir.IntParam("flags", task.Params.IntOr("flags", 0)|ir.FlagPairedTile)
+			}
+		}
+	}
+	task.OutCounter, task.Waits, task.Label = ctr, waits, label
+	l.task(task)
 }
 
 // emitPhase emits the phase's tiles (interleaved across its projections
@@ -59,13 +129,11 @@ func (l *lowerer) phaseWidth(ph *phase, pr *projection) int {
 // shared puts every tile on one counter; otherwise each projection gets its
 // own. It returns, per projection, the counter and threshold of its output.
 func (l *lowerer) emitPhase(name string, ph *phase, waits []ir.Wait, shared, interleave bool) []tensor {
-	type tiling struct{ w, n int }
-	tl := make([]tiling, len(ph.projs))
+	tl := make([][]tileSpan, len(ph.projs))
 	total := 0
 	for i := range ph.projs {
-		w := l.phaseWidth(ph, &ph.projs[i])
-		tl[i] = tiling{w, ceilDiv(ph.projs[i].n, w)}
-		total += tl[i].n
+		tl[i] = l.tilesOf(ph, &ph.projs[i], 0, ph.projs[i].n)
+		total += len(tl[i])
 	}
 	ctrs := make([]int, len(ph.projs))
 	if shared {
@@ -75,21 +143,18 @@ func (l *lowerer) emitPhase(name string, ph *phase, waits []ir.Wait, shared, int
 		}
 	} else {
 		for i, pr := range ph.projs {
-			ctrs[i] = l.p.AddCounter(pr.name + " (" + itoa(tl[i].n) + " tiles)")
+			ctrs[i] = l.p.AddCounter(pr.name + " (" + itoa(len(tl[i])) + " tiles)")
 		}
 	}
 	emit := func(i, t int) {
 		pr := &ph.projs[i]
-		off := t * tl[i].w
-		task := pr.task(off, min(tl[i].w, pr.n-off))
-		task.OutCounter, task.Waits, task.Label = ctrs[i], waits, tileLabel(pr.name, t)
-		l.task(task)
+		l.tile(pr, tl[i][t], ctrs[i], waits, tileLabel(pr.name, t))
 	}
 	if interleave {
 		for t := 0; ; t++ {
 			done := true
 			for i := range ph.projs {
-				if t < tl[i].n {
+				if t < len(tl[i]) {
 					emit(i, t)
 					done = false
 				}
@@ -100,14 +165,14 @@ func (l *lowerer) emitPhase(name string, ph *phase, waits []ir.Wait, shared, int
 		}
 	} else {
 		for i := range ph.projs {
-			for t := 0; t < tl[i].n; t++ {
+			for t := range tl[i] {
 				emit(i, t)
 			}
 		}
 	}
 	out := make([]tensor, len(ph.projs))
 	for i := range ph.projs {
-		thr := tl[i].n
+		thr := len(tl[i])
 		if shared {
 			thr = total
 		}
@@ -126,52 +191,44 @@ func (l *lowerer) headCounters() bool {
 	return v > 0 && l.kvHeadSplit() && fusionsOf(l.cfg)[FuseRoPEEpi]
 }
 
-// emitHeadPhase emits a q|k|v phase of whole-head tiles on one counter per
-// KV head g (per projection and KV head when not shared): g's counter
-// counts the q tiles of its query heads [g·rep, (g+1)·rep) and the k and v
-// tiles of head g, so that a consumer of head g's slice waits for those
-// tiles only. Tiles keep the phase's width but are cut at the group
+// emitHeadPhase emits a q|k|v phase of head-aligned tiles (whole heads or
+// paired tiles) on one counter per KV head g (per projection and KV head
+// when not shared): g's counter counts the q tiles of its query heads
+// [g·rep, (g+1)·rep) and the k and v tiles of head g, so that a consumer of
+// head g's slice waits for those tiles only. Tiles are cut at the group
 // boundaries (a tile signals one counter, so it must not straddle two
 // groups). It returns, per KV head, the tensors to wait on (one per counter).
 func (l *lowerer) emitHeadPhase(name string, ph *phase, waits []ir.Wait, shared bool) [][]tensor {
 	nkv := l.m.NKVHeads
-	widths := make([]int, len(ph.projs))
-	for i := range ph.projs {
-		widths[i] = l.phaseWidth(ph, &ph.projs[i])
-	}
 	heads := make([][]tensor, nkv)
 	next := make([]int, len(ph.projs)) // tile labels count on across the groups
 	for g := 0; g < nkv; g++ {
 		// KV head g's columns of each projection: q rep heads, k and v one.
-		type columns struct{ lo, hi, tiles int }
-		spans := make([]columns, len(ph.projs))
+		tiles := make([][]tileSpan, len(ph.projs))
 		total := 0
-		for i, pr := range ph.projs {
-			group := pr.n / nkv
-			spans[i] = columns{g * group, (g + 1) * group, ceilDiv(group, widths[i])}
-			total += spans[i].tiles
+		for i := range ph.projs {
+			group := ph.projs[i].n / nkv
+			tiles[i] = l.tilesOf(ph, &ph.projs[i], g*group, (g+1)*group)
+			total += len(tiles[i])
 		}
 		ctrs := make([]int, len(ph.projs))
-		for i, sp := range spans {
+		for i, ts := range tiles {
 			switch {
 			case shared && i > 0:
 				ctrs[i] = ctrs[0]
 			case shared:
 				ctrs[i] = l.p.AddCounter(name + ".kv" + itoa(g) + " (" + itoa(total) + " tiles, KV head " + itoa(g) + ")")
 			default:
-				ctrs[i] = l.p.AddCounter(ph.projs[i].name + ".kv" + itoa(g) + " (" + itoa(sp.tiles) + " tiles, KV head " + itoa(g) + ")")
+				ctrs[i] = l.p.AddCounter(ph.projs[i].name + ".kv" + itoa(g) + " (" + itoa(len(ts)) + " tiles, KV head " + itoa(g) + ")")
 			}
 		}
-		for i, sp := range spans {
+		for i, ts := range tiles {
 			pr := &ph.projs[i]
-			for t := 0; t < sp.tiles; t++ {
-				off := sp.lo + t*widths[i]
-				task := pr.task(off, min(widths[i], sp.hi-off))
-				task.OutCounter, task.Waits, task.Label = ctrs[i], waits, tileLabel(pr.name, next[i])
+			for _, t := range ts {
+				l.tile(pr, t, ctrs[i], waits, tileLabel(pr.name, next[i]))
 				next[i]++
-				l.task(task)
 			}
-			thr := sp.tiles
+			thr := len(ts)
 			if shared {
 				thr = total
 			}
@@ -268,7 +325,7 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 			return append(append(append([]ir.Param{}, st.params...), extra...),
 				ir.IntParam("N", int64(kd)), ir.IntParam("pos", int64(l.pos)))
 		}
-		ph := &phase{align: hd, projs: []projection{
+		ph := &phase{align: hd, paired: true, projs: []projection{
 			l.proj(pre+".q_proj", keys.Q, qd, H, func(off, w int, wb int) ir.Task {
 				return l.tileTask(st.pattern(ir.FusedNormGEMVRoPE, ir.FusedGEMVRoPE), append(st.inputs(), wb, l.posIn.buf),
 					qb, H, off, w, st.flops(l), append(append([]ir.Param{}, st.params...), rope...)...)

@@ -17,7 +17,8 @@ func TestRooflineDesignFigures(t *testing.T) {
 		name string
 		p    Point
 	}{{"reference default", Default()}, {"device default", DeviceDefault()},
-		{"fully fused, all-join qkv", allJoin()}, {"fully fused", FullyFused()}}
+		{"fully fused, all-join qkv", allJoin()}, {"fully fused", FullyFused()},
+		{"fully fused, 2 tiles/SM", func() Point { p := FullyFused(); p.Config.SetTile("gemv", "tiles_per_sm", 2); return p }()}}
 	var b strings.Builder
 	b.WriteString("| model | gpu | point | hops/layer | tasks | SMs streaming per phase (layer 0, lm_head) | bytes in flight/SM | predicted µs (cost model) | streamed floor µs |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range []string{"small", "llama-1b"} {
@@ -62,9 +63,16 @@ func TestRooflineDesignFigures(t *testing.T) {
 					if hops != 7 {
 						t.Errorf("%s on %s: device default has %d hops per layer, want 7", m, g, hops)
 					}
-				case "fully fused", "fully fused, all-join qkv":
+				case "fully fused", "fully fused, all-join qkv", "fully fused, 2 tiles/SM":
 					if hops != 5 {
 						t.Errorf("%s on %s: fully fused has %d hops per layer, want 5", m, g, hops)
+					}
+					// Paired q|k|v tiles: more tiles than heads, at most
+					// tiles_per_sm per SM.
+					heads := cfg.NHeads + 2*cfg.NKVHeads
+					tps, _ := pt.p.Config.Tile("gemv", "tiles_per_sm")
+					if n := sum["L0.qkv"]; n <= heads || n > tps*tg.NumSMs {
+						t.Errorf("%s on %s, %s: %d q|k|v tiles for %d heads and %d SMs", m, g, pt.name, n, heads, tg.NumSMs)
 					}
 				}
 				if pt.name == "device default" {

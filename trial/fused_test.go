@@ -31,7 +31,9 @@ func fusedCheckModel(t *testing.T, name string) model.Config {
 
 // fusedPoints are the device points a search can reach: every fused
 // lowering on (with per-KV-head q|k|v counters, and with one all-join
-// counter), none on (tiles per SM only), and all but one.
+// counter), none on (tiles per SM only), and all but one. With tiles_per_sm
+// the RoPE epilogue's q|k|v tiles are paired tiles (1 or 2 per SM); without
+// it, whole heads.
 func fusedPoints() map[string]schedule.Point {
 	pts := map[string]schedule.Point{}
 	all := schedule.FullyFused()
@@ -61,7 +63,10 @@ func fusedPoints() map[string]schedule.Point {
 	pts["all, one all-join q|k|v counter"] = allJoin
 	legacy := all.Clone()
 	legacy.Config.DeleteTile("gemv", "tiles_per_sm")
-	pts["all, reference N_tile"] = legacy
+	pts["all, reference N_tile"] = legacy // whole-head q|k|v tiles
+	twice := all.Clone()
+	twice.Config.SetTile("gemv", "tiles_per_sm", 2)
+	pts["all, tiles_per_sm 2"] = twice // narrower paired q|k|v tiles
 	return pts
 }
 
@@ -272,6 +277,29 @@ func TestReferenceLoweringOfTheTiedLlama1BShapeIsTheOracle(t *testing.T) {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("pos %d: logit %d is %v, the oracle's %v (max_abs_err %.3g): not bit for bit", pos, i, got[i], want[i], c.MaxAbsErr)
 			}
+		}
+	}
+}
+
+// Paired q|k|v tiles (FullyFused, one and two tiles per SM) over several
+// positions at B = 2 (split-KV shards are B = 1 only, above): toy-2L for
+// twenty steps, the small and llama-1b layer shapes for four, each step
+// validated, bit for bit the reference lowering and within the eager oracle.
+func TestPairedTilesAtLaterPositionsB2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("many steps at B = 2")
+	}
+	tg, _ := ir.Target("h100")
+	for name, steps := range map[string]int{"toy-2L": 20, "small": 4, "llama-1b": 4} {
+		cfg := fusedCheckModel(t, name)
+		w, err := model.InitWeights(cfg, WeightSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tps := range []int{1, 2} {
+			pt := schedule.FullyFused()
+			pt.Config.SetTile("gemv", "tiles_per_sm", tps)
+			t.Run(fmt.Sprintf("%s/tiles_per_sm=%d", name, tps), func(t *testing.T) { checkFusedSteps(t, cfg, w, tg, pt, 2, steps) })
 		}
 	}
 }

@@ -56,21 +56,23 @@ func (c *checker) coverBuffer(buf *ir.Buffer, ws []int32) {
 	}
 	tiles := c.tileScratch[:0]
 	defer func() { c.tileScratch = tiles[:0] }()
+	var parts [2]region
 	for _, w := range ws {
-		r := c.region(w)
-		if r.whole {
+		if c.region(w).whole {
 			return // a whole-buffer writer covers it (or the tile's offsets were reported)
 		}
-		if r.rows.all {
-			r.rows = span{lo: 0, hi: rows}
+		for _, r := range c.region(w).parts(parts[:0]) { // a paired tile: both ranges
+			if r.rows.all {
+				r.rows = span{lo: 0, hi: rows}
+			}
+			if r.cols.all {
+				r.cols = span{lo: 0, hi: cols}
+			}
+			if r.cols.hi > cols || r.rows.hi > rows {
+				return // out of bounds, reported by checkBounds
+			}
+			tiles = append(tiles, tile{task: w, rows: r.rows, cols: r.cols})
 		}
-		if r.cols.all {
-			r.cols = span{lo: 0, hi: cols}
-		}
-		if r.cols.hi > cols || r.rows.hi > rows {
-			return // out of bounds, reported by checkBounds
-		}
-		tiles = append(tiles, tile{task: w, rows: r.rows, cols: r.cols})
 	}
 	slices.SortStableFunc(tiles, func(a, b tile) int {
 		if d := cmpInt64(a.rows.lo, b.rows.lo); d != 0 {
@@ -158,12 +160,15 @@ func rowText(rows span, nrows int64) string {
 func (c *checker) coverCacheRow(buf *ir.Buffer, ws []int32) {
 	row := dim(buf, -2) * dim(buf, -1)
 	spans := make([]span, 0, len(ws))
+	var parts [2]region
 	for _, w := range ws {
 		r := c.region(w)
 		if r.whole || r.view != c.region(ws[0]).view {
 			return // a whole-cache writer (KV_APPEND) or mixed views: the race check decides
 		}
-		spans = append(spans, r.cols)
+		for _, p := range r.parts(parts[:0]) { // a paired tile: both ranges
+			spans = append(spans, p.cols)
+		}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return cmpInt64(a.lo, b.lo) })
 	lo := spans[0].lo - spans[0].lo%max(row, 1)

@@ -92,7 +92,10 @@
 //	output-unproduced   error     step 9: an IO_OUTPUT no task writes
 //	gpu-label           warning   step 9: meta['gpu'] differs from target.name
 //	tile-bounds         error     R19: n_off < 0, N_tile <= 0, M_tile <= 0, or a tile beyond the
-//	                              output's columns/rows or the weight's rows
+//	                              output's columns/rows or the weight's rows; a RoPE tile
+//	                              neither whole heads nor a paired tile; a paired tile
+//	                              (ir.PairStride) not two N_tile/2 ranges of one head, the
+//	                              first in its first half
 //	tile-coverage       error     R19: the tiles of a read (or output) buffer leave a gap or
 //	                              write some element twice
 //	bad-K               error     R19: K <= 0, or K != the last dimension of x or of W

@@ -57,26 +57,55 @@ func (tc *taskCheck) fused(pat ir.FusedPattern) {
 	if !ok1 || !ok2 {
 		return
 	}
-	switch {
-	case nOff < 0 || nTile <= 0:
+	if nOff < 0 || nTile <= 0 {
 		tc.fail(CodeTileBounds, o, "tile n_off=%d N_tile=%d is not a column range", nOff, nTile)
 		return
-	case nOff+nTile > n:
-		tc.fail(CodeTileBounds, o, "tile columns [%d, %d) exceed the %d columns of the projection writing #%d ('%s')", nOff, nOff+nTile, n, o.ID, o.Name)
+	}
+	hd, hasHD := tc.param("head_dim")
+	rope := pat.Epilogue == ir.EpilogueRoPE || pat.Epilogue == ir.EpilogueRoPEAppend
+	last := nOff + nTile // one past the tile's last column
+	if flags, _ := tc.param("flags"); flags&ir.FlagPairedTile != 0 {
+		if !tc.pairedTile(pat, o, nOff, nTile, hd, hasHD) {
+			return
+		}
+		last = nOff + hd/2 + nTile/2
+		rope = false // a paired tile holds every rotation pair of its columns
+	}
+	switch {
+	case last > n:
+		tc.fail(CodeTileBounds, o, "tile columns [%d, %d) exceed the %d columns of the projection writing #%d ('%s')", nOff, last, n, o.ID, o.Name)
 		return
-	case nOff+nTile > dim(w, 0):
-		tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, nOff+nTile, dim(w, 0), w.ID, w.Name)
+	case last > dim(w, 0):
+		tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, last, dim(w, 0), w.ID, w.Name)
 		return
 	}
+	if rope && hasHD && (hd <= 0 || hd%2 != 0 || nOff%hd != 0 || nTile%hd != 0) {
+		tc.fail(CodeTileBounds, o, "RoPE epilogue of tile [%d, %d) needs whole heads of an even head_dim=%d, or a paired tile (it would rotate columns outside its tile)", nOff, nOff+nTile, hd)
+	}
 	if pat.Epilogue == ir.EpilogueRoPE || pat.Epilogue == ir.EpilogueRoPEAppend {
-		hd, ok := tc.param("head_dim")
-		if ok && (hd <= 0 || hd%2 != 0 || nOff%hd != 0 || nTile%hd != 0) {
-			tc.fail(CodeTileBounds, o, "RoPE epilogue of tile [%d, %d) needs whole heads of an even head_dim=%d (it would rotate columns outside its tile)", nOff, nOff+nTile, hd)
-		}
 		if p := role(ir.RolePos); numel(p) != 1 && numel(p) != m {
 			tc.fail(CodeShapeMismatch, p, "positions #%d ('%s') hold %d entries for %d rows", p.ID, p.Name, numel(p), m)
 		}
 	}
+}
+
+// pairedTile checks a paired tile's shape (ir.PairStride): a pattern with
+// head_dim, an even head_dim and N_tile, and two ranges of N_tile/2
+// columns inside one head, the first in its first half (so the second,
+// head_dim/2 further, is its rotation partners in the second half).
+func (tc *taskCheck) pairedTile(pat ir.FusedPattern, o *ir.Buffer, nOff, nTile, hd int64, hasHD bool) bool {
+	switch {
+	case !pat.Paired():
+		tc.fail(CodeFusedPattern, o, "pattern %s cannot be a paired tile (params.flags bit %d): only the q/k/v patterns, which carry head_dim, can", pat.Name, ir.FlagPairedTile)
+		return false
+	case !hasHD || hd <= 0 || hd%2 != 0 || nTile%2 != 0:
+		tc.fail(CodeTileBounds, o, "paired tile n_off=%d N_tile=%d needs an even N_tile and an even head_dim (got %d)", nOff, nTile, hd)
+		return false
+	case nOff%hd+nTile/2 > hd/2:
+		tc.fail(CodeTileBounds, o, "paired tile [%d, %d) + %d is not inside the first half of one head of head_dim %d (its second range would cut rotation pairs)", nOff, nOff+nTile/2, hd/2, hd)
+		return false
+	}
+	return true
 }
 
 // projectionWidth is N for the tile's bounds: the output viewed as [m, N],

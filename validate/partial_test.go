@@ -55,10 +55,46 @@ func TestMayTouch(t *testing.T) {
 		{"a whole-buffer writer", region{whole: true}, head0, true},
 		{"a view that is no multiple of the row", region{rows: span{all: true}, cols: span{lo: 16, hi: 24}, view: 24}, head0, true},
 		{"the natural view (last dim 16) vs rows of 32", region{rows: span{all: true}, cols: span{lo: 0, hi: 8}}, head1, true},
+		{"a paired tile of head 0 vs head 1's reader", pairedTile(appendTile(7, 2, 3), 8), head1, false},
+		{"a paired tile of head 1 vs head 1's reader", pairedTile(appendTile(7, 18, 3), 8), head1, true},
+		{"a paired tile whose second range reaches head 1", pairedTile(appendTile(7, 2, 3), 16), head1, true},
 	}
 	for _, c := range cases {
 		if got := c.r.mayTouch(cache, row, c.cols); got != c.want {
 			t.Errorf("%s: mayTouch = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// pairedTile is r with its columns repeated stride further (a paired tile).
+func pairedTile(r region, stride int64) region {
+	r.pair = stride
+	return r
+}
+
+// A paired tile's footprint is its two ranges: tiles whose ranges
+// interleave are disjoint, a range meeting another tile's second range is
+// not, and a paired tile and a contiguous tile compare the same way.
+func TestPairedFootprints(t *testing.T) {
+	cols := func(lo, hi int64) region { return region{rows: span{all: true}, cols: span{lo: lo, hi: hi}} }
+	// One head of 16 columns in paired tiles of 3 + 3 and 5 + 5 columns.
+	a, b := pairedTile(cols(0, 3), 8), pairedTile(cols(3, 8), 8)
+	if !a.disjoint(b) || !b.disjoint(a) {
+		t.Error("the paired tiles [0,3)+[8,11) and [3,8)+[11,16) overlap")
+	}
+	if !pairwiseDisjoint([]region{a, b, pairedTile(cols(16, 24), 8)}) {
+		t.Error("a head in paired tiles and the next head's paired tile overlap")
+	}
+	for _, c := range []struct {
+		name string
+		x, y region
+	}{
+		{"a shifted paired tile", a, pairedTile(cols(2, 8), 8)},
+		{"a contiguous tile over a second range", a, cols(9, 10)},
+		{"a paired tile's second range over a contiguous tile", cols(12, 13), b},
+	} {
+		if c.x.disjoint(c.y) || c.y.disjoint(c.x) || pairwiseDisjoint([]region{c.x, c.y}) {
+			t.Errorf("%s: reported disjoint", c.name)
 		}
 	}
 }

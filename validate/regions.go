@@ -16,17 +16,58 @@ func (a span) overlaps(b span) bool { return a.all || b.all || (a.lo < b.hi && b
 
 // region is the footprint a writer covers in its output: rows x cols of
 // the output viewed as rows of width view (0: its natural [rows, last dim]
-// view). whole marks a writer that covers the whole buffer (every non-tile
-// op, or a tile whose offsets are unusable), which overlaps everything.
+// view), and with pair > 0 (a paired tile, ir.PairStride) also the columns
+// cols shifted by pair. whole marks a writer that covers the whole buffer
+// (every non-tile op, or a tile whose offsets are unusable), which overlaps
+// everything.
 type region struct {
 	rows, cols span
 	view       int64
+	pair       int64
 	whole      bool
+}
+
+// parts appends the region's contiguous parts to dst: itself, or a paired
+// tile's two column ranges.
+func (a region) parts(dst []region) []region {
+	if a.pair <= 0 || a.whole || a.cols.all {
+		return append(dst, a)
+	}
+	b := a
+	b.cols = span{lo: a.cols.lo + a.pair, hi: a.cols.hi + a.pair}
+	a.pair, b.pair = 0, 0
+	return append(dst, a, b)
+}
+
+// splitParts is regs with every paired region split into its parts (regs
+// itself when none is paired).
+func splitParts(regs []region) []region {
+	for _, r := range regs {
+		if r.pair > 0 {
+			out := make([]region, 0, len(regs)+len(regs)/2)
+			for _, x := range regs {
+				out = x.parts(out)
+			}
+			return out
+		}
+	}
+	return regs
 }
 
 func (a region) disjoint(b region) bool {
 	if a.whole || b.whole || a.view != b.view {
 		return false
+	}
+	if a.pair > 0 || b.pair > 0 {
+		var pa, pb [2]region
+		for _, x := range a.parts(pa[:0]) {
+			for _, y := range b.parts(pb[:0]) {
+				if !x.disjoint(y) {
+					return false
+				}
+			}
+		}
+		return true
 	}
 	return !a.rows.overlaps(b.rows) || !a.cols.overlaps(b.cols)
 }
@@ -53,6 +94,14 @@ func (c *checker) writeRegion(t *ir.Task) region {
 	}
 	r := region{rows: span{all: true}, cols: span{lo: nOff, hi: nOff + nTile}}
 	if fused {
+		if flags, _ := paramInt(t, "flags"); flags&ir.FlagPairedTile != 0 {
+			// A paired tile: N_tile/2 columns at n_off and at n_off + stride.
+			stride := ir.PairStride(t.Params)
+			if stride <= 0 || nTile%2 != 0 || nOff > maxInt64-stride-nTile {
+				return region{whole: true}
+			}
+			r.cols.hi, r.pair = nOff+nTile/2, stride
+		}
 		return c.fusedRegion(t, pat, r)
 	}
 	if t.Op == ir.OpGEMMTile {
@@ -172,10 +221,20 @@ func (c *checker) readSlice(t *ir.Task, in int) (width int64, cols span, ok bool
 // row of width w of buf. r is placed on those rows when its own row width
 // (its view, or buf's last dimension) is a multiple of w and its columns
 // stay inside one such row; any other footprint counts as touching (the
-// answer errs on the side of demanding a wait, never of dropping one).
+// answer errs on the side of demanding a wait, never of dropping one). A
+// paired tile touches when either of its parts does.
 func (r region) mayTouch(buf *ir.Buffer, w int64, cols span) bool {
 	if r.whole || r.cols.all || w <= 0 {
 		return true
+	}
+	if r.pair > 0 {
+		var ps [2]region
+		for _, x := range r.parts(ps[:0]) {
+			if x.mayTouch(buf, w, cols) {
+				return true
+			}
+		}
+		return false
 	}
 	rw := r.view
 	if rw == 0 {
@@ -244,6 +303,7 @@ func (c *checker) region(i int32) region {
 // across groups with overlapping rows by a merge, so the common cases cost
 // O(k log k).
 func pairwiseDisjoint(regs []region) bool {
+	regs = splitParts(regs)
 	sameRows, sorted := true, true
 	for i, r := range regs {
 		if (r.whole || r.view != regs[0].view) && len(regs) > 1 {

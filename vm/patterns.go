@@ -44,18 +44,48 @@ func runPattern(pat ir.FusedPattern, in, out []*tensor.Tensor, p ir.Params) erro
 	if err != nil {
 		return err
 	}
-	sums := tensor.New(ir.F32, M, N)
-	if err := opLinear([]*tensor.Tensor{staged, in[pat.Role(ir.RoleW)]}, []*tensor.Tensor{sums}, p); err != nil {
-		return fmt.Errorf("%s: %w", pat.Name, err)
+	ranges, err := tileRanges(pat, p, nOff, nTile)
+	if err != nil {
+		return err
 	}
-	tile := make([]float32, nTile)
+	sums := tensor.New(ir.F32, M, N)
+	for _, r := range ranges {
+		// One range at a time through the one GEMV kernel (params n_off
+		// and N_tile overridden: Params.Get reads the last entry).
+		pr := append(p[:len(p):len(p)], ir.IntParam("n_off", r[0]), ir.IntParam("N_tile", r[1]-r[0]))
+		if err := opLinear([]*tensor.Tensor{staged, in[pat.Role(ir.RoleW)]}, []*tensor.Tensor{sums}, pr); err != nil {
+			return fmt.Errorf("%s: %w", pat.Name, err)
+		}
+	}
+	tile := make([]float32, 0, nTile)
 	for m := 0; m < M; m++ {
-		copy(tile, sums.F[m*N+nOff:m*N+nOff+nTile])
-		if err := epilogue(pat, in, out[0], p, staged.DType, m, M, N, nOff, tile); err != nil {
+		tile = tile[:0]
+		for _, r := range ranges {
+			tile = append(tile, sums.F[m*N+int(r[0]):m*N+int(r[1])]...)
+		}
+		if err := epilogue(pat, in, out[0], p, staged.DType, m, M, N, ranges, tile); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// tileRanges is the tile's column ranges (ir.TileRanges): a paired tile
+// (ir.PairStride) must be two equal ranges inside one head, the first in
+// its first half, for a pattern that carries head_dim.
+func tileRanges(pat ir.FusedPattern, p ir.Params, nOff, nTile int) ([][2]int64, error) {
+	stride := ir.PairStride(p)
+	if p.IntOr("flags", 0)&ir.FlagPairedTile != 0 {
+		hd := int(2 * stride)
+		switch {
+		case !pat.Paired():
+			return nil, fmt.Errorf("%s cannot be a paired tile (no head_dim)", pat.Name)
+		case hd <= 0 || p.IntOr("head_dim", 0) != int64(hd) || nTile%2 != 0 || nOff%hd+nTile/2 > hd/2:
+			return nil, fmt.Errorf("%s: paired tile n_off=%d N_tile=%d is not two matching ranges in one head of head_dim %d",
+				pat.Name, nOff, nTile, p.IntOr("head_dim", 0))
+		}
+	}
+	return ir.TileRanges(int64(nOff), int64(nTile), stride), nil
 }
 
 // stage returns the activation the tile's dot products read.
@@ -98,8 +128,9 @@ func projectionWidth(pat ir.FusedPattern, out *tensor.Tensor, p ir.Params, M int
 	return out.Numel() / M, nil
 }
 
-// epilogue finishes row m of the tile (float32 sums) into the output.
-func epilogue(pat ir.FusedPattern, in []*tensor.Tensor, out *tensor.Tensor, p ir.Params, act ir.DType, m, M, N, nOff int, tile []float32) error {
+// epilogue finishes row m of the tile (float32 sums of its column ranges,
+// one after the other) into the output.
+func epilogue(pat ir.FusedPattern, in []*tensor.Tensor, out *tensor.Tensor, p ir.Params, act ir.DType, m, M, N int, ranges [][2]int64, tile []float32) error {
 	switch pat.Epilogue {
 	case ir.EpilogueAdd:
 		res, err := inputFloats(in[pat.Role(ir.RoleResidual)])
@@ -109,46 +140,81 @@ func epilogue(pat ir.FusedPattern, in []*tensor.Tensor, out *tensor.Tensor, p ir
 		if len(res) != M*N {
 			return fmt.Errorf("%s: residual holds %d values, want %d×%d", pat.Name, len(res), M, N)
 		}
+		nOff := int(ranges[0][0])
 		for j := range tile {
 			tile[j] = tensor.Round(act, tile[j]) + res[m*N+nOff+j]
 		}
 	case ir.EpilogueRoPE, ir.EpilogueRoPEAppend:
-		hd, err := needInt(p, "head_dim")
-		if err != nil {
+		if err := ropeTile(pat, in, p, act, m, M, ranges, tile); err != nil {
 			return err
-		}
-		theta, err := floatOr(p, "theta", 10000)
-		if err != nil {
-			return err
-		}
-		if hd <= 0 || hd%2 != 0 || nOff%hd != 0 || len(tile)%hd != 0 {
-			return fmt.Errorf("%s: tile [%d, %d) is not whole heads of head_dim %d", pat.Name, nOff, nOff+len(tile), hd)
-		}
-		pos := ints(in[pat.Role(ir.RolePos)])
-		if len(pos) != 1 && len(pos) != M {
-			return fmt.Errorf("%s: %d positions for %d rows", pat.Name, len(pos), M)
-		}
-		for j := range tile {
-			tile[j] = tensor.Round(act, tile[j])
-		}
-		rotated := make([]float32, len(tile))
-		rotateHalf(tile, rotated, hd, theta, pos[min(m, len(pos)-1)])
-		for j := range rotated {
-			tile[j] = tensor.Round(act, rotated[j])
 		}
 	case ir.EpilogueAppend:
 		for j := range tile {
 			tile[j] = tensor.Round(act, tile[j])
 		}
 	}
-	if !pat.WritesCache() {
-		return store(out, m*N+nOff, tile)
+	base := m * N
+	if pat.WritesCache() {
+		off, err := cacheOffset(pat, out, p, m, M, N)
+		if err != nil {
+			return err
+		}
+		base = off
 	}
-	off, err := cacheOffset(pat, out, p, m, M, N)
+	for _, r := range ranges {
+		n := int(r[1] - r[0])
+		if err := store(out, base+int(r[0]), tile[:n]); err != nil {
+			return err
+		}
+		tile = tile[n:]
+	}
+	return nil
+}
+
+// ropeTile rotates row m of a tile in place: whole heads, or a paired
+// tile's two half-head ranges (placed in one head-sized row, so the one
+// rotateHalf rotates every pair as the unfused ROPE does).
+func ropeTile(pat ir.FusedPattern, in []*tensor.Tensor, p ir.Params, act ir.DType, m, M int, ranges [][2]int64, tile []float32) error {
+	hd, err := needInt(p, "head_dim")
 	if err != nil {
 		return err
 	}
-	return store(out, off+nOff, tile)
+	theta, err := floatOr(p, "theta", 10000)
+	if err != nil {
+		return err
+	}
+	nOff := int(ranges[0][0])
+	if hd <= 0 || hd%2 != 0 || (len(ranges) == 1 && (nOff%hd != 0 || len(tile)%hd != 0)) {
+		return fmt.Errorf("%s: tile [%d, %d) is not whole heads of head_dim %d", pat.Name, nOff, nOff+len(tile), hd)
+	}
+	pos := ints(in[pat.Role(ir.RolePos)])
+	if len(pos) != 1 && len(pos) != M {
+		return fmt.Errorf("%s: %d positions for %d rows", pat.Name, len(pos), M)
+	}
+	at := pos[min(m, len(pos)-1)]
+	for j := range tile {
+		tile[j] = tensor.Round(act, tile[j])
+	}
+	if len(ranges) == 1 {
+		rotated := make([]float32, len(tile))
+		rotateHalf(tile, rotated, hd, theta, at)
+		for j := range rotated {
+			tile[j] = tensor.Round(act, rotated[j])
+		}
+		return nil
+	}
+	// A paired tile: columns [i0, i0+w) of the head's first half and
+	// their partners w values later in the tile.
+	head, rotated := make([]float32, hd), make([]float32, hd)
+	i0, w, half := nOff%hd, len(tile)/2, hd/2
+	copy(head[i0:i0+w], tile[:w])
+	copy(head[half+i0:half+i0+w], tile[w:])
+	rotateHalf(head, rotated, hd, theta, at)
+	for j := 0; j < w; j++ {
+		tile[j] = tensor.Round(act, rotated[i0+j])
+		tile[w+j] = tensor.Round(act, rotated[half+i0+j])
+	}
+	return nil
 }
 
 // cacheOffset is where sequence m's row at params.pos starts in a cache

@@ -509,7 +509,8 @@ __device__ __forceinline__ bool amk_op_gemv_tile(const amk_program_t& prog, cons
  *   epilogue none | ADD residual | ROPE | ROPE + KV append | KV append: the sums are rounded to
  *            the activation dtype first (the unfused projection's output), then added or rotated.
  * A RoPE/append tile collects its N_tile sums in shared memory ([x cache][tile][ring]) and
- * finishes them as whole heads. The dtype switch happens once per tile, never per element. */
+ * finishes them as whole heads, or, a paired tile (AMK_FLAG_PAIRED_TILE), as the pairs of its two
+ * half-head ranges. The dtype switch happens once per tile, never per element. */
 /* The staging step after x is in the x cache, for an auxiliary input a (the norm weight, or `up`
  * at the row's offset) of x's dtype T: xs[k] = round_T(xs[k] * r * a[k]) (RMSNORM, silu false) or
  * round_T(silu(xs[k]) * a[k]) (SILU_MUL), the unfused op's fp32 order and its rounding at the
@@ -579,26 +580,32 @@ __device__ __forceinline__ void amk_fused_stage(const amk_program_t& prog, const
     __syncthreads();
 }
 
-/* RoPE and/or append epilogue of row m: tile[j] holds the fp32 sums of columns n_off + j. */
+/* RoPE and/or append epilogue of row m. Contiguous tile: tile[j] holds the fp32 sums of columns
+ * n_off + j, whole heads. Paired tile (AMK_FLAG_PAIRED_TILE, w = N_tile / 2 columns per range):
+ * tile[e] holds column n_off + e and tile[w + e] its rotation partner n_off + head_dim/2 + e. */
 __device__ __forceinline__ void amk_fused_finish(const amk_program_t& prog, const amk_instruction_t& inst,
                                                  const amk_fused_shape& f, int32_t act_dtype, const float* tile,
-                                                 const amk_buffer_t& out, int64_t dst, int64_t m) {
+                                                 const amk_buffer_t& out, int64_t dst, int64_t m, bool paired) {
     const int N_tile = inst.params.N_tile, hd = inst.params.head_dim;
+    const int half = hd / 2, w = N_tile / 2;
     if (f.epilogue == 4) {
-        for (int j = threadIdx.x; j < N_tile; j += AMK_THREADS) amk_st(out, dst + j, amk_round_to(act_dtype, tile[j]));
+        for (int j = threadIdx.x; j < N_tile; j += AMK_THREADS)
+            amk_st(out, dst + (paired && j >= w ? j - w + half : j), amk_round_to(act_dtype, tile[j]));
         return;
     }
     const amk_buffer_t pb = prog.buffers[inst.inputs[f.n_in - 1]];
     const float pos = (float)amk_ld_int(pb, pb.numel > m ? m : 0);
-    const int half = hd / 2;
+    const int i0 = paired ? inst.params.n_off % hd : 0;
     for (int e = threadIdx.x; e < N_tile / 2; e += AMK_THREADS) {
-        const int h = e / half, i = e % half;
+        /* a: the pair's first column in the tile, b its partner; i: the frequency index */
+        const int i = paired ? i0 + e : e % half;
+        const int a = paired ? e : (e / half) * hd + i, b = paired ? w + e : a + half;
+        const int oa = a, ob = paired ? half + e : b; /* the columns from n_off */
         float sn, cs, o1, o2;
         amk_rope_angle(pos, i, half, inst.params.theta, &sn, &cs);
-        amk_rotate(amk_round_to(act_dtype, tile[h * hd + i]), amk_round_to(act_dtype, tile[h * hd + i + half]), cs, sn,
-                   &o1, &o2);
-        amk_st(out, dst + h * hd + i, amk_round_to(act_dtype, o1));
-        amk_st(out, dst + h * hd + i + half, amk_round_to(act_dtype, o2));
+        amk_rotate(amk_round_to(act_dtype, tile[a]), amk_round_to(act_dtype, tile[b]), cs, sn, &o1, &o2);
+        amk_st(out, dst + oa, amk_round_to(act_dtype, o1));
+        amk_st(out, dst + ob, amk_round_to(act_dtype, o2));
     }
 }
 
@@ -615,6 +622,10 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
     const amk_buffer_t* res = f.epilogue == 1 ? &prog.buffers[inst.inputs[wi + 1]] : nullptr;
     const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off, hd = inst.params.head_dim;
     const bool append = f.epilogue >= 3, collect = f.epilogue >= 2;
+    /* A paired tile (ir.PairStride): w = N_tile/2 columns at n_off and at n_off + head_dim/2, one head. */
+    const bool paired = (inst.params.flags & AMK_FLAG_PAIRED_TILE) != 0;
+    const int w = paired ? N_tile / 2 : N_tile, stride = hd / 2;
+    const int64_t last = paired ? (int64_t)n_off + stride + w : (int64_t)n_off + N_tile; /* one past the last column */
     const int64_t M = K > 0 ? x.numel / K : 0;
     const int64_t N = append ? inst.params.N : (M > 0 ? out.numel / M : 0);
     const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
@@ -622,9 +633,11 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
     const int rank = out.rank;
     /* a dynamic index into a local copy of the record would put it in local memory: read the table */
     const int64_t seq = append && rank >= 3 ? prog.buffers[inst.outputs[0]].shape[rank - 3] : 0;
-    if (M <= 0 || x.numel != M * K || N <= 0 || n_off < 0 || N_tile <= 0 || n_off + N_tile > N ||
-        !amk_is_float(W.dtype) || ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw || xb + tb > have ||
-        (res && res->numel < out.numel) || (collect && (hd <= 0 || (hd & 1) || n_off % hd || N_tile % hd)) ||
+    if (M <= 0 || x.numel != M * K || N <= 0 || n_off < 0 || N_tile <= 0 || last > N ||
+        !amk_is_float(W.dtype) || ldw < K || W.numel < last * ldw || xb + tb > have ||
+        (res && res->numel < out.numel) || (paired && !collect) ||
+        (collect && (hd <= 0 || (hd & 1) ||
+                     (paired ? ((N_tile & 1) || n_off % hd + w > stride) : (n_off % hd || N_tile % hd)))) ||
         (append && (seq <= 0 || inst.params.pos < 0 || inst.params.pos >= seq || out.numel < M * seq * N)) ||
         (!append && out.numel != M * N))
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, pat);
@@ -643,32 +656,41 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
         rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
     }
 #endif
-    /* The sums land in the output (obase = m*N), or in the tile (obase = -n_off: column n -> n - n_off). */
+    /* The sums land in the output (obase = m*N), or in the tile (obase = r*w - off: column n of range r
+     * -> r*w + n - off, so a paired tile's second range follows its first). */
     amk_buffer_t dst = out;
     if (collect) {
         dst.ptr = tile;
         dst.dtype = AMK_F32;
         dst.numel = N_tile;
     }
-    for (int64_t m = 0; m < M; ++m) {
-        amk_fused_stage(prog, inst, f, m, K, xs);
-        const int64_t obase = collect ? -(int64_t)n_off : m * N;
+    /* x is staged once per row m; a paired tile then streams its two weight row ranges (r = 0, 1)
+     * against it. One flat loop over (m, r): a nested range loop kept more state live across the
+     * GEMV and spilled the largest knobs (nvcc 11.8, sm_90). */
+    const int nr = paired ? 2 : 1;
+    for (int64_t mr = 0; mr < M * nr; ++mr) {
+        const int64_t m = paired ? mr >> 1 : mr;
+        const int r = paired ? (int)(mr & 1) : 0;
+        if (r == 0) amk_fused_stage(prog, inst, f, m, K, xs);
+        const int off = n_off + r * stride;
+        const int64_t obase = collect ? (int64_t)r * w - off : m * N;
         switch (W.dtype) {
             case AMK_F16:
-                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
+                amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
                 break;
             case AMK_BF16:
-                amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr,
-                                               res, ring, vec_ok, prog, rp);
+                amk_gemv_fp_row<__nv_bfloat16>(xs, (const __nv_bfloat16*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring,
+                                               vec_ok, prog, rp);
                 break;
             default:
-                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, n_off, N_tile, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
+                amk_gemv_fp_row<float>(xs, (const float*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
                 break;
         }
+        if (r + 1 < nr) continue; /* the second range reads the same staged x */
         __syncthreads(); /* the tile is complete; xs is rewritten for the next row */
         if (collect) {
             const int64_t row = append ? (m * seq + inst.params.pos) * N : m * N;
-            amk_fused_finish(prog, inst, f, x.dtype, tile, out, row + n_off, m);
+            amk_fused_finish(prog, inst, f, x.dtype, tile, out, row + n_off, m, paired);
             __syncthreads();
         }
     }

@@ -110,6 +110,7 @@ __device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32
         const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
         const amk_fused_shape f = amk_fused_pattern_shape(pat);
         if (f.staging < 0 || inst.n_inputs != f.n_in) return false;
+        if (inst.params.flags & AMK_FLAG_PAIRED_TILE) return false; /* two row ranges: the per-tile paths */
         wi = (f.staging == 0 || pat == AMK_FUSED_GEMV_ADD) ? 1 : 2;
         collect = f.epilogue >= 2;
     } else {
