@@ -83,7 +83,7 @@ func TestExampleFilesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w.Target != "h100" || w.Device != "cpu" || w.Listen != DefaultWorkerListen || w.TrialTimeout != 10*time.Minute ||
-		w.ShutdownGrace != 30*time.Second || w.Redis.Addr != "127.0.0.1:6379" || w.Redis.PollInterval != 2*time.Millisecond {
+		w.ShutdownGrace != 30*time.Second || w.Redis.Addr != "127.0.0.1:6379" || w.Redis.PollInterval != 50*time.Millisecond {
 		t.Fatalf("worker example = %+v", w)
 	}
 	s, err := schedulerFrom(t, "--config", "../../deploy/scheduler.example.yaml")
