@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -263,13 +264,33 @@ func (d *Dispatcher) reoffer(ctx context.Context, key string, m running) error {
 	id := reofferID(key, losses)
 	d.log.Warn("worker lost mid-trial; trial offered again", "task", key, "worker", m.Worker, "as", id,
 		"silent_for", time.Since(m.Since).Round(time.Second).String())
+	// No retention: nothing reads a re-offer's stored result (the trial
+	// key names the outcome: its done marker and the trial's own task hold
+	// it), so asynq deletes the re-offer as soon as it completes.
 	_, err = d.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(TypeTrial, m.Payload, m.Headers),
 		asynq.Queue(m.Queue), asynq.TaskID(id), asynq.MaxRetry(budget.maxRetry()),
-		asynq.Timeout(d.opts.HardTimeout), asynq.Retention(d.opts.Retention))
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
+		asynq.Timeout(d.opts.HardTimeout))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return err
 	}
-	return err
+	d.mu.Lock()
+	r := d.reoffered[key]
+	r.queue, r.at = m.Queue, time.Now()
+	if !slices.Contains(r.tasks, id) {
+		r.tasks = append(r.tasks, id)
+	}
+	d.reoffered[key] = r
+	d.mu.Unlock()
+	return nil
+}
+
+// reoffers are the re-offer tasks of one trial (on its queue), deleted
+// with the trial's own when it is forgotten: one still queued then would
+// only evaluate a recorded trial again.
+type reoffers struct {
+	queue string
+	tasks []string
+	at    time.Time
 }
 
 // publishCrash puts a crash outcome on the results queue under its trial key
