@@ -51,11 +51,6 @@ type LoadedModel struct {
 // Truncated reports whether correctness is checked on fewer layers.
 func (m *LoadedModel) Truncated() bool { return m.Check.NLayers != m.Config.NLayers }
 
-// DefaultKeepUnusedBytes bounds the weights of the models a cache keeps
-// loaded while no trial uses them (see ModelCache.KeepUnused): as much as
-// the one model whose numerics are checked may hold.
-const DefaultKeepUnusedBytes = DefaultCheckBytes
-
 // ModelCache shares loaded models, weights and oracle logits between the
 // trials of one process. Models that no trial uses are kept, least recently
 // used first out, while their weights total at most the keep budget; a
@@ -86,12 +81,14 @@ type modelEntry struct {
 }
 
 // NewModelCache returns a cache; checkBytes <= 0 means DefaultCheckBytes.
-// It keeps unused models up to DefaultKeepUnusedBytes.
+// It keeps unused models while their weights total at most checkBytes (as
+// much as the one model whose numerics are checked may hold; see
+// KeepUnused).
 func NewModelCache(checkBytes int64) *ModelCache {
 	if checkBytes <= 0 {
 		checkBytes = DefaultCheckBytes
 	}
-	return &ModelCache{checkBytes: checkBytes, keepBytes: DefaultKeepUnusedBytes, models: map[string]*modelEntry{}}
+	return &ModelCache{checkBytes: checkBytes, keepBytes: checkBytes, models: map[string]*modelEntry{}}
 }
 
 // KeepUnused sets how many bytes of weights the cache keeps for models no

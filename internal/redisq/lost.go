@@ -31,9 +31,13 @@ import (
 // the scheduler has recorded it, see forget.go, at most for the retention
 // period), and any later attempt of that trial — asynq recovering the
 // original task, a second re-offer — stores that outcome and completes
-// without evaluating again. (An attempt that starts after the marker was
-// forgotten evaluates the trial again; the campaign refuses its outcome as
-// a duplicate.)
+// without evaluating again. Forgetting a recorded trial deletes its tasks
+// (the original, and the re-offers this dispatcher made) before its marker,
+// waiting for a lost attempt's task to leave the active state, so such
+// attempts still find the marker; only an attempt the dispatcher cannot see
+// (a re-offer made before a scheduler restart) may start after the marker
+// is gone and evaluate the trial again, and the campaign refuses that
+// outcome as a copy (and the fleet forgets it).
 //
 // A worker whose evaluation ignored cancellation (the device is wedged, the
 // process exits) first writes a poison marker for the trial (a key of its
