@@ -1,12 +1,12 @@
 package redisq
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,54 +147,26 @@ func BenchmarkIdleWorkers(b *testing.B) {
 	}
 }
 
-// redisCPUTime is redis-server's user+system CPU so far (INFO cpu).
+// redisCPUTime is redis-server's user+system CPU so far.
 func redisCPUTime(b *testing.B, rdb *redis.Client) time.Duration {
-	text, err := rdb.Info(context.Background(), "cpu").Result()
+	d, err := redistest.CPU(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var sum float64
-	for _, line := range strings.Split(text, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s: %v", k, err)
-			}
-			sum += f
-		}
-	}
-	return time.Duration(sum * float64(time.Second))
+	return d
 }
 
 // topCommands lists the commands Redis ran most often since its stats were
 // reset, as calls per second over window.
 func topCommands(b *testing.B, rdb *redis.Client, window time.Duration) string {
-	text, err := rdb.Info(context.Background(), "commandstats").Result()
+	stats, err := redistest.CommandStats(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	type stat struct {
-		name  string
-		calls float64
-	}
-	var stats []stat
-	for _, line := range strings.Split(text, "\n") {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		for _, f := range strings.Split(fields, ",") {
-			if v, ok := strings.CutPrefix(f, "calls="); ok {
-				x, _ := strconv.ParseFloat(v, 64)
-				stats = append(stats, stat{strings.TrimPrefix(name, "cmdstat_"), x})
-			}
-		}
-	}
-	slices.SortFunc(stats, func(a, b stat) int { return int(b.calls - a.calls) })
+	slices.SortFunc(stats, func(x, y redistest.CommandStat) int { return cmp.Compare(y.Calls, x.Calls) })
 	var out strings.Builder
 	for _, st := range stats[:min(8, len(stats))] {
-		fmt.Fprintf(&out, " %s %.0f", st.name, st.calls/window.Seconds())
+		fmt.Fprintf(&out, " %s %.0f", st.Name, st.Calls/window.Seconds())
 	}
 	return out.String()
 }
