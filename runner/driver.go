@@ -52,6 +52,10 @@ type Driver struct {
 	// Recorded, when set, is called with each outcome the campaign recorded,
 	// once it is durable in the ledger (refused duplicates are not passed).
 	Recorded func(trial.Outcome)
+	// Refused, when set, is called with each outcome the campaign refused
+	// because its trial is already recorded (a late copy) or was never in
+	// flight: nothing of it is needed any more.
+	Refused func(trial.Outcome)
 
 	reqOnce sync.Once
 	reqs    chan request
@@ -241,7 +245,13 @@ func (d *Driver) record(o trial.Outcome) error {
 	l := d.Ledger
 	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o, Regions: o.Regions})
 	switch {
-	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial), errors.Is(err, campaign.ErrWrongCampaign):
+	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial):
+		d.Progress.logLines([]string{fmt.Sprintf("ignored outcome of trial %d: %v", o.TrialID, err)})
+		if d.Refused != nil {
+			d.Refused(o)
+		}
+		return nil
+	case errors.Is(err, campaign.ErrWrongCampaign):
 		d.Progress.logLines([]string{fmt.Sprintf("ignored outcome of trial %d: %v", o.TrialID, err)})
 		return nil
 	case err != nil:

@@ -19,5 +19,10 @@
 // same way); the verdict says so in its notes. With ModelCache.UseWeightsDir, seeded
 // weights are generated once per directory (a workspace's weights/) and
 // memory-mapped from the stored safetensors file by every later load: the
-// weights are views of the mapping, not copies.
+// weights are views of the mapping, not copies. A ModelCache keeps a model
+// while a trial uses it (Evaluate holds it for the trial) and then only while
+// the unused models' weights fit its keep budget (KeepUnused, by default its
+// check budget), least recently used first out; a model let go is
+// unmapped, so a long-running worker cycling through models holds a bounded
+// set of mappings. Models handed out by Get stay for the cache's life.
 package trial

@@ -157,7 +157,8 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
-	lm, err := opts.Models.GetContext(ctx, spec.Model, spec.Weights)
+	lm, release, err := opts.Models.acquire(ctx, spec.Model, spec.Weights)
+	defer release() // the verdict holds no reference to the weights
 	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
 		return nil, nil, nil, f
 	}

@@ -1,9 +1,11 @@
 package trial
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/amk-dev/amk/ir"
@@ -40,19 +42,28 @@ type LoadedModel struct {
 
 	mu     sync.Mutex
 	oracle map[[2]int][]float32 // (token, pos) -> eager logits
+
+	// unmap releases the memory map Weights views (nil when the weights
+	// are in memory); the cache calls it once no trial uses the model.
+	unmap func()
 }
 
 // Truncated reports whether correctness is checked on fewer layers.
 func (m *LoadedModel) Truncated() bool { return m.Check.NLayers != m.Config.NLayers }
 
 // ModelCache shares loaded models, weights and oracle logits between the
-// trials of one process. It is safe for concurrent use.
+// trials of one process. Models that no trial uses are kept, least recently
+// used first out, while their weights total at most the keep budget; a
+// model let go releases its weights (unmaps a mapped weights file). It is
+// safe for concurrent use.
 type ModelCache struct {
 	checkBytes int64
+	keepBytes  int64
 	probe      MemoryProbe
 	mu         sync.Mutex
 	weightsDir string // see UseWeightsDir
 	models     map[string]*modelEntry
+	uses       uint64 // counts releases: the order of last use
 }
 
 // modelEntry loads one model once; a load that was cancelled is not kept,
@@ -61,14 +72,31 @@ type modelEntry struct {
 	mu  sync.Mutex
 	m   *LoadedModel
 	err error
+
+	// Guarded by ModelCache.mu: the trials using the model now (a model
+	// handed out by Get counts as used for good), and when it was last
+	// released.
+	users    int
+	lastUsed uint64
 }
 
 // NewModelCache returns a cache; checkBytes <= 0 means DefaultCheckBytes.
+// It keeps unused models while their weights total at most checkBytes (as
+// much as the one model whose numerics are checked may hold; see
+// KeepUnused).
 func NewModelCache(checkBytes int64) *ModelCache {
 	if checkBytes <= 0 {
 		checkBytes = DefaultCheckBytes
 	}
-	return &ModelCache{checkBytes: checkBytes, models: map[string]*modelEntry{}}
+	return &ModelCache{checkBytes: checkBytes, keepBytes: checkBytes, models: map[string]*modelEntry{}}
+}
+
+// KeepUnused sets how many bytes of weights the cache keeps for models no
+// trial uses (0: none; a model is released as soon as its last trial
+// ends). It returns c; call it before first use.
+func (c *ModelCache) KeepUnused(bytes int64) *ModelCache {
+	c.keepBytes = max(bytes, 0)
+	return c
 }
 
 // WithMemoryProbe makes the cache refuse, with a *MemoryError and before
@@ -83,7 +111,8 @@ func (c *ModelCache) WithMemoryProbe(probe MemoryProbe) *ModelCache {
 func (c *ModelCache) CheckBytes() int64 { return c.checkBytes }
 
 // Get loads (once) the model named by a preset or a config.json path, with
-// seeded weights or the given safetensors file.
+// seeded weights or the given safetensors file. The model stays loaded for
+// the life of the cache.
 func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
 	return c.GetContext(context.Background(), name, weightsPath)
 }
@@ -91,6 +120,14 @@ func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
 // GetContext is Get that stops generating weights when ctx ends; the
 // cancelled load is forgotten, not cached.
 func (c *ModelCache) GetContext(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
+	m, _, err := c.acquire(ctx, name, weightsPath)
+	return m, err // never released: kept for good
+}
+
+// acquire is GetContext for one trial: the model is kept until release is
+// called (once, after the trial's last use of the model and its weights),
+// and then kept only while the keep budget allows.
+func (c *ModelCache) acquire(ctx context.Context, name, weightsPath string) (m *LoadedModel, release func(), err error) {
 	key := name + "\x00" + weightsPath
 	c.mu.Lock()
 	e, ok := c.models[key]
@@ -98,7 +135,20 @@ func (c *ModelCache) GetContext(ctx context.Context, name, weightsPath string) (
 		e = &modelEntry{}
 		c.models[key] = e
 	}
+	e.users++
 	c.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { c.release(e) }) }
+	m, err = e.load(ctx, c, name, weightsPath)
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	return m, release, nil
+}
+
+// load loads the entry's model once.
+func (e *modelEntry) load(ctx context.Context, c *ModelCache, name, weightsPath string) (*LoadedModel, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.m != nil || e.err != nil {
@@ -107,10 +157,48 @@ func (c *ModelCache) GetContext(ctx context.Context, name, weightsPath string) (
 	m, err := c.load(ctx, name, weightsPath)
 	var memErr *MemoryError
 	if ctx.Err() != nil || errors.As(err, &memErr) {
+		if m != nil && m.unmap != nil {
+			m.unmap()
+		}
 		return nil, err // not kept: memory may be free next time
 	}
 	e.m, e.err = m, err
 	return m, err
+}
+
+// release ends one trial's use of e's model, then lets go of the least
+// recently used unused models until the rest fit the keep budget.
+func (c *ModelCache) release(e *modelEntry) {
+	var unmaps []func()
+	c.mu.Lock()
+	e.users--
+	c.uses++
+	e.lastUsed = c.uses
+	var kept int64
+	var idle []string
+	for key, x := range c.models {
+		if x.m == nil || x.users > 0 {
+			continue
+		}
+		kept += x.m.Weights.Bytes()
+		idle = append(idle, key)
+	}
+	slices.SortFunc(idle, func(a, b string) int { return cmp.Compare(c.models[a].lastUsed, c.models[b].lastUsed) })
+	for _, key := range idle {
+		if kept <= c.keepBytes {
+			break
+		}
+		x := c.models[key]
+		kept -= x.m.Weights.Bytes()
+		delete(c.models, key)
+		if x.m.unmap != nil {
+			unmaps = append(unmaps, x.m.unmap)
+		}
+	}
+	c.mu.Unlock()
+	for _, unmap := range unmaps {
+		unmap()
+	}
 }
 
 func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
@@ -134,7 +222,7 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, m.WeightsNote, err = c.seededWeights(ctx, check)
+		m.Weights, m.WeightsNote, m.unmap, err = c.seededWeights(ctx, check)
 		m.Source = "seeded init"
 	}
 	if err != nil {

@@ -53,30 +53,31 @@ func generatedWeightsPath(dir string, cfg model.Config) (string, error) {
 
 // seededWeights returns cfg's seeded weights — read from the weights
 // directory when the file is there and sound, else generated (and stored
-// when a directory is set) — and a note saying which.
-func (c *ModelCache) seededWeights(ctx context.Context, cfg model.Config) (model.Weights, string, error) {
+// when a directory is set) —, a note saying which, and what releases the
+// memory map the weights view (nil for weights in memory).
+func (c *ModelCache) seededWeights(ctx context.Context, cfg model.Config) (w model.Weights, note string, unmap func(), err error) {
 	c.mu.Lock()
 	dir := c.weightsDir
 	c.mu.Unlock()
 	if dir == "" {
 		w, err := model.InitWeightsContext(ctx, cfg, WeightSeed)
-		return w, "generated", err
+		return w, "generated", nil, err
 	}
 	path, err := generatedWeightsPath(dir, cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
-	if w, err := readMapped(path, cfg); err == nil {
-		return w, "mapped from " + path, nil
+	if w, unmap, err := readMapped(path, cfg); err == nil {
+		return w, "mapped from " + path, unmap, nil
 	}
-	w, err := model.InitWeightsContext(ctx, cfg, WeightSeed)
+	w, err = model.InitWeightsContext(ctx, cfg, WeightSeed)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if err := storeWeights(path, w); err != nil {
-		return w, fmt.Sprintf("generated, not stored: %v", err), nil
+		return w, fmt.Sprintf("generated, not stored: %v", err), nil, nil
 	}
-	return w, "generated, stored in " + path, nil
+	return w, "generated, stored in " + path, nil, nil
 }
 
 // storeWeights writes w to path through a temporary file in the same
@@ -113,30 +114,31 @@ func storeWeights(path string, w model.Weights) error {
 // readMapped returns cfg's weights viewing the safetensors file at path
 // through a read-only memory map (model.MapSafetensors; read into memory
 // where mapping is unavailable), every check of model.ReadSafetensors
-// applied. The weights are the mapped bytes, not a copy, so evaluators of
-// a host share one copy in the page cache; the mapping of weights that
-// loaded is never released (the model cache keeps a model for the life of
-// the process), the mapping of a file that failed the checks is.
-func readMapped(path string, cfg model.Config) (model.Weights, error) {
+// applied, and what releases the mapping. The weights are the mapped
+// bytes, not a copy, so evaluators of a host share one copy in the page
+// cache; the model cache releases the mapping once no trial uses the model
+// and the keep budget lets it go (ModelCache.KeepUnused). The mapping of a
+// file that failed the checks is released at once.
+func readMapped(path string, cfg model.Config) (model.Weights, func(), error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	data, unmap, err := mapFile(f, info.Size())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	w, err := model.MapSafetensors(data, cfg)
 	if err != nil {
 		unmap()
-		return nil, err
+		return nil, nil, err
 	}
-	return w, nil
+	return w, unmap, nil
 }
 
 // readWhole reads size bytes of f into memory (nothing to release).

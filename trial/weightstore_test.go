@@ -1,8 +1,10 @@
 package trial
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -132,5 +134,173 @@ func BenchmarkFirstTrialMapped(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// liveMappings counts this process's memory maps of files in dir (Linux's
+// /proc/self/maps); the test is skipped where that file is missing.
+func liveMappings(t *testing.T, dir string) int {
+	t.Helper()
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(maps), "\n") {
+		if strings.Contains(line, dir+string(filepath.Separator)) {
+			n++
+		}
+	}
+	return n
+}
+
+// smallModels writes n small Llama config.json files, each with a different
+// number of layers (so different weights), and returns their paths.
+func smallModels(t *testing.T, n int) []string {
+	t.Helper()
+	var paths []string
+	for layers := 1; layers <= n; layers++ {
+		p := filepath.Join(t.TempDir(), "config.json")
+		cfg := fmt.Sprintf(`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+  "intermediate_size": 128, "num_hidden_layers": %d, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "vocab_size": 256, "max_position_embeddings": 64, "rms_norm_eps": 1e-06, "hidden_act": "silu"}`, layers)
+		if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
+// storeAll generates and stores the weights of every model in dir, so that
+// a cache using dir maps them.
+func storeAll(t *testing.T, dir string, paths []string) {
+	t.Helper()
+	c := NewModelCache(0)
+	c.UseWeightsDir(dir)
+	for _, p := range paths {
+		if _, err := c.Get(p, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A worker that evaluates trials of one model after another keeps only the
+// weight mappings its keep budget allows: with none, a model's mapping is
+// released when its trial ends; with room for everything, every mapping
+// stays (which shows the count sees them).
+func TestModelCacheReleasesMappingsNoTrialUses(t *testing.T) {
+	ctx := context.Background()
+	paths := smallModels(t, 4)
+	dir := t.TempDir()
+	storeAll(t, dir, paths)
+	for _, tc := range []struct {
+		keep      int64
+		wantAfter int // mappings left after cycling through every model
+	}{{keep: 0, wantAfter: 0}, {keep: 1 << 40, wantAfter: len(paths)}} {
+		cache := NewModelCache(0).KeepUnused(tc.keep)
+		cache.UseWeightsDir(dir)
+		for round := range 3 {
+			for _, p := range paths {
+				m, release, err := cache.acquire(ctx, p, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(m.WeightsNote, "mapped from ") {
+					t.Fatalf("weights %q, want them mapped from the weights dir", m.WeightsNote)
+				}
+				if n := liveMappings(t, dir); tc.keep == 0 && n != 1 {
+					t.Fatalf("round %d: %d weight files mapped while one trial runs, want 1", round, n)
+				}
+				release()
+				if n := liveMappings(t, dir); tc.keep == 0 && n != 0 {
+					t.Fatalf("round %d: %d weight files still mapped after the trial, want 0", round, n)
+				}
+			}
+		}
+		if n := liveMappings(t, dir); n != tc.wantAfter {
+			t.Fatalf("keep %d bytes: %d weight files mapped after cycling, want %d", tc.keep, n, tc.wantAfter)
+		}
+		cache.KeepUnused(0)
+		if _, release, err := cache.acquire(ctx, paths[0], ""); err == nil {
+			release() // lets everything go
+		}
+		if n := liveMappings(t, dir); n != 0 {
+			t.Fatalf("%d weight files mapped after the budget went to zero, want 0", n)
+		}
+	}
+}
+
+// The budget keeps the most recently used models: with room for two of
+// three equal-sized idle models, cycling leaves the last two mapped, and a
+// model a trial still uses is never released.
+func TestModelCacheKeepsTheMostRecentlyUsed(t *testing.T) {
+	ctx := context.Background()
+	base, err := os.ReadFile(smallModels(t, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four models of nearly one size (the vocabulary differs by a row, so
+	// each has its own weights file); the budget fits the two largest.
+	var paths []string
+	for i := range 4 {
+		p := filepath.Join(t.TempDir(), "config.json")
+		cfg := bytes.Replace(base, []byte(`"vocab_size": 256`), fmt.Appendf(nil, `"vocab_size": %d`, 256+i), 1)
+		if err := os.WriteFile(p, cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	dir := t.TempDir()
+	storeAll(t, dir, paths)
+	largest, err := NewModelCache(0).Get(paths[3], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewModelCache(0).KeepUnused(2 * largest.Weights.Bytes())
+	cache.UseWeightsDir(dir)
+	_, releaseHeld, err := cache.acquire(ctx, paths[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths[1:] {
+		_, release, err := cache.acquire(ctx, p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		release()
+	}
+	if n := liveMappings(t, dir); n != 3 {
+		t.Fatalf("%d weight files mapped, want 3: the model in use and the 2 most recently used", n)
+	}
+	cache.mu.Lock()
+	_, oldest := cache.models[paths[1]+"\x00"]
+	_, held := cache.models[paths[0]+"\x00"]
+	cache.mu.Unlock()
+	if oldest || !held {
+		t.Fatalf("kept the least recently used model (%v) or let the one in use go (%v)", oldest, !held)
+	}
+	releaseHeld()
+}
+
+// Evaluate releases its model when the trial ends.
+func TestEvaluateReleasesItsModel(t *testing.T) {
+	dir := t.TempDir()
+	cache := NewModelCache(0).KeepUnused(0)
+	cache.UseWeightsDir(dir)
+	spec := Spec{Model: "toy-2L", GPU: "h200", Device: "cpu", Point: json.RawMessage(`{}`), Token: DefaultToken}
+	for range 2 { // generated, then mapped
+		out := Evaluate(context.Background(), spec, Options{Models: cache})
+		if v := out.Verdict; v == nil || v.Correct == nil || !*v.Correct {
+			t.Fatalf("toy-2L trial: %+v / %+v", out.Verdict, out.Failure)
+		}
+	}
+	if n := liveMappings(t, dir); n != 0 {
+		t.Fatalf("%d weight files mapped after the trials, want 0", n)
+	}
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	if len(cache.models) != 0 {
+		t.Fatalf("the cache keeps %d models with a zero keep budget", len(cache.models))
 	}
 }

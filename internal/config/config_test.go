@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/internal/redisq"
 )
 
 // cleanEnv blanks every AMK_* variable of the test process (viper ignores
@@ -83,7 +85,7 @@ func TestExampleFilesLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w.Target != "h100" || w.Device != "cpu" || w.Listen != DefaultWorkerListen || w.TrialTimeout != 10*time.Minute ||
-		w.ShutdownGrace != 30*time.Second || w.Redis.Addr != "127.0.0.1:6379" || w.Redis.PollInterval != 2*time.Millisecond {
+		w.ShutdownGrace != 30*time.Second || w.Redis.Addr != "127.0.0.1:6379" || w.Redis.PollInterval != redisq.DefaultPollInterval {
 		t.Fatalf("worker example = %+v", w)
 	}
 	s, err := schedulerFrom(t, "--config", "../../deploy/scheduler.example.yaml")
@@ -125,6 +127,34 @@ func TestPrecedenceFlagsEnvFileDefaults(t *testing.T) {
 	}
 	if n, cpu, err := w.DeviceOrdinal(); err != nil || cpu || n != 1 {
 		t.Fatalf("DeviceOrdinal = %d %v %v", n, cpu, err)
+	}
+}
+
+// The poll interval defaults to redisq's and is set by the file, the
+// environment or --poll-interval, the last first.
+func TestPollIntervalOverrides(t *testing.T) {
+	cleanEnv(t)
+	file := writeFile(t, "w.yaml", "redis:\n  addr: file:1\n  poll_interval: 20ms\ntarget: h100\n")
+	w, err := workerFrom(t, "--redis", "h:1", "--target", "h100")
+	if err != nil || w.Redis.PollInterval != redisq.DefaultPollInterval {
+		t.Fatalf("default: %v (%v)", w.Redis.PollInterval, err)
+	}
+	if w, err = workerFrom(t, "--config", file); err != nil || w.Redis.PollInterval != 20*time.Millisecond {
+		t.Fatalf("file: %v (%v)", w.Redis.PollInterval, err)
+	}
+	t.Setenv("AMK_REDIS_POLL_INTERVAL", "100ms")
+	if w, err = workerFrom(t, "--config", file); err != nil || w.Redis.PollInterval != 100*time.Millisecond {
+		t.Fatalf("env: %v (%v)", w.Redis.PollInterval, err)
+	}
+	if w, err = workerFrom(t, "--config", file, "--poll-interval", "250ms"); err != nil || w.Redis.PollInterval != 250*time.Millisecond {
+		t.Fatalf("flag: %v (%v)", w.Redis.PollInterval, err)
+	}
+	s, err := schedulerFrom(t, "--redis", "h:1", "--workspace", t.TempDir(), "--poll-interval", "5ms")
+	if err != nil || s.Redis.PollInterval != 5*time.Millisecond {
+		t.Fatalf("scheduler flag: %v (%v)", s.Redis.PollInterval, err)
+	}
+	if _, err := workerFrom(t, "--redis", "h:1", "--target", "h100", "--poll-interval", "-1s"); !slices.Contains(keys(err), "redis.poll_interval") {
+		t.Fatalf("a negative interval: %v", err)
 	}
 }
 

@@ -22,7 +22,8 @@ type Redis struct {
 	CAFile       string `mapstructure:"ca_file"`
 	// Namespace prefixes every queue, so fleets can share one Redis.
 	Namespace string `mapstructure:"namespace"`
-	// PollInterval is how often an idle consumer polls its queue.
+	// PollInterval is how often an idle consumer polls its queue
+	// (redisq.DefaultPollInterval when unset; --poll-interval).
 	PollInterval time.Duration `mapstructure:"poll_interval"`
 	// SentinelAddrs (host:port of each Redis Sentinel) and SentinelMaster
 	// (the monitored primary's name) make the daemons find the primary
@@ -64,6 +65,7 @@ var redisFlags = []flagSpec{
 	{"redis-tls", "redis.tls", kBool, "use TLS for a host:port address"},
 	{"redis-ca-file", "redis.ca_file", kString, "PEM CA bundle for Redis TLS"},
 	{"namespace", "redis.namespace", kString, "queue namespace shared by a scheduler and its workers"},
+	{"poll-interval", "redis.poll_interval", kDuration, "how long an idle consumer waits between polls of its queue"},
 	{"redis-sentinels", "redis.sentinel_addrs", kString, "comma-separated Redis Sentinel host:port list (replaces --redis)"},
 	{"redis-sentinel-master", "redis.sentinel_master", kString, "name of the primary the sentinels monitor"},
 	{"fleet-secret-file", "redis.fleet_secret_file", kString, "file holding the fleet secret that authenticates outcomes"},

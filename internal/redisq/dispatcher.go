@@ -86,8 +86,10 @@ type Dispatcher struct {
 	pending   map[string]submitted
 	delivered map[string]delivery
 	// forgetting holds the recorded trials whose Redis state is to be
-	// deleted (forget.go).
+	// deleted (forget.go); reoffered the task ids of the re-offers this
+	// dispatcher made (lost.go), for forgetting them with their trial.
 	forgetting []forgetting
+	reoffered  map[string]reoffers
 }
 
 // delivery is when a trial's outcome was delivered and the queue its task
@@ -95,6 +97,9 @@ type Dispatcher struct {
 type delivery struct {
 	at    time.Time
 	queue string
+	// forgetting is set once the caller has forgotten the trial, while its
+	// Redis state is being deleted (forget.go).
+	forgetting bool
 }
 
 type submitted struct {
@@ -148,6 +153,7 @@ func NewDispatcher(ctx context.Context, opts DispatcherOptions) (*Dispatcher, er
 		closing:   make(chan struct{}),
 		pending:   map[string]submitted{},
 		delivered: map[string]delivery{},
+		reoffered: map[string]reoffers{},
 	}
 	d.outage = outageLog{d.log}
 	d.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{

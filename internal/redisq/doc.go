@@ -111,14 +111,20 @@
 //
 // # Latency
 //
-// asynq polls queues instead of blocking on them; PollInterval (default
-// 2 ms) bounds the wait on the trial queue. The return hop does not wait for
-// a poll: after storing an outcome the worker also publishes it on a Redis
-// pub/sub channel (the "doorbell"), and the dispatcher delivers it from there
-// at once and deletes the results-queue copy. Pub/sub is best effort; the
-// results queue and the stored result stay the durable path. With a no-op
-// evaluator on loopback the round trip is about 1 ms at the median (see
-// BenchmarkRoundTrip).
+// asynq polls queues instead of blocking on them. A worker that finishes a
+// trial polls again at once, so a busy fleet (work waiting on the queue)
+// never waits; an idle worker sleeps about PollInterval (default 50 ms)
+// between polls, which costs Redis a poll per idle worker per interval and
+// makes a trial wait for the next poll of an idle worker: with many idle
+// workers a millisecond or two, with one about half the interval
+// (BenchmarkIdleWorkers; docs/results/fleet-scale.md, "Idle fleet"). The
+// return hop does not wait for a poll: after storing an outcome the worker
+// also publishes it on a Redis pub/sub channel (the "doorbell"), and the
+// dispatcher delivers it from there at once and deletes the results-queue
+// copy. Pub/sub is best effort; the results queue and the stored result stay
+// the durable path. With a no-op evaluator on loopback and an idle worker
+// polling every 2 ms the round trip is about 1 ms at the median (see
+// BenchmarkRoundTrip, which sets that interval).
 //
 // # Connections
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,9 +31,13 @@ import (
 // the scheduler has recorded it, see forget.go, at most for the retention
 // period), and any later attempt of that trial — asynq recovering the
 // original task, a second re-offer — stores that outcome and completes
-// without evaluating again. (An attempt that starts after the marker was
-// forgotten evaluates the trial again; the campaign refuses its outcome as
-// a duplicate.)
+// without evaluating again. Forgetting a recorded trial deletes its tasks
+// (the original, and the re-offers this dispatcher made) before its marker,
+// waiting for a lost attempt's task to leave the active state, so such
+// attempts still find the marker; only an attempt the dispatcher cannot see
+// (a re-offer made before a scheduler restart) may start after the marker
+// is gone and evaluate the trial again, and the campaign refuses that
+// outcome as a copy (and the fleet forgets it).
 //
 // A worker whose evaluation ignored cancellation (the device is wedged, the
 // process exits) first writes a poison marker for the trial (a key of its
@@ -263,13 +268,33 @@ func (d *Dispatcher) reoffer(ctx context.Context, key string, m running) error {
 	id := reofferID(key, losses)
 	d.log.Warn("worker lost mid-trial; trial offered again", "task", key, "worker", m.Worker, "as", id,
 		"silent_for", time.Since(m.Since).Round(time.Second).String())
+	// No retention: nothing reads a re-offer's stored result (the trial
+	// key names the outcome: its done marker and the trial's own task hold
+	// it), so asynq deletes the re-offer as soon as it completes.
 	_, err = d.client.EnqueueContext(ctx, asynq.NewTaskWithHeaders(TypeTrial, m.Payload, m.Headers),
 		asynq.Queue(m.Queue), asynq.TaskID(id), asynq.MaxRetry(budget.maxRetry()),
-		asynq.Timeout(d.opts.HardTimeout), asynq.Retention(d.opts.Retention))
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
+		asynq.Timeout(d.opts.HardTimeout))
+	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return err
 	}
-	return err
+	d.mu.Lock()
+	r := d.reoffered[key]
+	r.queue, r.at = m.Queue, time.Now()
+	if !slices.Contains(r.tasks, id) {
+		r.tasks = append(r.tasks, id)
+	}
+	d.reoffered[key] = r
+	d.mu.Unlock()
+	return nil
+}
+
+// reoffers are the re-offer tasks of one trial (on its queue), deleted
+// with the trial's own when it is forgotten: one still queued then would
+// only evaluate a recorded trial again.
+type reoffers struct {
+	queue string
+	tasks []string
+	at    time.Time
 }
 
 // publishCrash puts a crash outcome on the results queue under its trial key

@@ -29,7 +29,7 @@ func (d *Dispatcher) sweepLoop() {
 // outcome that got stuck (archived task, outcome stored but its results-queue
 // copy lost) is delivered, and a trial that vanished from Redis (a restart
 // without persistence) is enqueued again. It also forgets delivered keys
-// older than the retention period.
+// and re-offers older than the retention period.
 func (d *Dispatcher) sweep() { d.sweepOlderThan(d.opts.SweepInterval) }
 
 // sweepOlderThan is sweep over the trials pending for at least age.
@@ -49,6 +49,11 @@ func (d *Dispatcher) sweepOlderThan(age time.Duration) {
 	for k, del := range d.delivered {
 		if now.Sub(del.at) > d.opts.Retention {
 			delete(d.delivered, k)
+		}
+	}
+	for k, r := range d.reoffered {
+		if now.Sub(r.at) > d.opts.Retention {
+			delete(d.reoffered, k)
 		}
 	}
 	d.mu.Unlock()

@@ -19,10 +19,21 @@ import (
 const (
 	// DefaultPollInterval is how long an idle asynq server waits between
 	// polls of an empty queue (asynq sleeps between a half and one and a half
-	// of it). asynq polls rather than blocks, so this bounds the queueing
-	// latency of each hop; a few milliseconds cost an idle server a few
-	// hundred cheap Redis calls a second.
-	DefaultPollInterval = 2 * time.Millisecond
+	// of it, and polls again at once after a trial while its queue has
+	// work). asynq polls rather than blocks, so an idle fleet costs Redis a
+	// poll per worker per interval, and a trial waits for the next poll of
+	// an idle worker: with n idle workers about PollInterval/(n+1), with one
+	// about half of it, at most one and a half. 50 ms keeps that wait far
+	// below a GPU trial's hundreds of milliseconds while 256 idle workers
+	// cost Redis about 5 % of a core (docs/results/fleet-scale.md, "Idle
+	// fleet"); a busy fleet, whose queue has work, never waits for it.
+	DefaultPollInterval = 50 * time.Millisecond
+	// DelayedCheckFloor is the least interval at which a worker's asynq
+	// server moves due retries (an infrastructure failure's backoff, a
+	// recovered lease) back onto its queue: each check costs Redis a few
+	// calls per worker, and a retry that waits up to a second longer is
+	// noise against the backoff itself.
+	DelayedCheckFloor = time.Second
 	// DefaultShutdownGrace is how long Shutdown lets a running trial finish
 	// before handing it back to the queue.
 	DefaultShutdownGrace = 30 * time.Second
@@ -124,7 +135,7 @@ func NewWorker(opts WorkerOptions) (*Worker, error) {
 		Concurrency:              1,
 		Queues:                   map[string]int{w.queue: 1},
 		TaskCheckInterval:        opts.PollInterval,
-		DelayedTaskCheckInterval: max(opts.PollInterval, 200*time.Millisecond),
+		DelayedTaskCheckInterval: max(opts.PollInterval, DelayedCheckFloor),
 		ShutdownTimeout:          opts.ShutdownGrace,
 		RetryDelayFunc:           func(n int, _ error, _ *asynq.Task) time.Duration { return delay(n) },
 		HealthCheckFunc:          w.healthCheck,

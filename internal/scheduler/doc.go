@@ -12,13 +12,17 @@
 // already recorded). The Mux holds them for a bounded time and number
 // (Options.HoldOutcomes): outcomes of a campaign that does not open in time
 // (another process holds it, or it is not in this workspace) are dropped,
-// counted (amk_scheduler_outcomes_unheld_total) and logged, and the redisq
-// transport is told to forget it delivered them (Undeliver), so the
-// campaign's resubmission once it is adopted gets them again from Redis.
+// counted (amk_scheduler_outcomes_unheld_total) and logged. For a campaign
+// of the workspace the redisq transport is told to forget it delivered them
+// (Undeliver), so the campaign's resubmission once it is adopted gets them
+// again from Redis; for a campaign the workspace does not have, the
+// transport forgets the trials (Forget): no one here needs them.
 // New warm campaigns take the workspace corpus from a follower that parsed
 // it once and then reads only what was appended. Once a driver has recorded an outcome durably the fleet
 // tells a transport that keeps trials for recovery (redisq.Dispatcher.Forget),
-// so Redis holds the work in flight, not every finished trial. A campaign
+// so Redis holds the work in flight, not every finished trial; it does the
+// same for a copy the campaign refuses (a trial already recorded or never
+// in flight: runner.Driver.Refused). A campaign
 // another process holds (amkctl autoresearch) is readable but not driven; a
 // periodic scan adopts it once released, and adopts campaigns created beside
 // the scheduler (amkctl start on the workspace). A driver that fails (e.g. Redis is unreachable) is restarted

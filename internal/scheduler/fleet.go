@@ -240,6 +240,7 @@ func (f *Fleet) launch(l *runner.Ledger, workers int) {
 		Ledger: l, Dispatcher: f.mux.For(id), Workers: workers, Now: f.opts.Now,
 		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
 		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded,
+		Refused: f.forget,
 	}
 	f.campaigns[id] = e
 	f.wg.Add(1)
@@ -253,11 +254,19 @@ type forgetter interface{ Forget(trial.Outcome) }
 // recorded is every driver's Recorded: the outcome is durable in its ledger,
 // so the transport may drop what it kept to recover it.
 func (f *Fleet) recorded(o trial.Outcome) {
-	if t, ok := f.opts.Transport.(forgetter); ok {
-		t.Forget(o)
-	}
+	f.forget(o)
 	if f.opts.Recorded != nil {
 		f.opts.Recorded(o)
+	}
+}
+
+// forget tells the transport that nothing of o's trial is needed any more:
+// its campaign recorded it, or refused it (every driver's Refused: a late
+// copy of a recorded trial, a trial it never had in flight), or it belongs
+// to no campaign of the workspace.
+func (f *Fleet) forget(o trial.Outcome) {
+	if t, ok := f.opts.Transport.(forgetter); ok {
+		t.Forget(o)
 	}
 }
 
@@ -266,13 +275,26 @@ func (f *Fleet) recorded(o trial.Outcome) {
 type undeliverer interface{ Undeliver(trial.Outcome) }
 
 // unheld is the Mux's Dropped: outcomes held too long (or too many) for
-// campaigns that have no driver here. The transport is told, so that a
-// campaign opened later gets them again when its driver resubmits its
-// trials in flight.
+// campaigns that have no driver here. For a campaign of the workspace (held
+// by another process, or not adopted yet) the transport is told to forget
+// the delivery, so that the campaign, once opened, gets them again when its
+// driver resubmits its trials in flight. An outcome of a campaign the
+// workspace does not have is not needed by anyone here: the transport
+// forgets the trial (a campaign created later under that id gets none of
+// its stale outcomes).
 func (f *Fleet) unheld(gone []trial.Outcome) {
 	t, recoverable := f.opts.Transport.(undeliverer)
-	if recoverable {
-		for _, o := range gone {
+	exists := map[string]bool{}
+	for _, o := range gone {
+		known, seen := exists[o.CampaignID]
+		if !seen {
+			known = f.opts.Workspace.Exists(o.CampaignID)
+			exists[o.CampaignID] = known
+		}
+		switch {
+		case !known:
+			f.forget(o)
+		case recoverable:
 			t.Undeliver(o)
 		}
 	}

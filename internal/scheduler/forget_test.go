@@ -64,3 +64,58 @@ func TestFleetTellsTheTransportWhatIsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// twiceLocal delivers every outcome of its transport twice, as a lost
+// worker's late answer or a redelivery after a restart would.
+type twiceLocal struct {
+	*forgettingLocal
+	out chan trial.Outcome
+}
+
+func (l *twiceLocal) Outcomes() <-chan trial.Outcome { return l.out }
+
+// A copy of an outcome the campaign already recorded is refused, and the
+// transport is told to forget it too (what Redis kept of the copy is not
+// needed either); the Recorded hook sees each trial once.
+func TestFleetForgetsRefusedCopies(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	tr := &twiceLocal{forgettingLocal: &forgettingLocal{Local: dispatch.NewLocal(2, evaluate(0)), forgotten: map[int]int{}},
+		out: make(chan trial.Outcome)}
+	go func() {
+		for o := range tr.Local.Outcomes() {
+			tr.out <- o
+			tr.out <- o
+		}
+	}()
+	recorded := map[int]int{}
+	var mu sync.Mutex
+	f := startFleet(t, ws, Options{Transport: tr, Recorded: func(o trial.Outcome) {
+		mu.Lock()
+		recorded[o.TrialID]++
+		mu.Unlock()
+	}})
+	id, _, _, err := f.Create(context.Background(), toyRequest(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitFor(t, "every copy to be refused and forgotten", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		for trialID, n := range recorded {
+			if tr.forgotten[trialID] != 2*n {
+				return false
+			}
+		}
+		return len(recorded) > 0 && len(status(t, f, id).InFlight) == 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for trialID, n := range recorded {
+		if n != 1 {
+			t.Fatalf("trial %d recorded %d times", trialID, n)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package scheduler
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -12,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -268,32 +268,20 @@ func processCPU() time.Duration {
 	return d
 }
 
-// redisInfo reads one numeric field of INFO section.
-func redisInfo(b *testing.B, rdb *redis.Client, section, field string) float64 {
-	text, err := rdb.Info(context.Background(), section).Result()
+func redisMemory(b *testing.B, rdb *redis.Client) int64 {
+	n, err := redistest.InfoField(context.Background(), rdb, "memory", "used_memory")
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(text, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatalf("INFO %s: %s: %v", section, field, err)
-			}
-			return f
-		}
-	}
-	b.Fatalf("INFO %s has no %s", section, field)
-	return 0
-}
-
-func redisMemory(b *testing.B, rdb *redis.Client) int64 {
-	return int64(redisInfo(b, rdb, "memory", "used_memory"))
+	return int64(n)
 }
 
 func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	s := redisInfo(b, rdb, "cpu", "used_cpu_user") + redisInfo(b, rdb, "cpu", "used_cpu_sys")
-	return time.Duration(s * float64(time.Second))
+	d, err := redistest.CPU(context.Background(), rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }
 
 // describeKeys logs what Redis holds after the run, by kind of key, per
@@ -320,37 +308,14 @@ func describeKeys(b *testing.B, rdb *redis.Client, ns string, recorded int) {
 // commandStats lists the eight Redis commands that took the most CPU,
 // from INFO commandstats.
 func commandStats(b *testing.B, rdb *redis.Client, recorded int) string {
-	text, err := rdb.Info(context.Background(), "commandstats").Result()
+	stats, err := redistest.CommandStats(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	type stat struct {
-		name        string
-		calls, usec float64
-	}
-	var stats []stat
-	for _, line := range strings.Split(text, "\n") {
-		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		st := stat{name: strings.TrimPrefix(name, "cmdstat_")}
-		for _, f := range strings.Split(fields, ",") {
-			k, v, _ := strings.Cut(f, "=")
-			x, _ := strconv.ParseFloat(v, 64)
-			switch k {
-			case "calls":
-				st.calls = x
-			case "usec":
-				st.usec = x
-			}
-		}
-		stats = append(stats, st)
-	}
-	slices.SortFunc(stats, func(a, b stat) int { return int(b.usec - a.usec) })
+	slices.SortFunc(stats, func(x, y redistest.CommandStat) int { return cmp.Compare(y.Usec, x.Usec) })
 	var out strings.Builder
 	for _, st := range stats[:min(8, len(stats))] {
-		fmt.Fprintf(&out, "\n  %-12s %7.1f calls %8.1f us", st.name, st.calls/float64(recorded), st.usec/float64(recorded))
+		fmt.Fprintf(&out, "\n  %-12s %7.1f calls %8.1f us", st.Name, st.Calls/float64(recorded), st.Usec/float64(recorded))
 	}
 	return out.String()
 }

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
@@ -99,4 +102,76 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 		t.Fatalf("%d evaluations for %d experiments: a trial ran twice", n, budget)
 	}
 	t.Logf("%d trial(s) in flight at the stop, %d outcome(s) no longer held and recovered", left, unheld.Load())
+}
+
+// Outcomes of a campaign the workspace does not have (a previous scheduler
+// submitted its trials and is gone) are not kept in Redis for the
+// retention period once the fleet stops holding them: the transport
+// forgets their trials, and nothing of them is left.
+func TestForeignOutcomesLeaveNothingInRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	conn := redisq.Conn{Addr: srv.Addr}
+	const ns = "foreign"
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+		Identity: "w1", Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
+			return trial.Outcome{Failure: &trial.Failure{Class: trial.FailCrash, Message: "no such model"}}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Shutdown(ctx)
+	})
+	dispatcher := func() *redisq.Dispatcher {
+		d, err := redisq.NewDispatcher(ctx, redisq.DispatcherOptions{Conn: conn, Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	ghostKeys := func() int {
+		n := 0
+		iter := admin.Scan(ctx, 0, "*ghost/*", 1000).Iterator()
+		for iter.Next(ctx) {
+			n++
+		}
+		if err := iter.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A scheduler gone since submitted trials of a campaign that is not in
+	// this workspace; some finish while no scheduler runs.
+	const trials = 20
+	gone := dispatcher()
+	for id := range trials / 2 {
+		if err := gone.Submit(ctx, dispatchtest.Spec("ghost", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var unheld atomic.Int64
+	d := dispatcher()
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	startFleet(t, ws, Options{Transport: d,
+		HoldOutcomes: dispatch.MuxOptions{HoldFor: 100 * time.Millisecond},
+		Unheld:       func(n int) { unheld.Add(int64(n)) }})
+	// More arrive while this one runs (submitted through its transport).
+	for id := trials / 2; id < trials; id++ {
+		if err := d.Submit(ctx, dispatchtest.Spec("ghost", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the fleet to stop holding every outcome", func() bool { return unheld.Load() == trials })
+	waitFor(t, "every key of the foreign trials to leave Redis", func() bool { return ghostKeys() == 0 })
 }
