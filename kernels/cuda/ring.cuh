@@ -187,7 +187,12 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
         unsigned char* dst = amk_ring_base(warp) + (size_t)slot * AMK_RING_TILE_BYTES;
         const char* src = amk_ring_chunk_src(sh->plan, sh->j);
 #if AMK_RING_TMA
-        __syncwarp(); /* every lane has finished reading the slot (it held chunk issued - STAGES) */
+        /* The slot held chunk issued - STAGES, which every lane read through the generic proxy;
+         * the copy engine writes it through the async proxy. Each reading lane orders its reads
+         * before the copy with a proxy fence, then the warp barrier hands them to lane 0 (the
+         * pattern the PTX memory model asks for when two proxies touch the same bytes). */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncwarp();
         if (amk_lane() == 0) {
             const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[warp][slot]);
             const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
