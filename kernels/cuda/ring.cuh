@@ -29,6 +29,7 @@
 #define AMK_RING_CUH
 
 #include "common.cuh"
+#include "sync.cuh"
 
 #if AMK_RING_STAGES > 0 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define AMK_RING_ON 1
@@ -43,6 +44,9 @@
 
 #if (AMK_RING_TILE_BYTES % 512) != 0 || AMK_RING_TILE_BYTES <= 0
 #error "AMK_RING_TILE_BYTES must be a positive multiple of 512"
+#endif
+#if AMK_RING_STAGES > 32
+#error "AMK_RING_STAGES must be at most 32 (one thread per warp slot initialises the slot mbarriers)"
 #endif
 #define AMK_RING_VPL (AMK_RING_TILE_BYTES / 512) /* 16-byte vectors per lane per chunk */
 
@@ -222,19 +226,41 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 #endif
 }
 
-/* Wait until chunk number `c` of the warp's stream has landed; returns its slot. */
-__device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c) {
+/* Wait until chunk number `c` of the warp's stream has landed; returns its slot.
+ *
+ * With prog (the consumer), the TMA wait is bounded like a counter wait (sync.cuh): every 16
+ * polls it leaves if the launch was aborted, and past the watchdog budget it raises
+ * AMK_ABORT_WATCHDOG (counter -1, observed = the chunk, threshold = the chunks issued), so an
+ * issuer and a consumer that disagree on a task's chunks end the launch with a diagnosis instead
+ * of hanging the GPU. Without prog (amk_ring_finish: only chunks that were issued, which always
+ * land) it waits unbounded. */
+__device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const amk_program_t* prog) {
     const int slot = (int)(c % AMK_RING_STAGES);
 #if AMK_RING_TMA
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[amk_warp()][slot]);
     const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
     uint32_t done = 0;
-    while (!done)
+    uint64_t start = 0;
+    for (uint32_t polls = 1;; ++polls) {
         asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done)
                      : "r"(bar), "r"(parity)
                      : "memory");
+        if (done) break;
+        if (!prog || (polls & 0xFu) != 0u) continue;
+        if (amk_aborted(*prog)) break;
+        const uint64_t now = amk_now_ns();
+        const uint64_t budget = prog->watchdog_ns ? prog->watchdog_ns : (uint64_t)(AMK_WATCHDOG_NS);
+        if (polls == 0x10u) {
+            start = now;
+        } else if (now - start > budget) {
+            amk_raise(*prog, AMK_ABORT_WATCHDOG, -1, AMK_OP_GEMV_TILE, -1, c, amk_ring_state[amk_warp()].issued, slot,
+                      now - start);
+            break;
+        }
+    }
 #else
+    (void)prog;
     /* Commit groups complete in order; STAGES - 1 groups were committed after this chunk's. */
     asm volatile("cp.async.wait_group %0;" ::"n"(AMK_RING_STAGES - 1) : "memory");
 #endif
@@ -282,7 +308,7 @@ __device__ __forceinline__ void amk_ring_finish() {
     if (!amk_ring_active) return;
 #if AMK_RING_TMA
     const amk_ring_warp& w = amk_ring_state[amk_warp()];
-    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c);
+    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c, nullptr);
 #else
     asm volatile("cp.async.wait_all;" ::: "memory");
 #endif
@@ -309,7 +335,7 @@ __device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, con
         for (int ci = 0; ci < nchunks; ++ci) {
             amk_ring_issue(prog);
             const uint32_t c = sh->consumed;
-            const unsigned char* st = amk_ring_wait(c);
+            const unsigned char* st = amk_ring_wait(c, &prog);
 #pragma unroll
             for (int v = 0; v < AMK_RING_VPL; ++v) {
                 float f[V];
