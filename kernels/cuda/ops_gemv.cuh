@@ -277,14 +277,16 @@ __device__ __forceinline__ void amk_gemv_generic_row(const amk_buffer_t& x, int6
  * One x row into the fp32 x cache. The dtype is resolved once per row (not per element); an
  * aligned row moves in 16-byte vectors, each thread issuing AMK_STAGE_UNROLL loads before its
  * first store, so several loads per thread are in flight. Activations are written by other SMs
- * in this launch: plain (coherent) loads after the wait's acquire, never the read-only path. */
+ * in this launch: plain (coherent) loads after the wait's acquire, never the read-only path. So
+ * the source is not __restrict__: a const __restrict__ pointer lets the compiler load through the
+ * non-coherent path (ld.global.nc), which may return a line cached before the producer's store. */
 #define AMK_STAGE_UNROLL 2
 
 template <typename T>
-__device__ __forceinline__ void amk_stage_typed(const T* __restrict__ src, int K, float* __restrict__ xs) {
+__device__ __forceinline__ void amk_stage_typed(const T* src, int K, float* __restrict__ xs) {
     constexpr int V = amk_vec<T>::N;
     const int nvec = ((uintptr_t)src & 15) == 0 ? K / V : 0;
-    const uint4* __restrict__ vsrc = reinterpret_cast<const uint4*>(src);
+    const uint4* vsrc = reinterpret_cast<const uint4*>(src);
     for (int v0 = threadIdx.x; v0 < nvec; v0 += AMK_THREADS * AMK_STAGE_UNROLL) {
         uint4 r[AMK_STAGE_UNROLL];
 #pragma unroll
