@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -18,32 +16,8 @@ import (
 	"github.com/amk-dev/amk/kernels"
 )
 
-// findNVCC is the nvcc the kernel check uses: $AMK_NVCC, else the Debian
-// CUDA 11.8 toolkit that scripts/gpu/debian-cuda.sh --nvcc unpacks under the
-// user cache directory, else nvcc on PATH; "" when there is none.
-func findNVCC() string {
-	if n := strings.TrimSpace(os.Getenv(EnvNVCC)); n != "" {
-		return n
-	}
-	dir := os.Getenv("AMK_CUDA_DEBIAN")
-	if dir == "" {
-		if base, err := os.UserCacheDir(); err == nil {
-			dir = filepath.Join(base, "amk", "cuda-11.8")
-		}
-	}
-	if dir != "" {
-		if st, err := os.Stat(filepath.Join(dir, "bin", "nvcc")); err == nil && st.Mode()&0o111 != 0 {
-			return filepath.Join(dir, "bin", "nvcc")
-		}
-	}
-	if p, err := exec.LookPath("nvcc"); err == nil {
-		return p
-	}
-	return ""
-}
-
 // TestKernelsCompileWithoutSpills compiles kernel variants with the nvcc
-// that findNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
+// that FindNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
 // ($AMK_BUILD_JOBS, default GOMAXPROCS), into $AMK_KERNEL_CACHE when set (a
 // GPU visit warms its cache this way). The variants are ExtremeVariants, or
 // SpotVariants with AMK_KERNEL_VARIANTS=spot. It fails on any compile error
@@ -51,7 +25,7 @@ func findNVCC() string {
 // registers, whatever the block size; without an nvcc it is skipped with a
 // message.
 func TestKernelsCompileWithoutSpills(t *testing.T) {
-	nvcc := findNVCC()
+	nvcc := FindNVCC()
 	if nvcc == "" {
 		t.Skip("no nvcc: set AMK_NVCC, put nvcc on PATH, or run scripts/gpu/debian-cuda.sh --nvcc (Debian's CUDA 11.8) to compile the kernels in make test")
 	}

@@ -117,7 +117,7 @@ struct amk_fused_shape {
     int n_in;     /* inputs: [x | gate, up][, norm_w], W[, residual][, pos] */
 };
 
-__device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
+__host__ __device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
     switch (pat) {
         case AMK_FUSED_GEMV_ADD:              return {0, 1, 3};
         case AMK_FUSED_NORM_GEMV:             return {1, 0, 3};
@@ -132,6 +132,9 @@ __device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) 
         default:                              return {-1, -1, 0};
     }
 }
+
+/* Bytes of the fp32 x cache of a K-long row (kernels.gemvXBytes in Go). */
+__host__ __device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
 
 #include "ring.cuh"
 
@@ -320,8 +323,7 @@ __device__ __forceinline__ void amk_stage_x(const amk_buffer_t& x, int64_t base,
     }
 }
 
-/* Shared-memory budget of one GEMV tile (mirrors kernels.gemvSmemBytes in Go). */
-__device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
+/* Bytes of the per-tile cp.async ring of a block (kernels.gemvRingBytes in Go). */
 __device__ __forceinline__ uint32_t amk_gemv_ring_bytes() {
     return (uint32_t)AMK_WARPS * AMK_GEMV_CPA_STAGES * AMK_GEMV_CPASYNC_COLS * AMK_CPA_CHUNK_BYTES;
 }

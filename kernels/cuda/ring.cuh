@@ -50,7 +50,7 @@
 #endif
 #define AMK_RING_VPL (AMK_RING_TILE_BYTES / 512) /* 16-byte vectors per lane per chunk */
 
-/* Bytes of the ring of one block (0 when it is off). Mirrors kernels.ringBytes in Go. */
+/* Bytes of the ring of one block (0 when it is off). Mirrors kernels.RingBytes in Go. */
 __host__ __device__ constexpr uint32_t amk_ring_bytes() {
     return AMK_RING_STAGES > 0 ? (uint32_t)AMK_WARPS * AMK_RING_STAGES * AMK_RING_TILE_BYTES : 0u;
 }
@@ -84,26 +84,26 @@ __shared__ __align__(8) uint64_t amk_ring_bar[AMK_WARPS][AMK_RING_STAGES];
 #endif
 #endif
 
-/* Dynamic shared memory the ops may use (everything below the ring). */
-__device__ __forceinline__ uint32_t amk_ops_smem_bytes() {
-#if AMK_RING_ON
-    if (amk_ring_active) return (amk_dyn_smem_bytes() - amk_ring_bytes()) & ~15u;
-#endif
-    return amk_dyn_smem_bytes();
+/* ---- the ring's plan: pure functions of the launch and the instruction, __host__ __device__ so
+ * that kernels/gpu's host test runs them on the marshalled tables of real programs. ---------- */
+
+/* The ring is active when the launch's dynamic shared memory holds it (and 16 bytes below it). */
+__host__ __device__ __forceinline__ bool amk_ring_fits(uint32_t dyn_smem) {
+    return amk_ring_bytes() > 0u && dyn_smem >= amk_ring_bytes() + 16u;
 }
 
-#if AMK_RING_ON
-__device__ __forceinline__ unsigned char* amk_ring_base(int warp) {
-    return amk_dyn_smem + ((amk_dyn_smem_bytes() - amk_ring_bytes()) & ~15u) +
-           (size_t)warp * AMK_RING_STAGES * AMK_RING_TILE_BYTES;
+/* Offset of the ring in the dynamic shared memory: everything below it is the ops' share. */
+__host__ __device__ __forceinline__ uint32_t amk_ring_offset(uint32_t dyn_smem) {
+    return (dyn_smem - amk_ring_bytes()) & ~15u;
 }
 
-/* The ring plan of instruction `inst` for the calling warp; false when the task does not stream
+/* The ring plan of instruction `inst` for warp `warp`; false when the task does not stream
  * through the ring. Every condition the consumer needs is checked here (and bounds, so that no
  * copy ever reads outside the weight buffer, even for a task that will trap). `ops_smem` is
  * amk_ops_smem_bytes() of the launch. */
-__device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32_t n_bufs, const amk_instruction_t& inst,
-                                                 uint32_t ops_smem, amk_ring_plan* plan) {
+__host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* bufs, int32_t n_bufs,
+                                                           const amk_instruction_t& inst, uint32_t ops_smem, int warp,
+                                                           amk_ring_plan* plan) {
     plan->total = 0;
     const int32_t op = inst.op;
     int wi = 1, collect = 0;
@@ -129,12 +129,11 @@ __device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32
     const int esz = W.dtype == AMK_F32 ? 4 : 2;
     const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
     if (ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw || ((uintptr_t)W.ptr & 15) || ((ldw * esz) & 15)) return false;
-    const uint32_t xb = (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16);
-    const uint32_t tb = collect ? (uint32_t)(((int64_t)N_tile * 4 + 15) / 16 * 16) : 0u;
+    const uint32_t xb = amk_gemv_x_bytes(K);
+    const uint32_t tb = collect ? amk_gemv_x_bytes(N_tile) : 0u;
     if (xb + tb > ops_smem) return false;
     const int nchunks = (int)(((int64_t)K * esz) / AMK_RING_TILE_BYTES);
     if (nchunks < 1) return false;
-    const int warp = amk_warp();
     plan->w = (const char*)W.ptr;
     plan->ldb = ldw * esz;
     plan->n_off = n_off;
@@ -142,6 +141,33 @@ __device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32
     plan->nchunks = nchunks;
     plan->total = (int32_t)(xnumel / K) * plan->rows * nchunks;
     return true;
+}
+
+/* Global address of chunk j of warp `warp`'s plan (x row m is j / (rows * nchunks): the same
+ * bytes again). */
+__host__ __device__ __forceinline__ const char* amk_ring_chunk_src_for(const amk_ring_plan& p, int32_t j, int warp) {
+    const int32_t r = j % (p.rows * p.nchunks);
+    const int32_t t = warp + (r / p.nchunks) * AMK_WARPS;
+    return p.w + (int64_t)(p.n_off + t) * p.ldb + (int64_t)(r % p.nchunks) * AMK_RING_TILE_BYTES;
+}
+
+/* Dynamic shared memory the ops may use (everything below the ring). */
+__device__ __forceinline__ uint32_t amk_ops_smem_bytes() {
+#if AMK_RING_ON
+    if (amk_ring_active) return amk_ring_offset(amk_dyn_smem_bytes());
+#endif
+    return amk_dyn_smem_bytes();
+}
+
+#if AMK_RING_ON
+__device__ __forceinline__ unsigned char* amk_ring_base(int warp) {
+    return amk_dyn_smem + amk_ring_offset(amk_dyn_smem_bytes()) + (size_t)warp * AMK_RING_STAGES * AMK_RING_TILE_BYTES;
+}
+
+/* amk_ring_plan_for the calling warp. */
+__device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32_t n_bufs, const amk_instruction_t& inst,
+                                                 uint32_t ops_smem, amk_ring_plan* plan) {
+    return amk_ring_plan_for(bufs, n_bufs, inst, ops_smem, amk_warp(), plan);
 }
 
 /* Lane 0 moves the warp's issue cursor (shared) to the next queue slot whose task has ring chunks
@@ -165,11 +191,8 @@ __device__ __noinline__ void amk_ring_advance(const amk_instruction_t* insts, in
     s->j = 0;
 }
 
-/* Global address of chunk j of a plan (x row m is j / (rows * nchunks): the same bytes again). */
 __device__ __forceinline__ const char* amk_ring_chunk_src(const amk_ring_plan& p, int32_t j) {
-    const int32_t r = j % (p.rows * p.nchunks);
-    const int32_t t = amk_warp() + (r / p.nchunks) * AMK_WARPS;
-    return p.w + (int64_t)(p.n_off + t) * p.ldb + (int64_t)(r % p.nchunks) * AMK_RING_TILE_BYTES;
+    return amk_ring_chunk_src_for(p, j, amk_warp());
 }
 
 /* Issue the next chunk of the warp's stream into its slot (issued % STAGES), first moving the
@@ -271,7 +294,7 @@ __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const 
  * first STAGES - 1 chunks of its stream before the first task's wait. Ends with a barrier. */
 __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const int32_t* queue, int32_t len) {
     if (threadIdx.x == 0) {
-        amk_ring_active = amk_dyn_smem_bytes() >= amk_ring_bytes() + 16u;
+        amk_ring_active = amk_ring_fits(amk_dyn_smem_bytes());
         amk_ring_queue = queue;
         amk_ring_len = len;
     }
