@@ -20,7 +20,9 @@ import (
 // that FindNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
 // ($AMK_BUILD_JOBS, default GOMAXPROCS), into $AMK_KERNEL_CACHE when set (a
 // GPU visit warms its cache this way). The variants are ExtremeVariants, or
-// SpotVariants with AMK_KERNEL_VARIANTS=spot. It fails on any compile error
+// SpotVariants with AMK_KERNEL_VARIANTS=spot, or the default variant alone with
+// AMK_KERNEL_VARIANTS=default (a visit's first check that this nvcc builds the
+// kernels at all). It fails on any compile error
 // and on any function (kernel or out-of-line device function) that spills
 // registers, whatever the block size; without an nvcc it is skipped with a
 // message.
@@ -54,9 +56,11 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	switch set := os.Getenv("AMK_KERNEL_VARIANTS"); set {
 	case "spot":
 		variants = SpotVariants()
+	case "default":
+		variants = []kernels.Variant{kernels.DefaultVariant()}
 	case "", "extreme":
 	default:
-		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want spot or extreme", set)
+		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want default, spot or extreme", set)
 	}
 	type result struct {
 		a   *Artifact
