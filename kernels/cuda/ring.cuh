@@ -232,10 +232,7 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 #else
         const int lane = amk_lane();
 #pragma unroll
-        for (int v = 0; v < AMK_RING_VPL; ++v) {
-            const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst + (v * 32 + lane) * 16);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src + (v * 32 + lane) * 16) : "memory");
-        }
+        for (int v = 0; v < AMK_RING_VPL; ++v) amk_cp_async16(dst + (v * 32 + lane) * 16, src + (v * 32 + lane) * 16);
 #endif
         __syncwarp();
         if (amk_lane() == 0) {
@@ -245,7 +242,7 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
         __syncwarp();
     }
 #if !AMK_RING_TMA
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    amk_cp_async_commit();
 #endif
 }
 
@@ -285,7 +282,7 @@ __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const 
 #else
     (void)prog;
     /* Commit groups complete in order; STAGES - 1 groups were committed after this chunk's. */
-    asm volatile("cp.async.wait_group %0;" ::"n"(AMK_RING_STAGES - 1) : "memory");
+    amk_cp_async_wait<AMK_RING_STAGES - 1>();
 #endif
     return amk_ring_base(amk_warp()) + (size_t)slot * AMK_RING_TILE_BYTES;
 }
@@ -333,7 +330,7 @@ __device__ __forceinline__ void amk_ring_finish() {
     const amk_ring_warp& w = amk_ring_state[amk_warp()];
     for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c, nullptr);
 #else
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    amk_cp_async_wait<0>();
 #endif
 }
 
