@@ -72,6 +72,7 @@ struct amk_ring_warp {
     int32_t j;          /* next chunk of it to issue                                */
     uint32_t issued;    /* chunks issued so far (the whole stream)                  */
     uint32_t consumed;  /* chunks consumed so far                                   */
+    int32_t broken;     /* a TMA wait timed out: issue nothing more, wait for nothing */
 };
 
 #if AMK_RING_ON
@@ -208,7 +209,7 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
             amk_ring_advance(prog.instructions, prog.n_instructions, prog.buffers, prog.n_buffers, amk_ops_smem_bytes());
         __syncwarp();
     }
-    if (sh->slot < amk_ring_len) {
+    if (sh->slot < amk_ring_len && !sh->broken) {
         const int warp = amk_warp();
         const int slot = (int)(sh->issued % AMK_RING_STAGES);
         unsigned char* dst = amk_ring_base(warp) + (size_t)slot * AMK_RING_TILE_BYTES;
@@ -248,27 +249,28 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 
 /* Wait until chunk number `c` of the warp's stream has landed; returns its slot.
  *
- * With prog (the consumer), the TMA wait is bounded like a counter wait (sync.cuh): every 16
- * polls it leaves if the launch was aborted, and past the watchdog budget it raises
- * AMK_ABORT_WATCHDOG (counter -1, observed = the chunk, threshold = the chunks issued), so an
- * issuer and a consumer that disagree on a task's chunks end the launch with a diagnosis instead
- * of hanging the GPU. Without prog (amk_ring_finish: only chunks that were issued, which always
- * land) it waits unbounded. */
+ * With prog (the consumer), the TMA wait is bounded by the watchdog budget of a counter wait
+ * (sync.cuh, checked every 16 polls): past it, it raises AMK_ABORT_WATCHDOG (counter -1,
+ * observed = the chunk, threshold = the chunks issued, detail = the slot) and marks the warp's
+ * stream broken, so an issuer and a consumer that disagree on a task's chunks end the launch with
+ * a diagnosis instead of hanging the GPU. A broken stream issues nothing more (re-arming a
+ * barrier whose phase never completed would be undefined) and its later waits return at once.
+ * An abort raised elsewhere does not cut a wait short: an issued chunk always lands, soon, and
+ * leaving before it would let the next issue re-arm its barrier too early. Without prog
+ * (amk_ring_finish) it waits unbounded. */
 __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const amk_program_t* prog) {
     const int slot = (int)(c % AMK_RING_STAGES);
 #if AMK_RING_TMA
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[amk_warp()][slot]);
     const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
-    uint32_t done = 0;
+    uint32_t done = prog && amk_ring_state[amk_warp()].broken;
     uint64_t start = 0;
-    for (uint32_t polls = 1;; ++polls) {
+    for (uint32_t polls = 1; !done; ++polls) {
         asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done)
                      : "r"(bar), "r"(parity)
                      : "memory");
-        if (done) break;
-        if (!prog || (polls & 0xFu) != 0u) continue;
-        if (amk_aborted(*prog)) break;
+        if (done || !prog || (polls & 0xFu) != 0u) continue;
         const uint64_t now = amk_now_ns();
         const uint64_t budget = prog->watchdog_ns ? prog->watchdog_ns : (uint64_t)(AMK_WATCHDOG_NS);
         if (polls == 0x10u) {
@@ -276,6 +278,7 @@ __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const 
         } else if (now - start > budget) {
             amk_raise(*prog, AMK_ABORT_WATCHDOG, -1, AMK_OP_GEMV_TILE, -1, c, amk_ring_state[amk_warp()].issued, slot,
                       now - start);
+            amk_ring_state[amk_warp()].broken = 1;
             break;
         }
     }
@@ -312,6 +315,7 @@ __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const 
         w.j = 0;
         w.issued = 0;
         w.consumed = 0;
+        w.broken = 0;
     }
     __syncwarp();
     for (int k = 0; k < AMK_RING_STAGES - 1; ++k) amk_ring_issue(prog);
