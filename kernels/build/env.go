@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -35,4 +36,30 @@ func CacheDirFromEnv() (string, error) {
 		return "", fmt.Errorf("no kernel cache directory: set %s (%v)", EnvCache, err)
 	}
 	return filepath.Join(base, "amk", "kernels"), nil
+}
+
+// FindNVCC is the nvcc the kernels' nvcc checks use (tests that compile device
+// or host code and skip without one): $AMK_NVCC, else the Debian CUDA 11.8
+// toolkit that scripts/gpu/debian-cuda.sh --nvcc unpacks under the user cache
+// directory ($AMK_CUDA_DEBIAN overrides where), else nvcc on PATH; "" when
+// there is none.
+func FindNVCC() string {
+	if n := strings.TrimSpace(os.Getenv(EnvNVCC)); n != "" {
+		return n
+	}
+	dir := os.Getenv("AMK_CUDA_DEBIAN")
+	if dir == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(base, "amk", "cuda-11.8")
+		}
+	}
+	if dir != "" {
+		if st, err := os.Stat(filepath.Join(dir, "bin", "nvcc")); err == nil && st.Mode()&0o111 != 0 {
+			return filepath.Join(dir, "bin", "nvcc")
+		}
+	}
+	if p, err := exec.LookPath("nvcc"); err == nil {
+		return p
+	}
+	return ""
 }

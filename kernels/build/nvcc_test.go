@@ -6,52 +6,30 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/amk-dev/amk/kernels"
 )
 
-// findNVCC is the nvcc the kernel check uses: $AMK_NVCC, else the Debian
-// CUDA 11.8 toolkit that scripts/gpu/debian-cuda.sh --nvcc unpacks under the
-// user cache directory, else nvcc on PATH; "" when there is none.
-func findNVCC() string {
-	if n := strings.TrimSpace(os.Getenv(EnvNVCC)); n != "" {
-		return n
-	}
-	dir := os.Getenv("AMK_CUDA_DEBIAN")
-	if dir == "" {
-		if base, err := os.UserCacheDir(); err == nil {
-			dir = filepath.Join(base, "amk", "cuda-11.8")
-		}
-	}
-	if dir != "" {
-		if st, err := os.Stat(filepath.Join(dir, "bin", "nvcc")); err == nil && st.Mode()&0o111 != 0 {
-			return filepath.Join(dir, "bin", "nvcc")
-		}
-	}
-	if p, err := exec.LookPath("nvcc"); err == nil {
-		return p
-	}
-	return ""
-}
-
 // TestKernelsCompileWithoutSpills compiles kernel variants with the nvcc
-// that findNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
+// that FindNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
 // ($AMK_BUILD_JOBS, default GOMAXPROCS), into $AMK_KERNEL_CACHE when set (a
 // GPU visit warms its cache this way). The variants are ExtremeVariants, or
-// SpotVariants with AMK_KERNEL_VARIANTS=spot. It fails on any compile error
+// SpotVariants with AMK_KERNEL_VARIANTS=spot, or the default variant alone with
+// AMK_KERNEL_VARIANTS=default (a visit's first check that this nvcc builds the
+// kernels at all). It fails on any compile error
 // and on any function (kernel or out-of-line device function) that spills
 // registers, whatever the block size; without an nvcc it is skipped with a
 // message.
 func TestKernelsCompileWithoutSpills(t *testing.T) {
-	nvcc := findNVCC()
+	nvcc := FindNVCC()
 	if nvcc == "" {
 		t.Skip("no nvcc: set AMK_NVCC, put nvcc on PATH, or run scripts/gpu/debian-cuda.sh --nvcc (Debian's CUDA 11.8) to compile the kernels in make test")
 	}
@@ -70,7 +48,12 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	tc := ToolchainFromEnv()
 	tc.NVCC = nvcc
 	b := &Builder{Toolchain: tc, Dir: cache}
-	version, err := b.ToolchainVersion(context.Background())
+	// A visit bounds this test with timeout(1), which signals the test
+	// binary: cancel the builds then, so that their nvcc process groups are
+	// killed instead of outliving the step and competing with the next one.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	version, err := b.ToolchainVersion(ctx)
 	if err != nil {
 		t.Fatalf("%s does not run: %v", nvcc, err)
 	}
@@ -80,9 +63,11 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	switch set := os.Getenv("AMK_KERNEL_VARIANTS"); set {
 	case "spot":
 		variants = SpotVariants()
+	case "default":
+		variants = []kernels.Variant{kernels.DefaultVariant()}
 	case "", "extreme":
 	default:
-		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want spot or extreme", set)
+		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want default, spot or extreme", set)
 	}
 	type result struct {
 		a   *Artifact
@@ -99,13 +84,17 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			start := time.Now()
-			a, err := b.Build(context.Background(), Request{Arch: arch, Variant: v})
+			a, err := b.Build(ctx, Request{Arch: arch, Variant: v})
 			results[i] = result{a, err, time.Since(start)}
 		}()
 	}
 	wg.Wait()
 	for i, r := range results {
 		name := variants[i].String()
+		if r.err != nil && ctx.Err() != nil {
+			t.Errorf("%s: not built: the test was cancelled by a signal", name)
+			continue
+		}
 		if r.err != nil {
 			var ce *CompileError
 			if errors.As(r.err, &ce) {

@@ -107,7 +107,7 @@ __device__ __forceinline__ bool amk_trap(const amk_program_t& prog, int32_t code
 }
 
 /* ---- typed element access ---------------------------------------------------------------------- */
-__device__ __forceinline__ bool amk_is_float(int32_t dt) {
+__host__ __device__ __forceinline__ bool amk_is_float(int32_t dt) {
     return dt == AMK_F32 || dt == AMK_F16 || dt == AMK_BF16;
 }
 __device__ __forceinline__ bool amk_is_int(int32_t dt) {

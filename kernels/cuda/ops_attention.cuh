@@ -27,9 +27,11 @@ __device__ __forceinline__ float amk_attn_corr(float m_old, float m_new) {
     return m_old == -CUDART_INF_F ? 0.f : expf(m_old - m_new);
 }
 
+/* K and Vc are not __restrict__: KV_APPEND (or a fused append) writes the cache in this launch,
+ * and a const __restrict__ pointer would let the compiler read it through the non-coherent path. */
 template <typename T>
-__device__ __forceinline__ void amk_attn_head(const float (&qr)[AMK_ATTN_SLOTS], const T* __restrict__ K,
-                                              const T* __restrict__ Vc, int64_t base, int64_t row, int kv_len, int hd,
+__device__ __forceinline__ void amk_attn_head(const float (&qr)[AMK_ATTN_SLOTS], const T* K,
+                                              const T* Vc, int64_t base, int64_t row, int kv_len, int hd,
                                               float scale, float (&acc)[AMK_ATTN_SLOTS], float& m, float& l) {
     const int lane = amk_lane();
 #pragma unroll

@@ -31,10 +31,26 @@
 /* The per-tile cp.async ring; the streaming ring (ring.cuh, AMK_RING_STAGES > 0) replaces it, and
  * the tiles the streaming ring cannot take then use the register path. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && AMK_GEMV_CPASYNC && AMK_RING_STAGES == 0
-#include <cuda_pipeline.h>
 #define AMK_HAVE_CPASYNC 1
 #else
 #define AMK_HAVE_CPASYNC 0
+#endif
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* cp.async (sm_80+) for both rings: one 16-byte global -> shared copy that bypasses L1, the
+ * commit of the thread's copies so far as one group, and the wait until at most N of its groups
+ * are pending. The PTX <cuda_pipeline.h> emits for 16-byte copies, written here with memory
+ * clobbers (the header's commit and wait have none, so the compiler could move shared loads
+ * across them) and without the header, which newer toolkits need not ship. */
+__device__ __forceinline__ void amk_cp_async16(void* dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
+                 : "memory");
+}
+__device__ __forceinline__ void amk_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void amk_cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
 #endif
 
 #define AMK_CPA_CHUNK_BYTES 512 /* one 16-byte vector per lane */
@@ -117,7 +133,7 @@ struct amk_fused_shape {
     int n_in;     /* inputs: [x | gate, up][, norm_w], W[, residual][, pos] */
 };
 
-__device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
+__host__ __device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) {
     switch (pat) {
         case AMK_FUSED_GEMV_ADD:              return {0, 1, 3};
         case AMK_FUSED_NORM_GEMV:             return {1, 0, 3};
@@ -132,6 +148,9 @@ __device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int32_t pat) 
         default:                              return {-1, -1, 0};
     }
 }
+
+/* Bytes of the fp32 x cache of a K-long row (kernels.gemvXBytes in Go). */
+__host__ __device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
 
 #include "ring.cuh"
 
@@ -161,21 +180,21 @@ __device__ __forceinline__ void amk_gemv_cpasync(const float* __restrict__ xs, c
         for (int c = 0; c < C; ++c)
             if (c < cols) {
                 const uint4* src = reinterpret_cast<const uint4*>(W + (int64_t)(n_off + t + c) * ldw) + (int64_t)ci * 32 + lane;
-                __pipeline_memcpy_async(st + (c * 32 + lane) * 16, src, 16);
+                amk_cp_async16(st + (c * 32 + lane) * 16, src);
             }
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < total) issue(s);
-        __pipeline_commit();
+        amk_cp_async_commit();
     }
     float acc[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[c] = 0.f;
     for (int j = 0; j < total; ++j) {
         if (j + STAGES - 1 < total) issue(j + STAGES - 1);
-        __pipeline_commit();
-        __pipeline_wait_prior(STAGES - 1);
+        amk_cp_async_commit();
+        amk_cp_async_wait<STAGES - 1>();
         const int t = first + (j / nchunks) * step, ci = j % nchunks;
         const int cols = min(C, N_tile - t);
         const unsigned char* st = ring + (size_t)(j % STAGES) * C * AMK_CPA_CHUNK_BYTES;
@@ -208,7 +227,7 @@ __device__ __forceinline__ void amk_gemv_cpasync(const float* __restrict__ xs, c
             }
         }
     }
-    __pipeline_wait_prior(0);
+    amk_cp_async_wait<0>();
 }
 #endif
 
@@ -277,14 +296,16 @@ __device__ __forceinline__ void amk_gemv_generic_row(const amk_buffer_t& x, int6
  * One x row into the fp32 x cache. The dtype is resolved once per row (not per element); an
  * aligned row moves in 16-byte vectors, each thread issuing AMK_STAGE_UNROLL loads before its
  * first store, so several loads per thread are in flight. Activations are written by other SMs
- * in this launch: plain (coherent) loads after the wait's acquire, never the read-only path. */
+ * in this launch: plain (coherent) loads after the wait's acquire, never the read-only path. So
+ * the source is not __restrict__: a const __restrict__ pointer lets the compiler load through the
+ * non-coherent path (ld.global.nc), which may return a line cached before the producer's store. */
 #define AMK_STAGE_UNROLL 2
 
 template <typename T>
-__device__ __forceinline__ void amk_stage_typed(const T* __restrict__ src, int K, float* __restrict__ xs) {
+__device__ __forceinline__ void amk_stage_typed(const T* src, int K, float* __restrict__ xs) {
     constexpr int V = amk_vec<T>::N;
     const int nvec = ((uintptr_t)src & 15) == 0 ? K / V : 0;
-    const uint4* __restrict__ vsrc = reinterpret_cast<const uint4*>(src);
+    const uint4* vsrc = reinterpret_cast<const uint4*>(src);
     for (int v0 = threadIdx.x; v0 < nvec; v0 += AMK_THREADS * AMK_STAGE_UNROLL) {
         uint4 r[AMK_STAGE_UNROLL];
 #pragma unroll
@@ -318,8 +339,7 @@ __device__ __forceinline__ void amk_stage_x(const amk_buffer_t& x, int64_t base,
     }
 }
 
-/* Shared-memory budget of one GEMV tile (mirrors kernels.gemvSmemBytes in Go). */
-__device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
+/* Bytes of the per-tile cp.async ring of a block (kernels.gemvRingBytes in Go). */
 __device__ __forceinline__ uint32_t amk_gemv_ring_bytes() {
     return (uint32_t)AMK_WARPS * AMK_GEMV_CPA_STAGES * AMK_GEMV_CPASYNC_COLS * AMK_CPA_CHUNK_BYTES;
 }

@@ -29,6 +29,7 @@
 #define AMK_RING_CUH
 
 #include "common.cuh"
+#include "sync.cuh"
 
 #if AMK_RING_STAGES > 0 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define AMK_RING_ON 1
@@ -44,9 +45,12 @@
 #if (AMK_RING_TILE_BYTES % 512) != 0 || AMK_RING_TILE_BYTES <= 0
 #error "AMK_RING_TILE_BYTES must be a positive multiple of 512"
 #endif
+#if AMK_RING_STAGES > 32
+#error "AMK_RING_STAGES must be at most 32 (one thread per warp slot initialises the slot mbarriers)"
+#endif
 #define AMK_RING_VPL (AMK_RING_TILE_BYTES / 512) /* 16-byte vectors per lane per chunk */
 
-/* Bytes of the ring of one block (0 when it is off). Mirrors kernels.ringBytes in Go. */
+/* Bytes of the ring of one block (0 when it is off). Mirrors kernels.RingBytes in Go. */
 __host__ __device__ constexpr uint32_t amk_ring_bytes() {
     return AMK_RING_STAGES > 0 ? (uint32_t)AMK_WARPS * AMK_RING_STAGES * AMK_RING_TILE_BYTES : 0u;
 }
@@ -68,6 +72,7 @@ struct amk_ring_warp {
     int32_t j;          /* next chunk of it to issue                                */
     uint32_t issued;    /* chunks issued so far (the whole stream)                  */
     uint32_t consumed;  /* chunks consumed so far                                   */
+    int32_t broken;     /* a TMA wait timed out: issue nothing more, wait for nothing */
 };
 
 #if AMK_RING_ON
@@ -80,26 +85,26 @@ __shared__ __align__(8) uint64_t amk_ring_bar[AMK_WARPS][AMK_RING_STAGES];
 #endif
 #endif
 
-/* Dynamic shared memory the ops may use (everything below the ring). */
-__device__ __forceinline__ uint32_t amk_ops_smem_bytes() {
-#if AMK_RING_ON
-    if (amk_ring_active) return (amk_dyn_smem_bytes() - amk_ring_bytes()) & ~15u;
-#endif
-    return amk_dyn_smem_bytes();
+/* ---- the ring's plan: pure functions of the launch and the instruction, __host__ __device__ so
+ * that kernels/gpu's host test runs them on the marshalled tables of real programs. ---------- */
+
+/* The ring is active when the launch's dynamic shared memory holds it (and 16 bytes below it). */
+__host__ __device__ __forceinline__ bool amk_ring_fits(uint32_t dyn_smem) {
+    return amk_ring_bytes() > 0u && dyn_smem >= amk_ring_bytes() + 16u;
 }
 
-#if AMK_RING_ON
-__device__ __forceinline__ unsigned char* amk_ring_base(int warp) {
-    return amk_dyn_smem + ((amk_dyn_smem_bytes() - amk_ring_bytes()) & ~15u) +
-           (size_t)warp * AMK_RING_STAGES * AMK_RING_TILE_BYTES;
+/* Offset of the ring in the dynamic shared memory: everything below it is the ops' share. */
+__host__ __device__ __forceinline__ uint32_t amk_ring_offset(uint32_t dyn_smem) {
+    return (dyn_smem - amk_ring_bytes()) & ~15u;
 }
 
-/* The ring plan of instruction `inst` for the calling warp; false when the task does not stream
+/* The ring plan of instruction `inst` for warp `warp`; false when the task does not stream
  * through the ring. Every condition the consumer needs is checked here (and bounds, so that no
  * copy ever reads outside the weight buffer, even for a task that will trap). `ops_smem` is
  * amk_ops_smem_bytes() of the launch. */
-__device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32_t n_bufs, const amk_instruction_t& inst,
-                                                 uint32_t ops_smem, amk_ring_plan* plan) {
+__host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* bufs, int32_t n_bufs,
+                                                           const amk_instruction_t& inst, uint32_t ops_smem, int warp,
+                                                           amk_ring_plan* plan) {
     plan->total = 0;
     const int32_t op = inst.op;
     int wi = 1, collect = 0;
@@ -126,12 +131,11 @@ __device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32
     const int esz = W.dtype == AMK_F32 ? 4 : 2;
     const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
     if (ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw || ((uintptr_t)W.ptr & 15) || ((ldw * esz) & 15)) return false;
-    const uint32_t xb = (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16);
-    const uint32_t tb = collect ? (uint32_t)(((int64_t)N_tile * 4 + 15) / 16 * 16) : 0u;
+    const uint32_t xb = amk_gemv_x_bytes(K);
+    const uint32_t tb = collect ? amk_gemv_x_bytes(N_tile) : 0u;
     if (xb + tb > ops_smem) return false;
     const int nchunks = (int)(((int64_t)K * esz) / AMK_RING_TILE_BYTES);
     if (nchunks < 1) return false;
-    const int warp = amk_warp();
     plan->w = (const char*)W.ptr;
     plan->ldb = ldw * esz;
     plan->n_off = n_off;
@@ -139,6 +143,33 @@ __device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32
     plan->nchunks = nchunks;
     plan->total = (int32_t)(xnumel / K) * plan->rows * nchunks;
     return true;
+}
+
+/* Global address of chunk j of warp `warp`'s plan (x row m is j / (rows * nchunks): the same
+ * bytes again). */
+__host__ __device__ __forceinline__ const char* amk_ring_chunk_src_for(const amk_ring_plan& p, int32_t j, int warp) {
+    const int32_t r = j % (p.rows * p.nchunks);
+    const int32_t t = warp + (r / p.nchunks) * AMK_WARPS;
+    return p.w + (int64_t)(p.n_off + t) * p.ldb + (int64_t)(r % p.nchunks) * AMK_RING_TILE_BYTES;
+}
+
+/* Dynamic shared memory the ops may use (everything below the ring). */
+__device__ __forceinline__ uint32_t amk_ops_smem_bytes() {
+#if AMK_RING_ON
+    if (amk_ring_active) return amk_ring_offset(amk_dyn_smem_bytes());
+#endif
+    return amk_dyn_smem_bytes();
+}
+
+#if AMK_RING_ON
+__device__ __forceinline__ unsigned char* amk_ring_base(int warp) {
+    return amk_dyn_smem + amk_ring_offset(amk_dyn_smem_bytes()) + (size_t)warp * AMK_RING_STAGES * AMK_RING_TILE_BYTES;
+}
+
+/* amk_ring_plan_for the calling warp. */
+__device__ __forceinline__ bool amk_ring_plan_of(const amk_buffer_t* bufs, int32_t n_bufs, const amk_instruction_t& inst,
+                                                 uint32_t ops_smem, amk_ring_plan* plan) {
+    return amk_ring_plan_for(bufs, n_bufs, inst, ops_smem, amk_warp(), plan);
 }
 
 /* Lane 0 moves the warp's issue cursor (shared) to the next queue slot whose task has ring chunks
@@ -162,11 +193,8 @@ __device__ __noinline__ void amk_ring_advance(const amk_instruction_t* insts, in
     s->j = 0;
 }
 
-/* Global address of chunk j of a plan (x row m is j / (rows * nchunks): the same bytes again). */
 __device__ __forceinline__ const char* amk_ring_chunk_src(const amk_ring_plan& p, int32_t j) {
-    const int32_t r = j % (p.rows * p.nchunks);
-    const int32_t t = amk_warp() + (r / p.nchunks) * AMK_WARPS;
-    return p.w + (int64_t)(p.n_off + t) * p.ldb + (int64_t)(r % p.nchunks) * AMK_RING_TILE_BYTES;
+    return amk_ring_chunk_src_for(p, j, amk_warp());
 }
 
 /* Issue the next chunk of the warp's stream into its slot (issued % STAGES), first moving the
@@ -182,13 +210,18 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
             amk_ring_advance(prog.instructions, prog.n_instructions, prog.buffers, prog.n_buffers, amk_ops_smem_bytes());
         __syncwarp();
     }
-    if (sh->slot < amk_ring_len) {
+    if (sh->slot < amk_ring_len && !sh->broken) {
         const int warp = amk_warp();
         const int slot = (int)(sh->issued % AMK_RING_STAGES);
         unsigned char* dst = amk_ring_base(warp) + (size_t)slot * AMK_RING_TILE_BYTES;
         const char* src = amk_ring_chunk_src(sh->plan, sh->j);
 #if AMK_RING_TMA
-        __syncwarp(); /* every lane has finished reading the slot (it held chunk issued - STAGES) */
+        /* The slot held chunk issued - STAGES, which every lane read through the generic proxy;
+         * the copy engine writes it through the async proxy. Each reading lane orders its reads
+         * before the copy with a proxy fence, then the warp barrier hands them to lane 0 (the
+         * pattern the PTX memory model asks for when two proxies touch the same bytes). */
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncwarp();
         if (amk_lane() == 0) {
             const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[warp][slot]);
             const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
@@ -201,10 +234,7 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 #else
         const int lane = amk_lane();
 #pragma unroll
-        for (int v = 0; v < AMK_RING_VPL; ++v) {
-            const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst + (v * 32 + lane) * 16);
-            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src + (v * 32 + lane) * 16) : "memory");
-        }
+        for (int v = 0; v < AMK_RING_VPL; ++v) amk_cp_async16(dst + (v * 32 + lane) * 16, src + (v * 32 + lane) * 16);
 #endif
         __syncwarp();
         if (amk_lane() == 0) {
@@ -214,25 +244,49 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
         __syncwarp();
     }
 #if !AMK_RING_TMA
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    amk_cp_async_commit();
 #endif
 }
 
-/* Wait until chunk number `c` of the warp's stream has landed; returns its slot. */
-__device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c) {
+/* Wait until chunk number `c` of the warp's stream has landed; returns its slot.
+ *
+ * With prog (the consumer), the TMA wait is bounded by the watchdog budget of a counter wait
+ * (sync.cuh, checked every 16 polls): past it, it raises AMK_ABORT_WATCHDOG (counter -1,
+ * observed = the chunk, threshold = the chunks issued, detail = the slot) and marks the warp's
+ * stream broken, so an issuer and a consumer that disagree on a task's chunks end the launch with
+ * a diagnosis instead of hanging the GPU. A broken stream issues nothing more (re-arming a
+ * barrier whose phase never completed would be undefined) and its later waits return at once.
+ * An abort raised elsewhere does not cut a wait short: an issued chunk always lands, soon, and
+ * leaving before it would let the next issue re-arm its barrier too early. Without prog
+ * (amk_ring_finish) it waits unbounded. */
+__device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const amk_program_t* prog) {
     const int slot = (int)(c % AMK_RING_STAGES);
 #if AMK_RING_TMA
     const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[amk_warp()][slot]);
     const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
-    uint32_t done = 0;
-    while (!done)
+    uint32_t done = prog && amk_ring_state[amk_warp()].broken;
+    uint64_t start = 0;
+    for (uint32_t polls = 1; !done; ++polls) {
         asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
                      : "=r"(done)
                      : "r"(bar), "r"(parity)
                      : "memory");
+        if (done || !prog || (polls & 0xFu) != 0u) continue;
+        const uint64_t now = amk_now_ns();
+        const uint64_t budget = prog->watchdog_ns ? prog->watchdog_ns : (uint64_t)(AMK_WATCHDOG_NS);
+        if (polls == 0x10u) {
+            start = now;
+        } else if (now - start > budget) {
+            amk_raise(*prog, AMK_ABORT_WATCHDOG, -1, AMK_OP_GEMV_TILE, -1, c, amk_ring_state[amk_warp()].issued, slot,
+                      now - start);
+            amk_ring_state[amk_warp()].broken = 1;
+            break;
+        }
+    }
 #else
+    (void)prog;
     /* Commit groups complete in order; STAGES - 1 groups were committed after this chunk's. */
-    asm volatile("cp.async.wait_group %0;" ::"n"(AMK_RING_STAGES - 1) : "memory");
+    amk_cp_async_wait<AMK_RING_STAGES - 1>();
 #endif
     return amk_ring_base(amk_warp()) + (size_t)slot * AMK_RING_TILE_BYTES;
 }
@@ -241,7 +295,7 @@ __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c) {
  * first STAGES - 1 chunks of its stream before the first task's wait. Ends with a barrier. */
 __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const int32_t* queue, int32_t len) {
     if (threadIdx.x == 0) {
-        amk_ring_active = amk_dyn_smem_bytes() >= amk_ring_bytes() + 16u;
+        amk_ring_active = amk_ring_fits(amk_dyn_smem_bytes());
         amk_ring_queue = queue;
         amk_ring_len = len;
     }
@@ -262,6 +316,7 @@ __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const 
         w.j = 0;
         w.issued = 0;
         w.consumed = 0;
+        w.broken = 0;
     }
     __syncwarp();
     for (int k = 0; k < AMK_RING_STAGES - 1; ++k) amk_ring_issue(prog);
@@ -278,9 +333,9 @@ __device__ __forceinline__ void amk_ring_finish() {
     if (!amk_ring_active) return;
 #if AMK_RING_TMA
     const amk_ring_warp& w = amk_ring_state[amk_warp()];
-    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c);
+    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c, nullptr);
 #else
-    asm volatile("cp.async.wait_all;" ::: "memory");
+    amk_cp_async_wait<0>();
 #endif
 }
 
@@ -305,7 +360,7 @@ __device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, con
         for (int ci = 0; ci < nchunks; ++ci) {
             amk_ring_issue(prog);
             const uint32_t c = sh->consumed;
-            const unsigned char* st = amk_ring_wait(c);
+            const unsigned char* st = amk_ring_wait(c, &prog);
 #pragma unroll
             for (int v = 0; v < AMK_RING_VPL; ++v) {
                 float f[V];

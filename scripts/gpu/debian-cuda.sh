@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# debian-cuda.sh [--nvcc] [--print-dir]
+# debian-cuda.sh [--nvcc] [--ptxas12] [--print-dir]
 #
 # Fetches CUDA 11.8 from Debian bookworm's non-free component into a private
 # directory, without installing anything and without touching /etc/apt:
@@ -10,6 +10,10 @@
 #                      (gorgonia.org/cu does not compile against CUDA 13 headers)
 #   --nvcc:            the whole device compiler, run through $DIR/bin/nvcc (a
 #                      wrapper that sets the library path and the host compiler)
+#   --ptxas12:         only ptxas, cuobjdump and nvdisasm of CUDA 12.4, from
+#                      Debian trixie's nvidia-cuda-toolkit (87 MB), into
+#                      $DIR/ptxas-12 (printed): what scripts/gpu/tma-check.sh
+#                      assembles the TMA path with
 #
 # DIR is $AMK_CUDA_DEBIAN, default ${XDG_CACHE_HOME:-$HOME/.cache}/amk/cuda-11.8
 # (where kernels' nvcc check and `make gpu-bin` look). Re-running is cheap: each
@@ -21,19 +25,21 @@
 set -euo pipefail
 
 want_nvcc=0
+want_ptxas=0
 for a in "$@"; do
 	case "$a" in
 	--nvcc) want_nvcc=1 ;;
+	--ptxas12) want_ptxas=1 ;;
 	--print-dir)
 		echo "${AMK_CUDA_DEBIAN:-${XDG_CACHE_HOME:-$HOME/.cache}/amk/cuda-11.8}"
 		exit 0
 		;;
 	-h | --help)
-		sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
-		echo "debian-cuda.sh: unknown argument $a (want --nvcc, --print-dir)" >&2
+		echo "debian-cuda.sh: unknown argument $a (want --nvcc, --ptxas12, --print-dir)" >&2
 		exit 2
 		;;
 	esac
@@ -43,7 +49,12 @@ DIR="${AMK_CUDA_DEBIAN:-${XDG_CACHE_HOME:-$HOME/.cache}/amk/cuda-11.8}"
 mkdir -p "$DIR"
 headers_done="$DIR/.headers-done"
 nvcc_done="$DIR/.nvcc-done"
-if [ -f "$headers_done" ] && { [ "$want_nvcc" = 0 ] || [ -f "$nvcc_done" ]; }; then
+ptxas_dir="$DIR/ptxas-12"
+if [ "$want_ptxas" = 1 ] && [ -x "$ptxas_dir/ptxas" ] && [ -x "$ptxas_dir/nvdisasm" ]; then
+	echo "$ptxas_dir"
+	exit 0
+fi
+if [ "$want_ptxas" = 0 ] && [ -f "$headers_done" ] && { [ "$want_nvcc" = 0 ] || [ -f "$nvcc_done" ]; }; then
 	echo "$DIR"
 	exit 0
 fi
@@ -76,18 +87,31 @@ mkdir -p "$work/lists/partial" "$work/cache/archives/partial" "$work/parts" "$wo
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 signed=""
 [ -f "$keyring" ] && signed="[signed-by=$keyring] "
+suite=bookworm
+[ "$want_ptxas" = 1 ] && suite=trixie
 cat >"$work/sources.list" <<EOF
-deb ${signed}$mirror bookworm main non-free
+deb ${signed}$mirror $suite main non-free
 EOF
 apt_opts=(-o "Dir::Etc::SourceList=$work/sources.list" -o "Dir::Etc::SourceParts=$work/parts"
 	-o "Dir::State::Lists=$work/lists" -o "Dir::Cache=$work/cache" -o Debug::NoLocking=1 -qq)
 # As root, apt downloads as the _apt user, which cannot write into $work.
 [ "$(id -u)" = 0 ] && apt_opts+=(-o APT::Sandbox::User=root)
-echo "debian-cuda.sh: reading the package index of $mirror (bookworm main non-free)" >&2
+echo "debian-cuda.sh: reading the package index of $mirror ($suite main non-free)" >&2
 apt-get "${apt_opts[@]}" update >&2
 
 fetch() { (cd "$work/debs" && apt-get "${apt_opts[@]}" download "$@" >&2); }
 deb() { ls "$work"/debs/"$1"_*.deb; }
+
+if [ "$want_ptxas" = 1 ]; then
+	echo "debian-cuda.sh: downloading nvidia-cuda-toolkit of trixie (CUDA 12.4: ptxas, cuobjdump, nvdisasm)" >&2
+	fetch nvidia-cuda-toolkit
+	mkdir -p "$work/x" "$ptxas_dir"
+	dpkg-deb --fsys-tarfile "$(deb nvidia-cuda-toolkit)" | tar -x -C "$work/x" ./usr/bin/ptxas ./usr/bin/cuobjdump ./usr/bin/nvdisasm
+	mv "$work/x/usr/bin/ptxas" "$work/x/usr/bin/cuobjdump" "$work/x/usr/bin/nvdisasm" "$ptxas_dir/"
+	"$ptxas_dir/ptxas" --version >&2
+	echo "$ptxas_dir"
+	exit 0
+fi
 
 echo "debian-cuda.sh: downloading nvidia-cuda-dev (CUDA 11.8 headers and stubs, 774 MB)" >&2
 fetch nvidia-cuda-dev

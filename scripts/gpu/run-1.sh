@@ -5,6 +5,9 @@
 #   scripts/gpu/run-1.sh        # about 9 minutes; writes $OUT/run-1.tar.gz
 #
 # 1. env: nvidia-smi, nvcc, libcuda.so.1 resolution (ldd), tool versions.
+#    compile: the default kernel variant alone with the machine's nvcc; if it
+#    does not build, the visit stops here (about a minute in) with nvcc's
+#    errors printed last (lib.sh compile_gate).
 # 2. warmup: every spot variant of the kernels built in parallel on all
 #    cores into the visit's AMK_KERNEL_CACHE (nvcc's resource report; a
 #    spill or a C++ error with the device's nvcc fails this step only).
@@ -25,9 +28,10 @@ cd "$(dirname "$0")/../.." || exit 2
 . scripts/gpu/lib.sh
 visit_start run-1 500
 
-step env 60 bash -c 'nvidia-smi; echo; nvcc --version; echo; ldd bin/amkctl bin/gpu.test; echo; nproc; free -g; df -h /tmp;
+step env 60 bash -c 'nvidia-smi; echo; nvcc --version; echo; ldd $BIN/amkctl $BIN/gpu.test; echo; nproc; free -g; df -h /tmp;
   python3 -c "import torch, transformers; print(\"torch\", torch.__version__, \"transformers\", transformers.__version__)";
   ncu --version | tail -1'
+compile_gate
 step warmup 200 env AMK_NVCC_ARCH="$ARCH" AMK_KERNEL_VARIANTS=spot AMK_BUILD_JOBS="$(nproc)" \
 	build.test -test.run TestKernelsCompileWithoutSpills -test.v -test.timeout 195s
 step launch 90 launch.test -test.run CUDA -test.v -test.timeout 85s

@@ -6,6 +6,8 @@
 #
 # In priority order, each step bounded (what does not fit is recorded as
 # skipped):
+#  compile      the default kernel variant alone; the visit stops here if it
+#               does not build with the machine's nvcc (lib.sh compile_gate)
 #  warmup       every spot kernel variant built in parallel (a fresh machine
 #               has an empty AMK_KERNEL_CACHE)
 #  copy-bw      the device's device-to-device copy bandwidth (copy_bw.py)
@@ -27,7 +29,8 @@ visit_start run-2 500
 POS=${POS:-32}
 case "$TARGET" in h200) HBM=4800 ;; *) HBM=3350 ;; esac
 
-step env 30 bash -c 'nvidia-smi; nvcc --version | tail -2; ldd bin/amkctl | grep -i cuda'
+step env 30 bash -c 'nvidia-smi; nvcc --version | tail -2; ldd $BIN/amkctl | grep -i cuda'
+compile_gate
 step warmup 150 env AMK_NVCC_ARCH="$ARCH" AMK_KERNEL_VARIANTS=spot AMK_BUILD_JOBS="$(nproc)" \
 	build.test -test.run TestKernelsCompileWithoutSpills -test.v -test.timeout 145s
 step copy-bw 60 bash -c "python3 scripts/gpu/copy_bw.py > $R/copy-bw.json"

@@ -1,0 +1,218 @@
+package gpu
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/kernels"
+	"github.com/amk-dev/amk/kernels/build"
+	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
+)
+
+// ringplanHost is the host harness over kernels/cuda/ring.cuh's plan
+// functions (its header comment lists what it checks).
+//
+//go:embed testdata/ringplan_host.cu
+var ringplanHost []byte
+
+// TestRingPlanOnTheHost runs the streaming weight ring's plan, the device's
+// own __host__ __device__ functions compiled for the host by nvcc, over the
+// marshalled tables of toy, small and llama-1b at the device default and
+// fully fused (h100, B = 1), with the ring at 8 x 1 KiB and 12 x 2 KiB and the
+// dynamic shared memory kernels.PlanSmem gives the launch. The harness checks
+// the issuer and the consumer agree chunk by chunk; this test checks the
+// device agrees with the Go side: the ring's size is kernels.RingBytes, every
+// fp projection tile with a whole chunk per row whose x cache (and RoPE/append
+// tile) PlanSmem provisioned rides the ring, with M x N_tile x chunks-per-row
+// chunks, and no other task does. Without an nvcc it is skipped with a
+// message, like TestKernelsCompileWithoutSpills.
+func TestRingPlanOnTheHost(t *testing.T) {
+	nvcc := build.FindNVCC()
+	if nvcc == "" {
+		t.Skip("no nvcc: set AMK_NVCC, put nvcc on PATH, or run scripts/gpu/debian-cuda.sh --nvcc (Debian's CUDA 11.8) to run the ring's plan on the host")
+	}
+	src := t.TempDir()
+	if err := os.CopyFS(src, kernels.Sources()); err != nil {
+		t.Fatal(err)
+	}
+	harness := filepath.Join(src, "ringplan_host.cu")
+	if err := os.WriteFile(harness, ringplanHost, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := ir.Target("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ring := range [][2]int64{{8, 1024}, {12, 2048}} {
+		v := kernels.DefaultVariant()
+		v["ring_stages"], v["ring_tile"] = ring[0], ring[1]
+		exe := compileRingHarness(t, nvcc, src, harness, v)
+		for _, name := range []string{"toy", "small", "llama-1b"} {
+			cfg, err := model.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pt := range []struct {
+				name  string
+				point schedule.Point
+			}{{"device-default", schedule.DeviceDefault()}, {"fully-fused", schedule.FullyFused()}} {
+				label := fmt.Sprintf("%s %s ring %dx%d", name, pt.name, ring[0], ring[1])
+				prog, err := schedule.Lower(cfg, tg, pt.point, schedule.LowerOptions{Pos: 5, B: 1})
+				if err != nil {
+					t.Fatalf("%s: %v", label, err)
+				}
+				if riders := checkRingPlan(t, label, exe, prog, v, tg.SmemBytesPerBlockOptin); riders == 0 && name != "toy" {
+					t.Errorf("%s: no task rides the ring; the check is vacuous", label)
+				}
+			}
+		}
+	}
+}
+
+// compileRingHarness builds the harness for one variant (its -D knobs) and
+// returns the executable.
+func compileRingHarness(t *testing.T, nvcc, src, harness string, v kernels.Variant) string {
+	t.Helper()
+	defines, err := v.Defines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "ringplan_host")
+	args := append(append([]string{}, build.ToolchainFromEnv().HostArgs...),
+		"-std=c++17", "-O1", "-arch=sm_80", "--cudart", "none", "-I", filepath.Join(src, "cuda"), "-o", exe, harness)
+	out, err := exec.Command(nvcc, append(args, defines...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", nvcc, strings.Join(defines, " "), err, out)
+	}
+	return exe
+}
+
+// checkRingPlan marshals prog as the launcher does (fake, 256-byte aligned
+// device addresses), runs the harness on it and compares its verdict per
+// task with the Go side's; it returns how many tasks ride the ring.
+func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.Variant, optin int) int {
+	t.Helper()
+	plan, err := kernels.PlanSmem(prog, v, optin)
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	tables, err := kernels.MarshalProgram(prog, kernels.MarshalOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	next := uint64(1) << 40
+	tables.BindArena(next)
+	next += uint64(tables.ArenaBytes+255) &^ 255
+	for id, off := range tables.ArenaOffset {
+		if off >= 0 {
+			continue
+		}
+		if err := tables.SetBufferPointer(id, next); err != nil {
+			t.Fatal(err)
+		}
+		next += uint64(prog.Buffers[id].NBytes()+255) &^ 255
+	}
+	dir := t.TempDir()
+	for name, data := range map[string][]byte{"buffers.bin": tables.Buffers, "instructions.bin": tables.Instructions,
+		"queue_flat.bin": tables.QueueFlat, "queue_off.bin": tables.QueueOff, "queue_len.bin": tables.QueueLen} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ringBytes := kernels.RingBytes(v)
+	out, err := exec.Command(exe, dir, strconv.Itoa(plan.Bytes), strconv.FormatInt(ringBytes, 10),
+		strconv.Itoa(tables.NBuffers), strconv.Itoa(tables.NInstructions), strconv.Itoa(tables.NumQueues)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: the harness failed (%v):\n%s", label, err, failLines(out))
+	}
+	ops := (int64(plan.Bytes) - ringBytes) &^ 15
+	tile := v["ring_tile"]
+	riders, seen := 0, map[int]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var id, on int
+		var chunks int64
+		if n, _ := fmt.Sscanf(line, "task %d ring %d chunks %d", &id, &on, &chunks); n != 3 {
+			continue
+		}
+		seen[id] = true
+		task := &prog.Tasks[id]
+		want, wantChunks := ringExpectation(prog, task, ops, tile)
+		if (on == 1) != want || chunks != wantChunks {
+			t.Errorf("%s: task %s: the device plan says ring=%d with %d chunks, the Go side expects ring=%v with %d (ops share %d bytes, PlanSmem %d, notes %v)",
+				label, task.Describe(), on, chunks, want, wantChunks, ops, plan.Bytes, plan.Notes)
+		}
+		riders += on
+	}
+	if len(seen) != len(prog.Tasks) {
+		t.Errorf("%s: the harness reported %d of %d tasks:\n%s", label, len(seen), len(prog.Tasks), out)
+	}
+	t.Logf("%s: %d of %d tasks on the ring, dynamic smem %d bytes (ring %d, ops share %d)", label, riders, len(prog.Tasks), plan.Bytes, ringBytes, ops)
+	return riders
+}
+
+// ringExpectation is the Go side's view of one task: an fp GEMV or FUSED
+// projection rides the ring when its weight rows hold at least one whole
+// ring_tile chunk, are 16-byte aligned, and its x cache (+ the RoPE/append
+// tile) fits the ops' share of the dynamic shared memory; it then streams
+// M x N_tile x (row bytes / ring_tile) chunks.
+func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
+	wi, tileBytes := 1, int64(0)
+	switch t.Op {
+	case ir.OpGEMVTile:
+		q := t.Params.IntOr("qdtype", 0)
+		if (q == int64(ir.I8) || q == int64(ir.I4)) && len(t.Inputs) >= 3 {
+			return false, 0
+		}
+	case ir.OpFUSED:
+		pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
+		if !ok {
+			return false, 0
+		}
+		wi = pat.Role(ir.RoleW)
+		if pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache() {
+			tileBytes = (t.Params.IntOr("N_tile", 0)*4 + 15) &^ 15
+		}
+	default:
+		return false, 0
+	}
+	w, x := &p.Buffers[t.Inputs[wi]], &p.Buffers[t.Inputs[0]]
+	k, nTile := t.Params.IntOr("K", 0), t.Params.IntOr("N_tile", 0)
+	if !w.DType.IsFloat() || w.DType.Bits() > 32 || w.DType.Bits() < 16 || k <= 0 {
+		return false, 0
+	}
+	esz := int64(w.DType.Bits() / 8)
+	ldw := k
+	if len(w.Shape) >= 2 {
+		ldw = w.Strides()[0]
+	}
+	xBytes := (k*4 + 15) &^ 15
+	if (ldw*esz)%16 != 0 || k*esz < tile || xBytes+tileBytes > ops {
+		return false, 0
+	}
+	return true, x.Numel() / k * nTile * (k * esz / tile)
+}
+
+// failLines keeps the harness's FAIL lines (all of its output if none).
+func failLines(out []byte) string {
+	var keep []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "FAIL") {
+			keep = append(keep, l)
+		}
+	}
+	if len(keep) == 0 {
+		return string(out)
+	}
+	if len(keep) > 20 {
+		keep = append(keep[:20], fmt.Sprintf("... and %d more", len(keep)-20))
+	}
+	return strings.Join(keep, "\n")
+}

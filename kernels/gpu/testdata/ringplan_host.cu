@@ -1,0 +1,147 @@
+/* ringplan_host.cu: the streaming weight ring's plan (kernels/cuda/ring.cuh), run on the host
+ * over the tables the Go marshaller uploads for a real program (TestRingPlanOnTheHost in
+ * ringplan_test.go builds and runs it). Compiled by nvcc with the variant's -D knobs; the
+ * device functions it calls are the __host__ __device__ ones the megakernel calls.
+ *
+ *   ringplan_host DIR DYN_SMEM RING_BYTES N_BUFFERS N_INSTRUCTIONS NUM_QUEUES
+ *
+ * DIR holds buffers.bin, instructions.bin, queue_flat.bin, queue_off.bin, queue_len.bin (the
+ * kernels.Tables bytes, pointers bound to fake device addresses). It prints
+ *   ring_bytes B active 0|1 ops_smem S
+ *   task ID ring 0|1 chunks C         (once per queue slot; C summed over the warps)
+ * and one "FAIL: ..." line per broken invariant, exiting 1 if there is any:
+ *   - amk_ring_bytes() is RING_BYTES (kernels.RingBytes);
+ *   - the ring lies inside the dynamic shared memory, 16-byte aligned, above the ops' share;
+ *   - for every ring task and warp, the chunks the issuer derives (amk_ring_chunk_src_for,
+ *     j = 0 .. total-1) are exactly the ones the consumer reads in its own loop order (x row m,
+ *     weight row t = warp + r * warps, chunk ci: amk_gemv_fp -> amk_gemv_ring_row), each a
+ *     16-byte aligned run of AMK_RING_TILE_BYTES inside the weight buffer;
+ *   - the warps' rows cover the tile's N_tile rows once. */
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "ops_gemv.cuh"
+
+/* Linked with --cudart none (the harness launches nothing, and Debian's toolkit has no static
+ * runtime): the module registration nvcc emits for the headers' device code gets no-op stubs. */
+extern "C" void** __cudaRegisterFatBinary(void*) {
+    static void* handle = nullptr;
+    return &handle;
+}
+extern "C" void __cudaRegisterFatBinaryEnd(void**) {}
+extern "C" void __cudaUnregisterFatBinary(void**) {}
+
+static int failures = 0;
+
+#define FAIL(...)                      \
+    do {                               \
+        std::printf("FAIL: ");         \
+        std::printf(__VA_ARGS__);      \
+        std::printf("\n");             \
+        ++failures;                    \
+    } while (0)
+
+template <typename T>
+static std::vector<T> load(const std::string& path, long want) {
+    std::vector<T> out;
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) {
+        std::printf("FAIL: cannot open %s\n", path.c_str());
+        std::exit(2);
+    }
+    T rec;
+    while (std::fread(&rec, sizeof(T), 1, f) == 1) out.push_back(rec);
+    std::fclose(f);
+    if (want >= 0 && (long)out.size() != want) {
+        std::printf("FAIL: %s holds %zu records, want %ld\n", path.c_str(), out.size(), want);
+        std::exit(2);
+    }
+    return out;
+}
+
+/* The consumer's walk of one task for one warp, against the issuer's chunk sources. */
+static long check_task(const std::vector<amk_buffer_t>& bufs, const amk_instruction_t& inst, int task, uint32_t ops,
+                       int warp, const amk_ring_plan& plan) {
+    int wi = 1;
+    if (inst.op == AMK_OP_FUSED) {
+        const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
+        wi = (amk_fused_pattern_shape(pat).staging == 0 || pat == AMK_FUSED_GEMV_ADD) ? 1 : 2;
+    }
+    const amk_buffer_t& W = bufs[inst.inputs[wi]];
+    const amk_buffer_t& x = bufs[inst.inputs[0]];
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    const int esz = W.dtype == AMK_F32 ? 4 : 2;
+    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
+    const int nchunks = (int)(((int64_t)K * esz) / AMK_RING_TILE_BYTES);
+    const char* lo = (const char*)W.ptr;
+    const char* hi = lo + W.numel * esz;
+    const int64_t M = x.numel / K;
+    (void)ops;
+    int32_t j = 0;
+    for (int64_t m = 0; m < M; ++m)
+        for (int t = warp; t < N_tile; t += AMK_WARPS)
+            for (int ci = 0; ci < nchunks; ++ci, ++j) {
+                const char* want = lo + (int64_t)(n_off + t) * ldw * esz + (int64_t)ci * AMK_RING_TILE_BYTES;
+                if (j >= plan.total) continue;
+                const char* got = amk_ring_chunk_src_for(plan, j, warp);
+                if (got != want)
+                    FAIL("task %d warp %d chunk %d: the issuer copies offset %lld, the consumer reads %lld", task, warp,
+                         j, (long long)(got - lo), (long long)(want - lo));
+                if (((uintptr_t)got & 15) != 0 || got < lo || got + AMK_RING_TILE_BYTES > hi)
+                    FAIL("task %d warp %d chunk %d: source offset %lld is misaligned or outside the %lld-byte weight",
+                         task, warp, j, (long long)(got - lo), (long long)(hi - lo));
+            }
+    if (j != plan.total)
+        FAIL("task %d warp %d: the issuer streams %d chunks, the consumer reads %d", task, warp, plan.total, j);
+    return plan.rows;
+}
+
+int main(int argc, char** argv) {
+    if (argc != 7) {
+        std::printf("usage: %s DIR DYN_SMEM RING_BYTES N_BUFFERS N_INSTRUCTIONS NUM_QUEUES\n", argv[0]);
+        return 2;
+    }
+    const std::string dir = argv[1];
+    const uint32_t dyn = (uint32_t)std::strtoul(argv[2], nullptr, 10);
+    const uint32_t ring_go = (uint32_t)std::strtoul(argv[3], nullptr, 10);
+    const auto bufs = load<amk_buffer_t>(dir + "/buffers.bin", std::atol(argv[4]));
+    const auto insts = load<amk_instruction_t>(dir + "/instructions.bin", std::atol(argv[5]));
+    const auto qoff = load<int32_t>(dir + "/queue_off.bin", std::atol(argv[6]));
+    const auto qlen = load<int32_t>(dir + "/queue_len.bin", std::atol(argv[6]));
+    const auto qflat = load<int32_t>(dir + "/queue_flat.bin", -1);
+
+    if (amk_ring_bytes() != ring_go) FAIL("amk_ring_bytes() = %u, kernels.RingBytes = %u", amk_ring_bytes(), ring_go);
+    const bool active = amk_ring_fits(dyn);
+    const uint32_t ops = active ? amk_ring_offset(dyn) : dyn;
+    std::printf("ring_bytes %u active %d ops_smem %u\n", amk_ring_bytes(), active ? 1 : 0, ops);
+    if (active && ((ops & 15u) != 0 || ops + amk_ring_bytes() > dyn || ops < 16u))
+        FAIL("ring at offset %u + %u bytes does not fit %u bytes of dynamic shared memory", ops, amk_ring_bytes(), dyn);
+
+    for (size_t q = 0; q < qoff.size(); ++q) {
+        for (int32_t s = 0; s < qlen[q]; ++s) {
+            const int32_t task = qflat[qoff[q] + s];
+            if (task < 0 || task >= (int32_t)insts.size()) {
+                FAIL("queue %zu slot %d: task %d out of range", q, s, task);
+                continue;
+            }
+            const amk_instruction_t& inst = insts[task];
+            long chunks = 0, rows = 0;
+            bool ring = false;
+            for (int w = 0; w < AMK_WARPS && active; ++w) {
+                amk_ring_plan plan;
+                const bool on = amk_ring_plan_for(bufs.data(), (int32_t)bufs.size(), inst, ops, w, &plan);
+                if (w > 0 && on != ring) FAIL("task %d: warp %d disagrees with warp 0 on riding the ring", task, w);
+                ring = ring || on;
+                if (!on) continue;
+                rows += check_task(bufs, inst, task, ops, w, plan);
+                chunks += plan.total;
+            }
+            if (ring && rows != inst.params.N_tile)
+                FAIL("task %d: the warps stream %ld weight rows, the tile has %d", task, rows, inst.params.N_tile);
+            std::printf("task %d ring %d chunks %ld\n", task, ring ? 1 : 0, chunks);
+        }
+    }
+    return failures ? 1 : 0;
+}
