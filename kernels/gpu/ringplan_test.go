@@ -161,8 +161,8 @@ func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.
 // ringExpectation is the Go side's view of one task: an fp GEMV or FUSED
 // projection rides the ring when its weight rows hold at least one whole
 // ring_tile chunk, are 16-byte aligned, and its x cache (+ the RoPE/append
-// tile) fits the ops' share of the dynamic shared memory; it then streams
-// M x N_tile x (row bytes / ring_tile) chunks.
+// tile) fits the ops' share of the dynamic shared memory and it is not a
+// paired tile; it then streams M x N_tile x (row bytes / ring_tile) chunks.
 func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 	wi, tileBytes := 1, int64(0)
 	switch t.Op {
@@ -175,6 +175,9 @@ func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 		pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
 		if !ok {
 			return false, 0
+		}
+		if t.Params.IntOr("flags", 0)&ir.FlagPairedTile != 0 {
+			return false, 0 // two row ranges: the ring plans one (ring.cuh), so the per-tile path
 		}
 		wi = pat.Role(ir.RoleW)
 		if pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache() {
