@@ -13,7 +13,11 @@
 // pos: trial.Verdict carries them since this package exists). Each verdict's
 // program is lowered again from its model, point, position and batch; a
 // program whose task count differs from the verdict's says the lowering
-// changed since the measurement, and is refused too.
+// changed since the measurement, and is refused too. A campaign's trials
+// log (trials.jsonl, one trial.Outcome a line, as amkctl autoresearch
+// --device cuda leaves it) contributes its measured, correct verdicts; its
+// failed, rejected, incorrect or predicted trials are skipped and counted,
+// since a campaign records them all.
 //
 // # The fit
 //

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -16,15 +17,21 @@ import (
 
 // Bounds on the input of one calibration.
 const (
-	MaxVerdictBytes = 1 << 20 // one verdict file
-	MaxVerdictFiles = 1000    // verdict files in one calibration
+	MaxVerdictBytes   = 1 << 20 // one verdict file
+	MaxTrialsLogBytes = 8 << 20 // one campaign trials log (trials.jsonl)
+	MaxVerdictFiles   = 1000    // verdicts in one calibration, files and log lines together
 )
 
-// VerdictFile is one verdict as read from a file.
+// VerdictFile is one verdict as read from a file, or, when Name ends in
+// ".jsonl", a campaign's trials log (trials.jsonl: one trial.Outcome a
+// line).
 type VerdictFile struct {
 	Name string // the file's name, for messages and labels
 	Data []byte
 }
+
+// IsTrialsLog reports whether the file is read as a campaign trials log.
+func (f VerdictFile) IsTrialsLog() bool { return strings.HasSuffix(f.Name, ".jsonl") }
 
 // Measurement is one measured point with its program lowered again.
 type Measurement struct {
@@ -83,33 +90,88 @@ func CheckVerdict(v *trial.Verdict, target string) error {
 // again; it refuses the lot, naming each refused file and why, if any is
 // unusable (CheckVerdict, a point that does not parse or hash to its
 // schedule_id, a model that is not the one measured, a lowering that
-// changed since).
-func FromVerdicts(files []VerdictFile, target *ir.GpuTarget) ([]Measurement, error) {
+// changed since). A campaign's trials log contributes the measured-gpu,
+// correct verdicts of its outcomes and skips the others (failures,
+// rejected, incorrect or predicted trials: a campaign records them all);
+// skipped counts them.
+func FromVerdicts(files []VerdictFile, target *ir.GpuTarget) (ms []Measurement, skipped int, err error) {
 	if len(files) == 0 {
-		return nil, errors.New("no verdicts")
-	}
-	if len(files) > MaxVerdictFiles {
-		return nil, fmt.Errorf("%d verdict files, over the limit of %d", len(files), MaxVerdictFiles)
+		return nil, 0, errors.New("no verdicts")
 	}
 	configs := map[string]model.Config{}
-	var out []Measurement
 	var errs []error
+	total := 0
+	add := func(name string, data []byte) {
+		total++
+		if total > MaxVerdictFiles {
+			return
+		}
+		m, err := measurement(name, data, target, configs)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		ms = append(ms, m)
+	}
 	for _, f := range files {
-		m, err := measurement(f, target, configs)
+		if !f.IsTrialsLog() {
+			add(f.Name, f.Data)
+			continue
+		}
+		verdicts, n, err := trialsLogVerdicts(f.Data)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", f.Name, err))
 			continue
 		}
-		out = append(out, m)
+		skipped += n
+		for i, v := range verdicts {
+			add(fmt.Sprintf("%s#%d", f.Name, i+1), v)
+		}
+	}
+	if total > MaxVerdictFiles {
+		return nil, skipped, fmt.Errorf("%d verdicts, over the limit of %d", total, MaxVerdictFiles)
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
+		return nil, skipped, errors.Join(errs...)
 	}
-	return out, nil
+	if len(ms) == 0 {
+		return nil, skipped, fmt.Errorf("no measured verdicts (%d trials skipped: failed, rejected, incorrect or predicted)", skipped)
+	}
+	return ms, skipped, nil
 }
 
-func measurement(f VerdictFile, target *ir.GpuTarget, configs map[string]model.Config) (Measurement, error) {
-	v, err := ParseVerdict(f.Data)
+// trialsLogVerdicts are the verdicts of a trials log's outcomes that are
+// measured-gpu and correct, as JSON; skipped counts the other outcomes.
+func trialsLogVerdicts(data []byte) (verdicts [][]byte, skipped int, err error) {
+	if len(data) > MaxTrialsLogBytes {
+		return nil, 0, fmt.Errorf("%d bytes, over the %d-byte limit of a trials log", len(data), MaxTrialsLogBytes)
+	}
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		var out trial.Outcome
+		if err := dec.Decode(&out); err != nil {
+			return nil, 0, fmt.Errorf("line %d is not a trial outcome: %w", n+1, err)
+		}
+		v := out.Verdict
+		if v == nil || !v.Valid || v.Correct == nil || !*v.Correct || v.LatencyKind == nil || *v.LatencyKind != trial.KindMeasuredGPU {
+			skipped++
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, 0, err
+		}
+		verdicts = append(verdicts, raw)
+	}
+	return verdicts, skipped, nil
+}
+
+func measurement(name string, data []byte, target *ir.GpuTarget, configs map[string]model.Config) (Measurement, error) {
+	v, err := ParseVerdict(data)
 	if err != nil {
 		return Measurement{}, err
 	}
@@ -145,5 +207,5 @@ func measurement(f VerdictFile, target *ir.GpuTarget, configs map[string]model.C
 	if batch > 1 {
 		label = fmt.Sprintf("%s pos %d B %d %s", v.ModelSpec, *v.Pos, batch, v.ScheduleID)
 	}
-	return Measurement{Label: label + " (" + f.Name + ")", Program: prog, Point: pt, MeasuredUS: *v.LatencyUS, Device: v.Device}, nil
+	return Measurement{Label: label + " (" + name + ")", Program: prog, Point: pt, MeasuredUS: *v.LatencyUS, Device: v.Device}, nil
 }
