@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
@@ -19,11 +20,12 @@ func synthPoints() map[string]schedule.Point {
 		"device-default":    schedule.DeviceDefault(),
 		"fully-fused":       schedule.FullyFused(),
 	}
-	for _, n := range []int{0, 2} {
-		p := schedule.DeviceDefault()
-		p.Config.SetTile("gemv", "tiles_per_sm", n)
-		pts["tiles_per_sm="+string(rune('0'+n))] = p
-	}
+	untiled := schedule.DeviceDefault()
+	untiled.Config.DeleteTile("gemv", "tiles_per_sm")
+	pts["tiles_per_sm=0"] = untiled
+	two := schedule.DeviceDefault()
+	two.Config.SetTile("gemv", "tiles_per_sm", 2)
+	pts["tiles_per_sm=2"] = two
 	ring := schedule.DeviceDefault()
 	ring.Knobs["ring_stages"] = 8
 	pts["ring"] = ring
@@ -100,5 +102,101 @@ func TestFitRecoversPerturbedCosts(t *testing.T) {
 	}
 	if !(res.RMSAfter < 0.02) || !(res.RMSAfter < res.RMSBefore/5) || res.Worse() {
 		t.Errorf("RMS log error %.4f before, %.4f after: want after < 0.02 and < before/5", res.RMSBefore, res.RMSAfter)
+	}
+}
+
+// toyMeasurements are toy's points only (fast): SYNTHETIC, from truth.
+func toyMeasurements(t *testing.T, tg *ir.GpuTarget, pts []schedule.Point, positions []int, truth schedule.CostParams) []Measurement {
+	cfg, err := model.Preset("toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []Measurement
+	for _, p := range pts {
+		for _, pos := range positions {
+			prog, err := schedule.Lower(cfg, tg, p, schedule.LowerOptions{Pos: pos})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, Measurement{Label: "toy", Program: prog, Point: p, MeasuredUS: schedule.PredictWith(prog, tg, p, truth).PredictedUS, Device: "synthetic"})
+		}
+	}
+	return ms
+}
+
+func TestFitDeterministic(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	ms := toyMeasurements(t, tg, []schedule.Point{schedule.Default(), schedule.DeviceDefault(), schedule.FullyFused()}, []int{0, 100}, trueCosts())
+	a, err := Fit(tg, ms, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Fit(tg, ms, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Markdown() != b.Markdown() || a.After != b.After {
+		t.Fatalf("two fits of the same points differ:\n%s\n%s", a.Markdown(), b.Markdown())
+	}
+}
+
+// Points of one schedule cannot tell the per-tile cost from the hop (every
+// tile pays both, in the same proportion at every position): the fit keeps
+// tile_fixed_us at its default, says so, and leaves it out of the record.
+func TestFitKeepsUnidentifiedAtDefault(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	truth := trueCosts()
+	ms := toyMeasurements(t, tg, []schedule.Point{schedule.Default()}, []int{0, 10, 50, 100, 200, 250}, truth)
+	res, err := Fit(tg, ms, []string{"hop", "tile_fixed_us"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", res.Markdown())
+	var kept []string
+	for _, p := range res.Params {
+		if !p.Identified {
+			kept = append(kept, p.Name)
+			if p.Fitted != p.Default {
+				t.Errorf("%s: not identified but %g, default %g", p.Name, p.Fitted, p.Default)
+			}
+		}
+	}
+	if len(kept) != 1 {
+		t.Fatalf("kept at default: %v, want one of hop and tile_fixed_us", kept)
+	}
+	rec := res.Record(schedule.CostProvenance{Date: "2026-11-24", Device: "synthetic", Command: "test"})
+	if _, ok := rec.Params[kept[0]]; ok || len(rec.Provenance.KeptDefault) == 0 {
+		t.Errorf("record %+v keeps %s", rec, kept[0])
+	}
+	if _, err := schedule.ParseCostRecords(mustMarshal(t, schedule.CostRecords{"h100": rec})); err != nil {
+		t.Errorf("the record does not check: %v", err)
+	}
+	if res.Worse() {
+		t.Errorf("RMS %.4f after, %.4f before", res.RMSAfter, res.RMSBefore)
+	}
+}
+
+func mustMarshal(t *testing.T, recs schedule.CostRecords) []byte {
+	b, err := recs.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestFitRefuses(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	ms := toyMeasurements(t, tg, []schedule.Point{schedule.Default()}, []int{0, 1, 2}, trueCosts())
+	if _, err := Fit(tg, ms, nil); err == nil || !strings.Contains(err.Error(), "cannot fit 4 parameters") {
+		t.Errorf("3 points, 4 parameters: %v", err)
+	}
+	for _, names := range [][]string{{"bw"}, {"hop", "hop"}} {
+		if _, err := Fit(tg, ms, names); err == nil {
+			t.Errorf("fit %v accepted", names)
+		}
+	}
+	ms[0].MeasuredUS = math.NaN()
+	if _, err := Fit(tg, ms, []string{"hop"}); err == nil {
+		t.Error("a NaN measurement accepted")
 	}
 }
