@@ -92,6 +92,7 @@ func TestFitRecoversPerturbedCosts(t *testing.T) {
 	want := map[string]float64{"achievable_bw": truth.AchievableBW, "max_sm_stream_gbs": truth.MaxSMStreamGBs, "hop": 1.6, "tile_fixed_us": truth.TileFixedUS}
 	tol := map[string]float64{"achievable_bw": 0.05, "max_sm_stream_gbs": 0.05, "hop": 0.10, "tile_fixed_us": 0.25}
 	for _, p := range res.Params {
+		t.Logf("| %s | %.4g | %.4g | %.4g | %+.1f%% |", p.Name, p.Default, want[p.Name], p.Fitted, (p.Fitted/want[p.Name]-1)*100)
 		if !p.Identified {
 			t.Errorf("%s: not identified (sensitivity %.4g)", p.Name, p.Sensitivity)
 			continue
