@@ -184,3 +184,23 @@ func FuzzParseVerdict(f *testing.F) {
 		}
 	})
 }
+
+func FuzzTrialsLog(f *testing.F) {
+	f.Add([]byte(`{"trial_id": 1, "verdict": {"valid": true, "correct": true, "latency_us": 3, "latency_kind": "measured-gpu"}}` + "\n" +
+		`{"trial_id": 2, "failure": {"class": "crash", "message": "x"}}`))
+	f.Add([]byte("\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		verdicts, skipped, err := trialsLogVerdicts(data)
+		if err != nil {
+			return
+		}
+		if skipped < 0 {
+			t.Fatal("negative skip count")
+		}
+		for _, v := range verdicts {
+			if _, err := ParseVerdict(v); err != nil {
+				t.Fatalf("a log's verdict does not parse: %v\n%s", err, v)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,6 +102,29 @@ func TestCalibrateVerb(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "predicted.json")); err != nil {
 		t.Fatal(err)
 	}
+	// A campaign's trials log: its measured verdicts count, the rest is skipped.
+	var log strings.Builder
+	entries, _ := os.ReadDir(dir)
+	for i, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&log, "{\"trial_id\": %d, \"verdict\": %s}\n", i, data)
+	}
+	log.WriteString(`{"trial_id": 99, "failure": {"class": "crash", "message": "trap"}}` + "\n")
+	trials := filepath.Join(t.TempDir(), "trials.jsonl")
+	if err := os.WriteFile(trials, []byte(log.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCmd(t, "calibrate", trials, "--date", "2026-11-24", "--costs-file", costs, "--json")
+	if code != exitOK || !strings.Contains(errOut, "1 campaign trials skipped") {
+		t.Fatalf("trials log: exit %d, %s", code, errOut)
+	}
+	if recs, err := schedule.ParseCostRecords([]byte(out)); err != nil || recs["h100"].Provenance.Points != 9 {
+		t.Fatalf("trials log: %v\n%s", err, out)
+	}
+
 	for name, args := range map[string][]string{
 		"no verdicts":     {"calibrate"},
 		"foreign target":  {"calibrate", dir, "--gpu", "h200"},
