@@ -201,3 +201,14 @@ func TestFitRefuses(t *testing.T) {
 		t.Error("a NaN measurement accepted")
 	}
 }
+
+func TestWorse(t *testing.T) {
+	for _, c := range []struct {
+		before, after float64
+		worse         bool
+	}{{0.3, 0.1, false}, {0.1, 0.1, false}, {0.1, 0.3, true}, {0.1, math.NaN(), true}} {
+		if got := (&Result{RMSBefore: c.before, RMSAfter: c.after}).Worse(); got != c.worse {
+			t.Errorf("before %g after %g: worse %v", c.before, c.after, got)
+		}
+	}
+}

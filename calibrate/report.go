@@ -35,8 +35,8 @@ func (r *Result) Record(prov schedule.CostProvenance) schedule.CostRecord {
 }
 
 // Worse reports whether the fit predicts the points worse than the
-// defaults did.
-func (r *Result) Worse() bool { return r.RMSAfter > r.RMSBefore }
+// defaults did (or an error is not a number).
+func (r *Result) Worse() bool { return !(r.RMSAfter <= r.RMSBefore) }
 
 // Markdown is the fit's report: the parameters (default, fitted, whether
 // the points identify each) and, for every point, measured and predicted

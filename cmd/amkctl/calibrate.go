@@ -94,6 +94,12 @@ written, when the fit predicts the points worse than the defaults.`,
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
+		if res.Worse() {
+			if !*jsonOut {
+				fmt.Fprint(stdout, res.Markdown())
+			}
+			return fail(exitRejected, "the fit predicts these points worse than the defaults (RMS log error %.4f, defaults %.4f): no record", res.RMSAfter, res.RMSBefore)
+		}
 		recs, err := baseRecords(*costsFile)
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
@@ -115,9 +121,6 @@ written, when the fit predicts the points worse than the defaults.`,
 			if !p.Identified {
 				fmt.Fprintf(stderr, "amkctl calibrate: %s is not identified by these points (partial sensitivity %.3g): kept at its default\n", p.Name, p.Sensitivity)
 			}
-		}
-		if res.Worse() {
-			return fail(exitRejected, "the fit predicts these points worse than the defaults (RMS log error %.4f > %.4f): nothing written", res.RMSAfter, res.RMSBefore)
 		}
 		if *write {
 			if err := writeFileAtomic(*costsFile, data); err != nil {
