@@ -38,8 +38,10 @@
 //  3. identifiability: a parameter's partial sensitivity is
 //     1 / sqrt(n · (JᵀJ)⁻¹ⱼⱼ), the RMS change of ln(prediction) per unit
 //     change of its logarithm that no other fitted parameter can mimic.
-//     Below MinSensitivity the points cannot tell its value: it goes back
-//     to its default, is reported as kept, and the rest is fitted again.
+//     Below MinSensitivity, or with a standard error of its logarithm
+//     (from the residuals) above MaxStdErr, the points cannot tell its
+//     value: it goes back to its default, is reported as kept, and the
+//     rest is fitted again (the least identified first, one at a time).
 //
 // Everything is deterministic (no randomness; the predictions of one step
 // run in parallel but each lands in its own slot). The record keeps the

@@ -52,6 +52,10 @@ writes it to --costs-file (default schedule/costs.json, run from the
 repository root), keeping the other targets' records. Exit 1, and nothing
 written, when the fit predicts the points worse than the defaults.`,
 	}
+	cmd.Long += "\n\nQuantities --fit knows:\n"
+	for _, p := range calibrate.FitParams {
+		cmd.Long += fmt.Sprintf("  %-18s %s (fitted within [%g, %g])\n", p.Name, p.Help, p.Lo, p.Hi)
+	}
 	gpu := addGPUFlag(cmd, "h100", "the GPU target record the verdicts measured (--target is another name)")
 	flagAliases(cmd.Flags(), map[string]string{"target": "gpu"})
 	jsonOut := addJSONFlags(cmd, "print the data file (JSON) only")
