@@ -49,6 +49,16 @@ type Cost struct {
 // R16): the streamed-bytes floor (BandwidthBoundUS) and the task-bytes floor
 // (BytesBoundUS).
 func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
+	var costs CostParams
+	if t != nil {
+		costs = TargetCosts(t.Name)
+	}
+	return PredictWith(p, t, pt, costs)
+}
+
+// PredictWith is Predict under the given cost record instead of the
+// target's own (a calibration tries records; TargetCosts holds the kept one).
+func PredictWith(p *ir.Program, t *ir.GpuTarget, pt Point, costs CostParams) Cost {
 	c := Cost{NTasks: len(p.Tasks), RegionUS: map[string]float64{}}
 	for _, r := range Regions {
 		c.RegionUS[r] = 0
@@ -58,7 +68,7 @@ func Predict(p *ir.Program, t *ir.GpuTarget, pt Point) Cost {
 		c.Notes = append(c.Notes, "no GPU target: nothing to predict against")
 		return c
 	}
-	m := newCostModel(t, pt)
+	m := costModelWith(t, pt, costs)
 	var totalBytes, totalFlops float64
 	for i := range p.Tasks {
 		b, f := taskBytesFlops(p, &p.Tasks[i])
@@ -125,9 +135,12 @@ type costModel struct {
 }
 
 func newCostModel(t *ir.GpuTarget, pt Point) *costModel {
+	return costModelWith(t, pt, TargetCosts(t.Name))
+}
+
+func costModelWith(t *ir.GpuTarget, pt Point, c CostParams) *costModel {
 	numSMs := max(1, t.NumSMs)
 	depth := max(0, pt.Config.PipeliningDepth)
-	c := TargetCosts(t.Name)
 	return &costModel{
 		c:          c,
 		bw:         max(t.HBMBandwidthGBs, 1e-9) * 1e3 * c.AchievableBW,

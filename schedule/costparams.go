@@ -44,16 +44,13 @@ func DefaultCostParams() CostParams {
 	}
 }
 
-// targetCosts holds the records that differ from DefaultCostParams, by
-// target name. Empty until a calibration on the device lands.
-var targetCosts = map[string]func(*CostParams){}
-
-// TargetCosts is the cost record of a target (DefaultCostParams with the
-// target's calibrated overrides).
+// TargetCosts is the cost record of a target: DefaultCostParams with the
+// target's calibrated overrides, if schedule/costs.json has a record for it
+// (CalibratedCosts; written by amkctl calibrate).
 func TargetCosts(name string) CostParams {
 	c := DefaultCostParams()
-	if f, ok := targetCosts[name]; ok {
-		f(&c)
+	if r, ok := calibratedRecord(name); ok {
+		_ = r.Apply(&c) // checked when the file was parsed
 	}
 	return c
 }

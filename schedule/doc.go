@@ -103,7 +103,8 @@
 //
 // The constants are a target's CostParams (TargetCosts): the same
 // first-principles record for every target until a calibration replaces
-// it; a fused tile adds StagingUS (+ its norm weight or up from L2) and
+// it (schedule/costs.json, embedded and checked by ParseCostRecords,
+// written by amkctl calibrate; PredictWith predicts under any record); a fused tile adds StagingUS (+ its norm weight or up from L2) and
 // EpilogueUS for a RoPE / append epilogue.
 //
 // cap is the SM's in-flight window over the HBM latency (Little's law):

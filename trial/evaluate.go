@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -125,7 +126,8 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 
 func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict, *Timing, map[string]float64, *Failure) {
 	var regions map[string]float64
-	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}, Environment: opts.Environment}
+	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}, Environment: opts.Environment,
+		ModelSpec: spec.Model, Pos: &spec.Pos, Batch: spec.Batch}
 	// reject writes a seed-001 rejected verdict: valid and correct false, no
 	// latency and no floor, the reason, and a note saying where it stopped.
 	reject := func(note, format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
@@ -157,6 +159,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
+	if raw, err := json.Marshal(point); err == nil {
+		v.Point = raw
+	}
 	lm, release, err := opts.Models.acquire(ctx, spec.Model, spec.Weights)
 	defer release() // the verdict holds no reference to the weights
 	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {

@@ -1,5 +1,7 @@
 package trial
 
+import "encoding/json"
+
 // LatencyKind says how a latency was obtained. A latency is "measured-gpu"
 // only when a CUDA-event-timed run on a GPU also matched the reference;
 // otherwise it is "predicted" (the cost model's figure).
@@ -41,6 +43,16 @@ type Verdict struct {
 	// Environment fingerprints the evaluator (trial.Environment, or the
 	// fleet worker's fingerprint); an amk addition to docs/spec/loop.md's fields.
 	Environment string `json:"environment,omitempty"`
+	// What was evaluated, so that a verdict alone re-lowers its program
+	// (amkctl calibrate); amk additions, written on every verdict: the
+	// spec's model as given (a preset name or a config.json path; Model
+	// is the config's display name), the parsed point (schedule.Point's
+	// JSON; absent when the point did not parse), the decode position and
+	// the batch (absent: one sequence).
+	ModelSpec string          `json:"model_spec,omitempty"`
+	Point     json.RawMessage `json:"point,omitempty"`
+	Pos       *int            `json:"pos,omitempty"`
+	Batch     int             `json:"batch,omitempty"`
 }
 
 // Notes of a rejected verdict, one per stage that can reject (docs/spec/loop.md: a
