@@ -15,13 +15,13 @@
 #               $POS (median, p10, p90 of interleaved CUDA-event samples,
 #               correctness PASS first); roofline.md: GB/s and % of HBM on
 #               the bytes a decode step streams (roofline.py)
-#  calib        small at the calibration points (scripts/gpu/points/*.json, the
-#               ring last: it may need a kernel build); verdicts/ keeps every
-#               correct measured verdict for amkctl calibrate
 #  torch-*      PyTorch eager and CUDA-graph decode step on the same weights
 #               at the same position $POS (amkctl export-weights ->
 #               torch_baseline.py: prompt 1,2,3 then greedy up to $POS), then
 #               amkctl check-baseline: the same model, position by position
+#  calib        small at the calibration points (scripts/gpu/points/*.json, the
+#               ring last: it may need a kernel build); verdicts/ keeps every
+#               correct measured verdict for amkctl calibrate
 #  autoresearch 8 measured trials of `amkctl autoresearch small --device cuda`
 #  tune-gemv    Loop 1 `tune-instruction gemv_tile` (bf16), per-SM bytes/s
 #  ncu-small    DRAM bytes of one megakernel launch read by Nsight Compute
@@ -42,9 +42,6 @@ for m in small llama-1b; do
 done
 step roofline 20 bash -c "python3 scripts/gpu/roofline.py --hbm-gbs $HBM --copy $R/copy-bw.json \
 	--eval small=$R/eval-small.json:$POS --eval llama-1b=$R/eval-llama-1b.json:$POS --json $R/roofline.json > $R/roofline.md"
-step calib 90 bash -c "mkdir -p $R/verdicts; grep -l '\"latency_kind\": \"measured-gpu\"' $R/eval-*.json | xargs -r cp -t $R/verdicts/;
-	for n in device-default fully-fused tiles-per-sm-2 tiles-per-sm-0 ring; do amkctl eval small --gpu $TARGET --device cuda --pos $POS \
-	  --schedule scripts/gpu/points/\$n.json > /tmp/v.json && cp /tmp/v.json $R/verdicts/small-\$n.json; done"
 for m in small llama-1b; do
 	# The baseline file of llama-1b is large (128256 logits a position): it
 	# stays on the machine; its check report comes back.
@@ -55,6 +52,9 @@ for m in small llama-1b; do
 	  rc=\$?; python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d[\"timing\"], indent=1))' \
 	    /tmp/baseline-$m.json > $R/torch-timing-$m.json; exit \$rc"
 done
+step calib 90 bash -c "mkdir -p $R/verdicts; grep -l '\"latency_kind\": \"measured-gpu\"' $R/eval-*.json | xargs -r cp -t $R/verdicts/;
+	for n in device-default fully-fused tiles-per-sm-2 tiles-per-sm-0 ring; do amkctl eval small --gpu $TARGET --device cuda --pos $POS \
+	  --schedule scripts/gpu/points/\$n.json > /tmp/v.json && cp /tmp/v.json $R/verdicts/small-\$n.json; done"
 step autoresearch 200 bash -c "amkctl autoresearch small --gpu $TARGET --device cuda --iters 8 --minutes 3.2 --workspace /tmp/amk-ws --json > $R/autoresearch.json;
 	rc=\$?; cp -r /tmp/amk-ws/campaigns $R/ 2>/dev/null; exit \$rc"
 step tune-gemv 150 bash -c "amkctl tune-instruction gemv_tile --gpu $TARGET --budget 6 --dtype bf16 --results $R/tune-results.tsv > $R/tune-gemv.json"
