@@ -109,8 +109,9 @@ func compileRingHarness(t *testing.T, nvcc, src, harness string, v kernels.Varia
 
 // checkRingPlan marshals prog as the launcher does (fake, 256-byte aligned
 // device addresses), runs the harness on it and compares its verdict per
-// task with the Go side's: the ring decision, the chunk count and the weight
-// rows the chunks read. It returns how many tasks ride the ring, and how many
+// task with the Go side's: the ring decision, the chunk count, the weight
+// rows the chunks read and those the megakernel's L2 prefetch covers
+// (amk_tile_weight_bytes). It returns how many tasks ride the ring, and how many
 // of them are paired tiles.
 func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.Variant, optin int) (int, int) {
 	t.Helper()
@@ -154,8 +155,8 @@ func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var id, on int
 		var chunks int64
-		var rows string
-		if n, _ := fmt.Sscanf(line, "task %d ring %d chunks %d rows %s", &id, &on, &chunks, &rows); n != 4 {
+		var rows, prefetch string
+		if n, _ := fmt.Sscanf(line, "task %d ring %d chunks %d rows %s prefetch %s", &id, &on, &chunks, &rows, &prefetch); n != 5 {
 			continue
 		}
 		seen[id] = true
@@ -166,9 +167,14 @@ func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.
 				label, task.Describe(), on, chunks, want, wantChunks, ops, plan.Bytes, plan.Notes)
 		}
 		if on == 1 {
-			if wantRows := tileRows(task); rows != wantRows {
+			wantRows := tileRows(task)
+			if rows != wantRows {
 				t.Errorf("%s: task %s: the ring's chunks read weight rows %s, the tile's are %s (ir.TileRanges)",
 					label, task.Describe(), rows, wantRows)
+			}
+			if prefetch != wantRows {
+				t.Errorf("%s: task %s: the L2 prefetch covers weight rows %s, the tile's are %s (ir.TileRanges)",
+					label, task.Describe(), prefetch, wantRows)
 			}
 			if ir.PairStride(task.Params) > 0 {
 				paired++

@@ -8,7 +8,7 @@
  * DIR holds buffers.bin, instructions.bin, queue_flat.bin, queue_off.bin, queue_len.bin (the
  * kernels.Tables bytes, pointers bound to fake device addresses). It prints
  *   ring_bytes B active 0|1 ops_smem S
- *   task ID ring 0|1 chunks C rows R  (once per queue slot; C summed over the warps, R below)
+ *   task ID ring 0|1 chunks C rows R prefetch P  (once per queue slot; C summed over the warps)
  * and one "FAIL: ..." line per broken invariant, exiting 1 if there is any:
  *   - amk_ring_bytes() is RING_BYTES (kernels.RingBytes);
  *   - the ring lies inside the dynamic shared memory, 16-byte aligned, above the ops' share;
@@ -23,8 +23,9 @@
  *     rows (ir.TileRanges: [n_off, n_off + N_tile), or a paired tile's [n_off, n_off + w) and
  *     [n_off + head_dim/2, n_off + head_dim/2 + w), w = N_tile/2: no row between or beyond
  *     them, the neighbour tiles' rows), each chunk of each row once per x row.
- * A ring task's line ends with the row ranges its chunks read, as " rows A-B[,C-D]" (half-open),
- * which the Go side compares with ir.TileRanges. */
+ * A ring task's line ends with the weight rows its chunks read (R) and the rows the megakernel's
+ * L2 prefetch covers for it (P, amk_tile_weight_bytes), each as "A-B[,C-D]" (half-open runs; "-"
+ * off the ring), which the Go side compares with ir.TileRanges. */
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -176,6 +177,32 @@ static std::string check_rows(const std::vector<amk_buffer_t>& bufs, const amk_i
     return out.empty() ? "-" : out;
 }
 
+/* The weight rows the megakernel's L2 prefetch covers for one task (amk_weight_range's call of
+ * amk_tile_weight_bytes, with its row size: numel / shape[0] elements), as "A-B[,C-D]"; each range
+ * must be whole rows. */
+static std::string prefetch_rows(const std::vector<amk_buffer_t>& bufs, const amk_instruction_t& inst, int task) {
+    int wi = 1;
+    bool paired = false;
+    if (inst.op == AMK_OP_FUSED) {
+        const amk_fused_shape f = amk_fused_pattern_shape((inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF);
+        wi = f.staging == 0 ? 1 : 2;
+        paired = (inst.params.flags & AMK_FLAG_PAIRED_TILE) != 0;
+    }
+    const amk_buffer_t& W = bufs[inst.inputs[wi]];
+    const int64_t bits = W.dtype == AMK_F32 ? 32 : 16, row_bytes = (W.numel / W.shape[0]) * bits / 8;
+    int64_t begin, end, second;
+    if (!amk_tile_weight_bytes(paired, inst.params.n_off, inst.params.N_tile, paired ? inst.params.head_dim : 0,
+                               row_bytes * 8, W.numel * bits / 8, &begin, &end, &second))
+        return "-";
+    if (begin % row_bytes || end % row_bytes || second % row_bytes)
+        FAIL("task %d: the prefetch covers bytes [%lld, %lld) + %lld, not whole %lld-byte rows", task, (long long)begin,
+             (long long)end, (long long)second, (long long)row_bytes);
+    std::string out = std::to_string(begin / row_bytes) + "-" + std::to_string(end / row_bytes);
+    if (second > 0)
+        out += "," + std::to_string((begin + second) / row_bytes) + "-" + std::to_string((end + second) / row_bytes);
+    return out;
+}
+
 int main(int argc, char** argv) {
     if (argc != 7) {
         std::printf("usage: %s DIR DYN_SMEM RING_BYTES N_BUFFERS N_INSTRUCTIONS NUM_QUEUES\n", argv[0]);
@@ -226,8 +253,9 @@ int main(int argc, char** argv) {
             }
             if (ring && rows != inst.params.N_tile)
                 FAIL("task %d: the warps stream %ld weight rows, the tile has %d", task, rows, inst.params.N_tile);
-            std::printf("task %d ring %d chunks %ld rows %s\n", task, ring ? 1 : 0, chunks,
-                        ring && reads.nchunks > 0 ? check_rows(bufs, inst, task, reads).c_str() : "-");
+            std::printf("task %d ring %d chunks %ld rows %s prefetch %s\n", task, ring ? 1 : 0, chunks,
+                        ring && reads.nchunks > 0 ? check_rows(bufs, inst, task, reads).c_str() : "-",
+                        ring ? prefetch_rows(bufs, inst, task).c_str() : "-");
         }
     }
     return failures ? 1 : 0;
