@@ -236,12 +236,12 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 		warps = min(warps, int(max(1, heads)))
 	}
 	inflight := float64(warps) * m.inflight
-	if tiled && m.ringWarp > 0 && ir.PairStride(t.Params) == 0 {
+	if tiled && m.ringWarp > 0 {
 		// The streaming ring: its look-ahead is in flight before the
 		// tile's wait is satisfied (weights never wait), and stays the
-		// per-SM window while the tile streams. The ring does not take
-		// paired tiles (kernels/cuda/ring.cuh amk_ring_plan_of: two row
-		// ranges), which stream after their wait.
+		// per-SM window while the tile streams. Paired tiles ride it too
+		// (kernels/cuda/ring.cuh amk_ring_plan_for walks their two row
+		// ranges).
 		inflight = float64(warps) * m.ringWarp
 		st.pf = max(st.pf, min(st.bytes, inflight))
 	}

@@ -63,20 +63,25 @@ __device__ __forceinline__ bool amk_inst_ok(const amk_program_t& prog, const amk
     return ok;
 }
 
-/* The weight rows a projection instruction will stream, as a byte range of its weight buffer
- * (W is input 1, or input 2 after a fused pattern's norm weight / up); false if none. Inlined:
- * a call costs a 160-byte stack frame per task (measured), inlining 24 registers (251, no spill). */
+/* The weight rows a projection instruction will stream, as byte ranges of its weight buffer
+ * (W is input 1, or input 2 after a fused pattern's norm weight / up): [begin, end), and for a
+ * paired q|k|v tile also [begin + second, end + second), second > 0 (amk_tile_weight_bytes);
+ * false if there is none. Inlined into amk_prefetch_weights: as a call of its own, its pointer
+ * outputs cost a 160-byte stack frame (measured). */
 __device__ __forceinline__ bool amk_weight_range(const amk_program_t& prog, int32_t task, const char** base,
-                                                 int64_t* begin, int64_t* end) {
+                                                 int64_t* begin, int64_t* end, int64_t* second) {
     if (task < 0 || task >= prog.n_instructions) return false;
     const amk_instruction_t* inst = prog.instructions + task;
     const int32_t op = __ldg(&inst->op);
     if (op != AMK_OP_GEMV_TILE && op != AMK_OP_GEMM_TILE && op != AMK_OP_FUSED) return false;
     int wi = 1;
+    bool paired = false;
     if (op == AMK_OP_FUSED) {
-        const amk_fused_shape f = amk_fused_pattern_shape((__ldg(&inst->params.flags) >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF);
+        const int32_t flags = __ldg(&inst->params.flags);
+        const amk_fused_shape f = amk_fused_pattern_shape((flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF);
         if (f.staging < 0) return false;
         wi = f.staging == 0 ? 1 : 2;
+        paired = (flags & AMK_FLAG_PAIRED_TILE) != 0;
     }
     if (__ldg(&inst->n_inputs) <= wi) return false;
     const int32_t wid = __ldg(&inst->inputs[wi]);
@@ -86,29 +91,29 @@ __device__ __forceinline__ bool amk_weight_range(const amk_program_t& prog, int3
     const int64_t bits = dtype == AMK_F32 ? 32 : (dtype == AMK_F16 || dtype == AMK_BF16) ? 16
                        : dtype == AMK_I8 ? 8 : dtype == AMK_I4 ? 4 : 0;
     if (bits == 0 || W.rank < 1 || W.shape[0] <= 0) return false;
-    const int64_t row_bits = (W.numel / W.shape[0]) * bits;
-    *begin = (int64_t)__ldg(&inst->params.n_off) * row_bits / 8;
-    *end = min(*begin + (int64_t)__ldg(&inst->params.N_tile) * row_bits / 8, (W.numel * bits + 7) / 8);
     *base = (const char*)W.ptr;
-    return *end > *begin;
+    return amk_tile_weight_bytes(paired, __ldg(&inst->params.n_off), __ldg(&inst->params.N_tile),
+                                 paired ? __ldg(&inst->params.head_dim) : 0, (W.numel / W.shape[0]) * bits,
+                                 (W.numel * bits + 7) / 8, begin, end, second);
 }
 
-/* Non-binding L2 prefetch of the weight rows a projection instruction will stream; returns the
- * bytes it covers (0 for an instruction without weights). */
-__device__ __forceinline__ int64_t amk_prefetch_weights(const amk_program_t& prog, int32_t task) {
+/* Non-binding L2 prefetch (issue: true) of the weight rows a projection instruction will stream,
+ * both ranges of a paired tile; returns the bytes it covers (0 for an instruction without
+ * weights), also with issue false (what an earlier call covered for it). Out of line: it runs
+ * once or twice per task, and inlined its range arithmetic weighed 4 registers on the largest
+ * variant's streaming loops. */
+__device__ __noinline__ int64_t amk_prefetch_weights(const amk_program_t& prog, int32_t task, bool issue) {
     const char* p;
-    int64_t begin, end;
-    if (!amk_weight_range(prog, task, &p, &begin, &end)) return 0;
-    for (int64_t off = begin + (int64_t)threadIdx.x * 128; off < end; off += (int64_t)AMK_THREADS * 128)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
-    return end - begin;
-}
-
-/* Weight bytes of an instruction (what amk_prefetch_weights covered for it). */
-__device__ __forceinline__ int64_t amk_weight_bytes(const amk_program_t& prog, int32_t task) {
-    const char* p;
-    int64_t begin, end;
-    return amk_weight_range(prog, task, &p, &begin, &end) ? end - begin : 0;
+    int64_t begin, end, second;
+    if (!amk_weight_range(prog, task, &p, &begin, &end, &second)) return 0;
+    if (issue) {
+        /* two ranges: the upper half of the block prefetches the second */
+        const int nt = second > 0 ? AMK_THREADS / 2 : AMK_THREADS, tid = (int)threadIdx.x % nt;
+        if ((int)threadIdx.x >= nt) p += second;
+        for (int64_t off = begin + (int64_t)tid * 128; off < end; off += (int64_t)nt * 128)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+    }
+    return (end - begin) * (second > 0 ? 2 : 1);
 }
 
 extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(const amk_program_t* __restrict__ pp) {
@@ -152,8 +157,8 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
         for (; depth > 0 && prefetched < len() && prefetched < i + depth &&
                (prefetched == i || ahead < (int64_t)AMK_PREFETCH_WINDOW_BYTES);
              ++prefetched)
-            ahead += amk_prefetch_weights(prog, slot(prefetched));
-        if (i < prefetched) ahead -= amk_weight_bytes(prog, task);
+            ahead += amk_prefetch_weights(prog, slot(prefetched), true);
+        if (i < prefetched) ahead -= amk_prefetch_weights(prog, task, false);
         amk_load_inst(s_inst, prog.instructions + task);
         if (!amk_inst_ok(prog, s_inst)) {
             amk_trap(prog, AMK_TRAP_INDEX, task, s_inst.op, -1);

@@ -149,6 +149,22 @@ __host__ __device__ __forceinline__ amk_fused_shape amk_fused_pattern_shape(int3
     }
 }
 
+/* The bytes of its weight buffer a projection tile streams (ir.TileRanges): [*begin, *end), and
+ * for a paired q|k|v tile (AMK_FLAG_PAIRED_TILE: N_tile/2 rows at n_off and at n_off +
+ * head_dim/2) also [*begin + *second, *end + *second), *second > 0 (0: one range); both inside
+ * the buffer's w_bytes; false when nothing is left. row_bits: the bits of one weight row. The
+ * megakernel's L2 prefetch (amk_weight_range) calls it; the host ring test checks it. */
+__host__ __device__ __forceinline__ bool amk_tile_weight_bytes(bool paired, int32_t n_off, int32_t N_tile,
+                                                               int32_t head_dim, int64_t row_bits, int64_t w_bytes,
+                                                               int64_t* begin, int64_t* end, int64_t* second) {
+    const int64_t rows = paired ? N_tile / 2 : N_tile;
+    *second = paired && head_dim > 0 ? (int64_t)(head_dim / 2) * row_bits / 8 : 0;
+    *begin = (int64_t)n_off * row_bits / 8;
+    const int64_t stop = *begin + rows * row_bits / 8;
+    *end = stop < w_bytes - *second ? stop : w_bytes - *second;
+    return *end > *begin;
+}
+
 /* Bytes of the fp32 x cache of a K-long row (kernels.gemvXBytes in Go). */
 __host__ __device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
 

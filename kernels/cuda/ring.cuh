@@ -7,7 +7,8 @@
  * tasks before it polls their counters. Each warp owns a private ring of AMK_RING_STAGES slots of
  * AMK_RING_TILE_BYTES (a slot is one contiguous piece of one weight row) and walks ONE chunk
  * stream: for every ring-eligible task of its queue, in queue order, for every x row m, for every
- * weight row t = warp, warp + AMK_WARPS, ... of the tile, the row's whole chunks. The issuer runs
+ * row range of the tile (one; two for a paired q|k|v tile, AMK_FLAG_PAIRED_TILE), for every
+ * weight row t = warp, warp + AMK_WARPS, ... of the range, the row's whole chunks. The issuer runs
  * AMK_RING_STAGES - 1 chunks ahead of the consumer and never drains at a task end: when a tile's
  * last chunk is consumed, the first chunks of the next eligible task (possibly several tasks
  * ahead, past attention and glue tasks) are already in flight, and stay in flight during that
@@ -57,12 +58,14 @@ __host__ __device__ constexpr uint32_t amk_ring_bytes() {
 
 /* The chunks one task streams through the ring (the same for every warp but `total`). */
 struct amk_ring_plan {
-    const char* w;    /* weight buffer base                                   */
-    int64_t ldb;      /* bytes between consecutive weight rows               */
-    int32_t n_off;    /* first weight row of the tile                        */
-    int32_t rows;     /* weight rows of this warp (t = warp + r * AMK_WARPS) */
-    int32_t nchunks;  /* whole chunks per row                                 */
-    int32_t total;    /* chunks of this warp: M x rows x nchunks (0: none)   */
+    const char* w;    /* weight buffer base                                              */
+    int64_t ldb;      /* bytes between consecutive weight rows                          */
+    int32_t n_off;    /* first weight row of the tile                                   */
+    int32_t rows;     /* weight rows of this warp per x row, both ranges                */
+    int32_t split;    /* of them in the first range (t = warp + r * AMK_WARPS, r < split) */
+    int32_t second;   /* weight rows from the first range's start to the second's       */
+    int32_t nchunks;  /* whole chunks per row                                            */
+    int32_t total;    /* chunks of this warp: M x rows x nchunks (0: none)              */
 };
 
 /* Per-warp stream state, in shared memory between the tasks of a queue. */
@@ -101,13 +104,19 @@ __host__ __device__ __forceinline__ uint32_t amk_ring_offset(uint32_t dyn_smem) 
 /* The ring plan of instruction `inst` for warp `warp`; false when the task does not stream
  * through the ring. Every condition the consumer needs is checked here (and bounds, so that no
  * copy ever reads outside the weight buffer, even for a task that will trap). `ops_smem` is
- * amk_ops_smem_bytes() of the launch. */
+ * amk_ops_smem_bytes() of the launch.
+ *
+ * Row ranges: a contiguous tile streams weight rows [n_off, n_off + N_tile); a paired tile
+ * (AMK_FLAG_PAIRED_TILE, ir.TileRanges) w = N_tile / 2 rows [n_off, n_off + w), then w rows
+ * [n_off + head_dim/2, n_off + head_dim/2 + w), the order amk_op_fused streams them in (per x
+ * row: range 0, then range 1, each through amk_gemv_fp_row). The RoPE/append tile the fused
+ * epilogue collects is N_tile floats either way. */
 __host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* bufs, int32_t n_bufs,
                                                            const amk_instruction_t& inst, uint32_t ops_smem, int warp,
                                                            amk_ring_plan* plan) {
     plan->total = 0;
     const int32_t op = inst.op;
-    int wi = 1, collect = 0;
+    int wi = 1, collect = 0, paired = 0;
     if (op == AMK_OP_GEMV_TILE) {
         const int32_t q = inst.params.qdtype;
         if ((q == AMK_I8 || q == AMK_I4) && inst.n_inputs >= 3) return false;
@@ -115,9 +124,9 @@ __host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* b
         const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
         const amk_fused_shape f = amk_fused_pattern_shape(pat);
         if (f.staging < 0 || inst.n_inputs != f.n_in) return false;
-        if (inst.params.flags & AMK_FLAG_PAIRED_TILE) return false; /* two row ranges: the per-tile paths */
         wi = (f.staging == 0 || pat == AMK_FUSED_GEMV_ADD) ? 1 : 2;
         collect = f.epilogue >= 2;
+        paired = (inst.params.flags & AMK_FLAG_PAIRED_TILE) != 0;
     } else {
         return false;
     }
@@ -126,11 +135,15 @@ __host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* b
         return false;
     const amk_buffer_t& W = bufs[inst.inputs[wi]];
     const int64_t xnumel = bufs[inst.inputs[0]].numel;
-    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off, hd = inst.params.head_dim;
     if (!amk_is_float(W.dtype) || K <= 0 || N_tile <= 0 || n_off < 0 || xnumel <= 0 || xnumel % K != 0) return false;
+    /* a paired tile as amk_op_fused accepts it (a malformed one traps there, off the ring) */
+    if (paired && (!collect || hd <= 0 || (hd & 1) || (N_tile & 1) || n_off % hd + N_tile / 2 > hd / 2)) return false;
+    const int w = paired ? N_tile / 2 : N_tile, second = paired ? hd / 2 : 0; /* rows per range, range 1 - range 0 */
     const int esz = W.dtype == AMK_F32 ? 4 : 2;
     const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
-    if (ldw < K || W.numel < (int64_t)(n_off + N_tile) * ldw || ((uintptr_t)W.ptr & 15) || ((ldw * esz) & 15)) return false;
+    if (ldw < K || W.numel < ((int64_t)n_off + second + w) * ldw || ((uintptr_t)W.ptr & 15) || ((ldw * esz) & 15))
+        return false;
     const uint32_t xb = amk_gemv_x_bytes(K);
     const uint32_t tb = collect ? amk_gemv_x_bytes(N_tile) : 0u;
     if (xb + tb > ops_smem) return false;
@@ -139,17 +152,21 @@ __host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* b
     plan->w = (const char*)W.ptr;
     plan->ldb = ldw * esz;
     plan->n_off = n_off;
-    plan->rows = warp < N_tile ? (N_tile - warp + AMK_WARPS - 1) / AMK_WARPS : 0;
+    plan->split = warp < w ? (w - warp + AMK_WARPS - 1) / AMK_WARPS : 0;
+    plan->rows = paired ? 2 * plan->split : plan->split;
+    plan->second = second;
     plan->nchunks = nchunks;
     plan->total = (int32_t)(xnumel / K) * plan->rows * nchunks;
     return true;
 }
 
 /* Global address of chunk j of warp `warp`'s plan (x row m is j / (rows * nchunks): the same
- * bytes again). */
+ * bytes again). The warp's i-th row of an x row is t = warp + i * AMK_WARPS of the first range
+ * for i < split, else t = warp + (i - split) * AMK_WARPS of the second, `second` rows further. */
 __host__ __device__ __forceinline__ const char* amk_ring_chunk_src_for(const amk_ring_plan& p, int32_t j, int warp) {
     const int32_t r = j % (p.rows * p.nchunks);
-    const int32_t t = warp + (r / p.nchunks) * AMK_WARPS;
+    const int32_t i = r / p.nchunks;
+    const int32_t t = i < p.split ? warp + i * AMK_WARPS : p.second + warp + (i - p.split) * AMK_WARPS;
     return p.w + (int64_t)(p.n_off + t) * p.ldb + (int64_t)(r % p.nchunks) * AMK_RING_TILE_BYTES;
 }
 
@@ -339,10 +356,11 @@ __device__ __forceinline__ void amk_ring_finish() {
 #endif
 }
 
-/* Consume the chunks of one x row of the current task: the warp's rows t (each: its chunks from
- * the ring, the leftover vectors and the scalar tail from global memory, then the store), issuing
- * one chunk ahead for every chunk it consumes. The caller has checked the task's plan
- * (amk_ring_plan_of), whose rows and chunks this walks in the issuer's order. */
+/* Consume the chunks of one row range of one x row of the current task: the warp's rows t of
+ * [n_off, n_off + N_tile) (each: its chunks from the ring, the leftover vectors and the scalar
+ * tail from global memory, then the store), issuing one chunk ahead for every chunk it consumes.
+ * The caller has checked the task's plan (amk_ring_plan_of), whose rows and chunks this walks in
+ * the issuer's order: a paired tile calls it for its first range, then its second (amk_op_fused). */
 template <typename T>
 __device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, const float* __restrict__ xs,
                                                   const T* __restrict__ W, int64_t ldw, int K, int n_off, int N_tile,

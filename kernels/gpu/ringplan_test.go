@@ -25,15 +25,18 @@ var ringplanHost []byte
 
 // TestRingPlanOnTheHost runs the streaming weight ring's plan, the device's
 // own __host__ __device__ functions compiled for the host by nvcc, over the
-// marshalled tables of toy, small and llama-1b at the device default and
-// fully fused (h100, B = 1), with the ring at 8 x 1 KiB and 12 x 2 KiB and the
-// dynamic shared memory kernels.PlanSmem gives the launch. The harness checks
-// the issuer and the consumer agree chunk by chunk; this test checks the
-// device agrees with the Go side: the ring's size is kernels.RingBytes, every
-// fp projection tile with a whole chunk per row whose x cache (and RoPE/append
-// tile) PlanSmem provisioned rides the ring, with M x N_tile x chunks-per-row
-// chunks, and no other task does. Without an nvcc it is skipped with a
-// message, like TestKernelsCompileWithoutSpills.
+// marshalled tables of toy, small and llama-1b at the device default (B = 1)
+// and fully fused (B = 1 and 2; its q|k|v tiles are paired tiles), h100, with
+// the ring at 8 x 1 KiB and 12 x 2 KiB and the dynamic shared memory
+// kernels.PlanSmem gives the launch. The harness checks the issuer and the
+// consumer agree chunk by chunk and that the chunks read exactly the tile's
+// weight rows; this test checks the device agrees with the Go side: the
+// ring's size is kernels.RingBytes, every fp projection tile (paired tiles
+// included) with a whole chunk per row whose x cache (and RoPE/append tile)
+// PlanSmem provisioned rides the ring, with M x N_tile x chunks-per-row
+// chunks, reading the rows of its ir.TileRanges, and no other task does.
+// Without an nvcc it is skipped with a message, like
+// TestKernelsCompileWithoutSpills.
 func TestRingPlanOnTheHost(t *testing.T) {
 	nvcc := build.FindNVCC()
 	if nvcc == "" {
@@ -63,14 +66,23 @@ func TestRingPlanOnTheHost(t *testing.T) {
 			for _, pt := range []struct {
 				name  string
 				point schedule.Point
-			}{{"device-default", schedule.DeviceDefault()}, {"fully-fused", schedule.FullyFused()}} {
+				b     int
+			}{
+				{"device-default", schedule.DeviceDefault(), 1},
+				{"fully-fused", schedule.FullyFused(), 1},
+				{"fully-fused B=2", schedule.FullyFused(), 2},
+			} {
 				label := fmt.Sprintf("%s %s ring %dx%d", name, pt.name, ring[0], ring[1])
-				prog, err := schedule.Lower(cfg, tg, pt.point, schedule.LowerOptions{Pos: 5, B: 1})
+				prog, err := schedule.Lower(cfg, tg, pt.point, schedule.LowerOptions{Pos: 5, B: pt.b})
 				if err != nil {
 					t.Fatalf("%s: %v", label, err)
 				}
-				if riders := checkRingPlan(t, label, exe, prog, v, tg.SmemBytesPerBlockOptin); riders == 0 && name != "toy" {
+				riders, paired := checkRingPlan(t, label, exe, prog, v, tg.SmemBytesPerBlockOptin)
+				if riders == 0 && name != "toy" {
 					t.Errorf("%s: no task rides the ring; the check is vacuous", label)
+				}
+				if paired == 0 && name != "toy" && strings.HasPrefix(pt.name, "fully-fused") {
+					t.Errorf("%s: no paired tile rides the ring; the paired check is vacuous", label)
 				}
 			}
 		}
@@ -97,8 +109,11 @@ func compileRingHarness(t *testing.T, nvcc, src, harness string, v kernels.Varia
 
 // checkRingPlan marshals prog as the launcher does (fake, 256-byte aligned
 // device addresses), runs the harness on it and compares its verdict per
-// task with the Go side's; it returns how many tasks ride the ring.
-func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.Variant, optin int) int {
+// task with the Go side's: the ring decision, the chunk count, the weight
+// rows the chunks read and those the megakernel's L2 prefetch covers
+// (amk_tile_weight_bytes). It returns how many tasks ride the ring, and how many
+// of them are paired tiles.
+func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.Variant, optin int) (int, int) {
 	t.Helper()
 	plan, err := kernels.PlanSmem(prog, v, optin)
 	if err != nil {
@@ -136,10 +151,12 @@ func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.
 	ops := (int64(plan.Bytes) - ringBytes) &^ 15
 	tile := v["ring_tile"]
 	riders, seen := 0, map[int]bool{}
+	paired := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var id, on int
 		var chunks int64
-		if n, _ := fmt.Sscanf(line, "task %d ring %d chunks %d", &id, &on, &chunks); n != 3 {
+		var rows, prefetch string
+		if n, _ := fmt.Sscanf(line, "task %d ring %d chunks %d rows %s prefetch %s", &id, &on, &chunks, &rows, &prefetch); n != 5 {
 			continue
 		}
 		seen[id] = true
@@ -149,20 +166,46 @@ func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.
 			t.Errorf("%s: task %s: the device plan says ring=%d with %d chunks, the Go side expects ring=%v with %d (ops share %d bytes, PlanSmem %d, notes %v)",
 				label, task.Describe(), on, chunks, want, wantChunks, ops, plan.Bytes, plan.Notes)
 		}
+		if on == 1 {
+			wantRows := tileRows(task)
+			if rows != wantRows {
+				t.Errorf("%s: task %s: the ring's chunks read weight rows %s, the tile's are %s (ir.TileRanges)",
+					label, task.Describe(), rows, wantRows)
+			}
+			if prefetch != wantRows {
+				t.Errorf("%s: task %s: the L2 prefetch covers weight rows %s, the tile's are %s (ir.TileRanges)",
+					label, task.Describe(), prefetch, wantRows)
+			}
+			if ir.PairStride(task.Params) > 0 {
+				paired++
+			}
+		}
 		riders += on
 	}
 	if len(seen) != len(prog.Tasks) {
 		t.Errorf("%s: the harness reported %d of %d tasks:\n%s", label, len(seen), len(prog.Tasks), out)
 	}
-	t.Logf("%s: %d of %d tasks on the ring, dynamic smem %d bytes (ring %d, ops share %d)", label, riders, len(prog.Tasks), plan.Bytes, ringBytes, ops)
-	return riders
+	t.Logf("%s: %d of %d tasks on the ring (%d paired tiles), dynamic smem %d bytes (ring %d, ops share %d)",
+		label, riders, len(prog.Tasks), paired, plan.Bytes, ringBytes, ops)
+	return riders, paired
+}
+
+// tileRows is the weight rows a projection tile streams, as the harness
+// prints them: its ir.TileRanges as half-open "lo-hi" runs joined by commas.
+func tileRows(t *ir.Task) string {
+	var runs []string
+	for _, r := range ir.TileRanges(t.Params.IntOr("n_off", 0), t.Params.IntOr("N_tile", 0), ir.PairStride(t.Params)) {
+		runs = append(runs, fmt.Sprintf("%d-%d", r[0], r[1]))
+	}
+	return strings.Join(runs, ",")
 }
 
 // ringExpectation is the Go side's view of one task: an fp GEMV or FUSED
 // projection rides the ring when its weight rows hold at least one whole
 // ring_tile chunk, are 16-byte aligned, and its x cache (+ the RoPE/append
-// tile) fits the ops' share of the dynamic shared memory and it is not a
-// paired tile; it then streams M x N_tile x (row bytes / ring_tile) chunks.
+// tile, N_tile floats, a paired tile's two ranges included) fits the ops'
+// share of the dynamic shared memory; it then streams M x N_tile x (row
+// bytes / ring_tile) chunks (a paired tile: N_tile/2 rows of each range).
 func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 	wi, tileBytes := 1, int64(0)
 	switch t.Op {
@@ -175,9 +218,6 @@ func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 		pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
 		if !ok {
 			return false, 0
-		}
-		if t.Params.IntOr("flags", 0)&ir.FlagPairedTile != 0 {
-			return false, 0 // two row ranges: the ring plans one (ring.cuh), so the per-tile path
 		}
 		wi = pat.Role(ir.RoleW)
 		if pat.Epilogue == ir.EpilogueRoPE || pat.WritesCache() {

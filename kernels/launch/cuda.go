@@ -30,7 +30,8 @@ const (
 // dynamic part against, is the cap less this. The VM kernel's static bytes
 // (the instruction copy, the block reductions' scratch, with the streaming
 // ring its per-warp state and mbarriers) are 464 at the default variant and
-// 1696 with the ring at 12 stages (ptxas, sm_90); load checks the real figure.
+// 1760 with the ring at 12 stages (ptxas 12.4, sm_90, TMA path); load checks
+// the real figure.
 // Without it, a plan filled to the cap made cuFuncSetAttribute fail.
 const staticSmemReserve = 2048
 
