@@ -64,3 +64,22 @@ func TestLiveMembersCountsARunningProcess(t *testing.T) {
 		t.Fatalf("a running sleep counts %d members (%v), want 1", n, err)
 	}
 }
+
+// Start's cleanup ends the command and what it left behind, even when the
+// test never waits for it.
+func TestStartCleansUpTheWholeGroup(t *testing.T) {
+	var pgid int
+	t.Run("owner", func(t *testing.T) {
+		cmd := exec.Command("sh", "-c", "sleep 600 & sleep 600")
+		if err := Start(t, cmd); err != nil {
+			t.Skipf("no sh to start: %v", err)
+		}
+		pgid = cmd.Process.Pid
+	})
+	if pgid == 0 {
+		t.Skip("nothing started")
+	}
+	if n, err := liveMembers(pgid); err != nil || n != 0 {
+		t.Fatalf("after the owner's cleanup, %d members alive (%v)", n, err)
+	}
+}
