@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 var nastyDescriptions = []string{
@@ -192,7 +194,7 @@ func TestConcurrentAppenders(t *testing.T) {
 	for i := 0; i < children; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAppender$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "AMK_FLYWHEEL_APPEND_PATH="+path)
-		if err := cmd.Start(); err != nil {
+		if err := proctest.Start(t, cmd); err != nil {
 			t.Fatal(err)
 		}
 		cmds = append(cmds, cmd)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 // crashChildEnv makes TestCrashChild the child of the SIGKILL tests:
@@ -69,7 +70,7 @@ func startCrashChild(t *testing.T, ctx context.Context, mode, dir string, events
 	}
 	cmd := exec.CommandContext(ctx, exe, "-test.run=^TestCrashChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), crashChildEnv+"="+mode+" "+dir+" "+strconv.Itoa(events))
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	return cmd

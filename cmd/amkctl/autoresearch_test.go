@@ -12,6 +12,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
@@ -58,7 +59,7 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), "AMKCTL_AS_MAIN=1")
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -68,7 +69,6 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
 			t.Fatalf("campaign did not reach 15 rows in time (%d)", len(rows))
 		}
 		time.Sleep(5 * time.Millisecond)

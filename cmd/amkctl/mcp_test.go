@@ -12,8 +12,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 // amkctlAsMain is a command running this test binary as amkctl.
@@ -109,7 +112,13 @@ func TestMCPInspector(t *testing.T) {
 		argv := append([]string{"--cli", "-e", "AMKCTL_AS_MAIN=1", exe, "mcp", "--workspace", workspace}, args...)
 		cmd := exec.Command(inspector, argv...)
 		cmd.Stderr = &strings.Builder{}
+		// The Inspector spawns amkctl mcp, which writes into the
+		// workspace; it must be gone before the workspace is removed.
+		proctest.Isolate(cmd)
 		out, err := cmd.Output()
+		if kerr := proctest.KillGroup(cmd, time.Minute); kerr != nil {
+			t.Errorf("mcp-inspector %v: %v", args, kerr)
+		}
 		if err != nil {
 			t.Fatalf("mcp-inspector %v: %v\n%s\n%s", args, err, out, cmd.Stderr)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/daemon"
+	"github.com/amk-dev/amk/internal/proctest"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
@@ -327,7 +328,7 @@ func TestSigtermExitsZero(t *testing.T) {
 		"AMK_LISTEN=127.0.0.1:0", "AMK_REDIS_NAMESPACE="+ns())
 	var logs syncBuffer
 	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)

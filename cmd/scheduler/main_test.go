@@ -25,6 +25,7 @@ import (
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/daemon"
 	"github.com/amk-dev/amk/internal/metrics"
+	"github.com/amk-dev/amk/internal/proctest"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
@@ -331,16 +332,10 @@ func startChild(t *testing.T, logPath string, args ...string) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	ch := &child{cmd: cmd}
-	t.Cleanup(func() {
-		if ch.cmd.ProcessState == nil {
-			_ = ch.cmd.Process.Kill()
-			_ = ch.cmd.Wait()
-		}
-	})
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)

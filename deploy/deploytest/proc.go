@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 // stopTimeout is how long a stopped process may take to exit after SIGTERM
@@ -27,6 +29,7 @@ type Proc struct {
 	out  *lockedBuffer
 	done chan struct{}
 	once sync.Once
+	tb   testing.TB // the owner, told when the process's children outlive it
 }
 
 // lockedBuffer is a bytes.Buffer safe for the process's two output pipes
@@ -48,12 +51,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// StartProc starts bin with args (and extra environment variables) and
-// registers its stop with tb's cleanup.
+// StartProc starts bin with args (and extra environment variables) in a
+// process group of its own and registers its stop with tb's cleanup. A
+// directory the process writes into must come from tb.TempDir() before this
+// call, so that its removal runs after the stop.
 func StartProc(tb testing.TB, name string, env []string, bin string, args ...string) *Proc {
 	tb.Helper()
-	p := &Proc{Name: name, cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	p := &Proc{Name: name, cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{}), tb: tb}
 	p.cmd.Env = append(os.Environ(), env...)
+	proctest.Isolate(p.cmd)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatalf("starting %s: %v", name, err)
@@ -64,7 +70,8 @@ func StartProc(tb testing.TB, name string, env []string, bin string, args ...str
 }
 
 // Stop sends SIGTERM, waits for the exit and kills the process if it takes
-// longer than stopTimeout. It is safe to call more than once.
+// longer than stopTimeout; then it kills whatever the process left running
+// in its group and waits for that too. It is safe to call more than once.
 func (p *Proc) Stop() {
 	p.once.Do(func() {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
@@ -74,16 +81,25 @@ func (p *Proc) Stop() {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
+		p.endGroup()
 	})
 }
 
 // Kill sends SIGKILL (no chance to clean up, as in a crash) and waits for
-// the exit.
+// the exit, and for the end of every process it started.
 func (p *Proc) Kill() {
 	p.once.Do(func() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
+		p.endGroup()
 	})
+}
+
+// endGroup kills and waits for the rest of the process's group.
+func (p *Proc) endGroup() {
+	if err := proctest.KillGroup(p.cmd, stopTimeout); err != nil {
+		p.tb.Errorf("%s: %v", p.Name, err)
+	}
 }
 
 // Exited reports whether the process has ended.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 // SentinelOptions configures StartSentinels.
@@ -38,6 +40,7 @@ type Sentinels struct {
 	procs  []*exec.Cmd
 	dones  []chan struct{}
 	dirs   []string
+	tb     testing.TB // the owner, told when a sentinel's processes outlive a stop
 }
 
 // StartSentinels starts sentinels monitoring primary. It skips tb when
@@ -62,14 +65,19 @@ func StartSentinels(tb testing.TB, primary *Server, opts SentinelOptions) *Senti
 		opts.FailoverTimeout = 5 * time.Second
 	}
 	host, port, _ := net.SplitHostPort(primary.Addr)
-	s := &Sentinels{Master: opts.Master}
+	s := &Sentinels{Master: opts.Master, tb: tb}
+	// The directories first: their removal then runs after Stop (cleanups
+	// run last-registered first), never under a sentinel still rewriting
+	// its config and log there.
+	for range opts.N {
+		s.dirs = append(s.dirs, tb.TempDir())
+	}
 	tb.Cleanup(s.Stop)
-	for i := range opts.N {
+	for i, dir := range s.dirs {
 		p, err := freePort()
 		if err != nil {
 			tb.Fatalf("redistest: no free port: %v", err)
 		}
-		dir := tb.TempDir()
 		conf := filepath.Join(dir, "sentinel.conf")
 		text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndaemonize no\ndir %s\nlogfile %s\n"+
 			"sentinel monitor %s %s %s %d\nsentinel down-after-milliseconds %s %d\n"+
@@ -82,14 +90,14 @@ func StartSentinels(tb testing.TB, primary *Server, opts SentinelOptions) *Senti
 		}
 		cmd := exec.Command(bin, conf)
 		cmd.Dir = dir
-		cmd.SysProcAttr = procAttr()
+		proctest.Isolate(cmd)
 		if err := cmd.Start(); err != nil {
 			tb.Fatalf("redistest: start sentinel %d: %v", i, err)
 		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-		s.Addrs, s.procs, s.dones, s.dirs = append(s.Addrs, addr), append(s.procs, cmd), append(s.dones, done), append(s.dirs, dir)
+		s.Addrs, s.procs, s.dones = append(s.Addrs, addr), append(s.procs, cmd), append(s.dones, done)
 	}
 	deadline := time.Now().Add(readyTimeout)
 	for _, addr := range s.Addrs {
@@ -167,6 +175,9 @@ func (s *Sentinels) Stop() {
 		case <-time.After(5 * time.Second):
 			_ = cmd.Process.Kill()
 			<-s.dones[i]
+		}
+		if err := proctest.KillGroup(cmd, 10*time.Second); err != nil {
+			s.tb.Errorf("redistest: sentinel %d: %v", i, err)
 		}
 		s.procs[i] = nil
 	}

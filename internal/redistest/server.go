@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 // readyTimeout bounds how long Start waits for the first PONG.
@@ -40,6 +42,7 @@ type Server struct {
 
 	binary string
 	opts   Options
+	tb     testing.TB // the owner, told when the server's processes outlive a stop
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -57,7 +60,7 @@ func StartWith(tb testing.TB, opts Options) *Server {
 	if err != nil {
 		tb.Skip("redis-server is not installed; run `make deps` (scripts/ensure-deps.sh) to install it")
 	}
-	s := &Server{Dir: tb.TempDir(), binary: bin, opts: opts}
+	s := &Server{Dir: tb.TempDir(), binary: bin, opts: opts, tb: tb}
 	tb.Cleanup(s.Stop)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -113,6 +116,11 @@ func (s *Server) signal(sig syscall.Signal) {
 		_ = cmd.Process.Kill()
 		<-done
 	}
+	// A child forked for a background save or AOF rewrite survives a
+	// SIGKILLed server and would go on writing into Dir.
+	if err := proctest.KillGroup(cmd, 10*time.Second); err != nil {
+		s.tb.Errorf("redistest: %v", err)
+	}
 }
 
 // launch starts the process and waits until it answers PING.
@@ -139,7 +147,7 @@ func (s *Server) launch() error {
 	}
 	cmd := exec.Command(s.binary, args...)
 	cmd.Dir = s.Dir
-	cmd.SysProcAttr = procAttr()
+	proctest.Isolate(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -16,18 +16,25 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/internal/proctest"
 )
 
 var screenshot = flag.String("web.screenshot", "", "also write the browser test's screenshot of a campaign page to this path (docs/web-view.png)")
 
 // browser starts Debian's chromium, headless, with a fresh profile and
-// nothing that reaches the network by itself.
+// nothing that reaches the network by itself. Chromium runs in a process
+// group of its own; the cleanup closes it, then kills and waits for the
+// whole group (the network service outlives the browser, still writing
+// into the profile) before the profile directory, whose removal was
+// registered first and so runs last, is removed.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed and could not be (make deps, scripts/ensure-deps.sh, installs Debian's chromium): the web view's browser test is skipped")
 	}
+	profile := t.TempDir()
+	var started *exec.Cmd
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
@@ -38,13 +45,26 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 1400),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			proctest.Isolate(cmd)
+			started = cmd
+		}),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()   // closes the browser and waits for the started process
+		cancelAlloc() // waits for the allocator's goroutines
+		if started != nil {
+			if err := proctest.KillGroup(started, 30*time.Second); err != nil {
+				t.Errorf("chromium's processes outlived the test: %v", err)
+			}
+		}
+	})
 	if err := chromedp.Run(ctx); err != nil {
 		t.Fatalf("starting chromium: %v", err)
 	}
