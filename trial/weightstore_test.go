@@ -394,3 +394,34 @@ func TestModelCacheReleasesIdleModelsToFitANewOne(t *testing.T) {
 		}
 	}
 }
+
+// mapFile maps a file, and reads one it cannot map (here an empty file,
+// which filemap.Map refuses) instead of failing.
+func TestMapFileFallsBackToReading(t *testing.T) {
+	dir := t.TempDir()
+	for _, want := range [][]byte{nil, bytes.Repeat([]byte("amk weights "), 1000)} {
+		path := filepath.Join(dir, fmt.Sprintf("w%d.bin", len(want)))
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, unmap, err := mapFile(f, int64(len(want)))
+		f.Close()
+		if err != nil || unmap == nil {
+			t.Fatalf("%d bytes: err %v, unmap %v", len(want), err, unmap != nil)
+		}
+		if !bytes.Equal(data, want) {
+			t.Errorf("%d bytes: got %d bytes that differ", len(want), len(data))
+		}
+		if n := liveMappings(t, dir); len(want) > 0 && n != 1 {
+			t.Errorf("%d bytes: %d mappings of the file, want 1", len(want), n)
+		}
+		unmap()
+		if n := liveMappings(t, dir); n != 0 {
+			t.Errorf("%d bytes: %d mappings after unmap, want 0", len(want), n)
+		}
+	}
+}
