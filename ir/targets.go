@@ -136,6 +136,35 @@ func (t *GpuTarget) MeasuredBandwidthBoundUS(weightBytes int64) float64 {
 // IsCUDA reports whether the target is an NVIDIA part the CUDA VM can run on.
 func (t *GpuTarget) IsCUDA() bool { return t.SMArch > 0 }
 
+// StaticSmemReserve is the part of a device's per-block shared memory opt-in
+// cap (which counts a block's static and dynamic bytes together) kept for the
+// CUDA megakernel's static shared memory: the instruction copy, the block
+// reductions' scratch and, with the streaming ring, its per-warp state and
+// mbarriers. Measured with ptxas 12.4 for sm_90 (TMA path): 464 bytes at the
+// default variant, 1696 with the ring at 12 stages x 2 KiB, 1760 since paired
+// q|k|v tiles ride the ring (docs/results/cuda-review.md, L3). The launcher
+// refuses a kernel whose static bytes exceed it, so the figure is checked on
+// every load.
+const StaticSmemReserve = 2048
+
+// DynamicSmemCap is the dynamic shared memory a launch of the CUDA megakernel
+// may ask for per block on a device whose per-block opt-in cap is optin: the
+// cap less StaticSmemReserve. Every planner of dynamic shared memory (the
+// launcher's device info, schedule.CheckLaunch, kernels.PlanSmem's callers)
+// takes its limit from here, so a plan the host accepts is one the device
+// can load.
+func DynamicSmemCap(optin int) int { return max(optin-StaticSmemReserve, 0) }
+
+// DynamicSmemBytes is DynamicSmemCap of the target's opt-in cap for an NVIDIA
+// target; an AMD target (no CUDA kernel, so no static reserve) keeps its
+// whole cap.
+func (t *GpuTarget) DynamicSmemBytes() int {
+	if t.IsAMD() {
+		return t.SmemBytesPerBlockOptin
+	}
+	return DynamicSmemCap(t.SmemBytesPerBlockOptin)
+}
+
 const (
 	kib = 1024
 	mib = 1024 * 1024

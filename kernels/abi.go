@@ -189,6 +189,12 @@ func (c AbortCode) String() string {
 	return fmt.Sprintf("abort(%d)", int32(c))
 }
 
+// RingWaitCounter is the counter a watchdog abort names when it was raised
+// in the streaming ring's wait for a chunk (ring.cuh amk_ring_wait), not in
+// a counter wait: Observed is then the chunk, Threshold the chunks issued
+// and Detail the ring slot.
+const RingWaitCounter = -1
+
 // Diag is amk_diag_t: what the aborting block recorded.
 type Diag struct {
 	Code      AbortCode `json:"code"`
@@ -241,7 +247,8 @@ func (d Diag) Encode() []byte {
 func opName(op int32) string { return ir.Op(op).String() }
 
 // Describe renders the diagnostics as one line naming the task and, for the
-// watchdog, the counter, its value and the threshold it never reached.
+// watchdog, the counter, its value and the threshold it never reached, or
+// for the streaming ring's wait the chunk that never landed.
 func (d Diag) Describe(p *ir.Program) string {
 	task := fmt.Sprintf("task %d", d.Task)
 	if p != nil && d.Task >= 0 && int(d.Task) < len(p.Tasks) {
@@ -250,6 +257,9 @@ func (d Diag) Describe(p *ir.Program) string {
 	switch {
 	case d.Code == AbortNone:
 		return "no abort"
+	case d.Code == AbortWatchdog && d.Counter == RingWaitCounter:
+		return fmt.Sprintf("watchdog: %s (%s) on block %d waited %.3f ms in the streaming ring wait: chunk %d of a warp's stream never landed (%d issued, ring slot %d)",
+			task, opName(d.Op), d.Block, float64(d.WaitedNS)/1e6, d.Observed, d.Threshold, d.Detail)
 	case d.Code == AbortWatchdog:
 		return fmt.Sprintf("watchdog: %s (%s) on block %d waited %.3f ms on counter %d: observed %d < threshold %d",
 			task, opName(d.Op), d.Block, float64(d.WaitedNS)/1e6, d.Counter, d.Observed, d.Threshold)

@@ -313,6 +313,20 @@ func TestDiagRoundTripAndDescribe(t *testing.T) {
 	if _, err := DecodeDiag(b[:10]); err == nil {
 		t.Error("short diag accepted")
 	}
+	// The streaming ring's wait (counter -1) names the fused task waiting,
+	// the chunk and the slot, not a counter.
+	p.AddTask(ir.Task{Op: ir.OpFUSED, Label: "qkv[t0]"})
+	ring := Diag{Code: AbortWatchdog, Block: 2, Task: 2, Op: int32(ir.OpFUSED), Counter: RingWaitCounter,
+		Observed: 40, Threshold: 51, Detail: 4, WaitedNS: 1_000_000}
+	msg = ring.Describe(p)
+	for _, want := range []string{"watchdog", "2:qkv[t0]", "FUSED", "streaming ring wait", "chunk 40", "51 issued", "ring slot 4"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("ring Describe %q lacks %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "counter") {
+		t.Errorf("ring Describe %q names a counter", msg)
+	}
 	trap := Diag{Code: TrapKVPos, Task: 5, Op: int32(ir.OpKVAppend), Detail: 4096}
 	if m := trap.Describe(nil); !strings.Contains(m, "trap:kv-pos") || !strings.Contains(m, "detail 4096") {
 		t.Errorf("trap describe %q", m)

@@ -266,7 +266,7 @@ func attentionUnsupported(p *ir.Program, t *ir.Task) string {
 type SmemPlan struct {
 	Bytes    int      // dynamic smem per block (cuFuncSetAttribute above 48 KiB)
 	Notes    []string // tiles that will take a slower path because their ideal layout does not fit
-	OptinCap int      // the per-block opt-in cap it was planned against
+	OptinCap int      // the dynamic shared memory cap it was planned against (ir.DynamicSmemCap)
 }
 
 // gemvXBytes and gemvRingBytes mirror amk_gemv_x_bytes / amk_gemv_ring_bytes.
@@ -287,7 +287,8 @@ func RingBytes(v Variant) int64 {
 
 // PlanSmem sizes the dynamic shared memory of a launch: for every GEMV-like
 // tile the x cache (+ the cp.async ring when the variant enables it), as much
-// as fits under optin (the device's per-block opt-in cap); the config's
+// as fits under optin (the device's dynamic shared memory cap per block,
+// ir.DynamicSmemCap of its opt-in cap, or ir.GpuTarget.DynamicSmemBytes); the config's
 // smem_bytes_per_block is a floor. A floor above the cap is an error (docs/spec/rules.md R24).
 // With the streaming ring (ring_stages > 0) its RingBytes come on top, the
 // ops' share shrinks by as much, and a ring that does not fit is an error.
@@ -300,7 +301,7 @@ func PlanSmem(p *ir.Program, v Variant, optin int) (SmemPlan, error) {
 	need := int64(0)
 	if p.Config != nil {
 		if p.Config.SmemBytesPerBlock > optin {
-			return plan, fmt.Errorf("smem_bytes_per_block %d exceeds the device's per-block opt-in cap %d", p.Config.SmemBytesPerBlock, optin)
+			return plan, fmt.Errorf("smem_bytes_per_block %d exceeds the device's per-block dynamic shared memory cap %d (its opt-in cap less the kernels' static reserve)", p.Config.SmemBytesPerBlock, optin)
 		}
 		need = int64(p.Config.SmemBytesPerBlock)
 	}

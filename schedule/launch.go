@@ -11,7 +11,9 @@ import (
 // anything is lowered or launched (docs/spec/rules.md R24), returning one clear reason: the
 // block size must be one the persistent VM supports (128 or 256: larger
 // blocks deadlock the cooperative grid sync), the SMEM opt-in must be
-// within [0, the target's per-block opt-in cap], and explicit SM pins must
+// within [0, the target's dynamic shared memory cap] (ir.GpuTarget.DynamicSmemBytes:
+// the per-block opt-in cap less the kernels' static reserve, the limit the
+// launcher plans against; the reference allows the whole opt-in cap), and explicit SM pins must
 // name SMs of the target.
 func CheckLaunch(p Point, t *ir.GpuTarget) error {
 	if t == nil {
@@ -34,9 +36,9 @@ func CheckLaunch(p Point, t *ir.GpuTarget) error {
 	if smem < 0 {
 		return fmt.Errorf("smem_bytes_per_block=%d must be a non-negative int", smem)
 	}
-	if smem > t.SmemBytesPerBlockOptin {
-		return fmt.Errorf("smem_bytes_per_block=%d exceeds target '%s' opt-in cap %d", smem, t.Name,
-			t.SmemBytesPerBlockOptin)
+	if smem > t.DynamicSmemBytes() {
+		return fmt.Errorf("smem_bytes_per_block=%d exceeds target '%s' dynamic shared memory cap %d (the opt-in cap %d less %d for the kernels' static shared memory)",
+			smem, t.Name, t.DynamicSmemBytes(), t.SmemBytesPerBlockOptin, t.SmemBytesPerBlockOptin-t.DynamicSmemBytes())
 	}
 	if t.MaxThreadsPerSM > 0 && tpb > t.MaxThreadsPerSM {
 		return fmt.Errorf("threads_per_block=%d exceeds target '%s' limit of %d threads per SM", tpb, t.Name,

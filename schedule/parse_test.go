@@ -80,7 +80,10 @@ func TestCheckLaunch(t *testing.T) {
 		{`{"threads_per_block": 0}`, "threads_per_block=0 out of range [32,1024]"},
 		{`{"threads_per_block": 200}`, "threads_per_block=200 is not a multiple of the warp size (32)"},
 		{`{"threads_per_block": 512}`, "threads_per_block=512 is not supported by the persistent VM"},
-		{`{"smem_bytes_per_block": 1000000000}`, "smem_bytes_per_block=1000000000 exceeds target 'rtx5090' opt-in cap 101376"},
+		{`{"smem_bytes_per_block": 1000000000}`, "smem_bytes_per_block=1000000000 exceeds target 'rtx5090' dynamic shared memory cap 99328 (the opt-in cap 101376 less 2048"},
+		// The whole opt-in cap leaves nothing for the kernels' static shared
+		// memory: the launcher would refuse it at load (ir.DynamicSmemCap).
+		{`{"smem_bytes_per_block": 101376}`, "exceeds target 'rtx5090' dynamic shared memory cap 99328"},
 		{`{"smem_bytes_per_block": -4}`, "smem_bytes_per_block=-4 must be a non-negative int"},
 		{`{"sm_assignment": {"99999": 9999}}`, "pins task 99999 to SM 9999, out of range [0,82)"},
 	}
@@ -98,7 +101,7 @@ func TestCheckLaunch(t *testing.T) {
 	for _, tpb := range tpbChoices {
 		p := Default()
 		p.Config.ThreadsPerBlock = tpb
-		p.Config.SmemBytesPerBlock = tg.SmemBytesPerBlockOptin
+		p.Config.SmemBytesPerBlock = tg.DynamicSmemBytes()
 		if err := CheckLaunch(p, tg); err != nil {
 			t.Errorf("tpb %d at the SMEM cap: %v", tpb, err)
 		}

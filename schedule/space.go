@@ -95,7 +95,7 @@ func Space(t *ir.GpuTarget, device Device) []Knob {
 	cuda := device == DeviceCUDA && !amd
 	smemCap, wave := 0, 32
 	if t != nil {
-		smemCap, wave = t.SmemBytesPerBlockOptin, t.Wavefront()
+		smemCap, wave = t.DynamicSmemBytes(), t.Wavefront()
 	}
 	knobs := []Knob{
 		{Path: PathNTile, Choices: ints(nTileChoices...), Default: intV(defaultNTile), Effective: true,
@@ -132,7 +132,7 @@ func Space(t *ir.GpuTarget, device Device) []Knob {
 			Scope: ScopeCostModel, Note: "persistent VM block size; warps per block bound each SM's in-flight " +
 				"weight loads (512 deadlocks the cooperative grid sync and is rejected, R24)"},
 		{Path: PathSmem, Choices: ints(smemChoices(smemCap)...), Default: intV(0), Effective: cuda,
-			Scope: kernelScope(cuda), Note: "dynamic SMEM opt-in per block, bytes (<= the target's opt-in cap)"},
+			Scope: kernelScope(cuda), Note: "dynamic SMEM opt-in per block, bytes (<= the target's dynamic shared memory cap)"},
 	}
 	for _, k := range kernelKnobs {
 		if k.choices == nil || amd {

@@ -24,5 +24,8 @@
 // the unused models' weights fit its keep budget (KeepUnused, by default its
 // check budget), least recently used first out; a model let go is
 // unmapped, so a long-running worker cycling through models holds a bounded
-// set of mappings. Models handed out by Get stay for the cache's life.
+// set of mappings. Models handed out by Get stay for the cache's life. A
+// model that does not fit the host's memory (WithMemoryProbe) first has the
+// unused models released, least recently used first, and is refused only
+// when it still does not fit.
 package trial

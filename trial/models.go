@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -101,7 +102,9 @@ func (c *ModelCache) KeepUnused(bytes int64) *ModelCache {
 
 // WithMemoryProbe makes the cache refuse, with a *MemoryError and before
 // allocating anything, a model whose EstimateMemory host figure exceeds
-// what probe reports available. It returns c; call it before first use.
+// what probe reports available, once it has released every model no trial
+// uses (least recently used first, probing again after each) and the model
+// still does not fit. It returns c; call it before first use.
 func (c *ModelCache) WithMemoryProbe(probe MemoryProbe) *ModelCache {
 	c.probe = probe
 	return c
@@ -169,11 +172,43 @@ func (e *modelEntry) load(ctx context.Context, c *ModelCache, name, weightsPath 
 // release ends one trial's use of e's model, then lets go of the least
 // recently used unused models until the rest fit the keep budget.
 func (c *ModelCache) release(e *modelEntry) {
-	var unmaps []func()
+	var frees []func()
 	c.mu.Lock()
 	e.users--
 	c.uses++
 	e.lastUsed = c.uses
+	idle, kept := c.idleLocked()
+	for _, key := range idle {
+		if kept <= c.keepBytes {
+			break
+		}
+		kept -= c.models[key].m.Weights.Bytes()
+		frees = append(frees, c.dropLocked(key))
+	}
+	c.mu.Unlock()
+	for _, free := range frees {
+		free()
+	}
+}
+
+// releaseOldestIdle lets go of the least recently used model no trial uses,
+// for a load that does not fit the host's memory; false when there is none.
+func (c *ModelCache) releaseOldestIdle() bool {
+	c.mu.Lock()
+	idle, _ := c.idleLocked()
+	if len(idle) == 0 {
+		c.mu.Unlock()
+		return false
+	}
+	free := c.dropLocked(idle[0])
+	c.mu.Unlock()
+	free()
+	return true
+}
+
+// idleLocked returns the keys of the loaded models no trial uses, least
+// recently used first, and the bytes of their weights. c.mu is held.
+func (c *ModelCache) idleLocked() ([]string, int64) {
 	var kept int64
 	var idle []string
 	for key, x := range c.models {
@@ -184,21 +219,20 @@ func (c *ModelCache) release(e *modelEntry) {
 		idle = append(idle, key)
 	}
 	slices.SortFunc(idle, func(a, b string) int { return cmp.Compare(c.models[a].lastUsed, c.models[b].lastUsed) })
-	for _, key := range idle {
-		if kept <= c.keepBytes {
-			break
-		}
-		x := c.models[key]
-		kept -= x.m.Weights.Bytes()
-		delete(c.models, key)
-		if x.m.unmap != nil {
-			unmaps = append(unmaps, x.m.unmap)
-		}
+	return idle, kept
+}
+
+// dropLocked forgets key's model and returns what frees its weights, to be
+// called once c.mu is released: the unmap of mapped weights; for weights
+// in memory, a collection that returns them to the system (so that a
+// memory probe sees them gone). c.mu is held.
+func (c *ModelCache) dropLocked(key string) func() {
+	unmap := c.models[key].m.unmap
+	delete(c.models, key)
+	if unmap != nil {
+		return unmap
 	}
-	c.mu.Unlock()
-	for _, unmap := range unmaps {
-		unmap()
-	}
+	return debug.FreeOSMemory
 }
 
 func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
@@ -213,9 +247,14 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	}
 	if c.probe != nil {
 		need := EstimateMemory(cfg, false, c.checkBytes).Host
-		avail, source, perr := c.probe()
-		if perr == nil && need > avail {
-			return nil, &MemoryError{Model: cfg.Name, Need: need, Available: avail, Source: source}
+		for {
+			avail, source, perr := c.probe()
+			if perr != nil || need <= avail {
+				break
+			}
+			if !c.releaseOldestIdle() {
+				return nil, &MemoryError{Model: cfg.Name, Need: need, Available: avail, Source: source}
+			}
 		}
 	}
 	if weightsPath != "" {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/amk-dev/amk/internal/filemap"
 	"github.com/amk-dev/amk/model"
 )
 
@@ -139,6 +140,18 @@ func readMapped(path string, cfg model.Config) (model.Weights, func(), error) {
 		return nil, nil, err
 	}
 	return w, unmap, nil
+}
+
+// mapFile maps size bytes of f read-only; unmap releases the mapping. A
+// file that cannot be mapped (empty, too large for the address space, or
+// on a platform without memory maps: filemap.ErrUnsupported) is read into
+// memory instead.
+func mapFile(f *os.File, size int64) (data []byte, unmap func(), err error) {
+	data, err = filemap.Map(f, size)
+	if err != nil {
+		return readWhole(f, size)
+	}
+	return data, func() { _ = filemap.Unmap(data) }, nil
 }
 
 // readWhole reads size bytes of f into memory (nothing to release).

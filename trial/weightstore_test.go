@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -172,6 +174,27 @@ func smallModels(t *testing.T, n int) []string {
 	return paths
 }
 
+// sameSizeModels writes n small Llama config.json files of nearly one
+// size (the vocabulary differs by a row, so each has its own weights file),
+// smallest first, and returns their paths.
+func sameSizeModels(t *testing.T, n int) []string {
+	t.Helper()
+	base, err := os.ReadFile(smallModels(t, 1)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for i := range n {
+		p := filepath.Join(t.TempDir(), "config.json")
+		cfg := bytes.Replace(base, []byte(`"vocab_size": 256`), fmt.Appendf(nil, `"vocab_size": %d`, 256+i), 1)
+		if err := os.WriteFile(p, cfg, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	return paths
+}
+
 // storeAll generates and stores the weights of every model in dir, so that
 // a cache using dir maps them.
 func storeAll(t *testing.T, dir string, paths []string) {
@@ -236,21 +259,7 @@ func TestModelCacheReleasesMappingsNoTrialUses(t *testing.T) {
 // model a trial still uses is never released.
 func TestModelCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 	ctx := context.Background()
-	base, err := os.ReadFile(smallModels(t, 1)[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Four models of nearly one size (the vocabulary differs by a row, so
-	// each has its own weights file); the budget fits the two largest.
-	var paths []string
-	for i := range 4 {
-		p := filepath.Join(t.TempDir(), "config.json")
-		cfg := bytes.Replace(base, []byte(`"vocab_size": 256`), fmt.Appendf(nil, `"vocab_size": %d`, 256+i), 1)
-		if err := os.WriteFile(p, cfg, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p)
-	}
+	paths := sameSizeModels(t, 4) // the budget fits the two largest
 	dir := t.TempDir()
 	storeAll(t, dir, paths)
 	largest, err := NewModelCache(0).Get(paths[3], "")
@@ -302,5 +311,117 @@ func TestEvaluateReleasesItsModel(t *testing.T) {
 	defer cache.mu.Unlock()
 	if len(cache.models) != 0 {
 		t.Fatalf("the cache keeps %d models with a zero keep budget", len(cache.models))
+	}
+}
+
+// A model refused for lack of host memory first makes room: the cache
+// releases the models no trial uses, least recently used first, probing
+// again after each, and loads the new one once it fits, keeping the rest.
+// When nothing idle is left and it still does not fit, it is refused and the
+// model a trial holds stays. The probe's figure falls by one model's need
+// for every weights file mapped now (read from /proc/self/maps).
+func TestModelCacheReleasesIdleModelsToFitANewOne(t *testing.T) {
+	ctx := context.Background()
+	paths := sameSizeModels(t, 4)
+	dir := t.TempDir()
+	storeAll(t, dir, paths)
+	var need int64
+	for _, p := range paths {
+		cfg, err := model.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		need = max(need, EstimateMemory(cfg, false, DefaultCheckBytes).Host)
+	}
+	for _, tc := range []struct {
+		name       string
+		room       int64 // models' worth of memory
+		hold       bool  // paths[0] stays in use by a trial
+		wantErr    bool
+		wantKept   []int // of paths[:3], still cached afterwards
+		wantMapped int   // weight files mapped afterwards (the new model's included)
+	}{
+		{name: "room for two", room: 2, wantKept: []int{2}, wantMapped: 2},
+		{name: "room for one, one held", room: 1, hold: true, wantErr: true, wantKept: []int{0}, wantMapped: 1},
+	} {
+		probed, room := 0, int64(len(paths)) // room for everything while the first three load
+		cache := NewModelCache(0).KeepUnused(1 << 40).WithMemoryProbe(func() (int64, string, error) {
+			probed++
+			return room*need - int64(liveMappings(t, dir))*need, "test probe", nil
+		})
+		cache.UseWeightsDir(dir)
+		var releaseHeld func()
+		for i, p := range paths[:3] {
+			_, release, err := cache.acquire(ctx, p, "")
+			if err != nil {
+				t.Fatalf("%s: loading model %d: %v", tc.name, i, err)
+			}
+			if i == 0 && tc.hold {
+				releaseHeld = release
+				continue
+			}
+			release()
+		}
+		probed, room = 0, tc.room
+		_, release, err := cache.acquire(ctx, paths[3], "")
+		if gotErr := errors.As(err, new(*MemoryError)); gotErr != tc.wantErr {
+			t.Fatalf("%s: loading the fourth model: %v, want a MemoryError: %v", tc.name, err, tc.wantErr)
+		}
+		release()
+		if probed != 3 {
+			t.Errorf("%s: %d probes, want 3 (one, and one after each of two releases)", tc.name, probed)
+		}
+		cache.mu.Lock()
+		var kept []int
+		for i, p := range paths[:3] {
+			if _, ok := cache.models[p+"\x00"]; ok {
+				kept = append(kept, i)
+			}
+		}
+		cache.mu.Unlock()
+		if !slices.Equal(kept, tc.wantKept) {
+			t.Errorf("%s: models %v still cached, want %v (the least recently used released first)", tc.name, kept, tc.wantKept)
+		}
+		if n := liveMappings(t, dir); n != tc.wantMapped {
+			t.Errorf("%s: %d weight files mapped, want %d", tc.name, n, tc.wantMapped)
+		}
+		if releaseHeld != nil {
+			releaseHeld()
+		}
+		cache.KeepUnused(0)
+		if _, release, err := cache.acquire(ctx, paths[0], ""); err == nil {
+			release() // lets everything go
+		}
+	}
+}
+
+// mapFile maps a file, and reads one it cannot map (here an empty file,
+// which filemap.Map refuses) instead of failing.
+func TestMapFileFallsBackToReading(t *testing.T) {
+	dir := t.TempDir()
+	for _, want := range [][]byte{nil, bytes.Repeat([]byte("amk weights "), 1000)} {
+		path := filepath.Join(dir, fmt.Sprintf("w%d.bin", len(want)))
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, unmap, err := mapFile(f, int64(len(want)))
+		f.Close()
+		if err != nil || unmap == nil {
+			t.Fatalf("%d bytes: err %v, unmap %v", len(want), err, unmap != nil)
+		}
+		if !bytes.Equal(data, want) {
+			t.Errorf("%d bytes: got %d bytes that differ", len(want), len(data))
+		}
+		if n := liveMappings(t, dir); len(want) > 0 && n != 1 {
+			t.Errorf("%d bytes: %d mappings of the file, want 1", len(want), n)
+		}
+		unmap()
+		if n := liveMappings(t, dir); n != 0 {
+			t.Errorf("%d bytes: %d mappings after unmap, want 0", len(want), n)
+		}
 	}
 }

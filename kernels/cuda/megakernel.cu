@@ -159,6 +159,9 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
              ++prefetched)
             ahead += amk_prefetch_weights(prog, slot(prefetched), true);
         if (i < prefetched) ahead -= amk_prefetch_weights(prog, task, false);
+#if AMK_RING_ON
+        amk_ring_begin(task);
+#endif
         amk_load_inst(s_inst, prog.instructions + task);
         if (!amk_inst_ok(prog, s_inst)) {
             amk_trap(prog, AMK_TRAP_INDEX, task, s_inst.op, -1);

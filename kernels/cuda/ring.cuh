@@ -76,6 +76,8 @@ struct amk_ring_warp {
     uint32_t issued;    /* chunks issued so far (the whole stream)                  */
     uint32_t consumed;  /* chunks consumed so far                                   */
     int32_t broken;     /* a TMA wait timed out: issue nothing more, wait for nothing */
+    int32_t task;       /* the task the warp runs now (consumes for): the watchdog's diagnosis;
+                         * it fills the struct's padding, so the static smem does not grow */
 };
 
 #if AMK_RING_ON
@@ -268,8 +270,9 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 /* Wait until chunk number `c` of the warp's stream has landed; returns its slot.
  *
  * With prog (the consumer), the TMA wait is bounded by the watchdog budget of a counter wait
- * (sync.cuh, checked every 16 polls): past it, it raises AMK_ABORT_WATCHDOG (counter -1,
- * observed = the chunk, threshold = the chunks issued, detail = the slot) and marks the warp's
+ * (sync.cuh, checked every 16 polls): past it, it raises AMK_ABORT_WATCHDOG (the task the warp
+ * runs and its opcode, counter -1 = the streaming ring, observed = the chunk, threshold = the
+ * chunks issued, detail = the slot; kernels.Diag.Describe) and marks the warp's
  * stream broken, so an issuer and a consumer that disagree on a task's chunks end the launch with
  * a diagnosis instead of hanging the GPU. A broken stream issues nothing more (re-arming a
  * barrier whose phase never completed would be undefined) and its later waits return at once.
@@ -294,8 +297,9 @@ __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const 
         if (polls == 0x10u) {
             start = now;
         } else if (now - start > budget) {
-            amk_raise(*prog, AMK_ABORT_WATCHDOG, -1, AMK_OP_GEMV_TILE, -1, c, amk_ring_state[amk_warp()].issued, slot,
-                      now - start);
+            const int32_t task = amk_ring_state[amk_warp()].task;
+            const int32_t op = task >= 0 && task < prog->n_instructions ? prog->instructions[task].op : -1;
+            amk_raise(*prog, AMK_ABORT_WATCHDOG, task, op, -1, c, amk_ring_state[amk_warp()].issued, slot, now - start);
             amk_ring_state[amk_warp()].broken = 1;
             break;
         }
@@ -334,10 +338,18 @@ __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const 
         w.issued = 0;
         w.consumed = 0;
         w.broken = 0;
+        w.task = -1;
     }
     __syncwarp();
     for (int k = 0; k < AMK_RING_STAGES - 1; ++k) amk_ring_issue(prog);
     __syncthreads();
+}
+
+/* Megakernel loop, before each task (and before the barrier that loads its instruction): the
+ * task the warp's ring waits are for, which a timed-out wait reports. Each warp's lane 0 writes
+ * its own warp's record, so no warp still in the previous task sees it change. */
+__device__ __forceinline__ void amk_ring_begin(int32_t task) {
+    if (amk_lane() == 0) amk_ring_state[amk_warp()].task = task;
 }
 
 /* Entry kernels run tiles without a queue: no ring (before their first barrier). */

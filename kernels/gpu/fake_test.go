@@ -100,7 +100,7 @@ func (d *vmDevice) Info() launch.Info {
 		name = "NVIDIA Mystery 9000"
 	}
 	return launch.Info{Ordinal: 0, Name: name, SMs: 132, CCMajor: 9, CCMinor: 0, DriverVersion: 12080,
-		SmemOptinBytes: 232448, Cooperative: true}
+		SmemOptinBytes: ir.DynamicSmemCap(232448), Cooperative: true}
 }
 
 func (d *vmDevice) Load(spec *launch.LoadSpec) (launch.Handle, launch.LoadInfo, error) {

@@ -45,7 +45,7 @@ func TestDeviceDefaultProgramsFitTheDevice(t *testing.T) {
 					if err := kernels.CheckDevice(prog); err != nil {
 						t.Fatalf("%s on %s B=%d: %v", name, g, b, err)
 					}
-					plan, err := kernels.PlanSmem(prog, kernels.DefaultVariant(), tg.SmemBytesPerBlockOptin)
+					plan, err := kernels.PlanSmem(prog, kernels.DefaultVariant(), tg.DynamicSmemBytes())
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -77,7 +77,7 @@ func TestRingPlanOnTheHost(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", label, err)
 				}
-				riders, paired := checkRingPlan(t, label, exe, prog, v, tg.SmemBytesPerBlockOptin)
+				riders, paired := checkRingPlan(t, label, exe, prog, v, tg.DynamicSmemBytes())
 				if riders == 0 && name != "toy" {
 					t.Errorf("%s: no task rides the ring; the check is vacuous", label)
 				}

@@ -72,7 +72,7 @@ type Info struct {
 	DriverVersion  int    `json:"driver_version"` // e.g. 12080 for 12.8
 	TotalMemBytes  int64  `json:"total_mem_bytes"`
 	L2Bytes        int    `json:"l2_bytes"`
-	SmemOptinBytes int    `json:"smem_optin_bytes"` // max dynamic smem per block after opt-in (the cap less the kernels' static smem)
+	SmemOptinBytes int    `json:"smem_optin_bytes"` // max dynamic smem per block: ir.DynamicSmemCap of the opt-in cap
 	Cooperative    bool   `json:"cooperative"`
 	ClockKHz       int    `json:"clock_khz"`
 }

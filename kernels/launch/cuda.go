@@ -24,17 +24,6 @@ const (
 	attrSmemOptin         = cu.DeviceAttribute(97)
 )
 
-// staticSmemReserve is the part of the device's per-block shared memory
-// opt-in cap (which counts static and dynamic bytes together) kept for the
-// kernels' static shared memory: Info.SmemOptinBytes, what PlanSmem sizes the
-// dynamic part against, is the cap less this. The VM kernel's static bytes
-// (the instruction copy, the block reductions' scratch, with the streaming
-// ring its per-warp state and mbarriers) are 464 at the default variant and
-// 1760 with the ring at 12 stages (ptxas 12.4, sm_90, TMA path); load checks
-// the real figure.
-// Without it, a plan filled to the cap made cuFuncSetAttribute fail.
-const staticSmemReserve = 2048
-
 // abort flag at +0 of the status block, amk_diag_t at +8.
 const (
 	statusBytes = 64
@@ -141,7 +130,8 @@ func (d *cudaDevice) open(ordinal int) error {
 	}
 	mem, _ := dev.TotalMem()
 	d.info = Info{Ordinal: ordinal, Name: name, SMs: a[0], CCMajor: a[1], CCMinor: a[2], L2Bytes: a[3], ClockKHz: a[4],
-		Cooperative: a[5] != 0, SmemOptinBytes: a[6] - staticSmemReserve, TotalMemBytes: mem, DriverVersion: driverVersion()}
+		// SmemOptinBytes is the dynamic cap: the opt-in cap less ir.StaticSmemReserve.
+		Cooperative: a[5] != 0, SmemOptinBytes: ir.DynamicSmemCap(a[6]), TotalMemBytes: mem, DriverVersion: driverVersion()}
 	if u, err := dev.UUID(); err == nil {
 		d.info.UUID = u.String()
 	}
@@ -240,10 +230,10 @@ func (d *cudaDevice) load(spec *LoadSpec) (_ *cudaProgram, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if static > staticSmemReserve {
+	if static > ir.StaticSmemReserve {
 		return nil, &RemoteError{Class: ClassRejected, Phase: OpLoad, Message: fmt.Sprintf(
-			"%s uses %d bytes of static shared memory, more than the %d reserved for it below the opt-in cap (kernels/launch staticSmemReserve)",
-			kernels.MegakernelName, static, staticSmemReserve)}
+			"%s uses %d bytes of static shared memory, more than the %d reserved for it below the opt-in cap (ir.StaticSmemReserve)",
+			kernels.MegakernelName, static, ir.StaticSmemReserve)}
 	}
 	if p.smem > 48<<10 {
 		if err := setMaxDynamicSmem(p.vm, p.smem); err != nil {

@@ -91,7 +91,7 @@ type fakeDevice struct {
 func newFakeDevice() *fakeDevice { return &fakeDevice{progs: map[Handle]*fakeProgram{}} }
 
 func (d *fakeDevice) Info() Info {
-	return Info{Name: "Fake H200", SMs: 132, CCMajor: 9, CCMinor: 0, DriverVersion: 12080, SmemOptinBytes: 232448, Cooperative: true}
+	return Info{Name: "Fake H200", SMs: 132, CCMajor: 9, CCMinor: 0, DriverVersion: 12080, SmemOptinBytes: ir.DynamicSmemCap(232448), Cooperative: true}
 }
 
 func (d *fakeDevice) Load(spec *LoadSpec) (Handle, LoadInfo, error) {

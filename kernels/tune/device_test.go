@@ -32,7 +32,7 @@ func newVMLaunchDevice(name string) *vmLaunchDevice {
 }
 
 func (d *vmLaunchDevice) Info() launch.Info {
-	return launch.Info{Ordinal: 1, Name: d.name, SMs: 132, CCMajor: 9, CCMinor: 0, SmemOptinBytes: 232448, Cooperative: true}
+	return launch.Info{Ordinal: 1, Name: d.name, SMs: 132, CCMajor: 9, CCMinor: 0, SmemOptinBytes: ir.DynamicSmemCap(232448), Cooperative: true}
 }
 
 func (d *vmLaunchDevice) Load(spec *launch.LoadSpec) (launch.Handle, launch.LoadInfo, error) {
