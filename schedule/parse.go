@@ -236,7 +236,11 @@ func (c *checker) smAssignment(s pyjson.Value) ir.SMAssignment {
 		}
 		return ir.SMAssignment{Policy: s.S}
 	case pyjson.Object:
+		// Keys are int-cast as the reference does, so "5" and " 5" name one
+		// task: refused like any repeated key (the reference's dict would
+		// keep the later pin silently).
 		pins := []ir.SMPin{}
+		keyOf := map[int]string{} // task id -> the key that pinned it
 		for _, m := range s.Obj {
 			tid, err := strconv.Atoi(strings.TrimSpace(m.Key))
 			if err != nil || tid < 0 {
@@ -252,6 +256,11 @@ func (c *checker) smAssignment(s pyjson.Value) ir.SMAssignment {
 				c.addf("%s=%d must be a non-negative int", name, sm)
 				continue
 			}
+			if first, dup := keyOf[tid]; dup {
+				c.addf("sm_assignment keys '%s' and '%s' both pin task %d: duplicate key", first, m.Key, tid)
+				continue
+			}
+			keyOf[tid] = m.Key
 			pins = append(pins, ir.SMPin{Task: tid, SM: sm})
 		}
 		return ir.SMAssignment{Explicit: pins}

@@ -176,6 +176,7 @@ func TestParsePointRefusesRepeatedKeys(t *testing.T) {
 		`{"pipelining_depth": 1, "pipelining_depth": 4}`,
 		`{"tiling": {"gemv": {"N_tile": 64, "N_tile": 512}}}`,
 		`{"sm_assignment": {"1": 0, "1": 3}}`,
+		`{"sm_assignment": {"0": 11, "5": 3, " 5": 3}}`, // one task under two spellings
 	} {
 		if _, err := ParsePoint([]byte(doc)); err == nil || !strings.Contains(err.Error(), "duplicate key") {
 			t.Errorf("%s: got %v, want a duplicate-key error", doc, err)
