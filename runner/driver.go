@@ -15,7 +15,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/pyjson"
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -57,7 +58,7 @@ otherwise.`,
 			return exitBadInput
 		}
 		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
-		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Version: version.String()}, stderr)
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
 				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {

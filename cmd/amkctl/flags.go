@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/filemap"
+	"github.com/amk-dev/amk/filemap"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/validate"

@@ -4,9 +4,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/runner"
 )
 

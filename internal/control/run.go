@@ -10,7 +10,6 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/config"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
@@ -118,7 +117,7 @@ func (l *Local) StartRun(req api.CreateRequest, opts RunOptions) (run *Run, err 
 	if models == nil {
 		models = l.NewModelCache()
 	}
-	eval, wedged := DeviceEvaluator(start.Device, trial.Options{Launcher: opts.Launcher, Models: models}, opts.Log)
+	eval, wedged := DeviceEvaluator(start.Device, trial.Options{Launcher: opts.Launcher, Models: models, Version: l.Env.AMKVersion}, opts.Log)
 	disp := dispatch.NewLocal(workers, eval)
 	run = &Run{Ledger: ledger, Driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers},
 		Created: created, Workers: workers, CorpusSkipped: skipped, closed: make(chan struct{}),
@@ -164,7 +163,7 @@ func DeviceEvaluator(device schedule.Device, opts trial.Options, log *slog.Logge
 	if device != schedule.DeviceCUDA {
 		return eval, nil
 	}
-	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: config.DefaultTrialTimeout, Log: log})
+	dog := dispatch.NewWatchdog(eval, dispatch.WatchdogOptions{Limit: dispatch.DefaultTrialTimeout, Log: log})
 	return dog.Evaluate, dog.Wedged()
 }
 

@@ -157,7 +157,7 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	}
 	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
 	// On a GPU under the watchdog, as amkctl eval and the gpuworker run trials.
-	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models}, s.log)
+	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models, Version: s.opts.Version}, s.log)
 	out := eval(ctx, spec)
 	if err := ctx.Err(); err != nil {
 		return nil, none, fmt.Errorf("eval cancelled: %w", err)
