@@ -348,9 +348,9 @@ func importLine(line []byte) (Record, bool) {
 	pct, hasPct := number("pct_of_roofline")
 	switch {
 	case bound > 0 && !(hasPct && pct > 0):
-		pct = lat / bound * 100
+		pct, _ = ir.PctOfRoofline(lat, bound)
 	case !(bound > 0) && hasPct && pct > 0:
-		bound = lat * 100 / pct
+		bound, _ = ir.FloorFromPct(lat, pct)
 	case !(bound > 0):
 		return Record{}, false
 	}

@@ -263,7 +263,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	}
 	lat := ir.RoundTo(timing.LatencyUS, 4)
 	kind := timing.Kind
-	pct := ir.RoundTo(timing.LatencyUS/bound*100, 3)
+	pct, _ := ir.PctOfRoofline(timing.LatencyUS, bound)
 	v.LatencyUS, v.LatencyKind, v.PctOfRoofline = &lat, &kind, &pct
 	return v, &timing, regions, nil
 }
