@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -83,6 +83,13 @@ func (w *Workspace) IDs() ([]string, error) {
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// ResultsPaths are the results.tsv files of the workspace's campaigns
+// (those that have one).
+func (w *Workspace) ResultsPaths() []string {
+	paths, _ := filepath.Glob(filepath.Join(w.Dir, "campaigns", "*", "results.tsv"))
+	return paths
 }
 
 // Exists reports whether the campaign has a ledger; an id outside the

@@ -9,12 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newEvalCmd) }
+func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -45,7 +46,7 @@ otherwise.`,
 		var point []byte
 		if *cfgPath != "" {
 			var err error
-			if point, err = readInput(*cfgPath, 1<<20); err != nil {
+			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
 				fmt.Fprintln(stderr, "amkctl eval:", err)
 				return exitBadInput
 			}

@@ -23,7 +23,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newMCPCmd) }
+func init() { addVerb(groupCampaign, newMCPCmd) }
 
 func newMCPCmd() *cobra.Command {
 	cmd := &cobra.Command{

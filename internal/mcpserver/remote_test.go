@@ -11,9 +11,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -39,7 +39,7 @@ func remoteHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	const token = "mcp-test-token"
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token})
+	handler, err := api.NewServer(api.Options{Service: fleet.Campaigns(), Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func remoteHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Campaigns: control.Remote{Client: client}, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Options{Campaigns: client, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestOnAScheduler(t *testing.T) {
 	if started.Campaign != "toy-h200-cpu-bg" || !started.Background || !started.Created {
 		t.Fatalf("autoresearch on a scheduler: %+v", started)
 	}
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	h.ok("record", map[string]any{"campaign": started.Campaign, "status": "failed", "description": "agent: remote record"}, &rec)
 	if len(rec.Rows) != 1 || !strings.Contains(rec.Rows[0].Description, "agent: remote record") {
 		t.Fatalf("record on a scheduler: %+v", rec)

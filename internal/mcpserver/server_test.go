@@ -15,9 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 )
 
 // harness is a server on a fresh local workspace and an SDK client
@@ -38,7 +37,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Campaigns: local, Version: "test", Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Options{Campaigns: control.New(local), Version: "test", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +138,7 @@ func TestListTools(t *testing.T) {
 		schemas[tool.Name] = schema
 	}
 	slices.Sort(names)
-	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "propose", "record", "report", "status", "tune_instruction"}
+	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -249,7 +248,7 @@ func TestAgentCycle(t *testing.T) {
 	if *cand.LatencyUS < *base.LatencyUS*0.99 {
 		tag = "kept"
 	}
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	h.ok("record", map[string]any{"campaign": loop.Campaign, "status": tag, "correctness": "PASS",
 		"latency_us": *cand.LatencyUS, "kind": *cand.LatencyKind, "pct_of_roofline": *cand.PctOfRoofline,
 		"schedule": edited, "description": "agent: pipelining_depth 0"}, &rec)
@@ -275,10 +274,22 @@ func TestAgentCycle(t *testing.T) {
 		t.Fatalf("campaigns answered %+v", list)
 	}
 
+	var noted control.CommandResponse
+	h.ok("note", map[string]any{"campaign": loop.Campaign, "note": "agent: depth 0 looked promising"}, &noted)
+	if len(noted.Log) != 1 || noted.Log[0] != "note: agent: depth 0 looked promising" {
+		t.Fatalf("note answered %+v", noted)
+	}
+	if msg := h.toolError("note", map[string]any{"campaign": loop.Campaign, "note": " "}); !strings.Contains(msg, "needs the note's text") {
+		t.Errorf("an empty note: %q", msg)
+	}
+
 	var rep ReportAnswer
 	h.ok("report", map[string]any{}, &rep)
 	if rep.Report.ID != loop.Campaign || rep.Report.TotalExperiments != 2 || len(rep.Files.Files) == 0 {
 		t.Fatalf("report answered %+v", rep)
+	}
+	if len(rep.Report.Notes) != 1 || rep.Report.Notes[0].Text != "agent: depth 0 looked promising" {
+		t.Errorf("the report's notes: %+v", rep.Report.Notes)
 	}
 
 	ctx := context.Background()
@@ -418,7 +429,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 		t.Errorf("a second autoresearch of a running campaign: %q", msg)
 	}
 	// While it runs, an agent's record goes through the run's driver.
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	h.ok("record", map[string]any{"campaign": started.Campaign, "status": "rejected", "description": "agent: over-cap smem"}, &rec)
 	if len(rec.Rows) != 1 || rec.Rows[0].Tag != "rejected" {
 		t.Fatalf("record during the run: %+v", rec)
@@ -438,7 +449,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 		t.Errorf("second cancel: %q", msg)
 	}
 	// The lock is released: the workspace takes a record directly.
-	if _, err := h.local.Record(context.Background(), started.Campaign, api.RecordRequest{Status: "failed", Description: "after cancel"}); err != nil {
+	if _, err := control.New(h.local).Record(context.Background(), started.Campaign, control.RecordRequest{Status: "failed", Description: "after cancel"}); err != nil {
 		t.Fatalf("record after cancel: %v", err)
 	}
 }
@@ -508,7 +519,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 		t.Fatalf("resumed loop: %+v (before: %d)", again, st.ExperimentsRun)
 	}
 	// A campaign that is done has nothing to run.
-	if _, err := h.local.Command(ctx, again.Campaign, campaign.OpStop, api.CommandRequest{Note: "test"}); err != nil {
+	if _, err := control.New(h.local).Command(ctx, again.Campaign, campaign.OpStop, control.CommandRequest{Note: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if msg := h.toolError("loop", map[string]any{"model": "toy", "gpu": "h100", "name": "long"}); !strings.Contains(msg, "is done") {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 )
@@ -53,39 +52,5 @@ func TestFleetCreateSeesTheCorpusAsItGrows(t *testing.T) {
 	}
 	if n := prior("cold", true); n != 0 {
 		t.Fatalf("cold campaign's prior has %d examples", n)
-	}
-}
-
-// Building a warm campaign's start event costs what was appended to the
-// corpus since the last one, not a parse of the whole corpus: its
-// allocations stay far below one per record of a 2,000-record corpus (a full
-// read allocates dozens per record).
-func TestFleetCreateDoesNotReparseTheCorpus(t *testing.T) {
-	ws, _ := runner.OpenWorkspace(t.TempDir())
-	recs := make([]flywheel.Record, 2000)
-	for i := range recs {
-		recs[i] = corpusRecord(float64(2 + i))
-	}
-	if err := flywheel.AppendCorpus(ws.CorpusPath(), recs...); err != nil {
-		t.Fatal(err)
-	}
-	f := startFleet(t, ws, Options{})
-	target, err := ir.Target("h200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := toyRequest(1)
-	req.Cold = false
-	start, err := f.startEvent(req, target)
-	if err != nil || len(start.Corpus) != len(recs) {
-		t.Fatalf("start event with %d corpus records (%v), want %d", len(start.Corpus), err, len(recs))
-	}
-	allocs := testing.AllocsPerRun(5, func() {
-		if _, err := f.startEvent(req, target); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if allocs >= float64(len(recs)) {
-		t.Fatalf("%v allocations per start event over an unchanged corpus of %d records", allocs, len(recs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/scheduler"
@@ -50,16 +51,16 @@ func startSite(t *testing.T, model string, iters int, delay time.Duration) *site
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.Close() })
-	id, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: model, GPU: "h200", Device: "cpu", Cold: true,
+	id, _, _, err := f.Create(context.Background(), control.CreateRequest{Model: model, GPU: "h200", Device: "cpu", Cold: true,
 		Overnight: true, Budget: &campaign.Budget{Iterations: iters}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiHandler, err := api.NewServer(api.Options{Service: f, Token: testToken})
+	apiHandler, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: testToken})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := Handler(Options{Campaigns: ServiceSource(f, nil), Fleet: f, Token: testToken, Where: "test scheduler", Metrics: true})
+	pages, err := Handler(Options{Campaigns: f.Campaigns(), Fleet: f, Token: testToken, Where: "test scheduler", Metrics: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 
 func TestReadOnlyWithoutAToken(t *testing.T) {
 	s := startSite(t, "toy", 3, 0)
-	pages, err := Handler(Options{Campaigns: ServiceSource(s.fleet, nil)})
+	pages, err := Handler(Options{Campaigns: s.fleet.Campaigns()})
 	if err != nil {
 		t.Fatal(err)
 	}
