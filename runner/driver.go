@@ -102,14 +102,16 @@ func (d *Driver) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, 
 	}
 }
 
-// RunSummary is what one run did.
+// RunSummary is what one run did: the trials it proposed, the outcomes it
+// recorded, the trials a previous run left in flight that it sent again,
+// the campaign's status (and why) at the end, and why the run stopped.
 type RunSummary struct {
-	Proposed   int
-	Recorded   int
-	Resubmited int
-	Status     campaign.Status
-	Reason     string
-	StopReason string
+	Proposed    int             `json:"proposed"`
+	Recorded    int             `json:"recorded"`
+	Resubmitted int             `json:"resubmitted"`
+	Status      campaign.Status `json:"status"`
+	Reason      string          `json:"reason,omitempty"`
+	StopReason  string          `json:"stop_reason"`
 }
 
 func (d *Driver) now() time.Time {
@@ -144,7 +146,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 		if err := d.submit(ctx, spec); err != nil {
 			return sum, err
 		}
-		sum.Resubmited++
+		sum.Resubmitted++
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()

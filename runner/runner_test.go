@@ -160,8 +160,8 @@ func TestCancelledRunLeavesTrialsInFlightForTheNextRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Resubmited != 2 || sum.Recorded != 5 {
-		t.Fatalf("resubmitted %d recorded %d, want 2 and 5", sum.Resubmited, sum.Recorded)
+	if sum.Resubmitted != 2 || sum.Recorded != 5 {
+		t.Fatalf("resubmitted %d recorded %d, want 2 and 5", sum.Resubmitted, sum.Recorded)
 	}
 }
 

@@ -46,14 +46,11 @@ type AutoresearchInput struct {
 	Iters int `json:"iters,omitempty" jsonschema:"trials to run; 20 when neither iters nor minutes is given"`
 }
 
-// RunSummary is what one run of a campaign did.
+// RunSummary is what one run of a campaign did, and the error that ended
+// it, if any.
 type RunSummary struct {
-	Proposed   int    `json:"proposed"`
-	Recorded   int    `json:"recorded"`
-	StopReason string `json:"stop_reason"`
-	Status     string `json:"status"`
-	Reason     string `json:"reason,omitempty"`
-	Error      string `json:"error,omitempty"`
+	runner.RunSummary
+	Error string `json:"error,omitempty"`
 }
 
 // RunAnswer answers loop, autoresearch and cancel.
@@ -194,7 +191,7 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 		}), lim.Iterations)
 	}
 	sum, err := run.Drive(ctx, lim)
-	run.sum = RunSummary{Proposed: sum.Proposed, Recorded: sum.Recorded, StopReason: sum.StopReason, Status: string(sum.Status), Reason: sum.Reason}
+	run.sum = RunSummary{RunSummary: sum}
 	if err != nil {
 		run.sum.Error = err.Error()
 	}
