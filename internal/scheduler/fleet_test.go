@@ -375,8 +375,13 @@ func TestLogWriterQuietsRepeats(t *testing.T) {
 }
 
 // A failed driver waiting out its backoff restarts as soon as the
-// transport, unhealthy meanwhile, answers again.
+// transport, unhealthy meanwhile, answers again. In a synctest bubble the
+// probes' ticks are the bubble's clock: the outage is seen without waiting.
 func TestDriverRestartFollowsTheTransportBack(t *testing.T) {
+	synctest.Test(t, testDriverRestartFollowsTheTransportBack)
+}
+
+func testDriverRestartFollowsTheTransportBack(t *testing.T) {
 	var healthy atomic.Bool
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{Health: func(context.Context) error {
