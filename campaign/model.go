@@ -208,7 +208,7 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		sd := surrogateMainSD
 		switch {
 		case i == s.priorC:
@@ -264,7 +264,7 @@ func (s *surrogate) predict(levels []int, scratch []int) float64 {
 // cholesky factors the n×n symmetric positive definite a in place into L
 // (lower triangle, a = LLᵀ); false if a is not positive definite.
 func cholesky(a []float64, n int) bool {
-	for j := 0; j < n; j++ {
+	for j := range n {
 		d := a[j*n+j]
 		for k := 0; k < j; k++ {
 			d -= a[j*n+k] * a[j*n+k]
@@ -288,7 +288,7 @@ func cholesky(a []float64, n int) bool {
 // solveLower solves Lx = b for the factor in a's lower triangle.
 func solveLower(a []float64, n int, b []float64) []float64 {
 	x := make([]float64, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		v := b[i]
 		for k := 0; k < i; k++ {
 			v -= a[i*n+k] * x[k]
@@ -372,7 +372,7 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 		return out
 	}
 	seen := map[string]bool{}
-	for i := 0; i < modelPool; i++ {
+	for i := range modelPool {
 		var p schedule.Point
 		if i%2 == 0 {
 			p = schedule.Mutate(anchor, c.rng, c.target, c.st.Device)

@@ -19,7 +19,7 @@ func TestMuxRoutesByCampaign(t *testing.T) {
 	m := dispatch.NewMux(dispatch.NewLocal(2, dispatchtest.EchoEvaluator(&calls)))
 	defer m.Close()
 	a, b := m.For("a"), m.For("b")
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		if err := a.Submit(context.Background(), dispatchtest.Spec("ignored", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestMuxRoutesByCampaign(t *testing.T) {
 		d  dispatch.Dispatcher
 		id string
 	}{{a, "a"}, {b, "b"}} {
-		for i := 0; i < 5; i++ {
+		for range 5 {
 			select {
 			case o := <-v.d.Outcomes():
 				if o.CampaignID != v.id {

@@ -9,7 +9,8 @@ import (
 	"github.com/amk-dev/amk/model"
 )
 
-func lat(v float64) *float64 { return &v }
+//go:fix inline
+func lat(v float64) *float64 { return new(v) }
 
 func stepExport(t *testing.T) (*Definition, Workload, map[string]*Definition, []Exported) {
 	t.Helper()
@@ -38,8 +39,8 @@ func stepExport(t *testing.T) (*Definition, Workload, map[string]*Definition, []
 func TestTracesRoundTrip(t *testing.T) {
 	def, w, defs, exported := stepExport(t)
 	rows := []flywheel.Row{
-		{Experiment: 0, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(812.25), ScheduleID: "s-base"},
-		{Experiment: 1, Tag: flywheel.TagRevert, Correctness: flywheel.CorrectPass, LatencyUS: lat(901.5), ScheduleID: "s-1"},
+		{Experiment: 0, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(812.25), ScheduleID: "s-base"},
+		{Experiment: 1, Tag: flywheel.TagRevert, Correctness: flywheel.CorrectPass, LatencyUS: new(901.5), ScheduleID: "s-1"},
 		{Experiment: 2, Tag: flywheel.TagFailed, Correctness: flywheel.CorrectFail, ScheduleID: "s-2"},
 		{Experiment: 3, Tag: flywheel.TagRejected, Correctness: flywheel.CorrectRejected, ScheduleID: "s-3"},
 		{Experiment: 4, Tag: flywheel.TagCrash, Correctness: flywheel.CorrectCrash, ScheduleID: "s-4"},
@@ -129,7 +130,7 @@ func TestCampaignAndLoop1Traces(t *testing.T) {
 	rows := []flywheel.Row{
 		{Experiment: 0, Loop: flywheel.LoopSchedule, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(700), ScheduleID: "a"},
 		{Experiment: 1, Loop: flywheel.LoopSchedule, Tag: flywheel.TagFailed, Correctness: flywheel.CorrectFail, ScheduleID: "b"},
-		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:rmsnorm", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(2.5), KernelID: "rmsnorm[v0]"},
+		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:rmsnorm", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(2.5), KernelID: "rmsnorm[v0]"},
 		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:gemm_tile", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(90), KernelID: "gemm_tile[v0]"},
 		{Experiment: 1, Loop: flywheel.LoopInstruction, Model: "inst:attention_combine", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(3), KernelID: "attention_combine[v0]"},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/amk-dev/amk/ir"
@@ -140,7 +141,7 @@ func ParseCorpus(data []byte) (recs []Record, skipped int) {
 	if i < 0 {
 		return nil, 0
 	}
-	for _, line := range bytes.Split(data[:i], []byte("\n")) {
+	for line := range bytes.SplitSeq(data[:i], []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -386,11 +387,8 @@ func importShape(rec, sched pyjson.Value, model string) (Shape, string) {
 func keepKeys(v pyjson.Value, keys []string) pyjson.Value {
 	out := pyjson.ObjectValue()
 	for _, m := range v.Obj {
-		for _, k := range keys {
-			if m.Key == k {
-				out.Set(m.Key, m.Val)
-				break
-			}
+		if slices.Contains(keys, m.Key) {
+			out.Set(m.Key, m.Val)
 		}
 	}
 	return out

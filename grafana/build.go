@@ -179,7 +179,8 @@ func (p Panel) withRange(lo, hi *float64) Panel {
 	return p
 }
 
-func num(v float64) *float64 { return &v }
+//go:fix inline
+func num(v float64) *float64 { return new(v) }
 
 // withDecimals fixes the number of decimals shown.
 func (p Panel) withDecimals(n int) Panel {

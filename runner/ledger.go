@@ -645,7 +645,7 @@ func (l *Ledger) flush(ob outbox, repair bool, recs []flywheel.Record) error {
 			return err
 		}
 		present := map[string]bool{}
-		for _, ln := range bytes.Split(data, []byte("\n")) {
+		for ln := range bytes.SplitSeq(data, []byte("\n")) {
 			present[string(ln)] = true
 		}
 		var keep []string
@@ -763,7 +763,7 @@ func (l *Ledger) readTrialLog() (map[int]bool, [][]byte, error) {
 	}
 	ids := map[int]bool{}
 	var lines [][]byte
-	for _, ln := range bytes.Split(data, []byte("\n")) {
+	for ln := range bytes.SplitSeq(data, []byte("\n")) {
 		var t trialLogLine
 		if len(ln) == 0 || json.Unmarshal(ln, &t) != nil || t.TrialID == nil {
 			continue
@@ -796,7 +796,7 @@ func (l *Ledger) repairTrialLog() error {
 	seen := map[int]bool{}
 	var out bytes.Buffer
 	dropped := 0
-	for _, ln := range bytes.Split(data, []byte("\n")) {
+	for ln := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(ln) == 0 {
 			continue
 		}

@@ -64,4 +64,5 @@ func gemvParams(k, nTile, nOff int64) []ir.Param {
 	return []ir.Param{iP("K", k), iP("N_tile", nTile), iP("n_off", nOff)}
 }
 
-func pin(sm int) *int { return &sm }
+//go:fix inline
+func pin(sm int) *int { return new(sm) }

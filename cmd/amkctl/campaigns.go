@@ -281,7 +281,7 @@ func newRecordCmd() *cobra.Command {
 
 func parseRegions(s string) (map[string]float64, error) {
 	out := map[string]float64{}
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return nil, fmt.Errorf("--regions: %q is not region=fraction", part)

@@ -105,7 +105,7 @@ func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(p
 // splitIDs parses "1,2,3" into token ids.
 func splitIDs(s string) ([]int32, error) {
 	var out []int32
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue

@@ -92,7 +92,7 @@ func reopenedStatus(text string, before int) bool {
 		return true
 	}
 	var run int
-	for _, ln := range strings.Split(text, "\n") {
+	for ln := range strings.SplitSeq(text, "\n") {
 		if _, err := fmt.Sscanf(strings.TrimSpace(ln), "experiments  : %d", &run); err == nil {
 			break
 		}

@@ -66,7 +66,7 @@ var models = trial.NewModelCache(0)
 func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *atomic.Int64 {
 	t.Helper()
 	evaluations := new(atomic.Int64)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: redisq.Conn{Addr: redisAddr}, Target: "h200", Device: "cpu",
 			Identity: fmt.Sprintf("test-worker-%d", i), ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 			Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {

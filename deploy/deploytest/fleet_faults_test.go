@@ -146,7 +146,7 @@ func busy(addr string) bool {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(string(body), "\n") {
 		if strings.HasPrefix(line, "amk_worker_busy{") && strings.HasSuffix(line, " 1") {
 			return true
 		}

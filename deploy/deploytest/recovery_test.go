@@ -152,7 +152,7 @@ func TestRecoveryTimes(t *testing.T) {
 			redis.Restart(t)
 			resumed := f.waitExperiments(t, created.ID, before+1)
 			lines := 0
-			for _, l := range strings.Split(f.workers[0].Output()+f.sched.Output(), "\n") {
+			for l := range strings.SplitSeq(f.workers[0].Output()+f.sched.Output(), "\n") {
 				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
 					lines++
 				}

@@ -80,11 +80,12 @@ func NewClient(server, token string, hc *http.Client) (*Client, error) {
 func (c *Client) Server() string { return c.base.String() }
 
 func campaignPath(id string, parts ...string) string {
-	p := "/v1/campaigns/" + url.PathEscape(id)
+	var p strings.Builder
+	p.WriteString("/v1/campaigns/" + url.PathEscape(id))
 	for _, s := range parts {
-		p += "/" + s
+		p.WriteString("/" + s)
 	}
-	return p
+	return p.String()
 }
 
 // onCampaign sends one request about campaign id (a path under it made of

@@ -201,7 +201,7 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 type lineWriter func(line string)
 
 func (w lineWriter) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+	for line := range bytes.SplitSeq(bytes.TrimRight(p, "\n"), []byte("\n")) {
 		if len(line) > 0 {
 			w(string(line))
 		}
@@ -335,14 +335,12 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 		cancel()
 		return nil, RunAnswer{}, err
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		defer cancel()
 		defer run.finish()
 		run.drive(runCtx, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
 		s.log.Info("background run ended", "campaign", run.id, "recorded", run.sum.Recorded, "stop", run.sum.StopReason, "error", run.sum.Error)
-	}()
+	})
 	rep, err := s.opts.Campaigns.Status(ctx, resp.ID)
 	if err != nil {
 		return nil, RunAnswer{}, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -214,9 +215,7 @@ func TestAgentCycle(t *testing.T) {
 		t.Errorf("eval schedule id %s, propose said %s", base.ScheduleID, surf.ScheduleID)
 	}
 	edited := map[string]any{}
-	for k, v := range surf.ScheduleConfig {
-		edited[k] = v
-	}
+	maps.Copy(edited, surf.ScheduleConfig)
 	edited["pipelining_depth"] = 0
 	var cand EvalAnswer
 	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "schedule": edited}, &cand)

@@ -128,16 +128,14 @@ func runFleetScale(b *testing.B, campaigns, workers, trials int) {
 	perCampaign := 2 * (trials/campaigns + 1) // more than a campaign will run
 	var wg sync.WaitGroup
 	for i := range campaigns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			_, _, _, err := fleet.Create(context.Background(), control.CreateRequest{Model: scaleModel, GPU: scaleGPU,
 				Device: "cpu", Name: fmt.Sprintf("scale%03d", i), Cold: true, Overnight: true,
 				Budget: &campaign.Budget{Iterations: perCampaign}})
 			if err != nil {
 				b.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if b.Failed() {

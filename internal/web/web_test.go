@@ -2,6 +2,7 @@ package web
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,9 +34,7 @@ func post(t *testing.T, target string, form url.Values, header http.Header) answ
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for k, v := range header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, header)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
