@@ -266,7 +266,7 @@ func (s *surrogate) predict(levels []int, scratch []int) float64 {
 func cholesky(a []float64, n int) bool {
 	for j := range n {
 		d := a[j*n+j]
-		for k := 0; k < j; k++ {
+		for k := range j {
 			d -= a[j*n+k] * a[j*n+k]
 		}
 		if !(d > 0) {
@@ -276,7 +276,7 @@ func cholesky(a []float64, n int) bool {
 		a[j*n+j] = d
 		for i := j + 1; i < n; i++ {
 			v := a[i*n+j]
-			for k := 0; k < j; k++ {
+			for k := range j {
 				v -= a[i*n+k] * a[j*n+k]
 			}
 			a[i*n+j] = v / d
@@ -290,7 +290,7 @@ func solveLower(a []float64, n int, b []float64) []float64 {
 	x := make([]float64, n)
 	for i := range n {
 		v := b[i]
-		for k := 0; k < i; k++ {
+		for k := range i {
 			v -= a[i*n+k] * x[k]
 		}
 		x[i] = v / a[i*n+i]

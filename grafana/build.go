@@ -179,9 +179,6 @@ func (p Panel) withRange(lo, hi *float64) Panel {
 	return p
 }
 
-//go:fix inline
-func num(v float64) *float64 { return new(v) }
-
 // withDecimals fixes the number of decimals shown.
 func (p Panel) withDecimals(n int) Panel {
 	p.FieldConfig.Defaults.Decimals = &n

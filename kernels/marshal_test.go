@@ -10,12 +10,6 @@ import (
 	"github.com/amk-dev/amk/pyjson"
 )
 
-//go:fix inline
-func sm(i int) *int { return new(i) }
-
-//go:fix inline
-func src(s string) *string { return new(s) }
-
 // miniProgram: EMBED -> RMSNORM -> two GEMV tiles of one all-join counter ->
 // SAMPLE_ARGMAX, spread over two queues.
 func miniProgram() *ir.Program {

@@ -63,6 +63,3 @@ func rmsParams(h int64) []ir.Param { return []ir.Param{fP("eps", 1e-6), iP("hidd
 func gemvParams(k, nTile, nOff int64) []ir.Param {
 	return []ir.Param{iP("K", k), iP("N_tile", nTile), iP("n_off", nOff)}
 }
-
-//go:fix inline
-func pin(sm int) *int { return new(sm) }

@@ -113,9 +113,6 @@ func irSmokeChain(t testing.TB) *ir.Program {
 	return b.p
 }
 
-//go:fix inline
-func strp(s string) *string { return new(s) }
-
 func irSmokeBackEdge(t testing.TB) *ir.Program {
 	p := irSmokeChain(t)
 	p.Tasks[0].Waits = append(p.Tasks[0].Waits, ir.Wait{Counter: 2, Threshold: 1})
