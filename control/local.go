@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sync"
@@ -100,12 +101,7 @@ func (l *Local) Run(id string) *Run {
 func (l *Local) Runs() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ids := make([]string, 0, len(l.runs))
-	for id := range l.runs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(l.runs))
 }
 
 // Read runs fn on the live state of a run of this process, or on what the

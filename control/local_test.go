@@ -95,6 +95,42 @@ func corpusRecord(latency float64) flywheel.Record {
 		Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
 }
 
+// New campaigns read the corpus once and then what drivers (or anyone)
+// appended: each warm campaign still starts from the whole corpus as it is
+// at its creation, and a cold one from none (a scheduler creates many with
+// one Local).
+func TestCreateSeesTheCorpusAsItGrows(t *testing.T) {
+	l := newLocal(t)
+	cs := New(l)
+	if err := flywheel.AppendCorpus(l.Workspace.CorpusPath(), corpusRecord(3), corpusRecord(4)); err != nil {
+		t.Fatal(err)
+	}
+	prior := func(name string, cold bool) int {
+		t.Helper()
+		resp, err := cs.Create(context.Background(), CreateRequest{Model: "toy", GPU: "h200", Name: name, Cold: cold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := l.Read(resp.ID, func(c *campaign.Campaign) { n = len(c.State().Prior) }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := prior("warm1", false); n != 2 {
+		t.Fatalf("first warm campaign's prior has %d examples, want the corpus's 2", n)
+	}
+	if err := flywheel.AppendCorpus(l.Workspace.CorpusPath(), corpusRecord(5)); err != nil {
+		t.Fatal(err)
+	}
+	if n := prior("warm2", false); n != 3 {
+		t.Fatalf("second warm campaign's prior has %d examples, want the 3 of the corpus", n)
+	}
+	if n := prior("cold", true); n != 0 {
+		t.Fatalf("cold campaign's prior has %d examples", n)
+	}
+}
+
 // Building a warm campaign's start event costs what was appended to the
 // corpus since the last one, not a parse of the whole corpus (a scheduler
 // creates many): its allocations stay far below one per record of a

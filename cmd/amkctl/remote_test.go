@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,11 +11,9 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/scheduler"
+	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
 )
 
 const remoteToken = "amkctl-test-token"
@@ -30,32 +26,8 @@ func testScheduler(t *testing.T) (string, string) {
 		t.Setenv(k, "")
 	}
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	dir := t.TempDir()
-	ws, err := runner.OpenWorkspace(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := trial.NewModelCache(0)
-	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
-		return trial.Evaluate(ctx, spec, trial.Options{Models: models})
-	}
-	f, err := scheduler.New(scheduler.Options{Workspace: ws, Transport: dispatch.NewLocal(2, eval), TickEvery: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: remoteToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		_ = f.Close()
-	})
-	return srv.URL, dir
+	s := apitest.Start(t, apitest.Options{API: api.Options{Token: remoteToken}})
+	return s.URL, s.Dir
 }
 
 // waitRemoteDone polls `status --json` until the campaign is done and idle.

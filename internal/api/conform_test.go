@@ -3,18 +3,15 @@ package api_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/amk-dev/amk/control/controltest"
-	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/internal/scheduler"
-	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
 )
 
 // The client, across the HTTP server, to a fleet whose trials go through a
@@ -37,9 +34,7 @@ func TestClientServerFleetConforms(t *testing.T) {
 		t.Cleanup(func() { _ = view.Close() })
 		worker, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu", Identity: ns + "-worker",
 			ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
-			Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
-				return trial.Evaluate(ctx, spec, trial.Options{Models: models})
-			}})
+			Evaluate: apitest.Evaluate})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,30 +46,8 @@ func TestClientServerFleetConforms(t *testing.T) {
 			defer cancel()
 			_ = worker.Shutdown(ctx)
 		})
-		ws, err := runner.OpenWorkspace(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := scheduler.New(scheduler.Options{Workspace: ws, Transport: disp, Workers: view.Workers, Queues: view.Queues,
-			Health: view.Health, TickEvery: 50 * time.Millisecond})
-		if err != nil {
-			_ = disp.Close()
-			t.Fatal(err)
-		}
-		if err := f.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = f.Close() })
-		h, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: token})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(h)
-		t.Cleanup(hs.Close)
-		client, err := api.NewClient(hs.URL, token, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := apitest.Start(t, apitest.Options{Fleet: scheduler.Options{Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health}})
+		client := s.Client(t)
 		return controltest.Target{Service: client, Driven: true, LocalFiles: true, Workers: true}
 	})
 }

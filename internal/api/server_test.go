@@ -16,20 +16,12 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
-	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/scheduler"
-	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
 )
 
 const token = "s3cret-token"
-
-var models = trial.NewModelCache(0)
-
-func evaluate(ctx context.Context, spec trial.Spec) trial.Outcome {
-	return trial.Evaluate(ctx, spec, trial.Options{Models: models})
-}
 
 // newServer serves the real handlers over a fleet with an in-process
 // transport.
@@ -41,27 +33,8 @@ func newServer(t *testing.T) (*httptest.Server, *scheduler.Fleet) {
 // newServerWith starts a server whose files must lie under modelsDir.
 func newServerWith(t *testing.T, modelsDir string) (*httptest.Server, *scheduler.Fleet) {
 	t.Helper()
-	ws, err := runner.OpenWorkspace(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := scheduler.New(scheduler.Options{Workspace: ws, Transport: dispatch.NewLocal(2, evaluate), TickEvery: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: token, MaxBody: 4096, CommandTimeout: 5 * time.Second, ModelsDir: modelsDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		_ = f.Close()
-	})
-	return srv, f
+	s := apitest.Start(t, apitest.Options{API: api.Options{Token: token, MaxBody: 4096, CommandTimeout: 5 * time.Second, ModelsDir: modelsDir}})
+	return s.Server, s.Fleet
 }
 
 type reply struct {

@@ -5,7 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,15 +92,11 @@ func (s *Server) running(id string) *localRun {
 	return s.runs[id]
 }
 
+// runningIDs are the campaigns this server runs, sorted.
 func (s *Server) runningIDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.runs))
-	for id := range s.runs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.runs))
 }
 
 // createRequest makes the create request of a campaign's arguments,

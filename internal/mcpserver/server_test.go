@@ -18,6 +18,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/internal/apitest"
 )
 
 // harness is a server on a fresh local workspace and an SDK client
@@ -392,18 +393,6 @@ func TestSafeRecoversAPanic(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds; the deadline only guards against a
-// hang, it is not what the test measures.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("gave up waiting for %s", what)
-}
-
 // TestCancelledAutoresearch: autoresearch answers at once with the campaign
 // id, the run goes on in the background, and cancel ends it, leaving the
 // campaign resumable and unlocked.
@@ -415,7 +404,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 	if started.Campaign == "" || !started.Background || !started.Created {
 		t.Fatalf("autoresearch answered %+v", started)
 	}
-	waitFor(t, "a recorded experiment", func() bool {
+	apitest.WaitFor(t, 2*time.Minute, "a recorded experiment", func() bool {
 		var st StatusAnswer
 		h.ok("status", map[string]any{"campaign": started.Campaign}, &st)
 		if !st.Running {
@@ -492,7 +481,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 		_, err := h.client.CallTool(cctx, long)
 		done <- err
 	}()
-	waitFor(t, "the long loop's first progress", func() bool {
+	apitest.WaitFor(t, 2*time.Minute, "the long loop's first progress", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return len(h.progress) > 0
@@ -501,7 +490,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled loop returned %v", err)
 	}
-	waitFor(t, "the cancelled loop to release its campaign", func() bool {
+	apitest.WaitFor(t, 2*time.Minute, "the cancelled loop to release its campaign", func() bool {
 		var list CampaignsAnswer
 		h.ok("campaigns", nil, &list)
 		return len(list.RunningHere) == 0

@@ -407,8 +407,9 @@ func (f *Fleet) Close() error {
 	return err
 }
 
-// Where names the fleet's workspace.
-func (f *Fleet) Where() string { return "in the scheduler's workspace " + f.opts.Workspace.Dir }
+// Where names the fleet for messages its API answers with (not its
+// directory: the API's reads are open).
+func (f *Fleet) Where() string { return "on this scheduler" }
 
 // Dir is a campaign's directory.
 func (f *Fleet) Dir(id string) string { return f.local.Dir(id) }

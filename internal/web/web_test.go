@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/internal/apitest"
 )
 
 type answer struct {
@@ -47,7 +48,7 @@ func post(t *testing.T, target string, form url.Values, header http.Header) answ
 
 func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 	s := startSite(t, "toy", 400, 10*time.Millisecond)
-	waitFor(t, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
+	apitest.WaitFor(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
 
 	if a := get(t, s.srv.URL+"/"); a.status != 200 || !strings.Contains(a.body, "Campaigns") {
 		t.Fatalf("/ does not lead to the campaigns page: %d", a.status)
