@@ -106,21 +106,16 @@ func (s *Campaigns) StatusText(_ context.Context, id string) (text string, err e
 	return text, err
 }
 
-// Next is the continue-or-stop decision. A campaign that optimizes is told
-// the time first, so that a criterion that tripped sticks; where it cannot
-// take the event now (another process drives it, its driver does not
-// answer) that driver does it, and the decision is read as it stands.
+// Next is the continue-or-stop decision. A campaign no driver runs is told
+// the time first (Backend.Settle), so that a criterion that tripped
+// sticks; a driver does that itself.
 func (s *Campaigns) Next(ctx context.Context, id string) (campaign.NextReport, error) {
 	now := s.now()
-	var status campaign.Status
-	if err := s.read(id, func(c *campaign.Campaign) { status = c.Status() }); err != nil {
+	if err := checkID(id, s.Where()); err != nil {
 		return campaign.NextReport{}, err
 	}
-	if status == campaign.StatusOptimizing {
-		_, err := s.b.Do(ctx, id, campaign.Tick{Time: now})
-		if err != nil && !errors.Is(err, campaign.ErrDone) && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrUnavailable) {
-			return campaign.NextReport{}, err
-		}
+	if err := s.b.Settle(ctx, id, now); err != nil && !errors.Is(err, ErrNotFound) {
+		return campaign.NextReport{}, err
 	}
 	var n campaign.NextReport
 	err := s.read(id, func(c *campaign.Campaign) { n = c.Next(now) })

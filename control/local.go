@@ -148,6 +148,32 @@ func (l *Local) Do(ctx context.Context, id string, ev campaign.Event) (campaign.
 	return ledger.Apply(ev)
 }
 
+// Settle tells a campaign of the workspace that no driver runs what time
+// it is (under its lock); one a run of this process or another process
+// drives is left to its driver.
+func (l *Local) Settle(_ context.Context, id string, now time.Time) error {
+	if l.Run(id) != nil {
+		return nil
+	}
+	ledger, err := l.Workspace.Open(id)
+	switch {
+	case errors.Is(err, runner.ErrLocked):
+		return nil
+	case errors.Is(err, runner.ErrNoCampaign):
+		return Errorf(ErrNotFound, "%w", err)
+	case err != nil:
+		return err
+	}
+	defer ledger.Close()
+	if ledger.Campaign().Status() != campaign.StatusOptimizing {
+		return nil
+	}
+	if _, err := ledger.Apply(campaign.Tick{Time: now}); err != nil && !errors.Is(err, campaign.ErrDone) {
+		return err
+	}
+	return nil
+}
+
 // Create creates the campaign in the workspace without running it (amkctl
 // autoresearch, or a scheduler on this workspace, runs it).
 func (l *Local) Create(_ context.Context, req CreateRequest) (string, bool, int, error) {

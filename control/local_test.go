@@ -161,3 +161,29 @@ func TestStartEventDoesNotReparseTheCorpus(t *testing.T) {
 		t.Fatalf("%v allocations per start event over an unchanged corpus of %d records", allocs, len(recs))
 	}
 }
+
+// next tells a campaign no driver runs what time it is: a time criterion
+// that tripped sticks (the campaign is done afterwards), where a driver is
+// left to do it.
+func TestNextMakesATimeCriterionStick(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t)
+	start := l.Now()
+	cs := New(l)
+	resp, err := cs.Create(ctx, CreateRequest{Model: "toy", GPU: "h200", Cold: true, Budget: &campaign.Budget{Minutes: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := start.Add(2 * time.Minute)
+	l.Now = func() time.Time { return later }
+	if st, err := cs.Status(ctx, resp.ID); err != nil || st.Status != campaign.StatusOptimizing {
+		t.Fatalf("before next: %+v %v", st.Status, err)
+	}
+	n, err := cs.Next(ctx, resp.ID)
+	if err != nil || n.Decision != "stop" {
+		t.Fatalf("next: %+v %v", n, err)
+	}
+	if st, err := cs.Status(ctx, resp.ID); err != nil || st.Status != campaign.StatusDone {
+		t.Fatalf("after next: %s %v, want done", st.Status, err)
+	}
+}

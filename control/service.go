@@ -126,6 +126,10 @@ type Backend interface {
 	// wraps campaign.ErrInvalid or ErrDone); a campaign that cannot take
 	// events here is ErrConflict or ErrUnavailable.
 	Do(ctx context.Context, id string, ev campaign.Event) (campaign.Decision, error)
+	// Settle tells a campaign no driver runs what time it is, so that a
+	// time criterion that tripped sticks (Next); a campaign a driver runs
+	// (here or in another process) is left to it.
+	Settle(ctx context.Context, id string, now time.Time) error
 	// Create creates the campaign a checked request names, or finds it
 	// (created false), and starts driving it where campaigns are driven;
 	// workers are its trials in flight there (0: not driven).

@@ -28,9 +28,10 @@ func newStub(t testing.TB) control.Service {
 	return control.New(&stubBackend{c: c})
 }
 
-func (s *stubBackend) Where() string          { return "in the stub" }
-func (s *stubBackend) Dir(string) string      { return "" }
-func (s *stubBackend) IDs() ([]string, error) { return []string{s.c.ID()}, nil }
+func (s *stubBackend) Where() string                                   { return "in the stub" }
+func (s *stubBackend) Dir(string) string                               { return "" }
+func (s *stubBackend) Settle(context.Context, string, time.Time) error { return nil }
+func (s *stubBackend) IDs() ([]string, error)                          { return []string{s.c.ID()}, nil }
 func (s *stubBackend) Read(id string, fn func(*campaign.Campaign)) error {
 	if id != s.c.ID() {
 		return control.ErrNotFound

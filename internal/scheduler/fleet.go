@@ -444,6 +444,11 @@ func (f *Fleet) Do(ctx context.Context, id string, ev campaign.Event) (campaign.
 	return dec, err
 }
 
+// Settle leaves the time to the campaigns' drivers: the fleet's tick every
+// TickEvery, a campaign another process holds is ticked there (and a read,
+// which the API serves without a token, never writes to a ledger).
+func (f *Fleet) Settle(context.Context, string, time.Time) error { return nil }
+
 // notDriven explains why a campaign cannot take events here.
 func (f *Fleet) notDriven(id string) error {
 	if campaign.ValidID(id) != nil || !f.opts.Workspace.Exists(id) {
