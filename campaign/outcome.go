@@ -430,7 +430,7 @@ func (r *result) writer() string {
 func (c *Campaign) trajectoryPoint(now time.Time, exp int, r result, kept bool) TrajectoryPoint {
 	tp := TrajectoryPoint{
 		Experiment: exp, Trial: r.trial, Minutes: c.ElapsedMinutes(now), Source: r.source, Tag: r.tag,
-		ScheduleID: r.scheduleID, Kind: r.kind, Kept: kept,
+		ScheduleID: r.scheduleID, Kind: r.kind, Kept: kept, Recorded: r.trial < 0,
 	}
 	if r.correctness == flywheel.CorrectPass {
 		tp.LatencyUS, tp.PctOfRoofline = r.latency, r.pct

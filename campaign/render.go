@@ -115,6 +115,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 	case best != nil:
 		line("  best         : %.3fus (no baseline: the default has no correct latency yet)", best.LatencyUS)
 	}
+	if best := st.Best; best != nil && best.Trial < 0 {
+		line("  best source  : %s (%s), not evaluated by amk", RecordedMark, best.Source)
+	}
 	if p := c.bestPct(); p != nil {
 		line("  best roofline: %.1f%% of the streamed-bytes floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
 	}
@@ -268,6 +271,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 		}
 		add("%s", s)
 		add("- Best latency kind: %s", best.Kind)
+		if best.Trial < 0 {
+			add("- The best was %s: %s", RecordedMark, recordedBest)
+		}
 		if best.PctOfRoofline != nil {
 			add("- Distance to roofline: **%.1f%%** of the streamed-bytes floor (100%% == the floor)", *best.PctOfRoofline)
 		}

@@ -197,6 +197,9 @@ type TrajectoryPoint struct {
 	PctOfRoofline *float64          `json:"pct_of_roofline"`
 	Kept          bool              `json:"kept"`
 	BestUS        *float64          `json:"best_us"`
+	// Recorded marks an experiment an outside agent recorded (its figures
+	// are the agent's, checked but not evaluated by amk).
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // ID derives a campaign's id from what it optimises and where: model, GPU

@@ -86,9 +86,6 @@ type Fleet struct {
 	// appended since the last one, not the whole corpus.
 	local *control.Local
 
-	floorsMu sync.Mutex
-	floors   map[string]floor // campaign id -> its streamed-bytes and all-weights floors
-
 	// The warning about outcomes no longer held is rate-limited; unheldMu
 	// guards its counts.
 	unheldMu     sync.Mutex
@@ -132,7 +129,7 @@ func New(opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{opts: opts, log: log, floors: map[string]floor{}, broken: map[string]string{},
+	f := &Fleet{opts: opts, log: log, broken: map[string]string{},
 		local: &control.Local{Workspace: opts.Workspace, Now: opts.Now,
 			Env: flywheel.Env{DeviceName: "fleet", AMKVersion: opts.Version}}}
 	hold := opts.HoldOutcomes

@@ -7,10 +7,9 @@ import (
 	"sync"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/ir"
-	"github.com/amk-dev/amk/model"
-	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -24,32 +23,18 @@ import (
 // streamed-bytes floor, not finite, or without a correctness PASS) is
 // withheld, as the trial pipeline itself would.
 
-// floor is a campaign's pair of floors, as trial.Evaluate states them: the
-// streamed-bytes floor (ir.Program.StreamedBytes: weights once, the
-// embedding rows EMBED gathers, the K/V window attention reads), which is
-// bound_us and the denominator of pct_of_roofline, and the seed's
-// all-weights floor (ir.Program.TotalWeightBytes), a second figure. Neither
-// depends on the schedule point (schedule.TestStreamedBytesIndependentOfThePoint):
-// they depend on the model, the target, the decode position (the KV window)
-// and the batch (rows gathered, windows read), which a campaign fixes at
-// its start, so one lowering per campaign gives them.
-type floor struct {
-	streamedUS, allWeightsUS   float64
-	streamedBytes, weightBytes int64
-}
-
 // recomputing is the fleet's transport with every outcome's derived figures
 // recomputed.
 type recomputing struct {
 	under dispatch.Dispatcher
-	floor func(campaignID string) (floor, bool)
+	floor func(campaignID string) (control.Floor, bool)
 	out   chan trial.Outcome
 	done  chan struct{}
 	wg    sync.WaitGroup
 	once  sync.Once
 }
 
-func newRecomputing(under dispatch.Dispatcher, floorOf func(string) (floor, bool)) *recomputing {
+func newRecomputing(under dispatch.Dispatcher, floorOf func(string) (control.Floor, bool)) *recomputing {
 	r := &recomputing{under: under, floor: floorOf, out: make(chan trial.Outcome), done: make(chan struct{})}
 	r.wg.Add(1)
 	go r.run()
@@ -68,7 +53,7 @@ func (r *recomputing) run() {
 			}
 			f, known := r.floor(o.CampaignID)
 			if !known {
-				f = floor{streamedUS: math.NaN(), allWeightsUS: math.NaN()} // strip what cannot be checked
+				f = control.Floor{StreamedUS: math.NaN(), AllWeightsUS: math.NaN()} // strip what cannot be checked
 			}
 			recompute(&o, f)
 			select {
@@ -93,7 +78,7 @@ func (r *recomputing) Close() error {
 }
 
 // recompute replaces o's derived figures with the scheduler's own.
-func recompute(o *trial.Outcome, f floor) {
+func recompute(o *trial.Outcome, f control.Floor) {
 	if o.Ratio != nil && !positiveFinite(*o.Ratio) {
 		o.Ratio = nil
 	}
@@ -106,15 +91,15 @@ func recompute(o *trial.Outcome, f floor) {
 	}
 	v.PctOfRoofline, v.BoundUS, v.AllWeightsBoundUS = nil, nil, nil
 	v.WeightMB, v.StreamedMB = 0, 0
-	if positiveFinite(f.streamedUS) {
-		bound := ir.RoundTo(f.streamedUS, 4)
+	if positiveFinite(f.StreamedUS) {
+		bound := ir.RoundTo(f.StreamedUS, 4)
 		v.BoundUS = &bound
-		v.StreamedMB = ir.RoundTo(float64(f.streamedBytes)/1e6, 4)
+		v.StreamedMB = ir.RoundTo(float64(f.StreamedBytes)/1e6, 4)
 	}
-	if positiveFinite(f.allWeightsUS) {
-		all := ir.RoundTo(f.allWeightsUS, 4)
+	if positiveFinite(f.AllWeightsUS) {
+		all := ir.RoundTo(f.AllWeightsUS, 4)
 		v.AllWeightsBoundUS = &all
-		v.WeightMB = ir.RoundTo(float64(f.weightBytes)/1e6, 4)
+		v.WeightMB = ir.RoundTo(float64(f.WeightBytes)/1e6, 4)
 	}
 	if v.LatencyUS == nil {
 		return
@@ -126,63 +111,33 @@ func recompute(o *trial.Outcome, f floor) {
 		why = "latency reported without a correctness PASS"
 	case !positiveFinite(lat):
 		why = fmt.Sprintf("latency %v is not a positive number", lat)
-	case !positiveFinite(f.streamedUS):
+	case !positiveFinite(f.StreamedUS):
 		why = "no streamed-bytes floor known to the scheduler for this campaign"
-	case lat < f.streamedUS:
-		why = fmt.Sprintf("latency %.4fus is below the streamed-bytes floor %.4fus (recomputed by the scheduler)", lat, f.streamedUS)
+	case lat < f.StreamedUS:
+		why = fmt.Sprintf("latency %.4fus is below the streamed-bytes floor %.4fus (recomputed by the scheduler)", lat, f.StreamedUS)
 	}
 	if why != "" {
 		v.LatencyUS, v.LatencyKind = nil, nil
 		v.Notes = append(v.Notes, why+"; withheld")
 		return
 	}
-	pct, _ := ir.PctOfRoofline(lat, f.streamedUS)
+	pct, _ := ir.PctOfRoofline(lat, f.StreamedUS)
 	v.PctOfRoofline = &pct
 }
 
 func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 
-// floorOf computes (once per campaign) the floors of a driven campaign.
-func (f *Fleet) floorOf(id string) (floor, bool) {
-	f.floorsMu.Lock()
-	defer f.floorsMu.Unlock()
-	if fl, ok := f.floors[id]; ok {
-		return fl, true
-	}
+// floorOf states the floors of a campaign of the workspace
+// (control.FloorOf, cached per campaign shape).
+func (f *Fleet) floorOf(id string) (control.Floor, bool) {
 	var st campaign.State
 	if err := f.Read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
-		return floor{}, false
+		return control.Floor{}, false
 	}
-	fl, err := floorFor(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
+	fl, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
 	if err != nil {
 		f.log.Warn("no floor for the campaign's outcomes", "campaign", id, "err", err)
-		return floor{}, false
+		return control.Floor{}, false
 	}
-	f.floors[id] = fl
 	return fl, true
-}
-
-// floorFor lowers the default schedule point of model on gpu at decode
-// position pos for batch sequences (0 means one) and states its floors at
-// the target's spec HBM bandwidth, exactly as trial.Evaluate does for the
-// point it evaluates.
-func floorFor(modelName, gpu string, pos, batch int) (floor, error) {
-	cfg, err := model.Load(modelName)
-	if err != nil {
-		return floor{}, err
-	}
-	target, err := ir.Target(gpu)
-	if err != nil {
-		return floor{}, err
-	}
-	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
-	if err != nil {
-		return floor{}, fmt.Errorf("lowering the default point: %w", err)
-	}
-	fl := floor{streamedBytes: prog.StreamedBytes(), weightBytes: prog.TotalWeightBytes()}
-	fl.streamedUS, fl.allWeightsUS = target.BandwidthBoundUS(fl.streamedBytes), target.BandwidthBoundUS(fl.weightBytes)
-	if !positiveFinite(fl.streamedUS) {
-		return floor{}, fmt.Errorf("target %s gives no streamed-bytes floor (HBM bandwidth unknown?)", target.Name)
-	}
-	return fl, nil
 }

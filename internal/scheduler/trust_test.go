@@ -2,12 +2,12 @@ package scheduler
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -125,7 +125,7 @@ func TestForgedDerivedFiguresAreRecomputed(t *testing.T) {
 // streamed-bytes floor as a percentage of it (even below the all-weights
 // floor), and withholds one below it.
 func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
-	f := floor{streamedUS: 100, allWeightsUS: 130, streamedBytes: 480e6, weightBytes: 624e6}
+	f := control.Floor{StreamedUS: 100, AllWeightsUS: 130, StreamedBytes: 480e6, WeightBytes: 624e6}
 	verdict := func(lat float64) *trial.Verdict {
 		correct, kind := true, trial.KindPredicted
 		forged := 1.0
@@ -153,40 +153,9 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 		t.Errorf("withheld without saying why: %q", v.Notes)
 	}
 	unknown := trial.Outcome{Verdict: verdict(500)}
-	recompute(&unknown, floor{streamedUS: math.NaN(), allWeightsUS: math.NaN()})
+	recompute(&unknown, control.Floor{StreamedUS: math.NaN(), AllWeightsUS: math.NaN()})
 	if v := unknown.Verdict; v.LatencyUS != nil || v.BoundUS != nil || v.AllWeightsBoundUS != nil || v.PctOfRoofline != nil {
 		t.Errorf("with no floor known, figures were kept: %+v", v)
-	}
-}
-
-// floorFor states the floors trial.Evaluate states for the same model,
-// target, position and batch, and refuses what it cannot lower.
-func TestFloorForMatchesTheTrialPipeline(t *testing.T) {
-	for _, tc := range []struct {
-		model, gpu string
-		pos, batch int
-	}{{"toy", "h200", 0, 0}, {"toy-2L", "h100", 37, 2}} {
-		fl, err := floorFor(tc.model, tc.gpu, tc.pos, tc.batch)
-		if err != nil {
-			t.Fatalf("%+v: %v", tc, err)
-		}
-		v := trial.Evaluate(context.Background(), trial.Spec{Model: tc.model, GPU: tc.gpu, Device: schedule.DeviceCPU,
-			Point: json.RawMessage(`{}`), Token: 7, Pos: tc.pos, Batch: tc.batch}, trial.Options{Models: models}).Verdict
-		if v == nil || v.BoundUS == nil || v.AllWeightsBoundUS == nil {
-			t.Fatalf("%+v: the trial pipeline stated no floors: %+v", tc, v)
-		}
-		if got := ir.RoundTo(fl.streamedUS, 4); got != *v.BoundUS {
-			t.Errorf("%+v: streamed-bytes floor %v, the trial's bound_us %v", tc, got, *v.BoundUS)
-		}
-		if got := ir.RoundTo(fl.allWeightsUS, 4); got != *v.AllWeightsBoundUS {
-			t.Errorf("%+v: all-weights floor %v, the trial's all_weights_bound_us %v", tc, got, *v.AllWeightsBoundUS)
-		}
-	}
-	if _, err := floorFor("toy", "h200", 1<<20, 1); err == nil {
-		t.Error("a position beyond the model's context gave a floor")
-	}
-	if _, err := floorFor("no-such-model", "h200", 0, 1); err == nil {
-		t.Error("an unknown model gave a floor")
 	}
 }
 
@@ -196,18 +165,4 @@ func value(x *float64) any {
 		return nil
 	}
 	return *x
-}
-
-// BenchmarkFloorFor is what the scheduler spends, once per campaign, on
-// its floors: a model load and one lowering of the default point.
-func BenchmarkFloorFor(b *testing.B) {
-	for _, name := range []string{"small", "llama-1b"} {
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := floorFor(name, "h200", 200, 1); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }
