@@ -38,6 +38,24 @@ type result struct {
 	baseline    bool // the result is the canonical default's (docs/spec/rules.md R10)
 }
 
+// CheckOutcome refuses an outcome of a trial in flight that does not
+// answer the spec issued for it (trial.CheckBound: a replaced spec, an
+// outcome of an earlier campaign with this id, a verdict about another
+// point). A driver calls it before it records an outcome from outside; it
+// is not part of Step, so that a ledger whose journal holds outcomes
+// recorded before the check existed still replays. An outcome for a trial
+// not in flight is left to Step (a duplicate or an unknown trial).
+func (c *Campaign) CheckOutcome(o trial.Outcome) error {
+	inf, ok := c.st.InFlight[o.TrialID]
+	if !ok || (o.CampaignID != "" && o.CampaignID != c.st.ID) {
+		return nil
+	}
+	if o.CampaignID == "" {
+		o.CampaignID = inf.Spec.CampaignID
+	}
+	return trial.CheckBound(inf.Spec, o)
+}
+
 func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
 	o := e.Outcome
 	if o.CampaignID != "" && o.CampaignID != c.st.ID {

@@ -57,6 +57,9 @@ type State struct {
 	GPU     string          `json:"gpu"`
 	Device  schedule.Device `json:"device"`
 	Weights string          `json:"weights,omitempty"`
+	// Incarnation is Start's: every spec the campaign issues carries it
+	// ("" for a campaign created before outcomes were bound to specs).
+	Incarnation string `json:"incarnation,omitempty"`
 	// LatencyKind is the kind this campaign's evaluator produces.
 	LatencyKind  trial.LatencyKind `json:"latency_kind"`
 	Status       Status            `json:"status"`

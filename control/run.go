@@ -49,6 +49,7 @@ type RunOptions struct {
 	ReportEvery int
 	Recorded    func(trial.Outcome)
 	Refused     func(trial.Outcome)
+	Unbound     func(trial.Outcome)
 
 	// Launcher is the latency source of in-process evaluators: a
 	// trial.CPULauncher for predicted latencies, a GPU launcher for
@@ -199,7 +200,8 @@ func (l *Local) newRun(ledger *runner.Ledger, created bool, opts RunOptions) (*R
 	}
 	run := &Run{Ledger: ledger, Created: created, Workers: workers, ended: make(chan struct{}),
 		Driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers, Now: l.Now, Progress: opts.Progress,
-			TickEvery: opts.TickEvery, ReportEvery: opts.ReportEvery, Recorded: opts.Recorded, Refused: opts.Refused}}
+			TickEvery: opts.TickEvery, ReportEvery: opts.ReportEvery, Recorded: opts.Recorded, Refused: opts.Refused,
+			Unbound: opts.Unbound}}
 	id := ledger.ID()
 	l.mu.Lock()
 	if l.runs == nil {

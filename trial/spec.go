@@ -41,6 +41,10 @@ type Spec struct {
 	Batch int `json:"batch,omitempty"`
 	// TimeoutSeconds bounds the trial's wall-clock time (0 = the worker's default).
 	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
+	// Incarnation is the issuing campaign's incarnation (campaign.State's):
+	// with the trial id it makes the spec, and so its Digest, unique to one
+	// issue (bound.go).
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // FailClass says why a trial produced no verdict.
@@ -79,4 +83,7 @@ type Outcome struct {
 	// Worker identifies who evaluated it (host/device fingerprint).
 	Worker   string  `json:"worker,omitempty"`
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
+	// SpecDigest is the Digest of the spec the evaluator was handed, so
+	// that the outcome is accepted only for that spec (CheckBound).
+	SpecDigest string `json:"spec_digest,omitempty"`
 }

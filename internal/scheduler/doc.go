@@ -34,6 +34,14 @@
 // transport answers again; operator commands wait for it up to the API's
 // timeout.
 //
+// An outcome must answer the spec its campaign issued for its trial
+// (campaign.Campaign.CheckOutcome, trial.CheckBound: the spec's digest,
+// which names the campaign's incarnation, and the verdict's model,
+// position, batch and point): one that does not (a spec replaced on the
+// queue, an outcome of an earlier campaign with the same id) is refused,
+// counted (amk_scheduler_outcomes_rejected_total{reason="not_issued"}),
+// and the trial is submitted again.
+//
 // Outcomes from the transport are not trusted for what the scheduler can
 // compute itself (trust.go): every verdict's floors — bound_us, the
 // streamed-bytes floor (weights once, the gathered embedding rows, the KV

@@ -63,6 +63,10 @@ type Options struct {
 	// outcome it recorded durably (runner.Driver.Recorded); it must not
 	// block.
 	Recorded func(trial.Outcome)
+	// Rejected, when set, counts outcomes a campaign refused because they
+	// do not answer the spec issued for their trial (reason
+	// RejectNotIssued; the metric amk_fleet_outcomes_rejected_total).
+	Rejected func(reason string)
 	// Unheld, when set, counts outcomes the fleet stopped holding for
 	// campaigns it does not drive (MuxOptions bounds them; the metric
 	// amk_scheduler_outcomes_unheld_total).
@@ -232,7 +236,26 @@ func (f *Fleet) adopt(id string) error {
 func (f *Fleet) runOptions(id string, workers int) control.RunOptions {
 	return control.RunOptions{Dispatcher: f.mux.For, Workers: workers,
 		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
-		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded, Refused: f.forget}
+		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded, Refused: f.forget,
+		Unbound: f.unbound}
+}
+
+// RejectNotIssued is the reason Options.Rejected is given for an outcome a
+// campaign refused because it does not answer the spec issued for its
+// trial (trial.CheckBound).
+const RejectNotIssued = "not_issued"
+
+// unbound is every driver's Unbound: an outcome the campaign refused as
+// not answering its trial's spec. A transport that remembers deliveries
+// forgets this one, so that the driver's resubmission fetches the trial's
+// own outcome (or runs it again); the refusal is counted.
+func (f *Fleet) unbound(o trial.Outcome) {
+	if t, ok := f.opts.Transport.(undeliverer); ok {
+		t.Undeliver(o)
+	}
+	if f.opts.Rejected != nil {
+		f.opts.Rejected(RejectNotIssued)
+	}
 }
 
 // launch starts a campaign's supervised driver; f.mu is held.
