@@ -23,6 +23,7 @@ type StatusReport struct {
 	LatencyKind        trial.LatencyKind  `json:"latency_kind"`
 	Status             Status             `json:"status"`
 	MoveOnReason       string             `json:"move_on_reason,omitempty"`
+	PauseReason        string             `json:"pause_reason,omitempty"`
 	StartedAt          string             `json:"started_at"`
 	ElapsedMinutes     float64            `json:"elapsed_minutes"`
 	ExperimentsRun     int                `json:"experiments_run"`
@@ -58,7 +59,7 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	stop, reason := c.moveOn(c.clock(now))
 	r := StatusReport{
 		ID: st.ID, Campaign: st.Label + " / " + st.GPU, Model: st.Model, GPU: st.GPU, Device: st.Device,
-		LatencyKind: st.LatencyKind, Status: st.Status, MoveOnReason: st.MoveOnReason,
+		LatencyKind: st.LatencyKind, Status: st.Status, MoveOnReason: st.MoveOnReason, PauseReason: st.PauseReason,
 		StartedAt: stamp(st.StartedAt), ElapsedMinutes: round3(c.ElapsedMinutes(now)),
 		ExperimentsRun: st.ExperimentsRun, ExperimentsKept: st.ExperimentsKept,
 		ConsecutiveReverts: st.ConsecutiveReverts, NonImprovement: st.NonImprovement, Restarts: st.Restarts,
@@ -99,6 +100,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 	line("  campaign     : %s / %s", st.Label, st.GPU)
 	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
 	line("  status       : %s", strings.ToUpper(string(st.Status)))
+	if st.Status == StatusPaused && st.PauseReason != "" {
+		line("  paused       : %s", st.PauseReason)
+	}
 	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
 	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
 	line("  in flight    : %d trial(s), %d points tried, %d basin-hop restart(s)", len(st.InFlight), len(st.Tried), st.Restarts)
@@ -183,6 +187,9 @@ func (c *Campaign) Next(now time.Time) NextReport {
 		n.Decision, n.Reason = "stop", reason
 	case st.Status == StatusPaused:
 		n.Decision, n.Reason = "paused", "paused by operator; resume to continue"
+		if st.PauseReason != "" {
+			n.Reason = st.PauseReason + "; resume to continue"
+		}
 	default:
 		n.Decision, n.Reason = "continue", reason
 	}

@@ -69,6 +69,12 @@ type State struct {
 	LastEventAt   time.Time  `json:"last_event_at"`
 	PausedAt      *time.Time `json:"paused_at,omitempty"`
 	PausedSeconds float64    `json:"paused_seconds"`
+	// PauseReason says why a paused campaign is paused: its operator (with
+	// the command's note), or the campaign itself (MaxRefusals).
+	PauseReason string `json:"pause_reason,omitempty"`
+	// Refusals counts the trials in a row the evaluators refused before
+	// evaluating them (trial.Failure.Refusal).
+	Refusals int `json:"evaluator_refusals,omitempty"`
 	// DoneAt is when the campaign became done: its elapsed time stops
 	// there (a reopen adds the time it spent done to PausedSeconds).
 	DoneAt *time.Time `json:"done_at,omitempty"`

@@ -19,6 +19,7 @@ type WakeUp struct {
 	Device            schedule.Device    `json:"device"`
 	Status            Status             `json:"status"`
 	MoveOnReason      string             `json:"move_on_reason,omitempty"`
+	PauseReason       string             `json:"pause_reason,omitempty"`
 	ElapsedMinutes    float64            `json:"elapsed_minutes"`
 	Iterations        int                `json:"iterations"`
 	TotalExperiments  int                `json:"total_experiments"`
@@ -87,7 +88,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	n := st.Counts
 	w := WakeUp{
 		Campaign: st.Label + " / " + st.GPU, ID: st.ID, Device: st.Device, Status: st.Status,
-		MoveOnReason: st.MoveOnReason, ElapsedMinutes: math.Round(c.ElapsedMinutes(now)*10) / 10,
+		MoveOnReason: st.MoveOnReason, PauseReason: st.PauseReason, ElapsedMinutes: math.Round(c.ElapsedMinutes(now)*10) / 10,
 		Iterations: n.Trials, TotalExperiments: st.ExperimentsRun, Kept: st.ExperimentsKept,
 		Correct: n.Correct, RejectedOrFailed: n.Rejected + n.Revert + n.Failed,
 		CrashOrTimeout: n.Crash + n.Timeout, BasinHopRestarts: st.Restarts,
@@ -138,8 +139,11 @@ func (w WakeUp) Markdown() string {
 	add("- Kept %d / correct %d / rejected+failed %d / crash+timeout %d", w.Kept, w.Correct, w.RejectedOrFailed, w.CrashOrTimeout)
 	add("- Basin-hop restarts: %d", w.BasinHopRestarts)
 	status := "- Status: " + strings.ToUpper(string(w.Status))
-	if w.MoveOnReason != "" {
+	switch {
+	case w.MoveOnReason != "":
 		status += " (" + w.MoveOnReason + ")"
+	case w.Status == StatusPaused && w.PauseReason != "":
+		status += " (" + w.PauseReason + ")"
 	}
 	add("%s", status)
 	if w.SearchSpaceExhausted {

@@ -64,6 +64,25 @@ type Failure struct {
 	Message string    `json:"message"`
 }
 
+// Phases of an infrastructure failure in which the evaluator refused the
+// trial before evaluating anything (Failure.Refusal).
+const (
+	// PhaseMemory: the model does not fit in the memory the evaluator's
+	// host has now (a *MemoryError).
+	PhaseMemory = "memory"
+	// PhaseDevice: the trial's device is one the evaluator does not have
+	// (a device cuda trial on an evaluator without a GPU).
+	PhaseDevice = "device"
+)
+
+// Refusal reports whether the evaluator refused the trial before
+// evaluating anything (an infrastructure failure of phase memory or
+// device): nothing is known about the point, and evaluating it again where
+// the same evaluators run refuses it again.
+func (f *Failure) Refusal() bool {
+	return f != nil && f.Class == FailInfra && (f.Phase == PhaseMemory || f.Phase == PhaseDevice)
+}
+
 // Outcome is what comes back for one trial: a verdict, or a failure.
 type Outcome struct {
 	CampaignID string   `json:"campaign_id,omitempty"`

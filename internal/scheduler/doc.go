@@ -50,9 +50,11 @@
 // streamed-bytes floor) are recomputed from the campaign's model, target,
 // position and batch (one lowering per campaign), and a latency below the
 // streamed-bytes floor, not finite or without a correctness PASS is
-// withheld. Create refuses (400) a campaign whose model no live worker of
-// its target could hold (trial.EstimateMemory against each worker's
-// announced memory). Campaign ids from requests follow campaign.ValidID.
+// withheld, and so is a latency of another kind than the campaign's (a
+// measurement in a predicted campaign). Create refuses (400) a campaign
+// whose model no live worker of its target could hold (trial.EstimateMemory
+// against each worker's announced memory), and a device cuda campaign whose
+// live workers of its target all evaluate on the CPU. Campaign ids from requests follow campaign.ValidID.
 //
 // The number of trials a campaign keeps in flight is a driver setting, not
 // campaign state: it is stored beside the ledger in scheduler.json.

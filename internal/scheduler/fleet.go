@@ -16,6 +16,7 @@ import (
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -508,7 +509,7 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		}
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
 	}
-	if err := f.checkMemory(ctx, req); err != nil {
+	if err := f.checkWorkers(ctx, req); err != nil {
 		return "", false, 0, err
 	}
 	workers := req.Workers
@@ -543,19 +544,44 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 	return id, run.Created, workers, nil
 }
 
-// checkMemory refuses a campaign whose model no live worker of its target
-// could hold (trial.EstimateMemory against the memory each worker
-// announced). With no worker announcing its memory it cannot tell, and lets
-// the campaign start: each worker still refuses such a trial before
-// allocating anything.
-func (f *Fleet) checkMemory(ctx context.Context, req control.CreateRequest) error {
+// checkWorkers refuses a campaign the live workers of its target cannot
+// serve: a device cuda campaign when every one of them evaluates on the
+// CPU (its latencies would be predictions where measurements are promised:
+// the workers refuse such trials), and a model none of them could hold
+// (trial.EstimateMemory against the memory each worker announced). With no
+// live worker of the target, or none announcing its memory, it cannot tell,
+// and lets the campaign start: its trials wait for a worker, and each
+// worker still refuses a trial it cannot take before allocating anything.
+func (f *Fleet) checkWorkers(ctx context.Context, req control.CreateRequest) error {
 	target := req.GPU
 	if f.opts.Workers == nil {
 		return nil
 	}
 	workers, err := f.opts.Workers(ctx)
 	if err != nil {
-		f.log.Warn("cannot list workers to check the model's memory need", "err", err)
+		f.log.Warn("cannot list workers to check they can serve the campaign", "err", err)
+		return nil
+	}
+	var largest int64
+	served, gpus, cpus := 0, 0, 0
+	for _, w := range workers {
+		if w.Target != target {
+			continue
+		}
+		served++
+		switch {
+		case w.Device == "cpu":
+			cpus++
+		case w.Device != "":
+			gpus++
+		}
+		largest = max(largest, w.MemoryBytes)
+	}
+	if req.Device == schedule.DeviceCUDA && served > 0 && gpus == 0 && cpus == served {
+		return control.Errorf(control.ErrBadValue, "device cuda: the %d live worker(s) serving %s evaluate on the CPU, so this campaign's latencies could not be measured on a GPU; create it with device cpu (predicted latencies), or start a gpuworker --device N --target %s first",
+			served, target, target)
+	}
+	if largest <= 0 {
 		return nil
 	}
 	cfg, err := model.Load(req.Model)
@@ -563,16 +589,7 @@ func (f *Fleet) checkMemory(ctx context.Context, req control.CreateRequest) erro
 		return control.Errorf(control.ErrBadValue, "%v", err)
 	}
 	need := trial.EstimateMemory(cfg, false, trial.DefaultCheckBytes)
-	var largest int64
-	known := false
-	for _, w := range workers {
-		if w.Target != target || w.MemoryBytes <= 0 {
-			continue
-		}
-		known = true
-		largest = max(largest, w.MemoryBytes)
-	}
-	if known && need.Host > largest {
+	if need.Host > largest {
 		return control.Errorf(control.ErrBadValue, "model %s needs about %d MiB of host memory per evaluator (its check runs %d of %d layers), but the largest live worker serving %s has %d MiB; add a worker with more memory (or raise its max_memory_mb)",
 			cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
 	}

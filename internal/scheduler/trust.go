@@ -27,14 +27,14 @@ import (
 // recomputed.
 type recomputing struct {
 	under dispatch.Dispatcher
-	floor func(campaignID string) (control.Floor, bool)
+	floor func(campaignID string) (control.Floor, trial.LatencyKind, bool)
 	out   chan trial.Outcome
 	done  chan struct{}
 	wg    sync.WaitGroup
 	once  sync.Once
 }
 
-func newRecomputing(under dispatch.Dispatcher, floorOf func(string) (control.Floor, bool)) *recomputing {
+func newRecomputing(under dispatch.Dispatcher, floorOf func(string) (control.Floor, trial.LatencyKind, bool)) *recomputing {
 	r := &recomputing{under: under, floor: floorOf, out: make(chan trial.Outcome), done: make(chan struct{})}
 	r.wg.Add(1)
 	go r.run()
@@ -51,11 +51,11 @@ func (r *recomputing) run() {
 			if !ok {
 				return
 			}
-			f, known := r.floor(o.CampaignID)
+			f, kind, known := r.floor(o.CampaignID)
 			if !known {
 				f = control.Floor{StreamedUS: math.NaN(), AllWeightsUS: math.NaN()} // strip what cannot be checked
 			}
-			recompute(&o, f)
+			recompute(&o, f, kind)
 			select {
 			case r.out <- o:
 			case <-r.done:
@@ -77,8 +77,11 @@ func (r *recomputing) Close() error {
 	return r.under.Close()
 }
 
-// recompute replaces o's derived figures with the scheduler's own.
-func recompute(o *trial.Outcome, f control.Floor) {
+// recompute replaces o's derived figures with the scheduler's own, and
+// withholds a latency of another kind than kind, the campaign's (a device
+// cpu campaign's latencies are predicted, a device cuda campaign's
+// measured-gpu; "" when unknown: any).
+func recompute(o *trial.Outcome, f control.Floor, kind trial.LatencyKind) {
 	if o.Ratio != nil && !positiveFinite(*o.Ratio) {
 		o.Ratio = nil
 	}
@@ -109,6 +112,8 @@ func recompute(o *trial.Outcome, f control.Floor) {
 	switch {
 	case v.Correct == nil || !*v.Correct:
 		why = "latency reported without a correctness PASS"
+	case kind != "" && (v.LatencyKind == nil || *v.LatencyKind != kind):
+		why = fmt.Sprintf("latency of kind %s, not this campaign's %s", kindName(v.LatencyKind), kind)
 	case !positiveFinite(lat):
 		why = fmt.Sprintf("latency %v is not a positive number", lat)
 	case !positiveFinite(f.StreamedUS):
@@ -125,19 +130,27 @@ func recompute(o *trial.Outcome, f control.Floor) {
 	v.PctOfRoofline = &pct
 }
 
+// kindName is a verdict's latency kind, for messages.
+func kindName(k *trial.LatencyKind) string {
+	if k == nil {
+		return "none"
+	}
+	return string(*k)
+}
+
 func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 
 // floorOf states the floors of a campaign of the workspace
-// (control.FloorOf, cached per campaign shape).
-func (f *Fleet) floorOf(id string) (control.Floor, bool) {
+// (control.FloorOf, cached per campaign shape) and its latency kind.
+func (f *Fleet) floorOf(id string) (control.Floor, trial.LatencyKind, bool) {
 	var st campaign.State
 	if err := f.Read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
-		return control.Floor{}, false
+		return control.Floor{}, "", false
 	}
 	fl, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
 	if err != nil {
 		f.log.Warn("no floor for the campaign's outcomes", "campaign", id, "err", err)
-		return control.Floor{}, false
+		return control.Floor{}, st.LatencyKind, false
 	}
-	return fl, true
+	return fl, st.LatencyKind, true
 }

@@ -133,7 +133,7 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 			BoundUS: &forged, AllWeightsBoundUS: &forged, PctOfRoofline: &forged, WeightMB: 1, StreamedMB: 1}
 	}
 	between := trial.Outcome{Verdict: verdict(120)}
-	recompute(&between, f)
+	recompute(&between, f, trial.KindPredicted)
 	v := between.Verdict
 	switch {
 	case v.BoundUS == nil || *v.BoundUS != 100, v.AllWeightsBoundUS == nil || *v.AllWeightsBoundUS != 130:
@@ -144,7 +144,7 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 		t.Errorf("a latency between the floors: latency %v, pct %v; want 120us at 120%%", value(v.LatencyUS), value(v.PctOfRoofline))
 	}
 	below := trial.Outcome{Verdict: verdict(99)}
-	recompute(&below, f)
+	recompute(&below, f, trial.KindPredicted)
 	v = below.Verdict
 	if v.LatencyUS != nil || v.LatencyKind != nil || v.PctOfRoofline != nil {
 		t.Errorf("a latency below the streamed-bytes floor was kept: latency %v, pct %v", value(v.LatencyUS), value(v.PctOfRoofline))
@@ -152,8 +152,14 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 	if len(v.Notes) == 0 || !strings.Contains(v.Notes[len(v.Notes)-1], "below the streamed-bytes floor") {
 		t.Errorf("withheld without saying why: %q", v.Notes)
 	}
+	measured := trial.Outcome{Verdict: verdict(500)}
+	*measured.Verdict.LatencyKind = trial.KindMeasuredGPU
+	recompute(&measured, f, trial.KindPredicted)
+	if v := measured.Verdict; v.LatencyUS != nil || v.PctOfRoofline != nil || !strings.Contains(v.Notes[len(v.Notes)-1], "not this campaign's") {
+		t.Errorf("a measured-gpu latency in a predicted campaign was kept: latency %v, notes %q", value(v.LatencyUS), v.Notes)
+	}
 	unknown := trial.Outcome{Verdict: verdict(500)}
-	recompute(&unknown, control.Floor{StreamedUS: math.NaN(), AllWeightsUS: math.NaN()})
+	recompute(&unknown, control.Floor{StreamedUS: math.NaN(), AllWeightsUS: math.NaN()}, "")
 	if v := unknown.Verdict; v.LatencyUS != nil || v.BoundUS != nil || v.AllWeightsBoundUS != nil || v.PctOfRoofline != nil {
 		t.Errorf("with no floor known, figures were kept: %+v", v)
 	}
