@@ -32,7 +32,11 @@
 // the scheduler (amkctl start on the workspace). A driver that fails (e.g. Redis is unreachable) is restarted
 // with backoff — at once, and with the backoff started over, as soon as the
 // transport answers again; operator commands wait for it up to the API's
-// timeout.
+// timeout. A driver whose ledger a failed write stopped (a full or
+// read-only disk) loads the ledger again from its files at each restart
+// (runner.Ledger.Heal), so the campaign goes on by itself once the disk
+// recovers; until then Health (/healthz) says "campaign <id> stalled:
+// <error>" and commands answer at once that the campaign is stalled.
 //
 // An outcome must answer the spec its campaign issued for its trial
 // (campaign.Campaign.CheckOutcome, trial.CheckBound: the spec's digest,

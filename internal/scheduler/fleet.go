@@ -621,9 +621,26 @@ func (f *Fleet) Health(ctx context.Context) error {
 		return errors.New("scheduler is not running")
 	}
 	if f.opts.Health != nil {
-		return f.opts.Health(ctx)
+		if err := f.opts.Health(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return f.stalled()
+}
+
+// stalled names the driven campaigns whose ledgers a failed write stopped
+// (control.Run.Stalled): "stalled: <error>" until their drivers load them
+// again.
+func (f *Fleet) stalled() error {
+	var errs []error
+	for _, id := range f.local.Runs() {
+		if run := f.local.Run(id); run != nil {
+			if err := run.Stalled(); err != nil {
+				errs = append(errs, fmt.Errorf("campaign %s stalled: %w", id, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Samples reads every driven campaign for the metrics collector.
