@@ -53,10 +53,15 @@ func NewEager(cfg Config, w Weights) (*Eager, error) {
 	}
 	e := &Eager{cfg: cfg, dt: cfg.DType, workers: runtime.GOMAXPROCS(0)}
 	names := KeyNames(cfg)
-	mat := func(key string) *matrix { return newMatrix(w[key]) }
-	e.embed = mat(names.Embed)
+	mat := func(key string) *matrix {
+		if t := w[key]; t.DType == ir.I8 || t.DType == ir.I4 { // Check found its scales
+			return newQuantMatrix(t, w[key+ir.ScalesSuffix], cfg.Quant.GroupOf(t.Shape[1]))
+		}
+		return newMatrix(w[key])
+	}
+	e.embed = newMatrix(w[names.Embed])
 	e.lmHead = e.embed
-	if !cfg.TiedEmbeddings {
+	if !cfg.LMHeadShared() {
 		e.lmHead = mat(names.LMHead)
 	}
 	for _, ln := range names.Layers {
