@@ -14,6 +14,10 @@ package ir
 // per scale. Every executor dequantises in registers inside the tile: there
 // is no DEQUANT task per tile.
 
+// RoleScales names the scales input of a quantised FUSED tile, after the
+// pattern's own roles.
+const RoleScales = "scales"
+
 // ScalesSuffix is appended to a quantised weight's state-dict key to name
 // its scales.
 const ScalesSuffix = ".scales"

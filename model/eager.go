@@ -164,6 +164,11 @@ func (e *Eager) StepContext(ctx context.Context, token int32, pos int) ([]float3
 // decodes maxTokens tokens greedily (Argmax), returning only the generated
 // tokens. It needs len(prompt)+maxTokens−1 ≤ max_seq positions.
 func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
+	return e.GreedyContext(context.Background(), prompt, maxTokens)
+}
+
+// GreedyContext is Greedy that gives up with ctx's error between steps.
+func (e *Eager) GreedyContext(ctx context.Context, prompt []int32, maxTokens int) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("eager: greedy decoding needs a non-empty prompt")
 	}
@@ -181,7 +186,7 @@ func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
 	var logits []float32
 	var err error
 	for i, tok := range prompt {
-		if logits, err = e.Step(tok, i); err != nil {
+		if logits, err = e.StepContext(ctx, tok, i); err != nil {
 			return nil, err
 		}
 	}
@@ -192,7 +197,7 @@ func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
 		if len(out) == maxTokens {
 			return out, nil
 		}
-		if logits, err = e.Step(next, e.n); err != nil {
+		if logits, err = e.StepContext(ctx, next, e.n); err != nil {
 			return nil, err
 		}
 	}

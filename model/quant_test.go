@@ -2,9 +2,11 @@ package model
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -395,5 +397,65 @@ func TestQuantizedSafetensorsRefusals(t *testing.T) {
 		if !errors.As(err, &we) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want a WeightsError containing %q", name, err, c.want)
 		}
+	}
+}
+
+// A model argument names its scheme after the preset (or path); the API's
+// resolver keeps it.
+func TestLoadQuantizedSpec(t *testing.T) {
+	cfg, err := Load("small:w4a16-g64")
+	if err != nil || cfg.Quant != (Quantization{Bits: 4, Group: 64}) || cfg.Name != "small(4L/2048h) w4a16-g64" {
+		t.Fatalf("Load: %+v %q, %v", cfg.Quant, cfg.Name, err)
+	}
+	if f := cfg.Float(); f.Name != "small(4L/2048h)" || f.Quant.On() {
+		t.Errorf("Float: %q %+v", f.Name, f.Quant)
+	}
+	if _, err := Load("toy:w4a16"); err == nil || !strings.Contains(err.Error(), "not a multiple of the quantization group 128") {
+		t.Errorf("toy with groups of 128: %v", err)
+	}
+	if _, err := Load("small:w4a16-g100"); err == nil {
+		t.Error("a bad scheme loads")
+	}
+	if r, err := ResolveUnder("model", "small:w8a16", "", true); err != nil || r != "small:w8a16" {
+		t.Errorf("ResolveUnder: %q, %v", r, err)
+	}
+	if _, err := ResolveUnder("model", "/etc/x:w8a16", "", true); !errors.Is(err, ErrModelNotAllowed) {
+		t.Errorf("ResolveUnder of a path outside: %v", err)
+	}
+}
+
+// The quality figures are taken where both models see the same history:
+// a model compared with itself agrees everywhere; the int4 model of the
+// seeded weights differs from its float twin but stays close.
+func TestCompareQuality(t *testing.T) {
+	cfg := quantConfig(ir.BF16, mustQuant(t, "w4a16-g32"))
+	base := mustInit(t, cfg.Float())
+	qw, err := Quantize(cfg, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, _ := NewEager(cfg.Float(), base)
+	ef2, _ := NewEager(cfg.Float(), base)
+	eq, err := NewEager(cfg, qw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	self, err := CompareQuality(ctx, ef, ef2, []int32{1, 2}, 8)
+	if err != nil || self.MaxAbsLogitErr != 0 || self.Top1Agreement != 1 || self.GreedyPrefix != 8 {
+		t.Fatalf("self comparison: %+v, %v", self, err)
+	}
+	q, err := CompareQuality(ctx, ef, eq, []int32{1, 2}, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.MaxAbsLogitErr <= 0 || q.MaxAbsLogitErr > 0.5*q.MaxAbsFloatLogit || len(q.FloatTokens) != 8 || len(q.QuantTokens) != 8 || q.Scheme != "w4a16-g32" {
+		t.Errorf("int4 vs float: %+v", q)
+	}
+	if !slices.Equal(q.FloatTokens, self.FloatTokens) {
+		t.Errorf("the float continuation changed: %v vs %v", q.FloatTokens, self.FloatTokens)
+	}
+	if _, err := CompareQuality(ctx, ef, eq, []int32{1}, 99); err == nil {
+		t.Error("beyond max_seq accepted")
 	}
 }

@@ -226,3 +226,21 @@ func readQuantTensor(ref stRef, spec KeySpec) (*tensor.Tensor, error) {
 	}
 	return t, nil
 }
+
+// WithCheckpointQuantization is cfg with the quantization the checkpoint
+// in paths holds (InspectSafetensors): cfg itself for a float checkpoint
+// (which LoadSafetensors quantises when cfg is quantised) or one of cfg's
+// own scheme; cfg quantised as the file is when cfg names none; an error
+// when the two name different schemes.
+func WithCheckpointQuantization(cfg Config, paths []string) (Config, error) {
+	q, err := InspectSafetensors(paths, cfg)
+	switch {
+	case err != nil:
+		return Config{}, err
+	case !q.On() || q == cfg.Quant:
+		return cfg, nil
+	case !cfg.Quant.On():
+		return cfg.Quantized(q), nil
+	}
+	return Config{}, fmt.Errorf("the checkpoint holds %s weights, but the model asks for %s", q, cfg.Quant)
+}

@@ -37,7 +37,7 @@ func EstimateMemory(cfg model.Config, cuda bool, checkBytes int64) Memory {
 	}
 	check := checkConfig(cfg, checkBytes)
 	m := Memory{CheckLayers: check.NLayers}
-	m.Host = check.WeightBytes() + 2*kvElems(check)*4 + processAllowance
+	m.Host = hostWeightBytes(check) + 2*kvElems(check)*4 + processAllowance
 	if cuda {
 		m.Device = cfg.WeightBytes() + cfg.DType.NBytes(kvElems(cfg)) + processAllowance
 	}
@@ -54,10 +54,22 @@ func kvElems(cfg model.Config) int64 {
 // WeightBytes), exceed checkBytes.
 func checkConfig(cfg model.Config, checkBytes int64) model.Config {
 	check := cfg
-	for check.NLayers > 1 && check.WeightBytes() > checkBytes {
+	for check.NLayers > 1 && hostWeightBytes(check) > checkBytes {
 		check.NLayers--
 	}
 	return check
+}
+
+// hostWeightBytes is the weights a check of cfg holds at once: its stored
+// weights, and for a quantised model the float weights it is quantised
+// from as well (seeded weights are generated in float, then quantised).
+func hostWeightBytes(cfg model.Config) int64 {
+	n := cfg.WeightBytes()
+	if cfg.Quant.On() {
+		f := cfg.Float()
+		n += f.WeightBytes()
+	}
+	return n
 }
 
 // MemoryError is returned when a model does not fit in the memory an

@@ -60,4 +60,5 @@ const (
 	CodeKVPos         = "kv-pos"
 	CodeShapeMismatch = "shape-mismatch"
 	CodeDTypeMismatch = "dtype-mismatch"
+	CodeQuantScales   = "quant-scales"
 )
