@@ -8,6 +8,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/validate"
 )
 
 // Quantised models through every lowering: the reference lowering's
@@ -80,4 +81,57 @@ func TestEvaluateQuantizedSpec(t *testing.T) {
 	if _, err := ModelQuality(context.Background(), models, "toy", "", []int32{5}, 6); err == nil {
 		t.Error("a float model has a model-quality figure")
 	}
+}
+
+// The fused patterns' scales are checked as GEMV_TILE's are: a quantised
+// fused tile without its scales input breaks the pattern's arity; one
+// reading another projection's scales is refused.
+func TestQuantizedFusedMutations(t *testing.T) {
+	tg, _ := ir.Target("h100")
+	cfg, err := model.Load("toy:w4a16-g32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower := func() *ir.Program {
+		p, err := schedule.Lower(cfg, tg, schedule.FullyFused(), schedule.LowerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := validate.Validate(p); !r.OK {
+			t.Fatalf("fully fused int4 toy: %s", r.Reason(4))
+		}
+		return p
+	}
+	var fused []int
+	p := lower()
+	for i := range p.Tasks {
+		if _, _, ok := ir.TileQuant(&p.Tasks[i]); ok && p.Tasks[i].Op == ir.OpFUSED {
+			fused = append(fused, i)
+		}
+	}
+	if len(fused) < 2 {
+		t.Fatalf("%d quantised fused tiles", len(fused))
+	}
+	p.Tasks[fused[0]].Inputs = p.Tasks[fused[0]].Inputs[:len(p.Tasks[fused[0]].Inputs)-1]
+	if r := validate.Validate(p); r.OK || !hasCode(r, validate.CodeFusedPattern) {
+		t.Errorf("a fused int4 tile without scales: %s", r.Reason(4))
+	}
+	p = lower()
+	a, b := &p.Tasks[fused[0]], &p.Tasks[fused[len(fused)-1]]
+	if a.Inputs[len(a.Inputs)-1] == b.Inputs[len(b.Inputs)-1] {
+		t.Fatal("the first and last fused tiles share scales")
+	}
+	a.Inputs[len(a.Inputs)-1] = b.Inputs[len(b.Inputs)-1]
+	if r := validate.Validate(p); r.OK || !hasCode(r, validate.CodeQuantScales) {
+		t.Errorf("a fused tile reading another projection's scales: %s", r.Reason(4))
+	}
+}
+
+func hasCode(r validate.Report, code string) bool {
+	for _, d := range r.Errors {
+		if d.Code == code {
+			return true
+		}
+	}
+	return false
 }
