@@ -58,8 +58,8 @@ func TestRingPlanOnTheHost(t *testing.T) {
 		v := kernels.DefaultVariant()
 		v["ring_stages"], v["ring_tile"] = ring[0], ring[1]
 		exe := compileRingHarness(t, nvcc, src, harness, v)
-		for _, name := range []string{"toy", "small", "llama-1b"} {
-			cfg, err := model.Preset(name)
+		for _, name := range []string{"toy", "small", "llama-1b", "small:w8a16", "small:w4a16", "llama-1b:w4a16-g32"} {
+			cfg, err := model.Load(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,15 +208,15 @@ func tileRows(t *ir.Task) string {
 // bytes / ring_tile) chunks (a paired tile: N_tile/2 rows of each range).
 func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 	wi, tileBytes := 1, int64(0)
+	qd, _, quant := ir.TileQuant(t)
 	switch t.Op {
 	case ir.OpGEMVTile:
-		q := t.Params.IntOr("qdtype", 0)
-		if (q == int64(ir.I8) || q == int64(ir.I4)) && len(t.Inputs) >= 3 {
+		if quant && len(t.Inputs) != 3 { // zero points: off the ring
 			return false, 0
 		}
 	case ir.OpFUSED:
 		pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
-		if !ok {
+		if !ok || len(t.Inputs) != pat.TaskArity(t) {
 			return false, 0
 		}
 		wi = pat.Role(ir.RoleW)
@@ -228,19 +228,33 @@ func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 	}
 	w, x := &p.Buffers[t.Inputs[wi]], &p.Buffers[t.Inputs[0]]
 	k, nTile := t.Params.IntOr("K", 0), t.Params.IntOr("N_tile", 0)
-	if !w.DType.IsFloat() || w.DType.Bits() > 32 || w.DType.Bits() < 16 || k <= 0 {
-		return false, 0
-	}
-	esz := int64(w.DType.Bits() / 8)
 	ldw := k
 	if len(w.Shape) >= 2 {
 		ldw = w.Strides()[0]
 	}
-	xBytes := (k*4 + 15) &^ 15
-	if (ldw*esz)%16 != 0 || k*esz < tile || xBytes+tileBytes > ops {
+	if k <= 0 {
 		return false, 0
 	}
-	return true, x.Numel() / k * nTile * (k * esz / tile)
+	if quant {
+		// A quantised row streams its stored bytes; each 16-byte vector
+		// (16 int8 or 32 int4 weights) must lie in one scale group.
+		perVec := int64(16)
+		if qd == ir.I4 {
+			perVec = 32
+		}
+		if w.DType != qd || ldw != k || k%perVec != 0 || t.Params.IntOr("group", k)%perVec != 0 {
+			return false, 0
+		}
+	} else if !w.DType.IsFloat() || w.DType.Bits() > 32 || w.DType.Bits() < 16 {
+		return false, 0
+	}
+	bits := int64(w.DType.Bits())
+	rowBytes := k * bits / 8
+	xBytes := (k*4 + 15) &^ 15
+	if (ldw*bits/8)%16 != 0 || rowBytes < tile || xBytes+tileBytes > ops {
+		return false, 0
+	}
+	return true, x.Numel() / k * nTile * (rowBytes / tile)
 }
 
 // failLines keeps the harness's FAIL lines (all of its output if none).
