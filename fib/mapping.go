@@ -307,7 +307,7 @@ func matchGEMM(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) {
 	in, out := tensorsOfRank(d.Inputs, 2), tensorsOfRank(d.Outputs, 2)
 	for _, tag := range d.Tags {
 		if strings.HasPrefix(tag, "quantization:") {
-			return CaseSpec{}, []string{"a quantized gemm (" + tag + "): amk exports its own (quantized_gemm_*) but does not map one back into a Loop-1 case; tune it with tune-instruction gemv_tile --model MODEL:SCHEME"}
+			return CaseSpec{}, []string{"a quantized gemm (" + tag + "): amk exports its own (quantized_gemm_*) but does not map one back into a Loop-1 case; tune the quantised GEMV with tune-instruction gemv_tile --quantize SCHEME"}
 		}
 	}
 	if len(d.Inputs) != 2 || len(in) != 2 || len(d.Outputs) != 1 || len(out) != 1 {
