@@ -213,6 +213,9 @@ func SplitModelSpec(spec string) (string, Quantization, error) {
 		return spec, Quantization{}, nil
 	}
 	tail := spec[i+1:]
+	if strings.TrimSpace(tail) == "" {
+		return spec, Quantization{}, nil // a trailing colon names no scheme
+	}
 	q, err := ParseQuantization(tail)
 	if err != nil {
 		if strings.HasPrefix(strings.ToLower(tail), "w") && strings.Contains(strings.ToLower(tail), "a16") {

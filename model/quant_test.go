@@ -459,3 +459,32 @@ func TestCompareQuality(t *testing.T) {
 		t.Error("beyond max_seq accepted")
 	}
 }
+
+// Model arguments from outside (CLI, API, queue payloads) split into a
+// model and a scheme without a panic; a scheme read back renders to itself.
+func FuzzSplitModelSpec(f *testing.F) {
+	for _, s := range []string{"small:w8a16", "small:w4a16-g64-fphead", "dir/x:y/config.json", "small:", ":w8a16", "small:W4A16-G32", "x:w4a16-g"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		name, q, err := SplitModelSpec(s)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(s, name) {
+			t.Fatalf("%q: the name %q is not its head", s, name)
+		}
+		if !q.On() {
+			return
+		}
+		back, err := ParseQuantization(q.String())
+		if err != nil || back != q {
+			t.Fatalf("%q: scheme %+v renders as %q, which reads back as %+v, %v", s, q, q.String(), back, err)
+		}
+		cfg, err := Preset("small")
+		if err == nil {
+			qc := cfg.Quantized(q)
+			_ = qc.Validate() // every scheme is checked, never a panic
+		}
+	})
+}
