@@ -70,7 +70,7 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 			return exitBadInput
 		}
 	}
-	doc := schedule.Surface(cfg.Name, target, dev, inc)
+	doc := schedule.SurfaceFor(cfg.Name, target, dev, cfg.Quant.On(), inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
 	return exitOK
 }
