@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newEvalCmd) }
+func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -47,7 +49,7 @@ otherwise.`,
 		var point []byte
 		if *cfgPath != "" {
 			var err error
-			if point, err = readInput(*cfgPath, 1<<20); err != nil {
+			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
 				fmt.Fprintln(stderr, "amkctl eval:", err)
 				return exitBadInput
 			}
@@ -70,7 +72,7 @@ otherwise.`,
 		}
 		spec := trial.Spec{Model: name, Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
 		models := trial.NewModelCache(0)
-		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Models: models}, stderr)
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Models: models, Version: version.String()}, stderr)
 		if *quality > 0 && out.Verdict != nil {
 			q, err := trial.ModelQuality(context.Background(), models, name, *weights, trial.DefaultQualityPrompt, *quality)
 			if err != nil {
