@@ -61,7 +61,7 @@ func CompareQuality(ctx context.Context, float, quant *Eager, prompt []int32, n 
 		}
 	}
 	agree, sum, count := 0, 0.0, 0
-	for i := 0; i < n; i++ {
+	for i := range n {
 		for v := range lf {
 			d := math.Abs(float64(lq[v]) - float64(lf[v]))
 			q.MaxAbsLogitErr = max(q.MaxAbsLogitErr, d)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -110,21 +111,12 @@ func ParseQuantization(s string) (Quantization, error) {
 	}
 	if hasGroup {
 		g, err := strconv.Atoi(group)
-		if err != nil || !containsInt(QuantGroupSizes, g) {
+		if err != nil || !slices.Contains(QuantGroupSizes, g) {
 			return bad()
 		}
 		q.Group = g
 	}
 	return q, nil
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // problems lists what makes q unusable for cfg.
@@ -141,7 +133,7 @@ func (q Quantization) problems(cfg *Config) []string {
 		p = append(p, fmt.Sprintf("quantization bits must be 8 or 4, got %d", q.Bits))
 	case q.Bits == 4 && q.Group == 0:
 		p = append(p, "int4 quantization needs a group size (32, 64 or 128): one scale per row is too coarse for 4 bits")
-	case q.Group != 0 && !containsInt(QuantGroupSizes, q.Group):
+	case q.Group != 0 && !slices.Contains(QuantGroupSizes, q.Group):
 		p = append(p, fmt.Sprintf("quantization group must be 32, 64 or 128 (or 0 for one scale per output channel), got %d", q.Group))
 	}
 	if q.Group > 0 {
@@ -321,7 +313,7 @@ func quantizeRows(src, q, s *tensor.Tensor, group int, qz Quantization, lo, hi i
 	row := make([]float32, k)
 	for r := lo; r < hi; r++ {
 		src.ReadFloats(row, r*k)
-		for g := 0; g < ng; g++ {
+		for g := range ng {
 			k0, k1 := g*group, min((g+1)*group, k)
 			amax := 0.0
 			for _, v := range row[k0:k1] {

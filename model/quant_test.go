@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -345,9 +346,7 @@ func TestQuantizedSafetensorsRefusals(t *testing.T) {
 	key := "layers.0.attn.q_proj.weight"
 	edit := func(f func(Weights)) []byte {
 		c := Weights{}
-		for k, v := range w {
-			c[k] = v
-		}
+		maps.Copy(c, w)
 		f(c)
 		return encode(t, c)
 	}

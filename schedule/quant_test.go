@@ -28,7 +28,7 @@ func TestSpaceForQuantizedModels(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	seen := map[int]bool{}
-	for i := 0; i < 200; i++ {
+	for range 200 {
 		seen[RandomIn(rng, SpaceFor(tg, DeviceCUDA, true)).knob("qc")] = true
 	}
 	if !seen[1] || !seen[2] || !seen[4] {

@@ -15,9 +15,9 @@ func quantGEMV(t testing.TB, edit func(p *ir.Program, qs, os int)) *ir.Program {
 	x := b.bufOf("x", ir.IOInput, ir.BF16, 1, 64)
 	weight := func(name string) (int, int) {
 		w := b.bufOf(name, ir.Weight, ir.I4, 16, 64)
-		b.p.Buffers[w].Source = strp(name)
+		b.p.Buffers[w].Source = new(name)
 		s := b.bufOf(name+ir.ScalesSuffix, ir.Weight, ir.F16, 16, 2)
-		b.p.Buffers[s].Source = strp(name + ir.ScalesSuffix)
+		b.p.Buffers[s].Source = new(name + ir.ScalesSuffix)
 		return w, s
 	}
 	qw, qs := weight("q.weight")
@@ -26,7 +26,7 @@ func quantGEMV(t testing.TB, edit func(p *ir.Program, qs, os int)) *ir.Program {
 	o := b.bufOf("o", ir.IOOutput, ir.BF16, 1, 16)
 	cq, co := b.ctr(), b.ctr()
 	quant := []ir.Param{iP("qdtype", int64(ir.I4)), iP("group", 32)}
-	for i := int64(0); i < 2; i++ {
+	for i := range int64(2) {
 		b.task(ir.OpGEMVTile, ints(x, qw, qs), ints(q), cq, nil, "q[t"+string(rune('0'+i))+"]",
 			append(gemvParams(64, 8, 8*i), quant...)...)
 	}

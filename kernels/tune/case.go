@@ -448,7 +448,7 @@ func seedQuantized(b *ir.Buffer, rng *rand.Rand) *tensor.Tensor {
 	t := &tensor.Tensor{DType: b.DType, Shape: append([]int(nil), b.Shape...)}
 	if b.DType == ir.I4 {
 		t.Packed = make([]byte, (n+1)/2)
-		for j := 0; j < n; j++ {
+		for j := range n {
 			t.Packed[j/2] |= byte(1+rng.IntN(15)) << (4 * (j % 2))
 		}
 		return t
