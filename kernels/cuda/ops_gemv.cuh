@@ -220,6 +220,22 @@ __device__ __forceinline__ float amk_qdot16(const uint4 r, const float* __restri
 
 #include "ring.cuh"
 
+/* Whether the streaming ring carries a task's weights (its issuer planned its chunks,
+ * amk_ring_plan_for); `have` is amk_ops_smem_bytes(). False without the ring. */
+__device__ __forceinline__ bool amk_on_ring(const amk_program_t& prog, const amk_instruction_t& inst, uint32_t have) {
+#if AMK_RING_ON
+    if (amk_ring_active) {
+        amk_ring_plan plan;
+        return amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
+    }
+#else
+    (void)prog;
+    (void)inst;
+    (void)have;
+#endif
+    return false;
+}
+
 #if AMK_HAVE_CPASYNC
 /* cp.async path. The warp's work is its row groups t = warp*C, warp*C + WARPS*C, ... (C rows
  * each, the last possibly fewer) times the nchunks 512-byte chunks of a row, streamed as ONE
@@ -527,13 +543,7 @@ __device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const 
     const uint32_t have = amk_ops_smem_bytes();
     const bool use_smem = amk_gemv_x_bytes(K) <= have;
     float* xs = reinterpret_cast<float*>(amk_dyn_smem);
-    bool rp = false; /* the streaming ring carries this tile's weights */
-#if AMK_RING_ON
-    if (amk_ring_active) {
-        amk_ring_plan plan;
-        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
-    }
-#endif
+    const bool rp = amk_on_ring(prog, inst, have); /* the streaming ring carries this tile's weights */
     for (int64_t m = 0; m < M; ++m) {
         if (use_smem) {
             amk_stage_x(x, m * K, K, xs);
@@ -585,13 +595,7 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
 #if AMK_HAVE_CPASYNC
     if (vec_ok && xb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb;
 #endif
-    bool rp = false; /* the streaming ring carries this tile's weights */
-#if AMK_RING_ON
-    if (amk_ring_active) {
-        amk_ring_plan plan;
-        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
-    }
-#endif
+    const bool rp = amk_on_ring(prog, inst, have); /* the streaming ring carries this tile's weights */
     for (int64_t m = 0; m < M; ++m) {
         amk_stage_x(x, m * K, K, xs);
         __syncthreads();
@@ -777,13 +781,7 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
 #if AMK_HAVE_CPASYNC
     if (!quant && vec_ok && xb + tb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb + tb;
 #endif
-    bool rp = false; /* the streaming ring carries this tile's weights */
-#if AMK_RING_ON
-    if (amk_ring_active) {
-        amk_ring_plan plan;
-        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
-    }
-#endif
+    const bool rp = amk_on_ring(prog, inst, have); /* the streaming ring carries this tile's weights */
     /* The sums land in the output (obase = m*N), or in the tile (obase = r*w - off: column n of range r
      * -> r*w + n - off, so a paired tile's second range follows its first). */
     amk_buffer_t dst = out;

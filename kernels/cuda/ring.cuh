@@ -384,6 +384,20 @@ __device__ __forceinline__ void amk_ring_finish() {
 #endif
 }
 
+/* The warp's next chunk of its stream, issuing one more ahead: its slot, landed. The consumer reads
+ * it and then calls amk_ring_consumed. */
+__device__ __forceinline__ const unsigned char* amk_ring_next(const amk_program_t& prog) {
+    amk_ring_issue(prog);
+    return amk_ring_wait(amk_ring_state[amk_warp()].consumed, &prog);
+}
+
+/* The chunk amk_ring_next returned has been read by every lane: its slot may be refilled. */
+__device__ __forceinline__ void amk_ring_consumed() {
+    __syncwarp();
+    if (amk_lane() == 0) ++amk_ring_state[amk_warp()].consumed;
+    __syncwarp();
+}
+
 /* Consume the chunks of one row range of one x row of the current task: the warp's rows t of
  * [n_off, n_off + N_tile) (each: its chunks from the ring, the leftover vectors and the scalar
  * tail from global memory, then the store), issuing one chunk ahead for every chunk it consumes.
@@ -399,23 +413,18 @@ __device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, con
     const int lane = amk_lane();
     const int nvec = K / V;
     const int nchunks = (int)(((int64_t)K * sizeof(T)) / AMK_RING_TILE_BYTES);
-    amk_ring_warp* sh = &amk_ring_state[amk_warp()];
     for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
         const int64_t n = n_off + t;
         float acc = 0.f;
         for (int ci = 0; ci < nchunks; ++ci) {
-            amk_ring_issue(prog);
-            const uint32_t c = sh->consumed;
-            const unsigned char* st = amk_ring_wait(c, &prog);
+            const unsigned char* st = amk_ring_next(prog);
 #pragma unroll
             for (int v = 0; v < AMK_RING_VPL; ++v) {
                 float f[V];
                 amk_vec<T>::cvt(*reinterpret_cast<const uint4*>(st + (v * 32 + lane) * 16), f);
                 acc = amk_dot_smem<V>(xs + ((int64_t)ci * CV + v * 32 + lane) * V, f, acc);
             }
-            __syncwarp();
-            if (lane == 0) sh->consumed = c + 1;
-            __syncwarp();
+            amk_ring_consumed();
         }
         for (int kv = nchunks * CV + lane; kv < nvec; kv += 32) {
             float f[V];
@@ -439,24 +448,19 @@ __device__ __forceinline__ void amk_gemv_ring_row_q(const amk_program_t& prog, c
     const int per_vec = q.i4 ? 32 : 16;
     const int nvec = K / per_vec;
     const int nchunks = (int)(q.row_bytes / AMK_RING_TILE_BYTES);
-    amk_ring_warp* sh = &amk_ring_state[amk_warp()];
     for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
         const int64_t n = n_off + t;
         const int64_t sb = n * q.ng;
         float acc = 0.f;
         for (int ci = 0; ci < nchunks; ++ci) {
-            amk_ring_issue(prog);
-            const uint32_t c = sh->consumed;
-            const unsigned char* st = amk_ring_wait(c, &prog);
+            const unsigned char* st = amk_ring_next(prog);
 #pragma unroll
             for (int v = 0; v < AMK_RING_VPL; ++v) {
                 const int k0 = (ci * CV + v * 32 + lane) * per_vec;
                 const uint4 r = *reinterpret_cast<const uint4*>(st + (v * 32 + lane) * 16);
                 acc = fmaf(amk_qdot16(r, xs + k0, q.i4, q.zdef), amk_qscale(*q.S, sb + amk_qgroup(q, k0)), acc);
             }
-            __syncwarp();
-            if (lane == 0) sh->consumed = c + 1;
-            __syncwarp();
+            amk_ring_consumed();
         }
         for (int kv = nchunks * CV + lane; kv < nvec; kv += 32) {
             const int k0 = kv * per_vec;
