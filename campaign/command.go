@@ -88,7 +88,13 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 	st.Exhausted = false
 	if stop, reason := c.moveOn(now); stop {
 		*st = saved
-		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; change the budget or criteria", ErrInvalid, reason)
+		hint := "change the budget or criteria"
+		if e.Budget != nil && e.Budget.Iterations > 0 && st.ExperimentsRun >= e.Budget.Iterations {
+			// The budget is a total, not an addition.
+			hint = fmt.Sprintf("a budget counts the %d experiments already run: for 20 more, give %d (0: unbounded)",
+				st.ExperimentsRun, st.ExperimentsRun+20)
+		}
+		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; %s", ErrInvalid, reason, hint)
 	}
 	if st.DoneAt != nil {
 		st.PausedSeconds += max(0, now.Sub(*st.DoneAt).Seconds())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
@@ -143,6 +144,15 @@ func (l *Local) StartRun(req api.CreateRequest, opts RunOptions) (run *Run, err 
 // nothing to run until it is reopened.
 func (r *Run) Done() bool {
 	return !r.Created && r.Ledger.Campaign().Status() == campaign.StatusDone
+}
+
+// Reopen makes the run's done campaign live again (the operator command
+// reopen, its note saying who asked), so that the run adds experiments to
+// it; the budget and the move-on criteria stay as they are, so a campaign
+// whose own budget is spent stays done (the error says so).
+func (r *Run) Reopen(note string) error {
+	_, err := r.Ledger.Apply(campaign.Command{Time: time.Now().UTC(), Op: campaign.OpReopen, Note: note})
+	return err
 }
 
 // Close stops the evaluators and releases the campaign's lock and the
