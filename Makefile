@@ -21,7 +21,7 @@ test: deps nvcc lint unit kernels-smoke fuzz-smoke
 NVCC_TESTS = ^(TestKernelsCompileWithoutSpills|TestRingPlanOnTheHost)$$
 
 unit:
-	$(GO) test -count=1 -timeout 12m -skip '$(NVCC_TESTS)' ./...
+	$(GO) test -count=1 -timeout 18m -skip '$(NVCC_TESTS)' ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
