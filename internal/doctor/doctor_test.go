@@ -54,7 +54,7 @@ func TestDoctorReportsEachCheck(t *testing.T) {
 			t.Errorf("nvcc %s: %+v, want %s and %q", tc.nvcc, got, tc.status, tc.want)
 		}
 	}
-	if got := byName["nvcc"].Detail; !strings.Contains(got, "make test installs") {
+	if got := byName["nvcc"].Detail; !strings.Contains(got, "installs Debian's CUDA 12.4 nvcc") {
 		t.Errorf("no nvcc: %q does not say how to get one", got)
 	}
 

@@ -41,7 +41,7 @@ func CacheDirFromEnv() (string, error) {
 	return filepath.Join(base, "amk", "kernels"), nil
 }
 
-// CheckoutToolkits are where `make test` (scripts/ensure-deps.sh) installs
+// CheckoutToolkits are where `make test` (`make nvcc`, scripts/ensure-nvcc.sh) installs
 // Debian's CUDA compilers, relative to the root of an amk checkout, in the
 // order FindNVCC prefers them: nvcc 12.4 (compiles sm_90a, the streaming
 // ring's TMA path included), then nvcc 11.8 (sm_90 only), which make test
@@ -56,9 +56,6 @@ type NVCC struct {
 	Path string // "" when there is none
 	// From says where it came from, in words a user can act on.
 	From string
-	// Release is the toolkit release its location promises ("12.4",
-	// "11.8"); "" when only `nvcc --version` can tell (ToolkitRelease).
-	Release string
 }
 
 // FindNVCC is the one lookup of an nvcc, used by `amkctl doctor` and by the
@@ -76,7 +73,7 @@ func FindNVCC() NVCC {
 			for _, tk := range CheckoutToolkits {
 				nvcc := filepath.Join(root, filepath.FromSlash(tk.Dir), "bin", "nvcc")
 				if st, err := os.Stat(nvcc); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-					return NVCC{Path: nvcc, Release: tk.Release,
+					return NVCC{Path: nvcc,
 						From: "this checkout's " + tk.Dir + " (Debian's CUDA " + tk.Release + ", installed by make test)"}
 				}
 			}
@@ -89,7 +86,7 @@ func FindNVCC() NVCC {
 }
 
 // NoNVCCHint is what to do when FindNVCC finds nothing.
-const NoNVCCHint = "make test installs Debian's CUDA 12.4 nvcc into this checkout's .cache/cuda-12.4 (scripts/ensure-deps.sh; its output says why it could not), or set " + EnvNVCC + " or put nvcc on PATH"
+const NoNVCCHint = "make test (make nvcc) installs Debian's CUDA 12.4 nvcc into this checkout's .cache/cuda-12.4; when it cannot, it says why (.cache/cuda-install.log). Or set " + EnvNVCC + " or put nvcc on PATH"
 
 // modulePath is the module an amk checkout's go.mod declares.
 const modulePath = "github.com/amk-dev/amk"
