@@ -55,7 +55,7 @@ kernels-sweep: nvcc
 
 ## order-noise: the whole summation-order study of the seeded models
 ## (docs/results/oracle-drift.md): toy-2L, small and llama-1b at positions 0, 5
-## and AMK_ORDER_LATE_POS (default 20); several CPU-minutes. `make test` runs
+## and AMK_ORDER_LATE_POS (default 20); about 150 CPU-seconds. `make test` runs
 ## its smoke (toy-2L and small at positions 0 and 5).
 order-noise:
 	AMK_ORDER_STUDY=1 $(GO) test -count=1 -timeout 60m -v -run '^TestGPUReductionOrderNoiseOfTheSeededModels$$' ./model
