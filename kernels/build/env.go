@@ -96,7 +96,7 @@ const modulePath = "github.com/amk-dev/amk"
 func CheckoutRoot(dir string) string {
 	for d := filepath.Clean(dir); ; {
 		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
-			for _, line := range strings.Split(string(data), "\n") {
+			for line := range strings.SplitSeq(string(data), "\n") {
 				if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
 					if strings.Trim(f[1], `"`) == modulePath {
 						return d
