@@ -23,7 +23,7 @@ func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
+		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|cuda] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
