@@ -112,15 +112,6 @@ func TestFindCycle5000(t *testing.T) {
 	}
 }
 
-func containsInt32(xs []int32, x int32) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 func TestSimulateCounters(t *testing.T) {
 	p := dag(nil, []int{0}, []int{1})
 	order, stuck := SimulateCounters(p)

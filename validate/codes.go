@@ -60,4 +60,8 @@ const (
 	CodeKVPos         = "kv-pos"
 	CodeShapeMismatch = "shape-mismatch"
 	CodeDTypeMismatch = "dtype-mismatch"
+
+	// docs/spec/rules.md R31: the memory model.
+	CodeReadOnlyWrite = "readonly-write"
+	CodeCounterInit   = "counter-init"
 )
