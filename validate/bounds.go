@@ -98,7 +98,7 @@ func (tc *taskCheck) projection() {
 			tc.fail(CodeBadK, x, "K=%d must be positive", k)
 		case k != dim(x, -1):
 			tc.fail(CodeBadK, x, "K=%d != last dimension %d of input #%d ('%s')", k, dim(x, -1), x.ID, x.Name)
-		case len(w.Shape) >= 2 && k != dim(w, -1):
+		case k != dim(w, -1):
 			tc.fail(CodeBadK, w, "K=%d != last dimension %d of weight #%d ('%s')", k, dim(w, -1), w.ID, w.Name)
 		}
 	}
@@ -110,8 +110,9 @@ func (tc *taskCheck) projection() {
 			tc.fail(CodeTileBounds, o, "tile n_off=%d N_tile=%d is not a column range (needs n_off >= 0 and N_tile > 0)", nOff, nTile)
 		case nOff+nTile > dim(o, -1):
 			tc.fail(CodeTileBounds, o, "tile columns [%d, %d) exceed the %d columns of output #%d ('%s')", nOff, nOff+nTile, dim(o, -1), o.ID, o.Name)
-		case len(w.Shape) == 2 && nOff+nTile > dim(w, 0):
-			tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, nOff+nTile, dim(w, 0), w.ID, w.Name)
+		case nOff+nTile > rowsOf(w):
+			// The weight is read as rows of K values, whatever its rank.
+			tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, nOff+nTile, rowsOf(w), w.ID, w.Name)
 		}
 	}
 	if tc.t.Op == ir.OpGEMMTile {

@@ -71,6 +71,7 @@ var goldenCases = []goldenCase{
 	{code: CodeSMQueueOrder, name: "consumer_listed_before_producer", build: queueOrder},
 	{code: CodeSMQueueOrder, name: "queue_deadlock_through_another_sm", build: queueDeadlockAcrossSMs},
 	{code: CodeSMRange, name: "sm_999", build: smOutOfRange},
+	{code: CodeTileBounds, name: "gemv_tile_beyond_rank_1_weight", build: gemvRank1Weight},
 	{code: CodeReadOnlyWrite, name: "copy_writes_weight", build: copyIntoWeight},
 	{code: CodeReadOnlyWrite, name: "norm_writes_io_input", build: normWritesInput},
 	{code: CodeReadOnlyWrite, name: "copy_writes_const", build: copyIntoConst},
@@ -263,8 +264,9 @@ func capacityOverflow(t testing.TB) *ir.Program {
 // config keys that the decoder must drop.
 func additiveFields(t testing.TB) *ir.Program {
 	b := newBuilder(t, "rtx5090")
+	x := b.buf("x", ir.IOInput, 1)
 	o := b.buf("o", ir.IOOutput, 1)
-	b.task(ir.OpCOPY, ints(o), ints(o), b.ctr(), nil, "x")
+	b.task(ir.OpCOPY, ints(x), ints(o), b.ctr(), nil, "x")
 	return b.p
 }
 

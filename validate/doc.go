@@ -88,7 +88,8 @@
 //	                              does not precede the read
 //	race-kv             error     step 4: the same for a KV cache written this pass
 //	never-produced      error     step 4: a transient buffer is read but never written
-//	self-read           warning   step 4: a task reads a buffer only it writes
+//	self-read           error     step 4: a task reads a buffer only it writes (R31: the
+//	                              reference only warns; no write precedes the read)
 //	race-waw            error     step 5: two writers that overlap and are unordered
 //	onchip-cross-sm     error     step 6: an on-chip buffer used from several SMs
 //	onchip-unplaced     warning   step 6: an on-chip buffer whose users have no SM yet

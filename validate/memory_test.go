@@ -87,6 +87,7 @@ func TestMemoryModel(t *testing.T) {
 		{"RMSNORM writes its IO_INPUT", normWritesInput, CodeReadOnlyWrite, "writes IO_INPUT buffer #0 ('x')"},
 		{"COPY writes a CONST", copyIntoConst, CodeReadOnlyWrite, "writes CONST buffer #1 ('scale.const')"},
 		{"counter with init 3", counterInit3, CodeCounterInit, "counter 0 starts at 3"},
+		{"a task reads what only it writes", inPlaceRead, CodeSelfRead, "no write precedes the read"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep := Validate(tc.build(t))
@@ -137,4 +138,16 @@ func TestQueueDeadlockThroughAnotherSM(t *testing.T) {
 	if _, stuck := ir.SimulateQueues(p, 0); len(stuck) != 0 {
 		t.Fatalf("queue simulation: stuck %v with one task per SM", stuck)
 	}
+}
+
+// gemvRank1Weight is a GEMV tile whose weight is a norm vector [8]: read as
+// rows of K=8 values it has one row, not the tile's eight (found by the
+// differential check: the VM refused the tile).
+func gemvRank1Weight(t testing.TB) *ir.Program {
+	b := newBuilder(t, "rtx5090")
+	x := b.buf("x", ir.IOInput, 1, 8)
+	w := b.buf("norm.w", ir.Weight, 8)
+	o := b.buf("o", ir.IOOutput, 1, 8)
+	b.task(ir.OpGEMVTile, ints(x, w), ints(o), b.ctr(), nil, "proj", gemvParams(8, 8, 0)...)
+	return b.p
 }
