@@ -151,3 +151,33 @@ func gemvRank1Weight(t testing.TB) *ir.Program {
 	b.task(ir.OpGEMVTile, ints(x, w), ints(o), b.ctr(), nil, "proj", gemvParams(8, 8, 0)...)
 	return b.p
 }
+
+// copyBroadcast copies x [1, 8] into o [4, 8]: torch's copy_ would repeat
+// the row, amk's VM and kernels copy element for element and refuse it
+// (found by the differential check).
+func copyBroadcast(t testing.TB) *ir.Program {
+	b := newBuilder(t, "rtx5090")
+	x := b.buf("x", ir.IOInput, 1, 8)
+	o := b.buf("o", ir.IOOutput, 4, 8)
+	b.task(ir.OpCOPY, ints(x), ints(o), b.ctr(), nil, "copy")
+	return b.p
+}
+
+// addIntoLarger adds two [1, 8] rows into a [2, 8] output.
+func addIntoLarger(t testing.TB) *ir.Program {
+	b := newBuilder(t, "rtx5090")
+	x := b.buf("x", ir.IOInput, 1, 8)
+	o := b.buf("o", ir.IOOutput, 2, 8)
+	b.task(ir.OpADD, ints(x, x), ints(o), b.ctr(), nil, "add")
+	return b.p
+}
+
+// embedScalarTable gathers from a rank-0 table.
+func embedScalarTable(t testing.TB) *ir.Program {
+	b := newBuilder(t, "rtx5090")
+	ids := b.bufOf("ids", ir.IOInput, ir.I32, 1)
+	table := b.buf("table", ir.Weight)
+	o := b.buf("o", ir.IOOutput, 1, 1)
+	b.task(ir.OpEMBED, ints(ids, table), ints(o), b.ctr(), nil, "embed", iP("hidden", 1))
+	return b.p
+}
