@@ -53,6 +53,11 @@ func FromHFConfig(data []byte, nLayers int) (Config, error) {
 	if err != nil {
 		return Config{}, &HFConfigError{Problems: []string{"config.json is not valid JSON: " + err.Error()}}
 	}
+	if d := pyjson.FindDuplicateKey(root); d != nil {
+		// Python keeps the last value, another reader the first: refused,
+		// as a repeated key is in every document amk reads.
+		return Config{}, &HFConfigError{Problems: []string{"config.json has a " + d.Error()}}
+	}
 	if root.Kind != pyjson.Object {
 		return Config{}, &HFConfigError{Problems: []string{"config.json must be a JSON object, got " + root.Kind.String()}}
 	}

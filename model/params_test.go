@@ -102,3 +102,21 @@ func TestImportCapsLayersAndParameters(t *testing.T) {
 		t.Fatalf("a Config beyond MaxLayers: %v", err)
 	}
 }
+
+// TestHFConfigRefusesRepeatedKeys: a config.json that gives a field twice
+// (at any depth) is refused: Python's json keeps the last value, another
+// reader could keep the first, and the two would import different models.
+func TestHFConfigRefusesRepeatedKeys(t *testing.T) {
+	for _, doc := range []string{
+		`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+		  "num_attention_heads": 4, "num_hidden_layers": 2, "num_hidden_layers": 2000, "vocab_size": 256}`,
+		`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+		  "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 256,
+		  "rope_scaling": {"rope_type": "default", "rope_type": "yarn"}}`,
+	} {
+		_, err := FromHFConfig([]byte(doc), 0)
+		if err == nil || !strings.Contains(err.Error(), "duplicate key") {
+			t.Fatalf("err = %v, want a duplicate key error", err)
+		}
+	}
+}
