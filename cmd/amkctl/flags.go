@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/amk-dev/amk/internal/inputfile"
 	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -100,58 +100,13 @@ func completeModels(_ *cobra.Command, args []string, _ string) ([]string, cobra.
 	return model.PresetNames(), cobra.ShellCompDirectiveDefault
 }
 
-// readInput reads a file, or standard input for "-".
+// readInput reads a file (regular files only, inputfile), or standard
+// input for "-", of at most limit bytes.
 func readInput(path string, limit int64) ([]byte, error) {
-	var r io.Reader
-	var size int64 // a regular file's size: its bytes are read into one buffer of that size
 	if path == "-" {
-		r = os.Stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			if fi.Size() > limit {
-				return nil, &inputTooLarge{path: path, limit: limit} // refused before reading
-			}
-			size = fi.Size()
-		}
-		r = f
+		return inputfile.ReadAll(os.Stdin, "standard input", 0, limit)
 	}
-	// One byte more than the size, so that the read ends on io.EOF with no
-	// copy (io.ReadAll's doubling would copy a large file several times);
-	// a file that grew meanwhile, or a pipe, grows the buffer as it comes.
-	r = io.LimitReader(r, limit+1)
-	data := make([]byte, 0, max(size+1, 512))
-	for {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		n, err := r.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if int64(len(data)) > limit {
-		return nil, &inputTooLarge{path: path, limit: limit}
-	}
-	return data, nil
-}
-
-// inputTooLarge is readInput's refusal of an input over its limit.
-type inputTooLarge struct {
-	path  string
-	limit int64
-}
-
-func (e *inputTooLarge) Error() string {
-	return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit)
+	return inputfile.ReadFile(path, limit)
 }
 
 // writeFileAtomic writes data to path through a temporary file and a rename,

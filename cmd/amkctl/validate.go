@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/internal/inputfile"
 	"github.com/amk-dev/amk/internal/filemap"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
@@ -236,7 +237,7 @@ func readProgramFile(path string, lim ir.Limits) ([]byte, error) {
 		lim.MaxBytes = ir.MaxProgramBytes
 	}
 	data, err := readInput(path, lim.MaxBytes)
-	if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
+	if tooLarge := (*inputfile.TooLargeError)(nil); errors.As(err, &tooLarge) {
 		return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
 	}
 	return data, err
