@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/amk-dev/amk/internal/inputfile"
 	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/internal/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 )

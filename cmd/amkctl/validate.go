@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/inputfile"
 	"github.com/amk-dev/amk/internal/filemap"
+	"github.com/amk-dev/amk/internal/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/validate"
