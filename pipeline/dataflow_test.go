@@ -43,11 +43,6 @@ type machine struct {
 	regs       map[[2]int]int // register quadrant -> k-block (missing: never loaded)
 	vm, lgkm   []*flight      // in flight, in issue order
 	acc        map[[2]int][]string
-	errs       []string
-}
-
-func (m *machine) fail(in *inst, format string, a ...any) {
-	m.errs = append(m.errs, fmt.Sprintf("%s of %s: %s", in.op, in.where(), fmt.Sprintf(format, a...)))
 }
 
 // drain completes in-flight ops, oldest first, until at most keep remain.
@@ -149,7 +144,7 @@ func runDataflow(s *Schedule) string {
 			}
 		}
 	}
-	return strings.Join(append(m.errs, errs...), "; ")
+	return strings.Join(errs, "; ")
 }
 
 // checkAgainstDataflow fails when Check calls s safe and the machine
