@@ -9,7 +9,7 @@ import (
 	"github.com/amk-dev/amk/ir/mpk"
 )
 
-func handMirage(t *testing.T) string {
+func handMirage(t testing.TB) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", "good", "hand_mirage.json"))
 	if err != nil {

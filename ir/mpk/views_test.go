@@ -3,8 +3,6 @@ package mpk_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,14 +18,7 @@ import (
 // when partial[i].
 func tileGraph(t testing.TB, rows, cols int64, off, n [2]int64, partial [2]bool) *mpk.Graph {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "good", "hand_mirage.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mpk.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := handMirageGraph(t)
 	const bf16 = 941
 	for i, task := range []int{3, 4} {
 		tk := &g.Tasks[task]
@@ -39,6 +30,16 @@ func tileGraph(t testing.TB, rows, cols int64, off, n [2]int64, partial [2]bool)
 		tk.Inputs[1] = mpk.Tensor{BasePtr: "w", Offset: 2 * off[i] * 128, Dims: []int64{n[i], 128}, Strides: []int64{128, 1}, DataType: bf16}
 	}
 	g.Tasks[5].Inputs = []mpk.Tensor{{BasePtr: "y", Dims: []int64{rows, cols}, Strides: []int64{cols, 1}, DataType: bf16}}
+	return g
+}
+
+// handMirageGraph decodes testdata/good/hand_mirage.json.
+func handMirageGraph(t testing.TB) *mpk.Graph {
+	t.Helper()
+	g, err := mpk.Decode([]byte(handMirage(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return g
 }
 
@@ -117,14 +118,7 @@ func TestImportKeepsViewRanges(t *testing.T) {
 // the halves of y; the imported program has no race (it used to be a
 // write-after-write race on the whole of y).
 func TestImportOfDisjointTilesHasNoRace(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "good", "hand_mirage.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := mpk.Decode(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := handMirageGraph(t)
 	p, err := mpk.ToProgram(g)
 	if err != nil {
 		t.Fatal(err)
