@@ -168,6 +168,22 @@ func (g *Graph) WithQueues(next []int32) *Graph {
 // the cycle, cyc[1] -> ... -> cyc[0], is why cyc[0] must wait for cyc[1].
 // A cycle of dependencies alone (reported elsewhere) is returned as it is.
 func QueueCycle(p *Program, g *Graph) []int32 {
+	// When every dependency points forward in the task list (as in every
+	// lowering), the list order is a topological order of the dependencies
+	// and of the queues (each in list order) together: no cycle, nothing
+	// to build.
+	forward := true
+	for t := 0; t < g.N && forward; t++ {
+		for _, s := range g.Succ(t) {
+			if int(s) <= t {
+				forward = false
+				break
+			}
+		}
+	}
+	if forward {
+		return nil
+	}
 	next := QueueNext(p)
 	q := g.WithQueues(next)
 	if q.TopologicalOrder() != nil {
