@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -35,9 +36,7 @@ func evalVerdict(t *testing.T, gpu string, p schedule.Point, pos int) map[string
 // figure: SYNTHETIC test data, never a measurement.
 func asMeasured(v map[string]any, us float64) map[string]any {
 	out := map[string]any{}
-	for k, x := range v {
-		out[k] = x
-	}
+	maps.Copy(out, v)
 	out["latency_kind"] = string(trial.KindMeasuredGPU)
 	out["latency_us"] = us
 	out["device"] = "synthetic"

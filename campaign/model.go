@@ -208,7 +208,7 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		sd := surrogateMainSD
 		switch {
 		case i == s.priorC:
@@ -264,9 +264,9 @@ func (s *surrogate) predict(levels []int, scratch []int) float64 {
 // cholesky factors the n×n symmetric positive definite a in place into L
 // (lower triangle, a = LLᵀ); false if a is not positive definite.
 func cholesky(a []float64, n int) bool {
-	for j := 0; j < n; j++ {
+	for j := range n {
 		d := a[j*n+j]
-		for k := 0; k < j; k++ {
+		for k := range j {
 			d -= a[j*n+k] * a[j*n+k]
 		}
 		if !(d > 0) {
@@ -276,7 +276,7 @@ func cholesky(a []float64, n int) bool {
 		a[j*n+j] = d
 		for i := j + 1; i < n; i++ {
 			v := a[i*n+j]
-			for k := 0; k < j; k++ {
+			for k := range j {
 				v -= a[i*n+k] * a[j*n+k]
 			}
 			a[i*n+j] = v / d
@@ -288,9 +288,9 @@ func cholesky(a []float64, n int) bool {
 // solveLower solves Lx = b for the factor in a's lower triangle.
 func solveLower(a []float64, n int, b []float64) []float64 {
 	x := make([]float64, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		v := b[i]
-		for k := 0; k < i; k++ {
+		for k := range i {
 			v -= a[i*n+k] * x[k]
 		}
 		x[i] = v / a[i*n+i]
@@ -372,7 +372,7 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 		return out
 	}
 	seen := map[string]bool{}
-	for i := 0; i < modelPool; i++ {
+	for i := range modelPool {
 		var p schedule.Point
 		if i%2 == 0 {
 			p = schedule.Mutate(anchor, c.rng, c.target, c.st.Device)

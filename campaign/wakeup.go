@@ -44,6 +44,8 @@ type WakeUp struct {
 	SearchSpacePoints    int      `json:"search_space_points"`
 	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
 	Widen                []string `json:"widen,omitempty"`
+	// Notes are the operators' notes, oldest first.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // Milestone is one kept experiment.
@@ -80,6 +82,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
+		Notes: st.Notes,
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -172,7 +175,7 @@ func (w WakeUp) Markdown() string {
 			add("| %d | %d | %.1f | %.3f | %s |", m.Iter, m.Trial, m.Minutes, m.BestUS, m.Source)
 		}
 	}
-	add("")
+	add("%s", notesMarkdown(w.Notes))
 	add("## Best config")
 	add("")
 	add("```json")
@@ -184,6 +187,19 @@ func (w WakeUp) Markdown() string {
 	add("%s", w.Honesty)
 	add("")
 	return strings.Join(l, "\n")
+}
+
+// notesMarkdown is the operators' notes section (a blank line when there
+// are none), one line per note, a note's own line breaks folded.
+func notesMarkdown(notes []Note) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	l := []string{"", "## Operator notes", ""}
+	for _, n := range notes {
+		l = append(l, fmt.Sprintf("- %s: %s", n.Time.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(strings.Fields(n.Text), " ")))
+	}
+	return strings.Join(append(l, ""), "\n")
 }
 
 func trimFloat(f float64) string { return fmt.Sprintf("%.1f", f) }

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/inputfile"
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // MaxDatasetFiles bounds how many files a dataset walk reads.

@@ -95,7 +95,7 @@ func randomExamples(n int, seed uint64) ([]Example, []schedule.Point) {
 	target := mustTarget("h200")
 	var ex []Example
 	var pts []schedule.Point
-	for i := 0; i < n; i++ {
+	for range n {
 		p := schedule.Random(rng, target, "cpu")
 		nt := float64(nTile(p))
 		pct := 1000 * (1 + math.Abs(math.Log2(nt)-5))

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/inputfile"
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // maxConfigBytes bounds a config.json read by Load.

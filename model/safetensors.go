@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/inputfile"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/pyjson"
 )
 

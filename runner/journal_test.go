@@ -69,7 +69,7 @@ func runUncrashed(t testing.TB, n int) *uncrashedRun {
 		t.Fatal(err)
 	}
 	r.collect(d, nil)
-	for e := 0; e < n; e++ {
+	for e := range n {
 		ev := syntheticEvent(t, r.c, e)
 		d, err := r.c.Step(ev)
 		if err != nil {
@@ -165,7 +165,7 @@ func checkAgainst(t testing.TB, ws *Workspace, id string, c *campaign.Campaign, 
 		t.Fatal(err)
 	}
 	var corpus []string
-	for _, ln := range strings.Split(string(data), "\n") {
+	for ln := range strings.SplitSeq(string(data), "\n") {
 		if ln != "" {
 			corpus = append(corpus, ln)
 		}

@@ -116,7 +116,7 @@ func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 		}
 		return c.Step(ev)
 	}
-	for k := 0; k < n; k++ {
+	for k := range n {
 		if err := recordTrial(step, k, sink); err != nil {
 			b.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func writtenBytes(b *testing.B) int64 {
 	if err != nil {
 		b.Skipf("no /proc/self/io: %v", err)
 	}
-	for _, ln := range strings.Split(string(data), "\n") {
+	for ln := range strings.SplitSeq(string(data), "\n") {
 		if v, ok := strings.CutPrefix(ln, "wchar: "); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
@@ -240,7 +240,7 @@ func BenchmarkLedgerRecord(b *testing.B) {
 					b.Fatal(err)
 				}
 				c0 := processCPU(b)
-				for k := 0; k < n; k++ {
+				for k := range n {
 					if err := recordTrial(twin.Step, history+k, func(campaign.Decision) {}); err != nil {
 						b.Fatal(err)
 					}
@@ -254,7 +254,7 @@ func BenchmarkLedgerRecord(b *testing.B) {
 				}
 				b.StartTimer()
 				c0, w0, s0 := processCPU(b), writtenBytes(b), sysCPU()
-				for k := 0; k < n; k++ {
+				for k := range n {
 					if err := recordTrial(l.Apply, history+k, func(campaign.Decision) {}); err != nil {
 						b.Fatal(err)
 					}

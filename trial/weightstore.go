@@ -12,8 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/filemap"
-	"github.com/amk-dev/amk/internal/inputfile"
+	"github.com/amk-dev/amk/filemap"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/model"
 )
 

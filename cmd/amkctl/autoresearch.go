@@ -11,16 +11,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
 )
 
-func init() { addVerb(newAutoresearchCmd) }
+func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -102,7 +101,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			}
 			fmt.Fprintf(stderr, "imported %d corpus records from %s\n", n, *importCorpus)
 		}
-		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
+		req := control.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
 		if *batch > 1 {
 			req.Batch = batch
@@ -163,7 +162,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 
 		progress := runner.NewProgress(stderr, *iters)
 		run.Driver.Progress = progress
-		sum, err := run.Driver.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
+		sum, err := run.Drive(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
 		progress.Finish()
 		if err != nil {
 			return fail(exitRejected, "%v", err)

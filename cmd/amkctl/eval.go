@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newEvalCmd) }
+func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -44,7 +46,7 @@ otherwise.`,
 		var point []byte
 		if *cfgPath != "" {
 			var err error
-			if point, err = readInput(*cfgPath, 1<<20); err != nil {
+			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
 				fmt.Fprintln(stderr, "amkctl eval:", err)
 				return exitBadInput
 			}
@@ -57,7 +59,7 @@ otherwise.`,
 			return exitBadInput
 		}
 		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
-		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Version: version.String()}, stderr)
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
 				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
-	"github.com/amk-dev/amk/internal/inputfile"
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 )
@@ -100,15 +98,6 @@ func completeModels(_ *cobra.Command, args []string, _ string) ([]string, cobra.
 	return model.PresetNames(), cobra.ShellCompDirectiveDefault
 }
 
-// readInput reads a file (regular files only, inputfile), or standard
-// input for "-", of at most limit bytes.
-func readInput(path string, limit int64) ([]byte, error) {
-	if path == "-" {
-		return inputfile.ReadAll(os.Stdin, "standard input", 0, limit)
-	}
-	return inputfile.ReadFile(path, limit)
-}
-
 // writeFileAtomic writes data to path through a temporary file and a rename,
 // so a crash never leaves a half-written file.
 func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
@@ -116,7 +105,7 @@ func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(p
 // splitIDs parses "1,2,3" into token ids.
 func splitIDs(s string) ([]int32, error) {
 	var out []int32
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue

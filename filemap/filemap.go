@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/amk-dev/amk/internal/inputfile"
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // ErrUnsupported is Map's error where the platform has no memory maps.

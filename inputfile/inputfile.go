@@ -37,14 +37,23 @@ func describe(m fs.FileMode) string {
 	return "a special file"
 }
 
-// TooLargeError refuses a file larger than the caller's limit.
+// TooLargeError refuses an input over its limit. Path is "-" for standard
+// input.
 type TooLargeError struct {
 	Path  string
 	Limit int64
 }
 
 func (e *TooLargeError) Error() string {
-	return fmt.Sprintf("%s is larger than %d bytes", e.Path, e.Limit)
+	return fmt.Sprintf("%s is larger than %d bytes", name(e.Path), e.Limit)
+}
+
+// name is how an error names an input: standard input in words.
+func name(path string) string {
+	if path == "-" {
+		return "standard input"
+	}
+	return path
 }
 
 // Open opens a regular file for reading, with its file info. Anything else
@@ -77,16 +86,27 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadAll(f, path, fi.Size(), limit)
+	return readAll(f, path, fi.Size(), limit)
 }
 
-// ReadAll reads r, of the given expected size, up to limit bytes: one
-// buffer of size+1 bytes, so that the read ends on io.EOF with no copy; a
-// reader that yields more than its size grows the buffer as it comes, and
-// more than limit bytes is a *TooLargeError naming path.
-func ReadAll(r io.Reader, path string, size, limit int64) ([]byte, error) {
+// Read is ReadFile, or a read of standard input for "-", refusing more
+// than limit bytes either way.
+func Read(path string, limit int64) ([]byte, error) {
+	if path == "-" {
+		return readAll(os.Stdin, path, 0, limit)
+	}
+	return ReadFile(path, limit)
+}
+
+// readAll reads r, of the given expected size, up to limit bytes: one
+// buffer of size+1 bytes, so that the read ends on io.EOF with no copy
+// (io.ReadAll's doubling would copy a large file several times); a reader
+// that yields more than its size (a file that grew, standard input) grows
+// the buffer as it comes, and more than limit bytes is a *TooLargeError
+// naming path.
+func readAll(r io.Reader, path string, size, limit int64) ([]byte, error) {
 	if size > limit {
-		return nil, &TooLargeError{Path: path, Limit: limit}
+		return nil, &TooLargeError{Path: path, Limit: limit} // refused before reading
 	}
 	r = io.LimitReader(r, limit+1)
 	data := make([]byte, 0, max(size+1, 512))
@@ -100,7 +120,7 @@ func ReadAll(r io.Reader, path string, size, limit int64) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return nil, fmt.Errorf("reading %s: %w", name(path), err)
 		}
 	}
 	if int64(len(data)) > limit {

@@ -38,10 +38,12 @@ func TestRefusesWhatIsNotARegularFile(t *testing.T) {
 		{dir, "a directory, not a regular file"},
 		{"/dev/zero", "a character device, not a regular file"},
 	} {
-		err := within(t, "ReadFile("+tc.path+")", func() error { _, err := ReadFile(tc.path, 1<<20); return err })
-		var nr *NotRegularError
-		if !errors.As(err, &nr) || !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("%s: err = %v, want %q", tc.path, err, tc.says)
+		for fn, read := range map[string]func(string, int64) ([]byte, error){"ReadFile": ReadFile, "Read": Read} {
+			err := within(t, fn+"("+tc.path+")", func() error { _, err := read(tc.path, 1<<20); return err })
+			var nr *NotRegularError
+			if !errors.As(err, &nr) || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("%s(%s): err = %v, want %q", fn, tc.path, err, tc.says)
+			}
 		}
 	}
 }
@@ -62,7 +64,7 @@ func TestReadFileBounds(t *testing.T) {
 		t.Fatalf("missing file: %v", err)
 	}
 	// A reader that yields more than its announced size is cut at the limit.
-	if _, err := ReadAll(strings.NewReader("0123456789"), "pipe", 0, 5); !errors.As(err, &tl) {
+	if _, err := readAll(strings.NewReader("0123456789"), "pipe", 0, 5); !errors.As(err, &tl) {
 		t.Fatalf("a growing input: %v", err)
 	}
 }
