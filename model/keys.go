@@ -123,11 +123,26 @@ func Keys(cfg Config) []KeySpec {
 }
 
 // NumParams is the number of weight values of cfg (a tied lm_head counted
-// once).
+// once): the values Keys lists, counted without listing them (a config
+// with very many layers costs no more than one with few).
 func (c *Config) NumParams() int64 {
-	var n int64
-	for _, k := range Keys(*c) {
-		n += k.Numel()
+	return c.ParamsOutsideLayers() + int64(max(c.NLayers, 0))*c.ParamsPerLayer()
+}
+
+// ParamsPerLayer is the number of weight values of one decoder layer: two
+// norms, the q/k/v/o projections and the gate/up/down projections.
+func (c *Config) ParamsPerLayer() int64 {
+	h, q, kv, inter := int64(c.Hidden), int64(c.QDim()), int64(c.KVDim()), int64(c.Intermediate)
+	return 2*h + q*h + 2*kv*h + h*q + 3*inter*h
+}
+
+// ParamsOutsideLayers is the number of weight values outside the decoder
+// layers: the embedding, the final norm and an untied lm_head.
+func (c *Config) ParamsOutsideLayers() int64 {
+	h, v := int64(c.Hidden), int64(c.Vocab)
+	n := v*h + h
+	if !c.TiedEmbeddings {
+		n += v * h
 	}
 	return n
 }
