@@ -202,7 +202,7 @@ func TestMarshalRejects(t *testing.T) {
 			p.Tasks[0], p.Tasks[4] = p.Tasks[4], p.Tasks[0]
 			p.Tasks[0].ID, p.Tasks[4].ID = 0, 4
 			for i, q := range []int{0, 1, 1, 1, 0} {
-				p.Tasks[i].SM = sm(q)
+				p.Tasks[i].SM = new(q)
 			}
 		}, MarshalOptions{}, "queue 0 runs task 0:argmax before task 4:embed"},
 	}

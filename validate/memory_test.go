@@ -70,7 +70,7 @@ func queueDeadlockAcrossSMs(t testing.TB) *ir.Program {
 	b.task(ir.OpCOPY, ints(h2), ints(o), cFirst, waits(cMiddle, 1), "first")
 	b.task(ir.OpCOPY, ints(h1), ints(h2), cMiddle, waits(cLast, 1), "middle")
 	b.task(ir.OpRMSNORM, ints(x, w), ints(h1), cLast, nil, "last", rmsParams(8)...)
-	b.p.Tasks[0].SM, b.p.Tasks[1].SM, b.p.Tasks[2].SM = pin(0), pin(1), pin(0)
+	b.p.Tasks[0].SM, b.p.Tasks[1].SM, b.p.Tasks[2].SM = new(0), new(1), new(0)
 	return b.p
 }
 
@@ -131,7 +131,7 @@ func TestQueueDeadlockThroughAnotherSM(t *testing.T) {
 		t.Fatalf("queue simulation: stuck %v, want all three tasks", stuck)
 	}
 	// One task per SM cannot block a queue.
-	p.Tasks[2].SM = pin(2)
+	p.Tasks[2].SM = new(2)
 	if rep := Validate(p); !rep.OK {
 		t.Fatalf("one task per SM cannot deadlock:\n%s", rep.String())
 	}
