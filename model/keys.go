@@ -139,24 +139,54 @@ func Keys(cfg Config) []KeySpec {
 }
 
 // NumParams is the number of weight values of cfg (a tied lm_head counted
-// once; scales not counted).
+// once; scales not counted): the values Keys lists, counted without listing
+// them (a config with very many layers costs no more than one with few).
 func (c *Config) NumParams() int64 {
-	var n int64
-	for _, k := range Keys(*c) {
-		if k.Role != RoleScales {
-			n += k.Numel()
-		}
+	return c.ParamsOutsideLayers() + int64(max(c.NLayers, 0))*c.ParamsPerLayer()
+}
+
+// ParamsPerLayer is the number of weight values of one decoder layer: two
+// norms, the q/k/v/o projections and the gate/up/down projections.
+func (c *Config) ParamsPerLayer() int64 {
+	h, q, kv, inter := int64(c.Hidden), int64(c.QDim()), int64(c.KVDim()), int64(c.Intermediate)
+	return 2*h + q*h + 2*kv*h + h*q + 3*inter*h
+}
+
+// ParamsOutsideLayers is the number of weight values outside the decoder
+// layers: the embedding, the final norm and an lm_head of its own (untied,
+// or tied but quantised while the embedding is not).
+func (c *Config) ParamsOutsideLayers() int64 {
+	h, v := int64(c.Hidden), int64(c.Vocab)
+	n := v*h + h
+	if !c.LMHeadShared() {
+		n += v * h
 	}
 	return n
 }
 
 // WeightBytes is the storage size of all weights at their stored dtypes (a
 // tied lm_head counted once, scales included): 279,296 bytes for toy,
-// 622,891,008 for small.
+// 622,891,008 for small. It is the sum over Keys, computed without listing
+// them, so a config with very many layers costs no more than one with few.
 func (c *Config) WeightBytes() int64 {
-	var n int64
-	for _, k := range Keys(*c) {
-		n += k.DType.NBytes(k.Numel())
+	h, q, kv, inter, v := c.Hidden, c.QDim(), c.KVDim(), c.Intermediate, c.Vocab
+	norm := c.DType.NBytes(int64(h))
+	layer := 2*norm + c.matrixBytes(RoleLinear, q, h) + 2*c.matrixBytes(RoleLinear, kv, h) +
+		c.matrixBytes(RoleLinear, h, q) + 2*c.matrixBytes(RoleLinear, inter, h) + c.matrixBytes(RoleLinear, h, inter)
+	n := c.matrixBytes(RoleEmbed, v, h) + norm + int64(max(c.NLayers, 0))*layer
+	if !c.LMHeadShared() {
+		n += c.matrixBytes(RoleLMHead, v, h)
 	}
 	return n
+}
+
+// matrixBytes is the storage size of one [rows, cols] weight of the given
+// role as Keys lists it: at the model dtype, or quantised with its scales.
+func (c *Config) matrixBytes(role Role, rows, cols int) int64 {
+	values := int64(rows) * int64(cols)
+	if !c.Quant.QuantizesRole(role) {
+		return c.DType.NBytes(values)
+	}
+	groups := ir.QuantGroups(int64(cols), int64(c.Quant.GroupOf(cols)))
+	return c.Quant.WeightDType().NBytes(values) + ScalesDType.NBytes(int64(rows)*groups)
 }

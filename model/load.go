@@ -2,10 +2,11 @@ package model
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // maxConfigBytes bounds a config.json read by Load.
@@ -51,7 +52,7 @@ func loadFloat(nameOrPath string) (Config, error) {
 	if info.IsDir() {
 		path = filepath.Join(path, "config.json")
 	}
-	data, err := readBounded(path, maxConfigBytes)
+	data, err := inputfile.ReadFile(path, maxConfigBytes) // regular files only, bounded
 	if err != nil {
 		return Config{}, err
 	}
@@ -61,21 +62,4 @@ func loadFloat(nameOrPath string) (Config, error) {
 	}
 	cfg.MaxSeq = min(cfg.MaxSeq, ImportMaxSeq)
 	return cfg, nil
-}
-
-// readBounded reads a whole file, refusing one larger than limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes; not a config.json", path, limit)
-	}
-	return data, nil
 }

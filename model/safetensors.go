@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
 )
@@ -162,15 +162,11 @@ func LoadSafetensors(path string, cfg Config) (Weights, error) {
 func LoadSafetensorsShards(paths []string, cfg Config) (Weights, error) {
 	files := make([]*stFile, 0, len(paths))
 	for _, p := range paths {
-		fh, err := os.Open(p)
+		fh, info, err := inputfile.Open(p) // regular files only, never blocks
 		if err != nil {
 			return nil, err
 		}
 		defer fh.Close()
-		info, err := fh.Stat()
-		if err != nil {
-			return nil, err
-		}
 		f, err := parseSafetensors(p, fh, info.Size())
 		if err != nil {
 			return nil, err

@@ -50,13 +50,27 @@ func kvElems(cfg model.Config) int64 {
 }
 
 // checkConfig is the model whose numerics are checked: cfg itself, or its
-// first layers when cfg's weights, at their stored dtype (model.Config
-// WeightBytes), exceed checkBytes.
+// first layers when the weights a check of cfg holds (hostWeightBytes)
+// exceed checkBytes.
 func checkConfig(cfg model.Config, checkBytes int64) model.Config {
 	check := cfg
-	for check.NLayers > 1 && hostWeightBytes(check) > checkBytes {
-		check.NLayers--
+	if check.NLayers <= 1 || hostWeightBytes(check) <= checkBytes {
+		return check
 	}
+	// The most layers (at least one) whose weights fit: the bytes grow with
+	// the layers, so a binary search over the arithmetic count finds it in
+	// O(log layers), where removing one layer at a time was O(layers²).
+	lo, hi := 1, check.NLayers-1 // the answer lies in [lo, hi]
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		check.NLayers = mid
+		if hostWeightBytes(check) <= checkBytes {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	check.NLayers = lo
 	return check
 }
 

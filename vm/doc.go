@@ -15,7 +15,8 @@
 //
 // # Execution
 //
-// Run is ready-queue driven (docs/spec/rules.md R30): each counter keeps its waiters sorted by
+// Run is ready-queue driven (docs/spec/rules.md R30): every counter starts at 0, as on the
+// device; each counter keeps its waiters sorted by
 // threshold, so a task becomes ready exactly when its last wait is met and
 // the whole run costs O(tasks + waits) bookkeeping. Ready tasks run on a
 // worker pool (Options.Workers, default GOMAXPROCS); counters are only ever
