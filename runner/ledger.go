@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -184,10 +185,11 @@ func (w *Workspace) Create(start campaign.Start) (l *Ledger, created bool, err e
 	return l, true, nil
 }
 
-// readLedgerFile reads and checks a campaign's ledger.json.
-func readLedgerFile(path string) (ledgerFile, error) {
+// readLedgerFile reads and checks a campaign's ledger.json from f, opened
+// at path (named in errors).
+func readLedgerFile(path string, f *os.File) (ledgerFile, error) {
 	var lf ledgerFile
-	data, err := os.ReadFile(path)
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return lf, err
 	}
@@ -213,15 +215,25 @@ type replayed struct {
 	stepTime time.Duration
 }
 
-// errJournalMoved means the journal holds no record right after the
-// snapshot although it holds later ones: read without the lock, a snapshot
-// was taken in between, so read again.
+// errJournalMoved means that, read without the lock, a snapshot was taken
+// between reading the snapshot and reading the journal (the journal holds
+// no record right after the snapshot although it holds later ones, or
+// ledger.json was replaced meanwhile), so read again.
 var errJournalMoved = errors.New("the journal moved on past the snapshot read")
 
 // replay loads the snapshot and replays the journal's newer records.
 func (w *Workspace) replay(id string) (replayed, error) {
 	dir := w.CampaignDir(id)
-	lf, err := readLedgerFile(filepath.Join(dir, "ledger.json"))
+	snapPath := filepath.Join(dir, "ledger.json")
+	// The snapshot stays open until the journal is read: while it is open
+	// its file cannot be freed, so a snapshot file at snapPath that is not
+	// this one afterwards was written in between.
+	snap, err := os.Open(snapPath)
+	if err != nil {
+		return replayed{}, err
+	}
+	defer snap.Close()
+	lf, err := readLedgerFile(snapPath, snap)
 	if err != nil {
 		return replayed{}, err
 	}
@@ -240,6 +252,15 @@ func (w *Workspace) replay(id string) (replayed, error) {
 		return replayed{}, fmt.Errorf("%s: %w", path, err)
 	}
 	r.good, r.size = good, len(data)
+	// Read without the lock, a snapshot may have replaced ledger.json and
+	// emptied the journal after the snapshot was read: the journal then
+	// lacks events the old snapshot needs, and the state would be older
+	// than one a reader has already seen.
+	if replaced, err := replacedSince(snap, snapPath); err != nil {
+		return replayed{}, err
+	} else if replaced {
+		return replayed{}, fmt.Errorf("%s: %w (a newer snapshot was written while the journal was read)", path, errJournalMoved)
+	}
 	for _, rec := range recs {
 		if rec.Seq <= r.seq {
 			continue // already in the snapshot (a crash before the journal was emptied)
@@ -257,6 +278,20 @@ func (w *Workspace) replay(id string) (replayed, error) {
 		r.seq = rec.Seq
 	}
 	return r, nil
+}
+
+// replacedSince reports whether the file at path is no longer f (an
+// atomic write replaced it).
+func replacedSince(f *os.File, path string) (bool, error) {
+	held, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	now, err := os.Stat(path)
+	if err != nil {
+		return false, err
+	}
+	return !os.SameFile(held, now), nil
 }
 
 // replayRecord applies one journalled event and checks that the campaign
@@ -331,8 +366,11 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 	if !w.Exists(id) {
 		return nil, fmt.Errorf("%w: %s in %s", ErrNoCampaign, id, w.Dir)
 	}
+	// A driver snapshots at most every event (when events are slow to
+	// replay): backing off a little longer each time lets a read fit between
+	// two snapshots; 64 tries wait about 0.2 s in all.
 	var err error
-	for range 8 {
+	for try := range 64 {
 		var r replayed
 		if r, err = w.replay(id); err == nil {
 			return r.c, nil
@@ -340,6 +378,7 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 		if !errors.Is(err, errJournalMoved) {
 			break
 		}
+		time.Sleep(time.Duration(try) * 100 * time.Microsecond)
 	}
 	return nil, fmt.Errorf("campaign %s: %w", id, err)
 }
