@@ -24,6 +24,8 @@ type Campaign struct {
 	inert     []schedule.Knob  // knobs this device cannot use
 	ranker    *flywheel.Ranker // built lazily from st.Prior; nil when stale
 	space     []modelCandidate // the enumerated search space (model proposer), built lazily
+	stats     *surrogateStats  // the model proposer's sufficient statistics, built lazily
+	priorRows *bool            // whether the observations hold prior rows, derived lazily
 }
 
 // New returns an empty campaign; its first event must be a Start.

@@ -188,7 +188,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		}
 	}
 	r.score = new(score)
-	keep, why := c.better(score, kind, r.complexity)
+	keep, why := c.better(score, kind, r.complexity, r.scheduleID == c.defaultID)
 	if keep {
 		r.tag, r.newBest = flywheel.TagKept, true
 		r.description = r.source + ": kept"
@@ -213,10 +213,15 @@ func kindRank(kind trial.LatencyKind) int {
 	return 2
 }
 
-// better is docs/spec/loop.md's keep rule for a correct candidate with a latency:
-// no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain a measured
-// latency beats a predicted one, then the simpler point wins.
-func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int) (bool, string) {
+// better is docs/spec/loop.md's keep rule for a correct candidate with a
+// latency: no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain
+// a measured latency beats a predicted one, then the simpler point wins if
+// it is not slower (a tie-break never gives up speed: chained, slower
+// simpler points let the best drift above points the campaign had found,
+// up to a best slower than the baseline); and the canonical default, at the
+// best's kind, is kept whenever it is faster than the best, so the best is
+// never slower than the baseline.
+func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int, isDefault bool) (bool, string) {
 	b := c.st.Best
 	if b == nil {
 		return true, "first correct point"
@@ -225,14 +230,17 @@ func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int)
 	if score < b.Score*(1-g) {
 		return true, ""
 	}
+	kr, br := kindRank(kind), kindRank(b.Kind)
 	if score <= b.Score*(1+g) {
-		kr, br := kindRank(kind), kindRank(b.Kind)
 		if kr < br {
 			return true, "tie-break: measured beats predicted"
 		}
-		if kr == br && complexity < b.Complexity {
+		if kr == br && complexity < b.Complexity && score <= b.Score {
 			return true, "tie-break: simpler"
 		}
+	}
+	if isDefault && kr == br && score < b.Score {
+		return true, "the baseline is faster than the best"
 	}
 	return false, ""
 }

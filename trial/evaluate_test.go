@@ -144,7 +144,7 @@ func TestIncorrectProgramGetsNoLatency(t *testing.T) {
 	for i := range wrong {
 		wrong[i] = float32(i % 7)
 	}
-	lm.oracle[[2]int{DefaultToken, 0}] = wrong
+	lm.oracle[oracleKey{token: DefaultToken}] = wrong
 	out := evalToy(t, `{}`, Options{Models: models})
 	v := out.Verdict
 	if v == nil || !v.Valid || v.Correct == nil || *v.Correct {
