@@ -30,7 +30,8 @@ type result struct {
 	score       *float64 // what keep/revert compared (nil: no latency)
 	description string
 	regions     map[string]float64
-	region      int  // the search region the trial was proposed in
+	positions   []trial.PositionVerdict // a workload trial's per-position figures
+	region      int                     // the search region the trial was proposed in
 	infra       bool // no evaluation happened: the point is not tried
 	opening     bool
 	worker      string
@@ -188,6 +189,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		}
 	}
 	r.score = new(score)
+	r.positions = v.Positions
 	keep, why := c.better(score, kind, r.complexity, r.scheduleID == c.defaultID)
 	if keep {
 		r.tag, r.newBest = flywheel.TagKept, true
@@ -199,7 +201,25 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		r.tag = flywheel.TagTried
 		r.description = r.source + ": tried (not faster)"
 	}
-	r.description += how
+	r.description += how + perStep(v.Positions)
+}
+
+// perStep sums up a workload trial's per-position latencies for a row:
+// "; per step at kv_len 513/576/640: 240.12/245.3/250.2 us" ("" for a
+// one-step trial).
+func perStep(ps []trial.PositionVerdict) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	kv, lat := make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		kv[i] = fmt.Sprint(p.KVLen)
+		lat[i] = "-"
+		if p.LatencyUS != nil {
+			lat[i] = fmt.Sprint(ir.RoundTo(*p.LatencyUS, 2))
+		}
+	}
+	return "; per step at kv_len " + strings.Join(kv, "/") + ": " + strings.Join(lat, "/") + " us"
 }
 
 // kindRank orders latency kinds: a measurement outranks a prediction.
@@ -346,7 +366,7 @@ func (c *Campaign) resultOf(exp int, r result) *Result {
 	return &Result{
 		Trial: r.trial, Experiment: exp, LatencyUS: *r.latency, Kind: r.kind, Score: *r.score,
 		PctOfRoofline: r.pct, BoundUS: r.bound, ScheduleID: r.scheduleID, Point: r.sched,
-		Source: r.source, Complexity: r.complexity, Regions: r.regions,
+		Source: r.source, Complexity: r.complexity, Regions: r.regions, Positions: r.positions,
 	}
 }
 

@@ -24,7 +24,7 @@ func init() { addVerb(newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
+		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
@@ -50,6 +50,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
 	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	wf := addWorkloadFlags(cmd, "; a workload other than the default names its own campaign")
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
 	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
@@ -106,6 +107,9 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
 		if *batch > 1 {
 			req.Batch = batch
+		}
+		if req.Workload, err = wf.resolve(*batch); err != nil {
+			return fail(exitBadInput, "%v", err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/trial"
 )
 
 // The flags several verbs share, spelled and explained the same way in each.
@@ -173,4 +175,68 @@ func splitIDs(s string) ([]int32, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// workloadFlags are --prompt-len, --gen-len and --workload: what a campaign
+// or an eval tunes for (trial.Workload).
+type workloadFlags struct {
+	cmd    *cobra.Command
+	prompt *string
+	gen    *int
+	file   *string
+}
+
+// addWorkloadFlags adds the workload flags; what evaluates one decode step
+// when none is given says so in more.
+func addWorkloadFlags(cmd *cobra.Command, more string) workloadFlags {
+	fs := cmd.Flags()
+	return workloadFlags{cmd: cmd,
+		prompt: fs.String("prompt-len", "", fmt.Sprintf("prompt length(s) of the workload, comma-separated (default %d)%s", trial.DefaultPromptLen, more)),
+		gen:    fs.Int("gen-len", trial.DefaultGenLen, "tokens generated after each prompt: the workload's decode steps"),
+		file:   fs.String("workload", "", "a workload file: {\"prompt_lens\": [...] or \"prompt_len\": N, \"gen_len\": N, \"batch\": B}"),
+	}
+}
+
+// given reports whether any workload flag was given.
+func (f workloadFlags) given() bool {
+	fs := f.cmd.Flags()
+	return fs.Changed("prompt-len") || fs.Changed("gen-len") || fs.Changed("workload")
+}
+
+// resolve is the workload the flags give, with batch (nil when no workload
+// flag was given): the file's, or the default's prompt and generation
+// lengths replaced by the flags given.
+func (f workloadFlags) resolve(batch int) (*trial.Workload, error) {
+	if !f.given() {
+		return nil, nil
+	}
+	w := trial.DefaultWorkload()
+	if *f.file != "" {
+		if f.cmd.Flags().Changed("prompt-len") || f.cmd.Flags().Changed("gen-len") {
+			return nil, fmt.Errorf("--workload and --prompt-len/--gen-len: give one or the other")
+		}
+		data, err := readInput(*f.file, trial.MaxWorkloadFileBytes)
+		if err != nil {
+			return nil, err
+		}
+		if w, err = trial.ReadWorkload(strings.NewReader(string(data))); err != nil {
+			return nil, err
+		}
+		if f.cmd.Flags().Changed("batch") && w.Batch != batch {
+			return nil, fmt.Errorf("--batch %d and the workload file's batch %d differ", batch, w.Batch)
+		}
+		return &w, nil
+	}
+	if *f.prompt != "" {
+		w.PromptLens = nil
+		for _, s := range strings.Split(*f.prompt, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("--prompt-len %q: %q is not a whole number", *f.prompt, s)
+			}
+			w.PromptLens = append(w.PromptLens, n)
+		}
+	}
+	w.GenLen, w.Batch = *f.gen, batch
+	return &w, w.Check()
 }

@@ -34,7 +34,7 @@ type startFlags struct {
 }
 
 func newStartCmd() *cobra.Command {
-	cmd, cf := campaignVerb("start MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--name N] [--workers K] [--cold] [--seed S] [--overnight] [--workspace DIR | --server URL] [--json]",
+	cmd, cf := campaignVerb("start MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--name N] [--workers K] [--cold] [--seed S] [--overnight] [--workspace DIR | --server URL] [--json]",
 		"create a campaign (on a scheduler it starts running; prints its id)")
 	cmd.ValidArgsFunction = completeModels
 	fs := cmd.Flags()
@@ -52,6 +52,7 @@ func newStartCmd() *cobra.Command {
 		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"),
 		batch:        fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; device cpu)"),
 	}
+	wf := addWorkloadFlags(cmd, "; a workload other than the default names its own campaign")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 		if len(pos) != 1 || *cf.gpu == "" || *cf.id != "" {
 			fmt.Fprintln(stderr, "amkctl start: exactly one MODEL and --gpu G are required")
@@ -68,6 +69,11 @@ func newStartCmd() *cobra.Command {
 		}
 		if *sf.batch != 1 {
 			req.Batch = sf.batch
+		}
+		var err error
+		if req.Workload, err = wf.resolve(*sf.batch); err != nil {
+			fmt.Fprintln(stderr, "amkctl start:", err)
+			return exitBadInput
 		}
 		if *sf.batch < 1 || *sf.iters < 0 || *sf.minutes < 0 || *sf.workers < 0 || *sf.restartAfter < 1 || *sf.epsilon < 0 || *sf.epsilon > 1 {
 			fmt.Fprintln(stderr, "amkctl start: --iters, --minutes and --workers must be >= 0, --restart-after and --batch >= 1, --epsilon in [0, 1]")

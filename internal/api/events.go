@@ -2,12 +2,14 @@ package api
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/trial"
 )
 
 // The requests made into campaign events: one translation, used by the
@@ -29,15 +31,53 @@ func (r CreateRequest) Start(now time.Time, target *ir.GpuTarget, corpus []flywh
 	setIf(&s.Explore, r.Explore)
 	setIf(&s.MinGain, r.MinGain)
 	setIf(&s.TrialTimeoutS, r.TrialTimeoutS)
-	setIf(&s.Batch, r.Batch)
+	w, err := r.ResolvedWorkload()
+	if err != nil {
+		return campaign.Start{}, fmt.Errorf("%w: %v", ErrBadValue, err)
+	}
+	if _, err := trial.ContextConfig(cfg, r.Model, w); err != nil {
+		return campaign.Start{}, fmt.Errorf("%w: %v", ErrBadValue, err)
+	}
+	s.Workload = &w
 	if r.Budget != nil {
 		s.Budget = *r.Budget
 	}
 	s.MoveOn = r.MoveOn.Over(s.MoveOn)
 	return campaign.Start{
-		Time: now, Model: r.Model, Label: cfg.Name, GPU: target.Name, Device: r.Device, Name: r.Name,
+		Time: now, Model: r.Model, Label: cfg.Name, GPU: target.Name, Device: r.Device, Name: r.CampaignName(),
 		Weights: r.Weights, Seed: r.Seed, Shape: ShapeOf(cfg), Corpus: corpus, Cold: r.Cold, Settings: s, Env: env,
 	}, nil
+}
+
+// ResolvedWorkload is the workload the request's campaign tunes for: its
+// Workload (the default when absent), with Batch as its batch when set.
+func (r CreateRequest) ResolvedWorkload() (trial.Workload, error) {
+	w := trial.DefaultWorkload()
+	if r.Workload != nil {
+		w = *r.Workload
+		w.PromptLens = slices.Clone(w.PromptLens)
+	}
+	if r.Batch != nil {
+		if r.Workload != nil && r.Workload.Batch > 1 && r.Workload.Batch != *r.Batch {
+			return w, fmt.Errorf("batch %d and the workload's batch %d differ", *r.Batch, r.Workload.Batch)
+		}
+		w.Batch = *r.Batch
+	}
+	w.Batch = w.B()
+	return w, w.Check()
+}
+
+// CampaignName is the name in the id of the request's campaign: Name, or
+// for a workload other than the default without one, the workload's short
+// name ("p2048-g128"), so that each workload has a campaign of its own.
+func (r CreateRequest) CampaignName() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	if w, err := r.ResolvedWorkload(); err == nil && !w.Equal(trial.DefaultWorkload()) {
+		return w.Name()
+	}
+	return ""
 }
 
 // ShapeOf is a model's shape as the flywheel compares it.

@@ -396,6 +396,11 @@ func checkCreate(req *CreateRequest) error {
 	case req.Batch != nil && *req.Batch > 1 && req.Device == schedule.DeviceCUDA:
 		return bad("field \"batch\": batched lowering (B>1) is evaluated on device cpu only")
 	}
+	if w, err := req.ResolvedWorkload(); err != nil {
+		return bad("field \"workload\": %v", err)
+	} else if w.B() > 1 && req.Device == schedule.DeviceCUDA {
+		return bad("field \"workload\": batched lowering (B>1) is evaluated on device cpu only")
+	}
 	if req.Budget != nil {
 		if err := checkBudget(*req.Budget); err != nil {
 			return err

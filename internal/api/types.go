@@ -34,8 +34,14 @@ type CreateRequest struct {
 	MinGain       *float64 `json:"min_gain,omitempty"`
 	TrialTimeoutS *float64 `json:"trial_timeout_s,omitempty"`
 	// Batch is the decode batch every trial lowers and checks (B > 1:
-	// GEMM tiles; CPU evaluation only).
+	// GEMM tiles; CPU evaluation only): the workload's batch.
 	Batch *int `json:"batch,omitempty"`
+	// Workload is what the campaign tunes for (default: a 512-token
+	// prompt, 128 generated tokens, batch 1; Batch, when set, is its
+	// batch). A campaign for another workload than the default without a
+	// Name is named after it (trial.Workload.Name), so it is a campaign of
+	// its own.
+	Workload *trial.Workload `json:"workload,omitempty"`
 	// Budget bounds the whole campaign (0 = unbounded).
 	Budget *campaign.Budget `json:"budget,omitempty"`
 	// MoveOn overrides some of the move-on criteria.

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -110,6 +111,10 @@ func (l *Local) StartRun(req api.CreateRequest, opts RunOptions) (run *Run, err 
 	if err != nil {
 		return nil, err
 	}
+	if err := sameWorkload(req, ledger.Campaign().State().Settings.Workload); !created && err != nil {
+		_ = ledger.Close()
+		return nil, fmt.Errorf("campaign %s: %w", ledger.ID(), err)
+	}
 	workers := req.Workers
 	if workers <= 0 {
 		workers = runner.DefaultWorkers(start.Device)
@@ -137,6 +142,25 @@ func (l *Local) StartRun(req api.CreateRequest, opts RunOptions) (run *Run, err 
 		}()
 	}
 	return run, nil
+}
+
+// sameWorkload refuses to resume, for a request that names a workload (or
+// a batch), a campaign tuned for another one.
+func sameWorkload(req api.CreateRequest, has *trial.Workload) error {
+	if req.Workload == nil && req.Batch == nil {
+		return nil
+	}
+	want, err := req.ResolvedWorkload()
+	if err != nil {
+		return err
+	}
+	switch {
+	case has == nil:
+		return fmt.Errorf("it checks one decode step at a fixed position, not the workload %s: give another --name", want)
+	case !has.Equal(want):
+		return fmt.Errorf("it is tuned for %s, not %s: give another --name", has, want)
+	}
+	return nil
 }
 
 // Done is true when the run found its campaign existing and done: there is

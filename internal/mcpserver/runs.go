@@ -177,7 +177,7 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 // its lock and registers the run; the caller drives it, then calls
 // run.finish. cancel ends the context the caller drives it with.
 func (s *Server) startLocal(req api.CreateRequest, cancel context.CancelFunc) (*localRun, api.CreateResponse, error) {
-	id := campaign.ID(req.Model, req.GPU, req.Device, req.Name)
+	id := campaign.ID(req.Model, req.GPU, req.Device, req.CampaignName())
 	if s.running(id) != nil {
 		return nil, api.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
 	}

@@ -518,7 +518,7 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 	if err != nil {
 		return "", false, 0, fmt.Errorf("%w: %v", api.ErrBadValue, err)
 	}
-	id := campaign.ID(req.Model, target.Name, req.Device, req.Name)
+	id := campaign.ID(req.Model, target.Name, req.Device, req.CampaignName())
 	f.mu.Lock()
 	if e := f.campaigns[id]; e != nil {
 		f.mu.Unlock()
