@@ -234,7 +234,7 @@ func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
 	}
 	s.mean = st.ownSum / float64(st.own)
 	a := slices.Clone(st.a) // + prior precision, then its Cholesky factor
-	b := make([]float64, n)  // Σ wφ(log score − mean)
+	b := make([]float64, n) // Σ wφ(log score − mean)
 	for p := range b {
 		b[p] = st.b[p] - s.mean*st.c[p]
 	}

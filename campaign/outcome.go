@@ -32,7 +32,7 @@ type result struct {
 	regions     map[string]float64
 	positions   []trial.PositionVerdict // a workload trial's per-position figures
 	region      int                     // the search region the trial was proposed in
-	infra       bool // no evaluation happened: the point is not tried
+	infra       bool                    // no evaluation happened: the point is not tried
 	opening     bool
 	worker      string
 	newBest     bool // the result becomes the best
