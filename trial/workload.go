@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
@@ -214,4 +215,33 @@ func ContextConfig(cfg model.Config, modelSpec string, w Workload) (model.Config
 	}
 	cfg.MaxSeq = need
 	return cfg, nil
+}
+
+// StepFloor is one evaluated position of a workload with its floor: the
+// bytes its step streams (weights once, the gathered embedding rows, the
+// KV rows attention reads) at the target's spec HBM bandwidth.
+type StepFloor struct {
+	WorkloadPosition
+	StreamedBytes int64
+	StreamedUS    float64
+}
+
+// StepFloors are the floors of a workload's positions for cfg (the model
+// as ContextConfig gives it) on target, and the all-weights bytes; the
+// floors do not depend on the schedule point
+// (schedule.TestStreamedBytesIndependentOfThePoint), so the default's
+// lowerings give them.
+func StepFloors(cfg model.Config, target *ir.GpuTarget, w Workload) ([]StepFloor, int64, error) {
+	var out []StepFloor
+	var weights int64
+	for _, p := range w.Positions() {
+		prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: p.Pos, B: w.B()})
+		if err != nil {
+			return nil, 0, fmt.Errorf("lowering the default point at pos %d: %w", p.Pos, err)
+		}
+		sb := prog.StreamedBytes()
+		out = append(out, StepFloor{WorkloadPosition: p, StreamedBytes: sb, StreamedUS: target.BandwidthBoundUS(sb)})
+		weights = prog.TotalWeightBytes()
+	}
+	return out, weights, nil
 }
