@@ -23,50 +23,79 @@ var (
 	searchWarmOn  = flag.String("search.warm-from", "llama-1b", "model preset whose cold campaign's corpus warms the warm runs")
 	searchGPU     = flag.String("search.gpu", "h200", "GPU target of the comparison")
 	searchTrialS  = flag.Float64("search.trial-seconds", 2, "simulated evaluator time per trial")
+	searchPrompt  = flag.Int("search.prompt-len", trial.DefaultPromptLen, "prompt length of the comparison's workload")
+	searchGen     = flag.Int("search.gen-len", trial.DefaultGenLen, "tokens generated in the comparison's workload")
+	searchBatch   = flag.Int("search.batch", 1, "batch of the comparison's workload")
+	searchOnly    = flag.String("search.only", "", "run only the arms whose \"proposer, start\" contains this")
 )
 
+// searchWorkload is the comparison's workload (the flags').
+func searchWorkload() trial.Workload {
+	return trial.Workload{PromptLens: []int{*searchPrompt}, GenLen: *searchGen, Batch: *searchBatch}
+}
+
 // costLandscape evaluates points the way the CPU evaluator times them
-// (lowering, launch check, schedule.Predict), without the reference VM:
-// every valid lowering of a preset is correct.
+// (lowering at each position of the workload, launch check,
+// schedule.Predict, the weighted mean over the positions against the
+// weighted streamed-bytes floor), without the reference VM: every valid
+// lowering of a preset is correct.
 type costLandscape struct {
-	cfg    model.Config
+	cfg    model.Config // with the workload's context
 	target *ir.GpuTarget
+	w      trial.Workload
 	cache  map[string]trial.Verdict
 }
 
-func newCostLandscape(t testing.TB, preset, gpu string) *costLandscape {
+func newCostLandscape(t testing.TB, preset, gpu string, w trial.Workload) *costLandscape {
 	cfg, err := model.Preset(preset)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = trial.ContextConfig(cfg, preset, w); err != nil {
 		t.Fatal(err)
 	}
 	target, err := ir.Target(gpu)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &costLandscape{cfg: cfg, target: target, cache: map[string]trial.Verdict{}}
+	return &costLandscape{cfg: cfg, target: target, w: w, cache: map[string]trial.Verdict{}}
 }
 
 // describe says what the landscape times.
-func (l *costLandscape) describe() string { return "one decode step at position 0" }
+func (l *costLandscape) describe() string {
+	return "workload " + l.w.String() + " (mean predicted time per decode step)"
+}
 
 func (l *costLandscape) verdict(p schedule.Point) trial.Verdict {
 	id := p.ID()
 	if v, ok := l.cache[id]; ok {
 		return v
 	}
-	v := trial.Verdict{GPU: l.target.Name, Device: "cpu", ScheduleID: id}
-	prog, err := schedule.Lower(l.cfg, l.target, p, schedule.LowerOptions{})
-	if err == nil {
-		err = schedule.CheckLaunch(p, l.target)
+	v := trial.Verdict{GPU: l.target.Name, Device: "cpu", ScheduleID: id, Workload: &l.w}
+	err := schedule.CheckLaunch(p, l.target)
+	lat, bound := 0.0, 0.0
+	for _, wp := range l.w.Positions() {
+		if err != nil {
+			break
+		}
+		var prog *ir.Program
+		if prog, err = schedule.Lower(l.cfg, l.target, p, schedule.LowerOptions{Pos: wp.Pos, B: l.w.B()}); err != nil {
+			break
+		}
+		pred := schedule.Predict(prog, l.target, p).PredictedUS
+		floor := l.target.BandwidthBoundUS(prog.StreamedBytes())
+		lat += wp.Weight * pred
+		bound += wp.Weight * floor
+		v.Positions = append(v.Positions, trial.PositionVerdict{Pos: wp.Pos, KVLen: wp.Pos + 1, Weight: wp.Weight,
+			LatencyUS: new(pred), BoundUS: new(floor)})
 	}
 	if err != nil {
 		reason := err.Error()
-		v.RejectedReason = &reason
+		v.RejectedReason, v.Positions = &reason, nil
 	} else {
 		v.Valid = true
 		yes, kind := true, trial.KindPredicted
-		lat := math.Round(schedule.Predict(prog, l.target, p).PredictedUS*1e4) / 1e4
-		bound := l.target.BandwidthBoundUS(prog.TotalWeightBytes())
+		lat, bound = math.Round(lat*1e4)/1e4, math.Round(bound*1e4)/1e4
 		v.Correct, v.LatencyUS, v.LatencyKind, v.BoundUS = &yes, &lat, &kind, &bound
 		v.PctOfRoofline = new(round3(lat / bound * 100))
 	}
@@ -105,6 +134,7 @@ func (r searchRun) within(opt float64) int {
 func runSearch(t testing.TB, l *costLandscape, s Settings, seed uint64, shape flywheel.Shape, corpus []flywheel.Record, maxTrials int, trialS float64) searchRun {
 	c := New()
 	now := epoch
+	s.Workload = &l.w
 	start := Start{Time: now, Model: l.cfg.Name, GPU: l.target.Name, Device: "cpu", Seed: seed, Shape: shape,
 		Cold: corpus == nil, Corpus: corpus, Settings: s, Env: flywheel.Env{AMKVersion: "search"}}
 	if _, err := c.Step(start); err != nil {
@@ -262,8 +292,8 @@ func TestSearchComparison(t *testing.T) {
 	if !*searchCompare {
 		t.Skip("run with -search.compare")
 	}
-	l := newCostLandscape(t, *searchModel, *searchGPU)
-	warmFrom := newCostLandscape(t, *searchWarmOn, *searchGPU)
+	l := newCostLandscape(t, *searchModel, *searchGPU, searchWorkload())
+	warmFrom := newCostLandscape(t, *searchWarmOn, *searchGPU, searchWorkload())
 	type arm struct {
 		name, start string
 		runs        []searchRun
@@ -271,6 +301,9 @@ func TestSearchComparison(t *testing.T) {
 	var arms []arm
 	for _, a := range comparisonArms() {
 		for _, start := range warmStarts() {
+			if !strings.Contains(a.name+", "+start.name, *searchOnly) {
+				continue
+			}
 			arms = append(arms, arm{a.name, start.name, runArm(t, l, warmFrom, a.s, start, *searchSeeds, *searchTrialS)})
 		}
 	}
@@ -305,9 +338,9 @@ func TestSearchGoals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 20 campaigns on the cost model")
 	}
-	l := newCostLandscape(t, "small", "h200")
+	l := newCostLandscape(t, "small", "h200", trial.DefaultWorkload())
 	fused := l.verdict(schedule.FullyFused())
-	warmFrom := newCostLandscape(t, "llama-1b", "h200")
+	warmFrom := newCostLandscape(t, "llama-1b", "h200", trial.DefaultWorkload())
 	starts := warmStarts()
 	cold := runArm(t, l, warmFrom, DefaultSettings(), starts[0], 10, 2)
 	warm := runArm(t, l, warmFrom, DefaultSettings(), starts[1], 10, 2)
@@ -333,8 +366,8 @@ func TestSearchGoals(t *testing.T) {
 // many runs got within 1% of the best point any of them found, the median
 // and worst number of trials they needed, and the worst best at the stop.
 func BenchmarkProposerSearch(b *testing.B) {
-	l := newCostLandscape(b, "small", "h200")
-	warmFrom := newCostLandscape(b, "llama-1b", "h200")
+	l := newCostLandscape(b, "small", "h200", trial.DefaultWorkload())
+	warmFrom := newCostLandscape(b, "llama-1b", "h200", trial.DefaultWorkload())
 	for _, a := range comparisonArms() {
 		for _, start := range warmStarts()[:2] {
 			name := strings.NewReplacer(", ", "-", " ", "-").Replace(a.name)

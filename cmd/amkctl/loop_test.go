@@ -124,14 +124,28 @@ func TestCorpusVerb(t *testing.T) {
 	}
 }
 
+// --batch, --prompt-len and --gen-len make the campaign's workload; a
+// workload other than the default names a campaign of its own.
 func TestStartBatch(t *testing.T) {
 	ws := t.TempDir()
 	if code, _, errOut := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "3", "--workspace", ws); code != 0 {
 		t.Fatalf("start --batch 3: %d %s", code, errOut)
 	}
-	data, err := os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu", "ledger.json"))
-	if err != nil || !strings.Contains(string(data), `"batch":3`) {
+	data, err := os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu-p512-g128-b3", "ledger.json"))
+	if err != nil || !strings.Contains(string(data), `"workload":{"prompt_lens":[512],"gen_len":128,"batch":3}`) {
 		t.Fatalf("the campaign's settings lack batch 3: %v", err)
+	}
+	if code, _, errOut := runCmd(t, "start", "toy", "--gpu", "h200", "--prompt-len", "100,200", "--gen-len", "8", "--workspace", ws); code != 0 {
+		t.Fatalf("start --prompt-len 100,200 --gen-len 8: %d %s", code, errOut)
+	}
+	data, err = os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu-p100_200-g8", "ledger.json"))
+	if err != nil || !strings.Contains(string(data), `"workload":{"prompt_lens":[100,200],"gen_len":8,"batch":1}`) {
+		t.Fatalf("the campaign's settings lack the workload: %v", err)
+	}
+	for _, bad := range [][]string{{"--prompt-len", "x"}, {"--gen-len", "0"}, {"--prompt-len", "-1"}, {"--workload", "/nonexistent"}} {
+		if code, _, _ := runCmd(t, append([]string{"start", "toy", "--gpu", "h200", "--workspace", ws, "--name", "bad"}, bad...)...); code != 2 {
+			t.Errorf("%v: code %d, want 2", bad, code)
+		}
 	}
 	if code, _, _ := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "0", "--workspace", ws, "--name", "z"); code != 2 {
 		t.Errorf("--batch 0: code %d", code)
@@ -199,7 +213,7 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 		}
 	}
 	cli, viaMCP := states[0], states[1]
-	if cli.Settings.Batch != 2 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
+	if cli.Settings.Workload == nil || cli.Settings.Workload.Batch != 2 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
 		t.Errorf("the CLI's options were not kept: %+v seed %d cold %v", cli.Settings, cli.Seed, cli.Cold)
 	}
 	if !reflect.DeepEqual(cli.Settings, viaMCP.Settings) || cli.Seed != viaMCP.Seed || cli.Cold != viaMCP.Cold || cli.Env != viaMCP.Env ||

@@ -19,7 +19,7 @@ import (
 // campaignFloors lowers the default point the way trial.Evaluate lowers a
 // trial's and states both floors: the streamed-bytes floor a fleet
 // outcome's bound_us must equal, and the seed's all-weights floor.
-func campaignFloors(t *testing.T, modelName, gpu string, pos, batch int) (streamedUS, allWeightsUS float64) {
+func campaignFloors(t *testing.T, modelName, gpu string, w trial.Workload) (streamedUS, allWeightsUS float64) {
 	t.Helper()
 	cfg, err := model.Load(modelName)
 	if err != nil {
@@ -29,11 +29,18 @@ func campaignFloors(t *testing.T, modelName, gpu string, pos, batch int) (stream
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
+	ctxCfg, err := trial.ContextConfig(cfg, modelName, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamedUS, allWeightsUS = target.BandwidthBoundUS(prog.StreamedBytes()), target.BandwidthBoundUS(cfg.WeightBytes())
+	for _, p := range w.Positions() {
+		prog, err := schedule.Lower(ctxCfg, target, schedule.Default(), schedule.LowerOptions{Pos: p.Pos, B: w.B()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamedUS += p.Weight * target.BandwidthBoundUS(prog.StreamedBytes())
+	}
+	allWeightsUS = target.BandwidthBoundUS(cfg.WeightBytes())
 	if !(streamedUS > 0 && streamedUS < allWeightsUS) {
 		t.Fatalf("%s/%s: streamed floor %v not below the all-weights floor %v: the test cannot tell them apart", modelName, gpu, streamedUS, allWeightsUS)
 	}
@@ -48,7 +55,10 @@ func campaignFloors(t *testing.T, modelName, gpu string, pos, batch int) (stream
 // shown, with its percentage of the streamed-bytes floor.
 func TestForgedDerivedFiguresAreRecomputed(t *testing.T) {
 	req := toyRequest(6)
-	streamedUS, allWeightsUS := campaignFloors(t, req.Model, req.GPU, campaign.DefaultSettings().Pos, 0)
+	// A short context: toy's weights are tiny, and at the default
+	// workload's 640 positions its KV rows outweigh them.
+	req.Workload = &trial.Workload{PromptLens: []int{0}, GenLen: 16}
+	streamedUS, allWeightsUS := campaignFloors(t, req.Model, req.GPU, *req.Workload)
 	between := (streamedUS + allWeightsUS) / 2
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	forging := dispatch.NewLocal(2, func(ctx context.Context, spec trial.Spec) trial.Outcome {
