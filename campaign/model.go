@@ -117,14 +117,16 @@ type surrogate struct {
 // a main effect, of a pairwise effect and of the prior rows' offset; the
 // noise of the campaign's own log scores and of a prior row (another
 // shape's pct: weaker evidence); the largest number of columns for which
-// pairwise interactions are modelled.
+// every pairwise interaction is modelled, and the largest for the pairs of
+// interacting knobs (schedule.Interacting) a larger space models instead.
 const (
-	surrogateMainSD   = 0.3
-	surrogatePairSD   = 0.1
-	surrogateOffsetSD = 10.0
-	surrogateNoiseSD  = 0.02
-	surrogatePriorSD  = 0.2
-	surrogateMaxDim   = 256
+	surrogateMainSD        = 0.3
+	surrogatePairSD        = 0.1
+	surrogateOffsetSD      = 10.0
+	surrogateNoiseSD       = 0.035
+	surrogatePriorSD       = 0.2
+	surrogateMaxDim        = 256
+	surrogateMaxCoupledDim = 640
 )
 
 func newSurrogate(knobs []schedule.Knob) *surrogate {
@@ -133,25 +135,55 @@ func newSurrogate(knobs []schedule.Knob) *surrogate {
 		s.offset = append(s.offset, s.dim)
 		s.dim += len(k.Choices)
 	}
-	pairDim := 0
-	for a := range knobs {
-		for b := a + 1; b < len(knobs); b++ {
-			pairDim += len(knobs[a].Choices) * len(knobs[b].Choices)
-		}
-	}
 	s.mainDim = s.dim
-	if s.dim+pairDim+1 <= surrogateMaxDim {
+	pairDim := func(keep func(a, b int) bool) int {
+		n := 0
 		for a := range knobs {
 			for b := a + 1; b < len(knobs); b++ {
-				s.pairs = append(s.pairs, [2]int{a, b})
-				s.pairAt = append(s.pairAt, s.dim)
-				s.dim += len(knobs[a].Choices) * len(knobs[b].Choices)
+				if keep(a, b) {
+					n += len(knobs[a].Choices) * len(knobs[b].Choices)
+				}
+			}
+		}
+		return n
+	}
+	all := func(a, b int) bool { return true }
+	coupled := func(a, b int) bool {
+		return schedule.Interacting(knobs[a].Path) && schedule.Interacting(knobs[b].Path)
+	}
+	var keep func(a, b int) bool
+	switch {
+	case s.dim+pairDim(all)+1 <= surrogateMaxDim:
+		keep = all
+	case s.dim+pairDim(coupled)+1 <= surrogateMaxCoupledDim:
+		keep = coupled
+	}
+	if keep != nil {
+		for a := range knobs {
+			for b := a + 1; b < len(knobs); b++ {
+				if keep(a, b) {
+					s.pairs = append(s.pairs, [2]int{a, b})
+					s.pairAt = append(s.pairAt, s.dim)
+					s.dim += len(knobs[a].Choices) * len(knobs[b].Choices)
+				}
 			}
 		}
 	}
 	s.priorC = s.dim
 	s.dim++
 	return s
+}
+
+// priorPrecision is the prior precision of column i's effect.
+func (s *surrogate) priorPrecision(i int) float64 {
+	sd := surrogateMainSD
+	switch {
+	case i == s.priorC:
+		sd = surrogateOffsetSD
+	case i >= s.mainDim:
+		sd = surrogatePairSD
+	}
+	return 1 / (sd * sd)
 }
 
 // columns lists the one-hot columns set for a point's levels.
@@ -172,33 +204,40 @@ func (s *surrogate) columns(levels []int, out []int) []int {
 }
 
 // surrogateStats are the sufficient statistics of the campaign's scored
-// observations for the surrogate: Σ wφφᵀ, Σ wφ·log(score) and Σ wφ (w the
-// precision of the row: its own rows' or the prior's), the columns of a
-// prior row including the offset column, and the sum and count of the own
-// rows' log scores (their mean centres the fit). They are updated as
-// observations arrive, so a fit costs the same however long the history;
-// they are derived state, rebuilt from Observations (in their order, so
-// with the same sums) when a campaign is loaded.
+// observations for the surrogate: the Cholesky factor of the posterior
+// precision (the prior's diagonal plus Σ wφφᵀ, w the precision of the row:
+// its own rows' or the prior's, the columns of a prior row including the
+// offset column), Σ wφ·log(score) and Σ wφ, and the sum and count of the
+// own rows' log scores (their mean centres the fit). They are updated as
+// observations arrive — a rank-one update of the factor each, O(dim²) —
+// so a proposal costs the same however long the history; they are derived
+// state, rebuilt from Observations (in their order, so with the same
+// arithmetic) when a campaign is loaded.
 type surrogateStats struct {
 	s        *surrogate
-	a        []float64
+	factor   []float64 // lower triangle, row-major dim x dim
 	b, c     []float64
 	ownSum   float64
 	own      int
 	consumed int // observations folded in
 	scratch  []int
+	x        []float64
 }
 
 func newSurrogateStats(s *surrogate) *surrogateStats {
-	return &surrogateStats{s: s, a: make([]float64, s.dim*s.dim), b: make([]float64, s.dim), c: make([]float64, s.dim)}
+	n := s.dim
+	st := &surrogateStats{s: s, factor: make([]float64, n*n), b: make([]float64, n), c: make([]float64, n), x: make([]float64, n)}
+	for i := 0; i < n; i++ {
+		st.factor[i*n+i] = math.Sqrt(s.priorPrecision(i))
+	}
+	return st
 }
 
 // add folds the observations not yet consumed into the statistics.
 func (st *surrogateStats) add(obs []Observation) {
-	n := st.s.dim
 	for _, o := range obs[st.consumed:] {
 		st.consumed++
-		if o.Score == nil || !(*o.Score > 0) || len(o.Levels) != len(st.s.knobs) {
+		if o.Score == nil || !(*o.Score > 0) || math.IsInf(*o.Score, 0) || len(o.Levels) != len(st.s.knobs) {
 			continue
 		}
 		ly := math.Log(*o.Score)
@@ -216,44 +255,58 @@ func (st *surrogateStats) add(obs []Observation) {
 		for _, p := range cols {
 			st.b[p] += prec * ly
 			st.c[p] += prec
-			for _, q := range cols {
-				st.a[p*n+q] += prec
-			}
+		}
+		clear(st.x)
+		for _, p := range cols {
+			st.x[p] = math.Sqrt(prec)
+		}
+		cholUpdate(st.factor, st.s.dim, st.x)
+	}
+}
+
+// cholUpdate turns the lower Cholesky factor L (of LLᵀ) in a into that of
+// LLᵀ + xxᵀ, in place; x is used as scratch.
+func cholUpdate(a []float64, n int, x []float64) {
+	first := 0
+	for first < n && x[first] == 0 {
+		first++
+	}
+	for k := first; k < n; k++ {
+		lk := a[k*n+k]
+		r := math.Hypot(lk, x[k])
+		c, sn := r/lk, x[k]/lk
+		a[k*n+k] = r
+		if sn == 0 {
+			continue
+		}
+		for i := k + 1; i < n; i++ {
+			a[i*n+k] = (a[i*n+k] + sn*x[i]) / c
+			x[i] = c*x[i] - sn*a[i*n+k]
 		}
 	}
 }
 
 // fit computes the posterior of the effects from the statistics and draws
 // one sample of it with rng (with a nil rng it takes the posterior mean);
-// false when there is nothing to fit or the posterior cannot be factored
-// (non-finite input).
+// false when there is nothing to fit or the input was not finite.
 func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
 	n := s.dim
 	if st.own == 0 {
 		return false
 	}
 	s.mean = st.ownSum / float64(st.own)
-	a := slices.Clone(st.a) // + prior precision, then its Cholesky factor
 	b := make([]float64, n) // Σ wφ(log score − mean)
 	for p := range b {
 		b[p] = st.b[p] - s.mean*st.c[p]
 	}
-	for i := 0; i < n; i++ {
-		sd := surrogateMainSD
-		switch {
-		case i == s.priorC:
-			sd = surrogateOffsetSD
-		case i >= s.mainDim:
-			sd = surrogatePairSD
-		}
-		a[i*n+i] += 1 / (sd * sd)
-	}
-	if !cholesky(a, n) {
-		return false
-	}
 	// mean = A⁻¹b; sample = mean + L⁻ᵀz, whose covariance is A⁻¹.
-	s.factor = a
-	s.w = solveUpper(a, n, solveLower(a, n, b))
+	s.factor = st.factor
+	s.w = solveUpper(s.factor, n, solveLower(s.factor, n, b))
+	for _, w := range s.w {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return false
+		}
+	}
 	if rng == nil {
 		return true
 	}
@@ -261,7 +314,7 @@ func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
-	z = solveUpper(a, n, z)
+	z = solveUpper(s.factor, n, z)
 	for i := range s.w {
 		s.w[i] += z[i]
 	}
@@ -289,30 +342,6 @@ func (s *surrogate) predict(levels []int, scratch []int) float64 {
 		v += s.w[p]
 	}
 	return v
-}
-
-// cholesky factors the n×n symmetric positive definite a in place into L
-// (lower triangle, a = LLᵀ); false if a is not positive definite.
-func cholesky(a []float64, n int) bool {
-	for j := 0; j < n; j++ {
-		d := a[j*n+j]
-		for k := 0; k < j; k++ {
-			d -= a[j*n+k] * a[j*n+k]
-		}
-		if !(d > 0) {
-			return false
-		}
-		d = math.Sqrt(d)
-		a[j*n+j] = d
-		for i := j + 1; i < n; i++ {
-			v := a[i*n+j]
-			for k := 0; k < j; k++ {
-				v -= a[i*n+k] * a[j*n+k]
-			}
-			a[i*n+j] = v / d
-		}
-	}
-	return true
 }
 
 // solveLower solves Lx = b for the factor in a's lower triangle.
@@ -490,7 +519,10 @@ func (c *Campaign) pointOf(knobs []schedule.Knob, levels []int) schedule.Point {
 // space: each knob's best main effect, then, with pairwise effects,
 // coordinate descent (each knob in turn to its best level given the
 // others) until a sweep changes nothing or optimumSweeps sweeps.
-func (s *surrogate) optimum() []int {
+func (s *surrogate) optimum() []int { return s.optimumWith(-1, 0) }
+
+// optimumWith is optimum with knob fixed at level (knob < 0: none fixed).
+func (s *surrogate) optimumWith(knob, level int) []int {
 	levels := make([]int, len(s.knobs))
 	for i, k := range s.knobs {
 		for l := range k.Choices {
@@ -499,6 +531,9 @@ func (s *surrogate) optimum() []int {
 			}
 		}
 	}
+	if knob >= 0 {
+		levels[knob] = level
+	}
 	if len(s.pairs) == 0 {
 		return levels
 	}
@@ -506,6 +541,9 @@ func (s *surrogate) optimum() []int {
 	for range optimumSweeps {
 		changed := false
 		for i, k := range s.knobs {
+			if i == knob {
+				continue
+			}
 			best, bestV := levels[i], s.predict(levels, scratch)
 			for l := range k.Choices {
 				levels[i] = l
@@ -522,6 +560,7 @@ func (s *surrogate) optimum() []int {
 	}
 	return levels
 }
+
 
 // modelNext is the model-based proposal. Until modelStartup of the
 // campaign's own outcomes are scored it proposes uniform random points

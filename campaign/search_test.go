@@ -27,6 +27,7 @@ var (
 	searchGen     = flag.Int("search.gen-len", trial.DefaultGenLen, "tokens generated in the comparison's workload")
 	searchBatch   = flag.Int("search.batch", 1, "batch of the comparison's workload")
 	searchOnly    = flag.String("search.only", "", "run only the arms whose \"proposer, start\" contains this")
+	searchSpeedup = flag.Float64("search.speedup-target", 3, "the speedup move-on criterion of the compared campaigns (0: off)")
 )
 
 // searchWorkload is the comparison's workload (the flags').
@@ -109,6 +110,7 @@ type searchRun struct {
 	bestAt   []float64 // the best latency after each experiment (+Inf before the first)
 	corpus   []flywheel.Record
 	stopText string
+	bestID   string // the best point's id and knobs, for the log
 }
 
 // best is the run's best latency at its stop.
@@ -135,6 +137,9 @@ func runSearch(t testing.TB, l *costLandscape, s Settings, seed uint64, shape fl
 	c := New()
 	now := epoch
 	s.Workload = &l.w
+	if *searchSpeedup != 3 {
+		s.MoveOn.SpeedupTarget = *searchSpeedup
+	}
 	start := Start{Time: now, Model: l.cfg.Name, GPU: l.target.Name, Device: "cpu", Seed: seed, Shape: shape,
 		Cold: corpus == nil, Corpus: corpus, Settings: s, Env: flywheel.Env{AMKVersion: "search"}}
 	if _, err := c.Step(start); err != nil {
@@ -172,6 +177,9 @@ func runSearch(t testing.TB, l *costLandscape, s Settings, seed uint64, shape fl
 	}
 	run.trials = c.st.ExperimentsRun
 	run.stopText = c.st.MoveOnReason
+	if b := c.st.Best; b != nil && b.Point != nil {
+		run.bestID = b.ScheduleID + " " + pointText(*b.Point, "cpu")
+	}
 	return run
 }
 
@@ -240,7 +248,7 @@ func summarise(t testing.TB, name string, runs []searchRun, opt float64) armResu
 		r.stops = append(r.stops, run.trials)
 		r.gaps = append(r.gaps, run.best()/opt-1)
 		r.bests = append(r.bests, run.best())
-		t.Logf("%s seed %d: within@%d, stop@%d (%s), best %.4f us, gap %.2f%%", name, i+1, w, run.trials, run.stopText, run.best(), 100*(run.best()/opt-1))
+		t.Logf("%s seed %d: within@%d, stop@%d (%s), best %.4f us %s, gap %.2f%%", name, i+1, w, run.trials, run.stopText, run.best(), run.bestID, 100*(run.best()/opt-1))
 	}
 	sort.Ints(r.within)
 	sort.Ints(r.stops)

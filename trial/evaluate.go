@@ -331,13 +331,18 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 
 	done = st.start(StageTiming)
 	incumbent := incumbentPoint(spec, v)
-	for _, s := range steps {
+	for i, s := range steps {
 		timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: s.prog,
 			Incumbent: incumbent, Expected: s.check.logits, Token: spec.Token, Pos: s.pos, Batch: batch, Config: cfg, KV: s.kv})
 		if err != nil {
 			done()
 			if f := ctxFailure(ctx.Err(), "timing"); f != nil {
 				return nil, nil, nil, f
+			}
+			var mm *MismatchError
+			if errors.As(err, &mm) && v.Positions != nil {
+				v.Positions[i].Correct = new(false) // the device disagreed here
+				v.Notes = append(v.Notes, fmt.Sprintf("the device's logits differ from the reference VM's at pos %d", s.pos))
 			}
 			return launcherOutcome(v, regions, err)
 		}

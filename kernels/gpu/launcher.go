@@ -362,12 +362,13 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 	if ip.ID() == req.Point.ID() && iv.String() == candVariant.String() {
 		return cand, []string{"incumbent is the candidate itself: timed against its own handle"}, nil
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", ip.ID(), req.Target.Name, req.Pos, ws.Model, ws.Path)
+	cfg := lowering(req)
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", ip.ID(), req.Target.Name, req.Pos, cfg.MaxSeq, ws.Model, ws.Path)
 	if l.inc != nil && l.inc.key == key && l.inc.gen == l.opts.Generation() {
 		return handleIncumbent, nil, nil
 	}
 	l.inc = nil
-	prog, err := schedule.Lower(req.Model.Config, req.Target, ip, schedule.LowerOptions{Pos: req.Pos})
+	prog, err := schedule.Lower(cfg, req.Target, ip, schedule.LowerOptions{Pos: req.Pos})
 	if err != nil {
 		return "", []string{"incumbent not timed: lowering failed: " + err.Error()}, nil
 	}
@@ -384,6 +385,15 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 	}
 	l.inc = &residentIncumbent{key: key, gen: l.opts.Generation()}
 	return handleIncumbent, loadNotes("incumbent", resp), nil
+}
+
+// lowering is the model config the request's programs were lowered with:
+// req.Config (a workload's context), or the model's own.
+func lowering(req trial.TimeRequest) model.Config {
+	if req.Config.Name == "" {
+		return req.Model.Config
+	}
+	return req.Config
 }
 
 // classify maps a child failure to a trial.LaunchError with its class.
