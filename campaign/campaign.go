@@ -37,6 +37,13 @@ func Load(data []byte) (*Campaign, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("campaign state: %w", err)
 	}
+	return LoadState(st)
+}
+
+// LoadState restores a campaign from its state as State returns it (a
+// ledger that stores the state in parts puts it together first); the
+// campaign owns st's maps and slices afterwards.
+func LoadState(st State) (*Campaign, error) {
 	if st.Version != StateVersion {
 		return nil, fmt.Errorf("campaign state: version %d, want %d", st.Version, StateVersion)
 	}
