@@ -68,11 +68,17 @@ func (c *Campaign) searchKnobs() []schedule.Knob {
 	return out
 }
 
-// levelsOf encodes a point as the choice index of every searchable knob.
+// levelsOf encodes a point as the choice index of every searchable knob,
+// -1 for a knob that does not apply to it (schedule.Point.Applies: the
+// model gives it no effect there, so that, say, the tile width is learnt
+// from the points whose lowering reads it only).
 func levelsOf(p schedule.Point, knobs []schedule.Knob) []int {
 	out := make([]int, len(knobs))
 	for i, k := range knobs {
 		out[i] = -1
+		if !p.Applies(k.Path) {
+			continue
+		}
 		v := pyjson.Compact(p.KnobValue(k.Path), true)
 		for j, ch := range k.Choices {
 			if pyjson.Compact(ch, true) == v {
@@ -123,7 +129,7 @@ const (
 	surrogateMainSD        = 0.3
 	surrogatePairSD        = 0.1
 	surrogateOffsetSD      = 10.0
-	surrogateNoiseSD       = 0.035
+	surrogateNoiseSD       = 0.05
 	surrogatePriorSD       = 0.2
 	surrogateMaxDim        = 256
 	surrogateMaxCoupledDim = 640
@@ -560,7 +566,6 @@ func (s *surrogate) optimumWith(knob, level int) []int {
 	}
 	return levels
 }
-
 
 // modelNext is the model-based proposal. Until modelStartup of the
 // campaign's own outcomes are scored it proposes uniform random points

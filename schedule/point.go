@@ -295,3 +295,24 @@ func (p *Point) UnmarshalJSON(data []byte) error {
 	*p = q
 	return nil
 }
+
+// Applies reports whether the knob at path changes the normalised point p
+// (Normalize): false for the knobs the normalisation sets aside given the
+// others — the tile width under tiles_per_sm, head counters without the
+// KV-head split and the RoPE epilogue, the ring's slot size with the ring
+// off — and true for every other knob. A model of the search space gives
+// a knob that does not apply no effect for the point.
+func (p Point) Applies(path string) bool {
+	c := &p.Config
+	switch path {
+	case PathNTile:
+		tps, _ := c.Tile("gemv", "tiles_per_sm")
+		return tps <= 0
+	case PathHeadCounters:
+		split, _ := c.Tile("attention", "kv_head_split")
+		return split > 0 && fusionsOf(c)[FuseRoPEEpi]
+	case knobPrefix + "ring_tile":
+		return p.knob("ring_stages") > 0
+	}
+	return true
+}

@@ -158,3 +158,26 @@ func TestSpaceChoicesAndRangesParse(t *testing.T) {
 		}
 	}
 }
+
+// Applies is the normalisation's own view: a knob applies to a point
+// exactly when some choice of it changes the normalised point.
+func TestAppliesMatchesNormalize(t *testing.T) {
+	tg := mustTarget(t, "h200")
+	space := Space(tg, DeviceCUDA)
+	for _, base := range append(spaceBases(), DeviceDefault(), Default()) {
+		for _, k := range space {
+			if !k.Effective {
+				continue
+			}
+			changes := false
+			for _, v := range k.Choices {
+				q := base.Clone()
+				q.SetKnob(k.Path, v)
+				changes = changes || q.Normalize().ID() != base.Normalize().ID()
+			}
+			if changes != base.Applies(k.Path) {
+				t.Errorf("%s at %s: a choice changes the point: %v; Applies says %v", k.Path, base.ID(), changes, base.Applies(k.Path))
+			}
+		}
+	}
+}

@@ -229,9 +229,6 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
 		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
 	}
-	if batch > 1 && spec.Device == schedule.DeviceCUDA {
-		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher binds one sequence", batch)
-	}
 	var streamed float64
 	bound, boundOK := 0.0, true
 	for i, s := range steps {

@@ -320,7 +320,6 @@ func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
 		t.Error("row 0 decoded from the wrong token passed the eager comparison")
 	}
 	for _, bad := range []Spec{
-		{Model: "toy", GPU: "h100", Device: "cuda", Point: json.RawMessage(`{}`), Batch: 2},
 		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: -1},
 		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: schedule.MaxBatch + 1},
 	} {

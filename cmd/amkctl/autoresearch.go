@@ -49,7 +49,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	name := fs.String("name", "", "optional campaign name, to run several campaigns on one model/gpu/device")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
-	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles)")
 	wf := addWorkloadFlags(cmd, "; a workload other than the default names its own campaign")
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")

@@ -38,7 +38,7 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 	flagAliases(fs, map[string]string{"token": "token-id"})
 	pos := fs.Int("pos", 0, "decode position of the checked step")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)")
-	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked; --device cpu)")
+	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked)")
 	wf := addWorkloadFlags(cmd, "; without a workload flag eval checks one step at --pos")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 {

@@ -50,7 +50,7 @@ func newStartCmd() *cobra.Command {
 		trialTimeout: fs.Float64("trial-timeout", 0, "wall-clock limit of one trial in seconds; 0: the worker's setting"),
 		maxReverts:   fs.Int("max-reverts", -1, "consecutive reverts before the campaign moves on; negative: the default 8, 0: never"),
 		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"),
-		batch:        fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; device cpu)"),
+		batch:        fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles)"),
 	}
 	wf := addWorkloadFlags(cmd, "; a workload other than the default names its own campaign")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {

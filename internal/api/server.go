@@ -393,13 +393,9 @@ func checkCreate(req *CreateRequest) error {
 		return bad("field \"workers\": %d is not in 0..%d", req.Workers, MaxWorkers)
 	case req.Batch != nil && (*req.Batch < 1 || *req.Batch > schedule.MaxBatch):
 		return bad("field \"batch\": %d is not in 1..%d", *req.Batch, schedule.MaxBatch)
-	case req.Batch != nil && *req.Batch > 1 && req.Device == schedule.DeviceCUDA:
-		return bad("field \"batch\": batched lowering (B>1) is evaluated on device cpu only")
 	}
-	if w, err := req.ResolvedWorkload(); err != nil {
+	if _, err := req.ResolvedWorkload(); err != nil {
 		return bad("field \"workload\": %v", err)
-	} else if w.B() > 1 && req.Device == schedule.DeviceCUDA {
-		return bad("field \"workload\": batched lowering (B>1) is evaluated on device cpu only")
 	}
 	if req.Budget != nil {
 		if err := checkBudget(*req.Budget); err != nil {

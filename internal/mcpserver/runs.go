@@ -33,7 +33,7 @@ type CampaignInput struct {
 	Overnight    bool     `json:"overnight,omitempty" jsonschema:"never stop on a plateau; basin-hop after restart_after non-improvements"`
 	RestartAfter *int     `json:"restart_after,omitempty" jsonschema:"non-improvements before an overnight basin hop (default 6)"`
 	Epsilon      *float64 `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
-	Batch        int      `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles, cpu only)"`
+	Batch        int      `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles)"`
 	Weights      string   `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
 }
 

@@ -115,7 +115,7 @@ type EvalInput struct {
 	TokenID  *int           `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
 	Pos      int            `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
 	Weights  string         `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
-	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
+	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence)"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.

@@ -203,7 +203,7 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 		notes = append(notes, loadNotes("candidate", resp)...)
 		// The full model was checked on a truncation: one untimed launch at
 		// the trial's step gives the logits its timed launches must repeat.
-		if want, err = l.step(ctx, cand, int32(req.Token), req.Pos); err != nil {
+		if want, err = l.step(ctx, cand, batchTokens(req.Token, req.Pos, req.Pos, max(1, req.Batch), req.Model.Config.Vocab), req.Pos); err != nil {
 			return trial.Timing{}, err
 		}
 	}
@@ -231,9 +231,10 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.StreamedBytes()), notes), nil
 }
 
-// step launches handle once at (token, pos) and returns its logits.
-func (l *Launcher) step(ctx context.Context, handle string, token int32, pos int) ([]float32, error) {
-	inputs, err := stepInputs(token, pos)
+// step launches handle once at pos with the batch's tokens and returns its
+// logits.
+func (l *Launcher) step(ctx context.Context, handle string, tokens []int32, pos int) ([]float32, error) {
+	inputs, err := stepInputs(tokens, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +369,7 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 		return handleIncumbent, nil, nil
 	}
 	l.inc = nil
-	prog, err := schedule.Lower(cfg, req.Target, ip, schedule.LowerOptions{Pos: req.Pos})
+	prog, err := schedule.Lower(cfg, req.Target, ip, schedule.LowerOptions{Pos: req.Pos, B: max(1, req.Batch)})
 	if err != nil {
 		return "", []string{"incumbent not timed: lowering failed: " + err.Error()}, nil
 	}

@@ -142,6 +142,30 @@ func TestLauncherChecksAWorkloadFromTheSeededCache(t *testing.T) {
 	}
 }
 
+// The launcher binds a batch: B sequences per step on the device, each
+// row's logits checked against the reference VM's (one step at pos 3 after
+// the history, and a workload from the seeded caches); a device computing
+// otherwise fails it.
+func TestLauncherBindsABatch(t *testing.T) {
+	l, _ := newTestLauncher(t, "", Options{})
+	point := json.RawMessage(`{"tiling": {"attention": {"kv_head_split": 1}}}`)
+	for _, spec := range []trial.Spec{{Token: 9, Pos: 3, Batch: 3, Point: point},
+		{Token: 9, Point: point, Workload: &trial.Workload{PromptLens: []int{40}, GenLen: 5, Batch: 4}}} {
+		out := evalOn(t, l, nil, spec)
+		v := out.Verdict
+		if out.Failure != nil || v == nil || v.Correct == nil || !*v.Correct || v.LatencyUS == nil {
+			t.Fatalf("batch %d: want a correct measured verdict: %+v %+v", spec.Batch, out.Failure, v)
+		}
+		if !strings.Contains(joined(v.Notes), "GPU logits match the reference VM") {
+			t.Errorf("no device check in the notes:\n%s", joined(v.Notes))
+		}
+	}
+	bad, _ := newTestLauncher(t, "corrupt", Options{})
+	if v := evalOn(t, bad, nil, trial.Spec{Token: 9, Pos: 3, Batch: 3, Point: point}).Verdict; v == nil || v.Correct == nil || *v.Correct {
+		t.Fatalf("a corrupt device passed a batch: %+v", v)
+	}
+}
+
 func TestLauncherReloadsWithKVWhenTheLayoutChanges(t *testing.T) {
 	l, c := newTestLauncher(t, "", Options{})
 	// Split-KV attention: the shard count grows with kv_len, so positions
