@@ -129,7 +129,7 @@ const (
 	surrogateMainSD        = 0.3
 	surrogatePairSD        = 0.1
 	surrogateOffsetSD      = 10.0
-	surrogateNoiseSD       = 0.05
+	surrogateNoiseSD       = 0.02
 	surrogatePriorSD       = 0.2
 	surrogateMaxDim        = 256
 	surrogateMaxCoupledDim = 640

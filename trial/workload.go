@@ -132,7 +132,11 @@ func (w Workload) String() string {
 	if len(lens) > 1 {
 		prompt = "prompts of " + strings.Join(lens, ", ") + " tokens"
 	}
-	return fmt.Sprintf("%s, %d generated tokens, batch %d", prompt, w.GenLen, w.B())
+	gen := "generated tokens"
+	if w.GenLen == 1 {
+		gen = "generated token"
+	}
+	return fmt.Sprintf("%s, %d %s, batch %d", prompt, w.GenLen, gen, w.B())
 }
 
 // Name is a short form for ids and file names: "p512-g128", with "-b4"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/control"
@@ -51,6 +52,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
 	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles)")
 	wf := addWorkloadFlags(cmd, "; a workload other than the default names its own campaign")
+	speedup := fs.Float64("speedup-target", campaign.DefaultMoveOn().SpeedupTarget, "a new campaign stops once this fast against its baseline (0: never)")
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
 	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
@@ -110,6 +112,12 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		if req.Workload, err = wf.resolve(*batch); err != nil {
 			return fail(exitBadInput, "%v", err)
+		}
+		if fs.Changed("speedup-target") {
+			if *speedup < 0 {
+				return fail(exitBadInput, "--speedup-target must be >= 0")
+			}
+			req.MoveOn = &api.MoveOn{SpeedupTarget: speedup}
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
