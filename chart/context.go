@@ -42,12 +42,12 @@ func positionPoints(ps []trial.PositionVerdict, floor bool) []Point {
 	return out
 }
 
-// ReportSVG is a campaign report's picture: the trajectory, and beside it,
+// ReportSVG is a campaign report's picture: the trajectory, and below it,
 // for a workload campaign, the latency against KV length.
 func ReportSVG(w campaign.WakeUp) ([]byte, error) {
 	ctx, ok := ContextLatency(w)
 	if !ok {
 		return TrajectorySVG(w)
 	}
-	return Grid("", "", []Chart{Trajectory(w), ctx}, 2, SVG, TrajectorySize)
+	return Grid("", "", []Chart{Trajectory(w), ctx}, 1, SVG, TrajectorySize)
 }

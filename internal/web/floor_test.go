@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-// A campaign driven by the scheduler shows the streamed-bytes floor (the
+// A campaign driven by the scheduler names its workload and shows the
+// streamed-bytes floor (the
 // bytes a step streams, at the HBM bandwidth, averaged over its workload's
 // evaluated positions) under that name, and the seed's all-weights floor
 // beside it under its own.
@@ -46,6 +48,9 @@ func TestCampaignPageShowsBothFloorsNamed(t *testing.T) {
 		t.Fatalf("the floors %s and %s print alike: the test cannot tell them apart", streamed, all)
 	}
 	page := get(t, s.srv.URL+"/ui/c/"+s.id).body
+	if want := `<span id="workload">` + w.String() + `</span>`; !strings.Contains(page, want) {
+		t.Errorf("the summary does not name the campaign's workload (%s)", w)
+	}
 	for _, want := range []struct{ id, label, value string }{
 		{"floor", "streamed-bytes floor", streamed},
 		{"all-weights-floor", "all-weights floor", all},
