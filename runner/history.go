@@ -3,9 +3,7 @@ package runner
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"sort"
@@ -106,18 +104,6 @@ func (h *history) record(seq uint64, st *campaign.State) (*historyRecord, error)
 	return rec, nil
 }
 
-// encodeHistoryRecord is rec's line, newline included.
-func encodeHistoryRecord(rec *historyRecord) ([]byte, error) {
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	line := make([]byte, 0, len(body)+10)
-	line = fmt.Appendf(line, "%08x ", crc32.Checksum(body, castagnoli))
-	line = append(line, body...)
-	return append(line, '\n'), nil
-}
-
 // appendHistory writes rec after the marked length of the history (a tail
 // no ledger.json names is cut off first), fsyncs it and returns the mark
 // the snapshot of st will name.
@@ -127,7 +113,7 @@ func (h *history) append(path string, rec *historyRecord, st *campaign.State) (h
 	if rec == nil {
 		return next, nil
 	}
-	line, err := encodeHistoryRecord(rec)
+	line, err := checksummedLine(rec)
 	if err != nil {
 		return historyMark{}, err
 	}
@@ -221,16 +207,9 @@ func readHistory(path string, mark historyMark, st *campaign.State) error {
 
 // decodeHistoryLine checks and decodes one line (without its newline).
 func decodeHistoryLine(line []byte) (*historyRecord, error) {
-	if len(line) < 10 || line[8] != ' ' {
-		return nil, errors.New("not a history record (want a checksum, a space and JSON)")
-	}
-	var want uint32
-	if _, err := fmt.Sscanf(string(line[:8]), "%08x", &want); err != nil {
-		return nil, fmt.Errorf("checksum: %w", err)
-	}
-	body := line[9:]
-	if got := crc32.Checksum(body, castagnoli); got != want {
-		return nil, fmt.Errorf("checksum %08x, want %08x", got, want)
+	body, err := checkedBody(line, "history")
+	if err != nil {
+		return nil, err
 	}
 	rec := &historyRecord{}
 	if err := json.Unmarshal(body, rec); err != nil {

@@ -3,45 +3,9 @@ package runner
 import (
 	"encoding/json"
 	"os"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/amk-dev/amk/campaign"
 )
-
-// runUncrashedReloaded is runUncrashed with the campaign reloaded from its
-// state, as a ledger writes it, before the events in reloads: the points of
-// the trials in flight then come back re-encoded (compact JSON), and the
-// synthetic evaluator hashes their bytes.
-func runUncrashedReloaded(t *testing.T, n int, reloads ...int) *uncrashedRun {
-	t.Helper()
-	r := &uncrashedRun{c: campaign.New()}
-	d, err := r.c.Step(benchStart())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.collect(d, nil)
-	for e := 0; e < n; e++ {
-		if slices.Contains(reloads, e) {
-			st := r.c.State()
-			data, err := json.Marshal(&st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r.c, err = campaign.Load(data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		ev := syntheticEvent(t, r.c, e)
-		d, err := r.c.Step(ev)
-		if err != nil {
-			t.Fatalf("event %d (%T): %v", e, ev, err)
-		}
-		r.collect(d, ev)
-	}
-	return r
-}
 
 // ledger.json holds the state less its growing lists: its size does not
 // grow with the campaign's experiments, the history does, and a reopened
@@ -116,7 +80,7 @@ func TestHistoryTailAndCorruption(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := runUncrashedReloaded(t, 2*SnapshotEvery+20, SnapshotEvery+10)
+	want := runUncrashed(t, 2*SnapshotEvery+20, SnapshotEvery+10)
 	c, err := ws.View(id)
 	if err != nil {
 		t.Fatal(err)
@@ -167,6 +131,6 @@ func TestLedgerWithoutHistoryOpens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := runUncrashedReloaded(t, 130, 100)
+	want := runUncrashed(t, 130, 100)
 	checkAgainst(t, ws, id, c, want)
 }
