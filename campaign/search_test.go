@@ -335,35 +335,23 @@ func TestSearchComparison(t *testing.T) {
 	t.Log("\n" + b.String())
 }
 
-// TestSearchGoals holds the default proposer to the search goals on
-// small/h200 over seeds 1..10 (the cost model is deterministic, so is
-// this): every cold campaign's best reaches the fully fused region (at or
-// below the fully fused point's prediction), and every cold campaign gets
-// within 1% of the best point any of them found within 60 trials; every
-// campaign warm from a model proposer's corpus on llama-1b gets there
-// within 10.
+// TestSearchGoals holds the default proposer, with the default settings,
+// to the goal on small/h200 over seeds 1..10 (the cost model is
+// deterministic, so is this): every cold campaign's best reaches the fully
+// fused region — at or below the fully fused point's prediction — for the
+// default workload and for one step at position 0 (where that point
+// predicts 169.6 µs), however early the campaign stops.
 func TestSearchGoals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 20 campaigns on the cost model")
 	}
-	l := newCostLandscape(t, "small", "h200", trial.DefaultWorkload())
-	fused := l.verdict(schedule.FullyFused())
-	warmFrom := newCostLandscape(t, "llama-1b", "h200", trial.DefaultWorkload())
-	starts := warmStarts()
-	cold := runArm(t, l, warmFrom, DefaultSettings(), starts[0], 10, 2)
-	warm := runArm(t, l, warmFrom, DefaultSettings(), starts[1], 10, 2)
-	opt := bestOf(cold, warm)
-	for _, g := range []struct {
-		name  string
-		runs  []searchRun
-		limit int
-	}{{"cold", cold, 60}, {"warm", warm, 10}} {
-		r := summarise(t, g.name, g.runs, opt)
-		if r.hit != r.seeds || r.maxWin > g.limit {
-			t.Errorf("%s: %d/%d runs within 1%% of %.4f us, worst after %d trials; want every run within %d", g.name, r.hit, r.seeds, opt, r.maxWin, g.limit)
-		}
-		if worst := r.bests[len(r.bests)-1]; g.name == "cold" && worst > *fused.LatencyUS {
-			t.Errorf("cold: a campaign stopped at %.4f us, above the fully fused point's %.4f us", worst, *fused.LatencyUS)
+	for _, w := range []trial.Workload{trial.DefaultWorkload(), {PromptLens: []int{0}, GenLen: 1, Batch: 1}} {
+		l := newCostLandscape(t, "small", "h200", w)
+		fused := *l.verdict(schedule.FullyFused()).LatencyUS
+		runs := runArm(t, l, nil, DefaultSettings(), warmStarts()[0], 10, 2)
+		r := summarise(t, w.String(), runs, bestOf(runs))
+		if worst := r.bests[len(r.bests)-1]; worst > fused {
+			t.Errorf("%s: a cold campaign stopped at %.4f us, above the fully fused point's %.4f us", w, worst, fused)
 		}
 	}
 }
