@@ -27,20 +27,18 @@
 //     "reference" is the proposer above): after the opening points and 5
 //     scored outcomes (a warm campaign: after the opening points), a
 //     Bayesian linear surrogate of log(score) over the
-//     searchable knobs' one-hot levels (main effects and pairwise
-//     interactions: every pair while the space is small enough, else the
-//     pairs of interacting knobs, schedule.Interacting; a knob that does
-//     not apply to a point, schedule.Point.Applies, has no effect there)
-//     is fitted to the campaign's
+//     searchable knobs' one-hot levels (main effects and, while the space
+//     is small enough, pairwise interactions; a knob that does not apply to
+//     a point, schedule.Point.Applies, has no effect there) is fitted to
+//     the campaign's
 //     Observations — on a warm campaign also to the prior's corpus rows,
 //     weaker evidence with an offset of their own — and one posterior
 //     sample picks the untried point it predicts fastest (source "model";
 //     every untried point of a space up to 4096 points is scored, else the
 //     sample's optimum over the whole space, by coordinate descent, or its
 //     neighbours when it was tried, and a few random points). The fit reads
-//     sufficient statistics updated as outcomes arrive (a rank-one update
-//     of the posterior precision's Cholesky factor each), so a proposal
-//     costs the same however long the history. The choice is restricted to
+//     sufficient statistics updated as outcomes arrive, so a proposal costs
+//     the same however long the history. The choice is restricted to
 //     the incumbent's untried one-knob neighbours on a warm campaign (all
 //     trial ids but every 8th; ranked by the posterior mean less half its
 //     standard deviation: a hill climb from the corpus's best) and, on any

@@ -123,16 +123,16 @@ type surrogate struct {
 // a main effect, of a pairwise effect and of the prior rows' offset; the
 // noise of the campaign's own log scores and of a prior row (another
 // shape's pct: weaker evidence); the largest number of columns for which
-// every pairwise interaction is modelled, and the largest for the pairs of
-// interacting knobs (schedule.Interacting) a larger space models instead.
+// pairwise interactions are modelled (a larger space models main effects:
+// measured no worse on small/h200, docs/results/search.md, and a proposal
+// stays cheap).
 const (
-	surrogateMainSD        = 0.3
-	surrogatePairSD        = 0.1
-	surrogateOffsetSD      = 10.0
-	surrogateNoiseSD       = 0.02
-	surrogatePriorSD       = 0.2
-	surrogateMaxDim        = 256
-	surrogateMaxCoupledDim = 640
+	surrogateMainSD   = 0.3
+	surrogatePairSD   = 0.1
+	surrogateOffsetSD = 10.0
+	surrogateNoiseSD  = 0.02
+	surrogatePriorSD  = 0.2
+	surrogateMaxDim   = 256
 )
 
 func newSurrogate(knobs []schedule.Knob) *surrogate {
@@ -141,37 +141,19 @@ func newSurrogate(knobs []schedule.Knob) *surrogate {
 		s.offset = append(s.offset, s.dim)
 		s.dim += len(k.Choices)
 	}
-	s.mainDim = s.dim
-	pairDim := func(keep func(a, b int) bool) int {
-		n := 0
-		for a := range knobs {
-			for b := a + 1; b < len(knobs); b++ {
-				if keep(a, b) {
-					n += len(knobs[a].Choices) * len(knobs[b].Choices)
-				}
-			}
+	pairDim := 0
+	for a := range knobs {
+		for b := a + 1; b < len(knobs); b++ {
+			pairDim += len(knobs[a].Choices) * len(knobs[b].Choices)
 		}
-		return n
 	}
-	all := func(a, b int) bool { return true }
-	coupled := func(a, b int) bool {
-		return schedule.Interacting(knobs[a].Path) && schedule.Interacting(knobs[b].Path)
-	}
-	var keep func(a, b int) bool
-	switch {
-	case s.dim+pairDim(all)+1 <= surrogateMaxDim:
-		keep = all
-	case s.dim+pairDim(coupled)+1 <= surrogateMaxCoupledDim:
-		keep = coupled
-	}
-	if keep != nil {
+	s.mainDim = s.dim
+	if s.dim+pairDim+1 <= surrogateMaxDim {
 		for a := range knobs {
 			for b := a + 1; b < len(knobs); b++ {
-				if keep(a, b) {
-					s.pairs = append(s.pairs, [2]int{a, b})
-					s.pairAt = append(s.pairAt, s.dim)
-					s.dim += len(knobs[a].Choices) * len(knobs[b].Choices)
-				}
+				s.pairs = append(s.pairs, [2]int{a, b})
+				s.pairAt = append(s.pairAt, s.dim)
+				s.dim += len(knobs[a].Choices) * len(knobs[b].Choices)
 			}
 		}
 	}
@@ -210,37 +192,31 @@ func (s *surrogate) columns(levels []int, out []int) []int {
 }
 
 // surrogateStats are the sufficient statistics of the campaign's scored
-// observations for the surrogate: the Cholesky factor of the posterior
-// precision (the prior's diagonal plus Σ wφφᵀ, w the precision of the row:
-// its own rows' or the prior's, the columns of a prior row including the
-// offset column), Σ wφ·log(score) and Σ wφ, and the sum and count of the
-// own rows' log scores (their mean centres the fit). They are updated as
-// observations arrive — a rank-one update of the factor each, O(dim²) —
-// so a proposal costs the same however long the history; they are derived
-// state, rebuilt from Observations (in their order, so with the same
-// arithmetic) when a campaign is loaded.
+// observations for the surrogate: Σ wφφᵀ, Σ wφ·log(score) and Σ wφ (w the
+// precision of the row: its own rows' or the prior's, the columns of a
+// prior row including the offset column), and the sum and count of the own
+// rows' log scores (their mean centres the fit). They are updated as
+// observations arrive, so a proposal costs the same however long the
+// history (a fit factors dim x dim once); they are derived state, rebuilt
+// from Observations (in their order, so with the same sums) when a
+// campaign is loaded.
 type surrogateStats struct {
 	s        *surrogate
-	factor   []float64 // lower triangle, row-major dim x dim
+	a        []float64
 	b, c     []float64
 	ownSum   float64
 	own      int
 	consumed int // observations folded in
 	scratch  []int
-	x        []float64
 }
 
 func newSurrogateStats(s *surrogate) *surrogateStats {
-	n := s.dim
-	st := &surrogateStats{s: s, factor: make([]float64, n*n), b: make([]float64, n), c: make([]float64, n), x: make([]float64, n)}
-	for i := 0; i < n; i++ {
-		st.factor[i*n+i] = math.Sqrt(s.priorPrecision(i))
-	}
-	return st
+	return &surrogateStats{s: s, a: make([]float64, s.dim*s.dim), b: make([]float64, s.dim), c: make([]float64, s.dim)}
 }
 
 // add folds the observations not yet consumed into the statistics.
 func (st *surrogateStats) add(obs []Observation) {
+	n := st.s.dim
 	for _, o := range obs[st.consumed:] {
 		st.consumed++
 		if o.Score == nil || !(*o.Score > 0) || math.IsInf(*o.Score, 0) || len(o.Levels) != len(st.s.knobs) {
@@ -261,58 +237,35 @@ func (st *surrogateStats) add(obs []Observation) {
 		for _, p := range cols {
 			st.b[p] += prec * ly
 			st.c[p] += prec
-		}
-		clear(st.x)
-		for _, p := range cols {
-			st.x[p] = math.Sqrt(prec)
-		}
-		cholUpdate(st.factor, st.s.dim, st.x)
-	}
-}
-
-// cholUpdate turns the lower Cholesky factor L (of LLᵀ) in a into that of
-// LLᵀ + xxᵀ, in place; x is used as scratch.
-func cholUpdate(a []float64, n int, x []float64) {
-	first := 0
-	for first < n && x[first] == 0 {
-		first++
-	}
-	for k := first; k < n; k++ {
-		lk := a[k*n+k]
-		r := math.Hypot(lk, x[k])
-		c, sn := r/lk, x[k]/lk
-		a[k*n+k] = r
-		if sn == 0 {
-			continue
-		}
-		for i := k + 1; i < n; i++ {
-			a[i*n+k] = (a[i*n+k] + sn*x[i]) / c
-			x[i] = c*x[i] - sn*a[i*n+k]
+			for _, q := range cols {
+				st.a[p*n+q] += prec
+			}
 		}
 	}
 }
 
 // fit computes the posterior of the effects from the statistics and draws
 // one sample of it with rng (with a nil rng it takes the posterior mean);
-// false when there is nothing to fit or the input was not finite.
+// false when there is nothing to fit or the posterior cannot be factored
+// (non-finite input).
 func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
 	n := s.dim
 	if st.own == 0 {
 		return false
 	}
 	s.mean = st.ownSum / float64(st.own)
+	a := slices.Clone(st.a) // + prior precision, then its Cholesky factor
 	b := make([]float64, n) // Σ wφ(log score − mean)
 	for p := range b {
 		b[p] = st.b[p] - s.mean*st.c[p]
+		a[p*n+p] += s.priorPrecision(p)
+	}
+	if !cholesky(a, n) {
+		return false
 	}
 	// mean = A⁻¹b; sample = mean + L⁻ᵀz, whose covariance is A⁻¹.
-	s.factor = st.factor
-	s.w = solveUpper(s.factor, n, solveLower(s.factor, n, b))
-	for _, w := range s.w {
-		if math.IsNaN(w) || math.IsInf(w, 0) {
-			return false
-		}
-	}
+	s.factor = a
+	s.w = solveUpper(a, n, solveLower(a, n, b))
 	if rng == nil {
 		return true
 	}
@@ -320,9 +273,33 @@ func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
-	z = solveUpper(s.factor, n, z)
+	z = solveUpper(a, n, z)
 	for i := range s.w {
 		s.w[i] += z[i]
+	}
+	return true
+}
+
+// cholesky factors the n×n symmetric positive definite a in place into L
+// (lower triangle, a = LLᵀ); false if a is not positive definite.
+func cholesky(a []float64, n int) bool {
+	for j := 0; j < n; j++ {
+		d := a[j*n+j]
+		for k := 0; k < j; k++ {
+			d -= a[j*n+k] * a[j*n+k]
+		}
+		if !(d > 0) {
+			return false
+		}
+		d = math.Sqrt(d)
+		a[j*n+j] = d
+		for i := j + 1; i < n; i++ {
+			v := a[i*n+j]
+			for k := 0; k < j; k++ {
+				v -= a[i*n+k] * a[j*n+k]
+			}
+			a[i*n+j] = v / d
+		}
 	}
 	return true
 }

@@ -583,16 +583,6 @@ func SpaceSize(knobs []Knob) int {
 var coupledKnobs = []string{PathNTile, PathTilesPerSM, PathKVHeadSplit, PathHeadCounters, PathFusion,
 	knobPrefix + "ring_stages", knobPrefix + "ring_tile"}
 
-// Interacting reports whether a knob's effect depends on others' by
-// construction: the knobs Normalize reads together (the tile width and
-// tiles per SM, the KV-head split, head counters and the fused lowerings,
-// the ring's stages and slot size), the SM placement of those tiles and
-// the split-KV shards beside the KV-head split. A search that cannot model
-// every pair of knobs models these pairs.
-func Interacting(path string) bool {
-	return slices.Contains(coupledKnobs, path) || path == PathSMAssignment || path == PathNPartitions
-}
-
 // spaceSizes caches SpaceSize by spaceKey.
 var spaceSizes sync.Map
 
