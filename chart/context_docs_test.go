@@ -2,8 +2,8 @@ package chart
 
 import (
 	"flag"
-	"image/color"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strings"

@@ -86,10 +86,6 @@ var (
 	benchHistories   = map[benchHistoryKey]*benchHistory{}
 )
 
-func makeBenchHistory(b *testing.B, n int) *benchHistory {
-	return makeBenchHistoryWith(b, n, campaign.ProposerReference)
-}
-
 func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 	benchHistoriesMu.Lock()
 	defer benchHistoriesMu.Unlock()
