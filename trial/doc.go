@@ -12,7 +12,10 @@
 // (ContextConfig: a preset's max_seq grows to it), validated, checked from
 // the seeded KV cache (seeded.go: the reference VM and the eager oracle
 // start the step from the same cache filled to that position, so a long
-// context costs one step; a GPU launcher starts from it too, TimeRequest.KV)
+// context costs one step; a GPU launcher starts from it too, TimeRequest.KV;
+// the step decodes a token whose eager logits have a clear top,
+// LoadedModel.checkToken, so that a near tie does not fail a correct
+// schedule)
 // and timed; the verdict's latency and floor are the workload's weighted
 // means and Verdict.Positions keeps each position's figures. StepFloors
 // states the floors of a workload's positions for a reader that trusts no

@@ -308,6 +308,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		if v.Positions != nil {
 			pv := &v.Positions[i]
 			pv.Correct, pv.MaxAbsErr, pv.Top1Agreement = &c.Pass, finiteOrNil(c.MaxAbsErr), finiteOrNil(c.Top1Agreement)
+			pv.Token = s.check.token
 		}
 		maxErr, top1 = max(maxErr, c.MaxAbsErr), top1+c.Top1Agreement/float64(len(steps))
 		if i == 0 || !slices.Equal(s.check.notes, steps[0].check.notes) {
@@ -329,8 +330,12 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	done = st.start(StageTiming)
 	incumbent := incumbentPoint(spec, v)
 	for i, s := range steps {
+		token := spec.Token
+		if spec.Workload != nil {
+			token = s.check.token
+		}
 		timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: s.prog,
-			Incumbent: incumbent, Expected: s.check.logits, Token: spec.Token, Pos: s.pos, Batch: batch, Config: cfg, KV: s.kv})
+			Incumbent: incumbent, Expected: s.check.logits, Token: token, Pos: s.pos, Batch: batch, Config: cfg, KV: s.kv})
 		if err != nil {
 			done()
 			if f := ctxFailure(ctx.Err(), "timing"); f != nil {

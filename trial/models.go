@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -279,6 +280,7 @@ type checkResult struct {
 	top1   float64 // summed over the batch until finish
 	logits []float32
 	notes  []string
+	token  int // the token the check decoded (row 0's; RowToken for the others)
 }
 
 // RowToken is the token sequence r of a batch decodes at the checked
@@ -403,6 +405,46 @@ func (m *LoadedModel) seededEagerLogits(ctx context.Context, check model.Config,
 	return logits, nil
 }
 
+// maxCheckTokenTries bounds the tokens tried for a position's check token.
+const maxCheckTokenTries = 16
+
+// checkToken is the token a workload trial checks at pos, from the spec's
+// token: the first of token, token+1, ... (mod vocab; maxCheckTokenTries at
+// most, then token itself) for which the eager oracle's logits, started
+// from the seeded cache, have a clear top one in every batch row — its lead
+// over the runner-up more than the dtype's tolerance there (vm.Tolerance:
+// atol + rtol·|max|). At a near tie a correct schedule, summing in another
+// order, may pick the other top within the tolerance and fail the top-1
+// rule; a clear top makes the rule test the schedule, not the tie. It
+// depends only on the oracle, so every evaluator checks the same token.
+func (m *LoadedModel) checkToken(ctx context.Context, check model.Config, token, pos, b int) (int, error) {
+	atol, rtol := vm.Tolerance(check.DType)
+	for try := 0; try < maxCheckTokenTries; try++ {
+		cand := (token + try) % check.Vocab
+		clear := true
+		for r := 0; r < b && clear; r++ {
+			logits, err := m.seededEagerLogits(ctx, check, RowToken(cand, r, check.Vocab), pos, r)
+			if err != nil {
+				return 0, err
+			}
+			top, second := math.Inf(-1), math.Inf(-1)
+			for _, v := range logits {
+				switch x := float64(v); {
+				case x > top:
+					top, second = x, top
+				case x > second:
+					second = x
+				}
+			}
+			clear = top-second > atol+rtol*math.Abs(top)
+		}
+		if clear {
+			return cand, nil
+		}
+	}
+	return token, nil
+}
+
 // checkModel is the check model (m.Check) with cfg's context.
 func (m *LoadedModel) checkModel(cfg model.Config) model.Config {
 	check := m.Check
@@ -421,10 +463,13 @@ func (m *LoadedModel) checkSeeded(ctx context.Context, cfg model.Config, prog *i
 		return nil, nil, fmt.Errorf("token %d outside the vocabulary [0, %d)", token, m.Check.Vocab)
 	}
 	check := m.checkModel(cfg)
-	res := &checkResult{}
+	token, err := m.checkToken(ctx, check, token, pos, b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("eager oracle: %w", err)
+	}
+	res := &checkResult{token: token}
 	if m.Truncated() {
 		res.notes = append(res.notes, fmt.Sprintf("correctness checked on the first %d of %d layers (same per-layer schedule; full weights exceed the host check budget)", m.Check.NLayers, m.Config.NLayers))
-		var err error
 		if prog, err = schedule.Lower(check, target, point, schedule.LowerOptions{Pos: pos, B: b}); err != nil {
 			return nil, nil, fmt.Errorf("lowering the check model at pos %d: %w", pos, err)
 		}

@@ -80,6 +80,10 @@ type PositionVerdict struct {
 	PctOfRoofline *float64 `json:"pct_of_roofline"`
 	StreamedMB    float64  `json:"streamed_mb"`
 	Tasks         int      `json:"tasks"`
+	// Token is the token the step decoded (batch row r decodes RowToken of
+	// it): the spec's, or the next one whose oracle logits have a clear top
+	// (see LoadedModel.checkToken).
+	Token int `json:"token"`
 	// IncumbentUS is the incumbent's latency at this position, timed side
 	// by side with the candidate, when the spec asked for it.
 	IncumbentUS *float64 `json:"incumbent_us,omitempty"`

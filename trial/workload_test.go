@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/vm"
 )
 
 func TestWorkloadPositionsAndWeights(t *testing.T) {
@@ -219,4 +221,44 @@ func mustTargetT(t *testing.T, name string) *ir.GpuTarget {
 		t.Fatal(err)
 	}
 	return tg
+}
+
+// A workload position checks the spec's token unless the oracle's top two
+// logits there are within the dtype's tolerance (a near tie, which a
+// correct schedule summing in another order may break either way): then
+// the next token with a clear top. toy-2L's token 7 ties at pos 5.
+func TestCheckTokenAvoidsNearTies(t *testing.T) {
+	lm, err := testModels.Get("toy-2L", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := lm.Check
+	gap := func(token, pos int) (float64, float64) {
+		logits, err := lm.seededEagerLogits(context.Background(), check, token, pos, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := append([]float32(nil), logits...)
+		slices.Sort(s)
+		top, second := float64(s[len(s)-1]), float64(s[len(s)-2])
+		atol, rtol := vm.Tolerance(check.DType)
+		return top - second, atol + rtol*math.Abs(top)
+	}
+	if g, tol := gap(DefaultToken, 5); g > tol {
+		t.Fatalf("token %d at pos 5: gap %g over the tolerance %g; the test needs a tie", DefaultToken, g, tol)
+	}
+	got, err := lm.checkToken(context.Background(), check, DefaultToken, 5, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, tol := gap(got, 5); got == DefaultToken || g <= tol {
+		t.Errorf("check token %d at pos 5 (gap %g, tolerance %g), want another with a clear top", got, g, tol)
+	}
+	if got, _ := lm.checkToken(context.Background(), check, DefaultToken, 6, 1); got != DefaultToken {
+		t.Errorf("pos 6 has a clear top for token %d, but %d was checked", DefaultToken, got)
+	}
+	v := evalWorkload(t, `{}`, Workload{PromptLens: []int{5}, GenLen: 1})
+	if len(v.Positions) != 1 || v.Positions[0].Token == DefaultToken || !*v.Correct {
+		t.Errorf("the verdict's position %+v", v.Positions)
+	}
 }
