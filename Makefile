@@ -17,10 +17,12 @@ test: deps lint unit fuzz-smoke
 unit:
 	$(GO) test -count=1 -timeout 18m ./...
 
+## lint: gofmt, go vet, and go fix -diff (Go's modernisations, applied with `go fix ./...`).
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@$(GO) fix -diff ./... || { echo "go fix would change the code above: run go fix ./..."; exit 1; }
 
 ## staticcheck: the extra linter (fetched through the Go module proxy; not part of `test`).
 staticcheck:

@@ -209,14 +209,12 @@ func (f *fitter) predict(c schedule.CostParams) []float64 {
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range next {
 				m := &f.ms[i]
 				out[i] = schedule.PredictWith(m.Program, f.target, m.Point, c).PredictedUS
 			}
-		}()
+		})
 	}
 	for i := range f.ms {
 		next <- i

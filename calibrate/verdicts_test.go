@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -36,9 +37,7 @@ func evalVerdict(t *testing.T, gpu string, p schedule.Point, pos int) map[string
 // figure: SYNTHETIC test data, never a measurement.
 func asMeasured(v map[string]any, us float64) map[string]any {
 	out := map[string]any{}
-	for k, x := range v {
-		out[k] = x
-	}
+	maps.Copy(out, v)
 	out["latency_kind"] = string(trial.KindMeasuredGPU)
 	out["latency_us"] = us
 	out["device"] = "synthetic"

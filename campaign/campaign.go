@@ -186,7 +186,7 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if s.Model == "" || s.GPU == "" {
 		return c.refuse(fmt.Errorf("%w: start needs a model and a gpu", ErrInvalid))
 	}
-	if err := s.Settings.check(); err != nil {
+	if err := s.Settings.Check(); err != nil {
 		return c.refuse(fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
 	now := s.Time.Round(0).UTC()

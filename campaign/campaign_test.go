@@ -447,3 +447,39 @@ func TestBatchReachesEveryTrial(t *testing.T) {
 		t.Error("a batch beside the default workload was accepted")
 	}
 }
+
+// An operator's note is kept with its time, in any status, shown in both
+// reports; an empty or oversized note is refused and changes nothing.
+func TestOperatorNotes(t *testing.T) {
+	c := New()
+	t0 := time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC)
+	if _, err := c.Step(Start{Time: t0, Model: "toy", GPU: "h100", Device: "cpu", Cold: true, Settings: DefaultSettings()}); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := c.Step(Command{Time: t0.Add(time.Minute), Op: OpNote, Note: "  swapped the\nfan  "})
+	if err != nil || len(dec.Log) != 1 || dec.Log[0] != "note: swapped the\nfan" {
+		t.Fatalf("note: %+v %v", dec, err)
+	}
+	if _, err := c.Step(Command{Time: t0.Add(2 * time.Minute), Op: OpStop}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Step(Command{Time: t0.Add(3 * time.Minute), Op: OpNote, Note: "after the stop"}); err != nil {
+		t.Fatalf("a note on a done campaign: %v", err)
+	}
+	for _, bad := range []string{"", " \n ", strings.Repeat("x", MaxNoteBytes+1)} {
+		if _, err := c.Step(Command{Time: t0.Add(4 * time.Minute), Op: OpNote, Note: bad}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("note of %d bytes: %v", len(bad), err)
+		}
+	}
+	notes := c.State().Notes
+	if len(notes) != 2 || notes[0].Text != "swapped the\nfan" || !notes[0].Time.Equal(t0.Add(time.Minute)) || notes[1].Text != "after the stop" {
+		t.Fatalf("notes %+v", notes)
+	}
+	wake := c.WakeUp(t0.Add(5 * time.Minute))
+	if len(wake.Notes) != 2 || !strings.Contains(wake.Markdown(), "## Operator notes\n\n- 2026-03-04 05:07 UTC: swapped the fan\n- 2026-03-04 05:09 UTC: after the stop\n") {
+		t.Errorf("wake-up report:\n%s", wake.Markdown())
+	}
+	if !strings.Contains(c.ReportMarkdown(t0.Add(5*time.Minute)), "- 2026-03-04 05:09 UTC: after the stop") {
+		t.Errorf("campaign report:\n%s", c.ReportMarkdown(t0.Add(5*time.Minute)))
+	}
+}

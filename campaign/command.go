@@ -1,7 +1,9 @@
 package campaign
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -9,12 +11,12 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 	st := &c.st
 	var d Decision
 	if e.Budget != nil {
-		if err := e.Budget.check(); err != nil {
+		if err := e.Budget.Check(); err != nil {
 			return d, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
 	if e.MoveOn != nil {
-		if err := e.MoveOn.check(); err != nil {
+		if err := e.MoveOn.Check(); err != nil {
 			return d, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
@@ -57,6 +59,13 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 		st.Settings.MoveOn = *e.MoveOn
 		d.Log = append(d.Log, "move-on criteria set")
+	case OpNote:
+		text, err := noteText(e.Note)
+		if err != nil {
+			return d, fmt.Errorf("%w: note: %v", ErrInvalid, err)
+		}
+		st.Notes = append(st.Notes, Note{Time: now, Text: text})
+		d.Log = append(d.Log, "note: "+text)
 	default:
 		return d, fmt.Errorf("%w: unknown command %q", ErrInvalid, e.Op)
 	}
@@ -67,6 +76,26 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// Note is an operator's note: free text kept in the campaign's state and
+// shown in its reports, with when it was made.
+type Note struct {
+	Time time.Time `json:"time"`
+	Text string    `json:"text"`
+}
+
+// noteText is a note's text without surrounding blanks, refused when
+// empty or longer than MaxNoteBytes.
+func noteText(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return "", errors.New("the note is empty")
+	case len(s) > MaxNoteBytes:
+		return "", fmt.Errorf("the note has %d bytes, more than %d", len(s), MaxNoteBytes)
+	}
+	return s, nil
 }
 
 // reopen makes a done campaign live again (docs/spec/rules.md R3): the plateau counters start

@@ -60,10 +60,15 @@ const (
 	OpReopen   = "reopen"
 	OpBudget   = "budget"   // replace the budget
 	OpCriteria = "criteria" // replace the move-on criteria
+	OpNote     = "note"     // keep an operator's note (Note) in the campaign
 )
 
+// MaxNoteBytes bounds the text of an operator's note.
+const MaxNoteBytes = 4096
+
 // Command is an operator command. Budget goes with budget (and optionally
-// reopen), MoveOn with criteria (and optionally reopen); Note is free text.
+// reopen), MoveOn with criteria (and optionally reopen); Note is free text,
+// and with note the text kept (State.Notes, the reports).
 type Command struct {
 	Time   time.Time
 	Op     string

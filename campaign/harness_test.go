@@ -64,7 +64,7 @@ func fakeCorpus(n int, shape flywheel.Shape, gpu string, device schedule.Device)
 		kind = trial.KindMeasuredGPU
 	}
 	var out []flywheel.Record
-	for i := 0; i < n; i++ {
+	for range n {
 		p := schedule.Random(rng, t, device).Normalize()
 		lat := fakeLatency(p)
 		out = append(out, flywheel.Record{Model: "toy2", GPU: gpu, Regime: flywheel.RegimeSingle,
@@ -364,7 +364,7 @@ func regions(s string) map[string]float64 {
 		return nil
 	}
 	m := map[string]float64{}
-	for _, kv := range strings.Split(s, ",") {
+	for kv := range strings.SplitSeq(s, ",") {
 		k, v, _ := strings.Cut(kv, ":")
 		f, _ := strconv.ParseFloat(v, 64)
 		m[k] = f

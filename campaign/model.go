@@ -330,9 +330,9 @@ func (s *surrogate) predict(levels []int, scratch []int) float64 {
 // solveLower solves Lx = b for the factor in a's lower triangle.
 func solveLower(a []float64, n int, b []float64) []float64 {
 	x := make([]float64, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		v := b[i]
-		for k := 0; k < i; k++ {
+		for k := range i {
 			v -= a[i*n+k] * x[k]
 		}
 		x[i] = v / a[i*n+i]

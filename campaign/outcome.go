@@ -176,7 +176,9 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 	case positive(v.PctOfRoofline):
 		r.pct = new(*v.PctOfRoofline)
 	case r.bound != nil:
-		r.pct = new(lat / *r.bound * 100)
+		if pct, ok := ir.PctOfRoofline(lat, *r.bound); ok {
+			r.pct = &pct
+		}
 	}
 	score, how := lat, ""
 	if positive(o.Ratio) && inf.IncumbentID != "" {
@@ -409,9 +411,17 @@ func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool)
 	bound, pct := r.bound, r.pct
 	switch {
 	case bound == nil && pct != nil:
-		bound = new(*r.latency * 100 / *pct)
+		b, ok := ir.FloorFromPct(*r.latency, *pct)
+		if !ok {
+			return flywheel.Record{}, false
+		}
+		bound = &b
 	case bound != nil && pct == nil:
-		pct = new(*r.latency / *bound * 100)
+		p, ok := ir.PctOfRoofline(*r.latency, *bound)
+		if !ok {
+			return flywheel.Record{}, false
+		}
+		pct = &p
 	case bound == nil:
 		return flywheel.Record{}, false
 	}

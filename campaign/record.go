@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -148,7 +149,9 @@ func (c *Campaign) recordNumbers(r *result, e Record) error {
 	case e.PctOfRoofline != nil:
 		r.pct = new(*e.PctOfRoofline)
 	case r.latency != nil && r.bound != nil:
-		r.pct = new(*r.latency / *r.bound * 100)
+		if pct, ok := ir.PctOfRoofline(*r.latency, *r.bound); ok {
+			r.pct = &pct
+		}
 	}
 	return nil
 }

@@ -299,6 +299,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("```json")
 	add("%s", c.bestConfigIndented())
 	add("```")
+	if len(st.Notes) > 0 {
+		add("%s", strings.TrimSuffix(notesMarkdown(st.Notes), "\n"))
+	}
 	add("")
 	return strings.Join(l, "\n")
 }

@@ -87,7 +87,9 @@ func DefaultSettings() Settings {
 	}
 }
 
-func (s *Settings) check() error {
+// Check refuses settings a campaign cannot run with (the same check New
+// makes; control checks a request's settings with it before creating).
+func (s *Settings) Check() error {
 	fin := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	unit := func(x float64) bool { return fin(x) && x >= 0 && x <= 1 }
 	switch {
@@ -117,20 +119,22 @@ func (s *Settings) check() error {
 			return err
 		}
 	}
-	if err := s.Budget.check(); err != nil {
+	if err := s.Budget.Check(); err != nil {
 		return err
 	}
-	return s.MoveOn.check()
+	return s.MoveOn.Check()
 }
 
-func (b Budget) check() error {
+// Check refuses a negative or non-finite budget.
+func (b Budget) Check() error {
 	if b.Iterations < 0 || math.IsNaN(b.Minutes) || math.IsInf(b.Minutes, 0) || b.Minutes < 0 {
 		return fmt.Errorf("budget (%d iterations, %v minutes) must be non-negative", b.Iterations, b.Minutes)
 	}
 	return nil
 }
 
-func (m MoveOn) check() error {
+// Check refuses a negative or non-finite threshold.
+func (m MoveOn) Check() error {
 	for _, x := range []float64{m.PctRooflineTarget, m.MaxMinutes, m.SpeedupTarget} {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			return fmt.Errorf("move-on threshold %v must be a non-negative number", x)

@@ -123,6 +123,8 @@ type State struct {
 	TrialSeconds float64 `json:"trial_seconds,omitempty"`
 	TimedTrials  int     `json:"timed_trials,omitempty"`
 	Exhausted    bool    `json:"exhausted"`
+	// Notes are the operators' notes, oldest first.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // Result is an evaluated point the campaign keeps: the baseline or the best.

@@ -51,6 +51,8 @@ type WakeUp struct {
 	Workload          *trial.Workload         `json:"workload,omitempty"`
 	BaselinePositions []trial.PositionVerdict `json:"baseline_positions,omitempty"`
 	BestPositions     []trial.PositionVerdict `json:"best_positions,omitempty"`
+	// Notes are the operators' notes, oldest first.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // Milestone is one kept experiment.
@@ -87,6 +89,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
+		Notes: st.Notes,
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -198,7 +201,7 @@ func (w WakeUp) Markdown() string {
 			add("| %d | %d | %.1f | %.3f | %s |", m.Iter, m.Trial, m.Minutes, m.BestUS, m.Source)
 		}
 	}
-	add("")
+	add("%s", notesMarkdown(w.Notes))
 	add("## Best config")
 	add("")
 	add("```json")
@@ -210,6 +213,19 @@ func (w WakeUp) Markdown() string {
 	add("%s", w.Honesty)
 	add("")
 	return strings.Join(l, "\n")
+}
+
+// notesMarkdown is the operators' notes section (a blank line when there
+// are none), one line per note, a note's own line breaks folded.
+func notesMarkdown(notes []Note) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	l := []string{"", "## Operator notes", ""}
+	for _, n := range notes {
+		l = append(l, fmt.Sprintf("- %s: %s", n.Time.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(strings.Fields(n.Text), " ")))
+	}
+	return strings.Join(append(l, ""), "\n")
 }
 
 func trimFloat(f float64) string { return fmt.Sprintf("%.1f", f) }

@@ -2,6 +2,7 @@ package fib
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/amk-dev/amk/flywheel"
@@ -138,10 +139,5 @@ func InstructionTraces(exported []Exported, target string, env flywheel.Env, tim
 }
 
 func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(xs, s)
 }

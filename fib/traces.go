@@ -180,7 +180,7 @@ func Facts(traces []Trace) ([]Fact, error) {
 			return nil, fmt.Errorf("trace %d: not an amk verdict (log starts %q)", i, first)
 		}
 		kv := map[string]string{}
-		for _, field := range strings.Fields(rest) {
+		for field := range strings.FieldsSeq(rest) {
 			k, v, _ := strings.Cut(field, "=")
 			kv[k] = v
 		}

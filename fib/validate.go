@@ -3,6 +3,7 @@ package fib
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -254,9 +255,7 @@ func validateConstraints(ps *problems, d *Definition) {
 // listed in needData.
 func (d *Definition) CheckConstraints(vars map[string]int64) (broken []Problem, needData []string) {
 	env := d.ConstAxes()
-	for k, v := range vars {
-		env[k] = v
-	}
+	maps.Copy(env, vars)
 	var ps problems
 	for i, c := range d.Constraints {
 		e, err := ParseExpr(c)

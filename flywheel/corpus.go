@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/amk-dev/amk/ir"
@@ -140,7 +141,7 @@ func ParseCorpus(data []byte) (recs []Record, skipped int) {
 	if i < 0 {
 		return nil, 0
 	}
-	for _, line := range bytes.Split(data[:i], []byte("\n")) {
+	for line := range bytes.SplitSeq(data[:i], []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -348,9 +349,9 @@ func importLine(line []byte) (Record, bool) {
 	pct, hasPct := number("pct_of_roofline")
 	switch {
 	case bound > 0 && !(hasPct && pct > 0):
-		pct = lat / bound * 100
+		pct, _ = ir.PctOfRoofline(lat, bound)
 	case !(bound > 0) && hasPct && pct > 0:
-		bound = lat * 100 / pct
+		bound, _ = ir.FloorFromPct(lat, pct)
 	case !(bound > 0):
 		return Record{}, false
 	}
@@ -386,11 +387,8 @@ func importShape(rec, sched pyjson.Value, model string) (Shape, string) {
 func keepKeys(v pyjson.Value, keys []string) pyjson.Value {
 	out := pyjson.ObjectValue()
 	for _, m := range v.Obj {
-		for _, k := range keys {
-			if m.Key == k {
-				out.Set(m.Key, m.Val)
-				break
-			}
+		if slices.Contains(keys, m.Key) {
+			out.Set(m.Key, m.Val)
 		}
 	}
 	return out

@@ -95,7 +95,7 @@ func randomExamples(n int, seed uint64) ([]Example, []schedule.Point) {
 	target := mustTarget("h200")
 	var ex []Example
 	var pts []schedule.Point
-	for i := 0; i < n; i++ {
+	for range n {
 		p := schedule.Random(rng, target, "cpu")
 		for _, k := range schedule.Space(target, "cpu") { // the reference's knobs only: a landscape of N_tile
 			if k.Path != schedule.PathNTile && k.Path != schedule.PathNPartitions && k.Path != schedule.PathSMAssignment &&

@@ -51,10 +51,10 @@ func Fleet() Dashboard {
 
 	utilisationRow := []Panel{
 		timeseries("Device utilisation", "Fraction of time each device spends evaluating.", "percentunit", 16, 8,
-			series(utilisation("$__rate_interval"), "{{instance}} ({{device}})")).withRange(num(0), num(1)),
+			series(utilisation("$__rate_interval"), "{{instance}} ({{device}})")).withRange(new(float64(0)), new(float64(1))),
 		bargauge("Utilisation over the range", "Fraction of the dashboard's time range each device spent evaluating.",
 			"percentunit", 8, 8, instant(utilisation("$__range"), "{{instance}} ({{device}})")).
-			withRange(num(0), num(1)).withThresholds("red", from(0.5, "yellow"), from(0.8, "green")),
+			withRange(new(float64(0)), new(float64(1))).withThresholds("red", from(0.5, "yellow"), from(0.8, "green")),
 	}
 
 	stages := []Panel{

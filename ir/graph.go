@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -56,12 +57,7 @@ func WritersByBuffer(p *Program) [][]int32 {
 }
 
 func containsInt(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(xs, x)
 }
 
 // BuildGraph computes the dependency graph.
@@ -71,7 +67,7 @@ func BuildGraph(p *Program) *Graph {
 	g := &Graph{N: n, succOff: make([]int32, n+1), predOff: make([]int32, n+1)}
 	// Predecessor lists first (grouped by consumer), then transpose.
 	var seen []int
-	for t := 0; t < n; t++ {
+	for t := range n {
 		seen = seen[:0]
 		start := len(g.pred)
 		for _, w := range p.Tasks[t].Waits {
@@ -84,7 +80,7 @@ func BuildGraph(p *Program) *Graph {
 		}
 		lst := g.pred[start:]
 		if len(seen) > 1 {
-			sort.Slice(lst, func(a, b int) bool { return lst[a] < lst[b] })
+			slices.Sort(lst)
 			// producers of distinct counters are distinct tasks, so no duplicates remain.
 		}
 		g.predOff[t+1] = int32(len(g.pred))
@@ -93,12 +89,12 @@ func BuildGraph(p *Program) *Graph {
 	for _, p := range g.pred {
 		counts[p+1]++
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		g.succOff[i+1] = g.succOff[i] + counts[i+1]
 	}
 	g.succ = make([]int32, len(g.pred))
 	fill := append([]int32(nil), g.succOff[:n]...)
-	for t := 0; t < n; t++ {
+	for t := range n {
 		for _, p := range g.Pred(t) {
 			g.succ[fill[p]] = int32(t)
 			fill[p]++
@@ -199,7 +195,7 @@ func SimulateCounters(p *Program) (order, stuck []int) {
 // stops at the first seed with violations, as the reference does.
 func SimulateAdversarial(p *Program, seeds int) []string {
 	writers := WritersByBuffer(p)
-	for seed := 0; seed < seeds; seed++ {
+	for seed := range seeds {
 		written := make([]bool, len(p.Buffers))
 		for b := range p.Buffers {
 			k := p.Buffers[b].Kind
@@ -265,7 +261,7 @@ func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, 
 	waiters := make([][]int32, nc)
 	unmet := make([]int, n)
 	ready := []int{}
-	for t := 0; t < n; t++ {
+	for t := range n {
 		for _, w := range p.Tasks[t].Waits {
 			if w.Counter < 0 || w.Counter >= nc {
 				unmet[t]++ // unknown counter: never satisfiable
@@ -310,7 +306,7 @@ func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, 
 			}
 		}
 	}
-	for t := 0; t < n; t++ {
+	for t := range n {
 		if !fired[t] {
 			stuck = append(stuck, t)
 		}

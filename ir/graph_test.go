@@ -2,6 +2,7 @@ package ir
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestDependencyEdges(t *testing.T) {
 	// Tasks 0 and 1 share counter 0 (two producers); 2 waits on it twice and
 	// on 3's counter; 3 waits on its own counter (a self-edge, kept).
 	p := NewProgram()
-	for i := 0; i < 4; i++ {
+	for range 4 {
 		p.AddCounter("")
 	}
 	p.AddTask(Task{Op: OpNOP, OutCounter: 0})
@@ -113,12 +114,7 @@ func TestFindCycle5000(t *testing.T) {
 }
 
 func containsInt32(xs []int32, x int32) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(xs, x)
 }
 
 func TestSimulateCounters(t *testing.T) {

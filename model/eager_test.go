@@ -205,7 +205,7 @@ func toyEager(t *testing.T, preset string, seed uint64) *Eager {
 func TestEagerKVCacheAndPositions(t *testing.T) {
 	e := toyEager(t, "toy-2L", 0)
 	var steps [][]float32
-	for pos := 0; pos < 5; pos++ {
+	for pos := range 5 {
 		logits, err := e.Step(9, pos)
 		if err != nil {
 			t.Fatal(err)

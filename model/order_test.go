@@ -80,7 +80,7 @@ var gpuOrder = reductionOrder{
 			threads[k%gpuThreads] = fma32(v, v, threads[k%gpuThreads])
 		}
 		var sum float32
-		for wp := 0; wp < gpuThreads/32; wp++ {
+		for wp := range gpuThreads / 32 {
 			sum += butterfly(threads[wp*32 : (wp+1)*32])
 		}
 		return sum

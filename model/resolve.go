@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -38,10 +39,8 @@ func ResolveUnder(what, name, dir string, allowPreset bool) (string, error) {
 	if name == "" || filepath.IsAbs(name) || strings.HasPrefix(name, "~") || filepath.VolumeName(name) != "" {
 		return refuse("a file must be named by a path relative to the models directory%s", presets)
 	}
-	for _, part := range strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }) {
-		if part == ".." {
-			return refuse("a path may not leave the models directory")
-		}
+	if slices.Contains(strings.FieldsFunc(name, func(r rune) bool { return r == '/' || r == '\\' }), "..") {
+		return refuse("a path may not leave the models directory")
 	}
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {

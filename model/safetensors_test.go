@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -118,9 +119,7 @@ func TestSafetensorsTiedAndShards(t *testing.T) {
 	// A tied checkpoint that still stores lm_head.weight, plus an inv_freq
 	// buffer and a layer beyond the model: all ignored.
 	extra := Weights{}
-	for k, v := range w {
-		extra[k] = v
-	}
+	maps.Copy(extra, w)
 	extra["lm_head.weight"] = tensor.New(ir.F32, 8, 8)
 	extra["model.layers.0.self_attn.rotary_emb.inv_freq"] = tensor.New(ir.F32, 1)
 	extra["model.layers.5.self_attn.q_norm.weight"] = tensor.New(ir.F32, 2)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -169,7 +170,7 @@ func analyze(s *Schedule, iters int) ([]*inst, []Finding) {
 		c.report(f)
 	}
 	c.prologue(order)
-	for it := 0; it < iters; it++ {
+	for it := range iters {
 		for p := 0; p < s.Partitions; p++ {
 			for i, pl := range order {
 				in := c.newInst(pl.Op, pl.Mini, it, p, "body")
@@ -302,12 +303,7 @@ func (c *checker) reg(r [2]int) *regState {
 }
 
 func inFlight(list []*inst, in *inst) bool {
-	for _, x := range list {
-		if x == in {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, in)
 }
 
 // producers lists the in-flight ops the consumer truly depends on.

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
-	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -79,7 +79,7 @@ func (d *Driver) requests() chan request {
 // Do applies an event (an operator command, an agent's record) to the
 // campaign from outside the driver's loop, serialised with it; trials the
 // event asks for are submitted. It fails if ctx ends first (e.g. the driver
-// is not running).
+// is not running) and the driver has not taken the event.
 func (d *Driver) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, error) {
 	r := request{ev: ev, reply: make(chan reply, 1)}
 	select {
@@ -91,18 +91,27 @@ func (d *Driver) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, 
 	case rep := <-r.reply:
 		return rep.dec, rep.err
 	case <-ctx.Done():
+		// A driver that took the event has replied by the time it stops:
+		// its answer wins over a cancellation that came with it.
+		select {
+		case rep := <-r.reply:
+			return rep.dec, rep.err
+		default:
+		}
 		return campaign.Decision{}, ctx.Err()
 	}
 }
 
-// RunSummary is what one run did.
+// RunSummary is what one run did: the trials it proposed, the outcomes it
+// recorded, the trials a previous run left in flight that it sent again,
+// the campaign's status (and why) at the end, and why the run stopped.
 type RunSummary struct {
-	Proposed   int
-	Recorded   int
-	Resubmited int
-	Status     campaign.Status
-	Reason     string
-	StopReason string
+	Proposed    int             `json:"proposed"`
+	Recorded    int             `json:"recorded"`
+	Resubmitted int             `json:"resubmitted"`
+	Status      campaign.Status `json:"status"`
+	Reason      string          `json:"reason,omitempty"`
+	StopReason  string          `json:"stop_reason"`
 }
 
 func (d *Driver) now() time.Time {
@@ -137,7 +146,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 		if err := d.submit(ctx, spec); err != nil {
 			return sum, err
 		}
-		sum.Resubmited++
+		sum.Resubmitted++
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()

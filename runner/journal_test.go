@@ -73,7 +73,7 @@ func runUncrashed(t testing.TB, n int, reloads ...int) *uncrashedRun {
 		t.Fatal(err)
 	}
 	r.collect(d, nil)
-	for e := 0; e < n; e++ {
+	for e := range n {
 		if slices.Contains(reloads, e) {
 			st := r.c.State()
 			data, err := json.Marshal(&st)
@@ -179,7 +179,7 @@ func checkAgainst(t testing.TB, ws *Workspace, id string, c *campaign.Campaign, 
 		t.Fatal(err)
 	}
 	var corpus []string
-	for _, ln := range strings.Split(string(data), "\n") {
+	for ln := range strings.SplitSeq(string(data), "\n") {
 		if ln != "" {
 			corpus = append(corpus, ln)
 		}

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -85,6 +85,13 @@ func (w *Workspace) IDs() ([]string, error) {
 	}
 	sort.Strings(ids)
 	return ids, nil
+}
+
+// ResultsPaths are the results.tsv files of the workspace's campaigns
+// (those that have one).
+func (w *Workspace) ResultsPaths() []string {
+	paths, _ := filepath.Glob(filepath.Join(w.Dir, "campaigns", "*", "results.tsv"))
+	return paths
 }
 
 // Exists reports whether the campaign has a ledger; an id outside the
@@ -675,7 +682,7 @@ func (l *Ledger) flush(ob outbox, repair bool, recs []flywheel.Record) error {
 			return err
 		}
 		present := map[string]bool{}
-		for _, ln := range bytes.Split(data, []byte("\n")) {
+		for ln := range bytes.SplitSeq(data, []byte("\n")) {
 			present[string(ln)] = true
 		}
 		var keep []string
@@ -793,7 +800,7 @@ func (l *Ledger) readTrialLog() (map[int]bool, [][]byte, error) {
 	}
 	ids := map[int]bool{}
 	var lines [][]byte
-	for _, ln := range bytes.Split(data, []byte("\n")) {
+	for ln := range bytes.SplitSeq(data, []byte("\n")) {
 		var t trialLogLine
 		if len(ln) == 0 || json.Unmarshal(ln, &t) != nil || t.TrialID == nil {
 			continue
@@ -826,7 +833,7 @@ func (l *Ledger) repairTrialLog() error {
 	seen := map[int]bool{}
 	var out bytes.Buffer
 	dropped := 0
-	for _, ln := range bytes.Split(data, []byte("\n")) {
+	for ln := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(ln) == 0 {
 			continue
 		}

@@ -112,7 +112,7 @@ func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 		}
 		return c.Step(ev)
 	}
-	for k := 0; k < n; k++ {
+	for k := range n {
 		if err := recordTrial(step, k, sink); err != nil {
 			b.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func writtenBytes(b *testing.B) int64 {
 	if err != nil {
 		b.Skipf("no /proc/self/io: %v", err)
 	}
-	for _, ln := range strings.Split(string(data), "\n") {
+	for ln := range strings.SplitSeq(string(data), "\n") {
 		if v, ok := strings.CutPrefix(ln, "wchar: "); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {

@@ -351,7 +351,7 @@ func (l *lowerer) linear(name, out, key string, x tensor, K, N int, kind ir.Buff
 		w = l.weight(key, N, K)
 	}
 	perCol := int64(K) * l.dbytes
-	for i := 0; i < nTiles; i++ {
+	for i := range nTiles {
 		off := i * nt
 		width := min(nt, N-off)
 		var params []ir.Param
@@ -479,7 +479,7 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 	}
 	shard := ceilDiv(l.kvLen, P)
 	parts := make([]tensor, 0, P)
-	for i := 0; i < P; i++ {
+	for i := range P {
 		ks := i * shard
 		kl := min(shard, l.kvLen-ks)
 		if kl <= 0 {

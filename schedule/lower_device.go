@@ -202,7 +202,7 @@ func (l *lowerer) emitHeadPhase(name string, ph *phase, waits []ir.Wait, shared 
 	nkv := l.m.NKVHeads
 	heads := make([][]tensor, nkv)
 	next := make([]int, len(ph.projs)) // tile labels count on across the groups
-	for g := 0; g < nkv; g++ {
+	for g := range nkv {
 		// KV head g's columns of each projection: q rep heads, k and v one.
 		tiles := make([][]tileSpan, len(ph.projs))
 		total := 0

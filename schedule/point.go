@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/amk-dev/amk/ir"
@@ -123,9 +124,7 @@ func (p Point) Clone() Point {
 	out := Point{Config: *p.Config.Clone()}
 	if p.Knobs != nil {
 		out.Knobs = make(map[string]int, len(p.Knobs))
-		for k, v := range p.Knobs {
-			out.Knobs[k] = v
-		}
+		maps.Copy(out.Knobs, p.Knobs)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/amk-dev/amk/ir"
@@ -488,7 +489,7 @@ func (s *sim) run() {
 				finished = append(finished, sm)
 			}
 		}
-		sort.Slice(finished, func(a, b int) bool { return finished[a] < finished[b] })
+		slices.Sort(finished)
 		for _, sm := range finished {
 			if s.sms[sm].phase == phaseData {
 				s.deactivate(sm)

@@ -87,7 +87,7 @@ func TestRandomAndMutateDrawOnlyEffectiveLegalKnobs(t *testing.T) {
 			space := Space(tg, dev)
 			moved := map[string]bool{}
 			p := Default()
-			for i := 0; i < 300; i++ {
+			for range 300 {
 				r := Random(rng, tg, dev)
 				checkLegal(t, space, r, dev, tg)
 				for _, k := range changedKnobs(space, Default(), r) {

@@ -30,8 +30,11 @@ type Options struct {
 	// means a private cache per call (slow for big models).
 	Models *ModelCache
 	// Environment is the evaluator's fingerprint stamped on the verdict and
-	// the outcome; empty means Environment(Launcher.Name()).
+	// the outcome; empty means Environment(Launcher.Name(), Version).
 	Environment string
+	// Version is the amk build that evaluates (the binary's version), for
+	// the fingerprint; empty reads "unknown".
+	Version string
 }
 
 // Timing is a launcher's answer for one correct program.
@@ -126,7 +129,7 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 		opts.Models = NewModelCache(0)
 	}
 	if opts.Environment == "" {
-		opts.Environment = Environment(opts.Launcher.Name())
+		opts.Environment = Environment(opts.Launcher.Name(), opts.Version)
 	}
 	out.Worker = opts.Environment // also on a failure, which has no verdict
 	st := stages{}
@@ -370,7 +373,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	}
 	lat := ir.RoundTo(timing.LatencyUS, 4)
 	kind := timing.Kind
-	pct := ir.RoundTo(timing.LatencyUS/bound*100, 3)
+	pct, _ := ir.PctOfRoofline(timing.LatencyUS, bound)
 	v.LatencyUS, v.LatencyKind, v.PctOfRoofline = &lat, &kind, &pct
 	for i, s := range steps {
 		if v.Positions == nil {

@@ -309,7 +309,7 @@ func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos, b
 	if len(got) != b*v {
 		return nil, fmt.Errorf("the program produced %d logits, want %d x %d", len(got), b, v)
 	}
-	for r := 0; r < b; r++ {
+	for r := range b {
 		want, err := m.eagerLogits(ctx, RowToken(token, r, v), pos)
 		if err != nil {
 			return nil, fmt.Errorf("eager oracle: %w", err)

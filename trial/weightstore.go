@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/amk-dev/amk/internal/filemap"
+	"github.com/amk-dev/amk/filemap"
 	"github.com/amk-dev/amk/model"
 )
 

@@ -58,7 +58,7 @@ func runPattern(pat ir.FusedPattern, in, out []*tensor.Tensor, p ir.Params) erro
 		}
 	}
 	tile := make([]float32, 0, nTile)
-	for m := 0; m < M; m++ {
+	for m := range M {
 		tile = tile[:0]
 		for _, r := range ranges {
 			tile = append(tile, sums.F[m*N+int(r[0]):m*N+int(r[1])]...)
@@ -210,7 +210,7 @@ func ropeTile(pat ir.FusedPattern, in []*tensor.Tensor, p ir.Params, act ir.DTyp
 	copy(head[i0:i0+w], tile[:w])
 	copy(head[half+i0:half+i0+w], tile[w:])
 	rotateHalf(head, rotated, hd, theta, at)
-	for j := 0; j < w; j++ {
+	for j := range w {
 		tile[j] = tensor.Round(act, rotated[i0+j])
 		tile[w+j] = tensor.Round(act, rotated[half+i0+j])
 	}

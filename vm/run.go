@@ -191,7 +191,7 @@ type doneMsg struct {
 func (s *runState) runParallel(workers int) error {
 	work := make(chan int32, workers)
 	done := make(chan doneMsg, workers)
-	for w := 0; w < workers; w++ {
+	for range workers {
 		go func() {
 			for t := range work {
 				done <- doneMsg{t, s.vm.exec(t, s.bufs)}

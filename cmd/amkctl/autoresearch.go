@@ -12,16 +12,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
 )
 
-func init() { addVerb(newAutoresearchCmd) }
+func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -105,7 +104,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			}
 			fmt.Fprintf(stderr, "imported %d corpus records from %s\n", n, *importCorpus)
 		}
-		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
+		req := control.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
 		if *batch > 1 {
 			req.Batch = batch
@@ -117,7 +116,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			if *speedup < 0 {
 				return fail(exitBadInput, "--speedup-target must be >= 0")
 			}
-			req.MoveOn = &api.MoveOn{SpeedupTarget: speedup}
+			req.MoveOn = &control.MoveOn{SpeedupTarget: speedup}
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -175,7 +174,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 
 		progress := runner.NewProgress(stderr, *iters)
 		run.Driver.Progress = progress
-		sum, err := run.Driver.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
+		sum, err := run.Drive(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
 		progress.Finish()
 		if err != nil {
 			return fail(exitRejected, "%v", err)

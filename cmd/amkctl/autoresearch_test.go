@@ -41,6 +41,30 @@ func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
 	}
 }
 
+// autoresearch --json prints snake_case keys, the run's included.
+func TestAutoresearchJSONIsSnakeCase(t *testing.T) {
+	ws := t.TempDir()
+	code, out, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "2", "--workspace", ws, "--cold", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(out), &summary); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	run, _ := summary["run"].(map[string]any)
+	for _, key := range []string{"proposed", "recorded", "resubmitted", "status", "stop_reason"} {
+		if _, ok := run[key]; !ok {
+			t.Errorf("the run lacks %q: %v", key, run)
+		}
+	}
+	for key := range run {
+		if key != strings.ToLower(key) {
+			t.Errorf("run key %q is not snake_case", key)
+		}
+	}
+}
+
 // The crash test: SIGKILL an overnight campaign mid-run, restart the same
 // command, and check that nothing was lost or counted twice.
 func TestAutoresearchSurvivesSIGKILL(t *testing.T) {

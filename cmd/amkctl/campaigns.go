@@ -12,25 +12,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
 func init() {
-	addVerb(newStatusCmd)
-	addVerb(newNextCmd)
-	addVerb(newReportCmd)
-	addVerb(newRecordCmd)
-	addVerb(newCampaignsCmd)
+	addVerb(groupCampaign, newStatusCmd)
+	addVerb(groupCampaign, newNextCmd)
+	addVerb(groupCampaign, newReportCmd)
+	addVerb(groupCampaign, newRecordCmd)
+	addVerb(groupCampaign, newCampaignsCmd)
 }
 
-// The campaign verbs are written once against control.Campaigns: a local
+// The campaign verbs are written once against control.Service: a local
 // workspace (--workspace DIR, the default) or a scheduler (--server URL or
-// $AMK_SERVER).
+// $AMK_SERVER, through its api.Client).
 
 // campaignVerb builds the command of a verb that acts on one campaign.
 func campaignVerb(use, short string) (*cobra.Command, campaignFlags) {
@@ -64,25 +65,31 @@ func addCampaignFlags(cmd *cobra.Command) campaignFlags {
 // the workspace's otherwise; a workspace that does not exist is created
 // when create is set and an error otherwise. It reports failures itself
 // and returns their exit code.
-func (cf campaignFlags) open(verb string, create bool, stderr io.Writer) (control.Campaigns, int) {
+func (cf campaignFlags) open(verb string, create bool, stderr io.Writer) (control.Service, int) {
 	return openCampaigns(verb, cf.remote, *cf.workspace, create, stderr)
 }
 
-func openCampaigns(verb string, remote remoteFlags, workspace string, create bool, stderr io.Writer) (control.Campaigns, int) {
+func openCampaigns(verb string, remote remoteFlags, workspace string, create bool, stderr io.Writer) (control.Service, int) {
 	client, err := remote.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 		return nil, exitBadInput
 	}
 	if client != nil {
-		return control.Remote{Client: client}, exitOK
+		return client, exitOK
 	}
 	local, err := control.OpenLocal(workspace, create, flywheel.Env{AMKVersion: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 		return nil, exitRejected
 	}
-	return local, exitOK
+	return control.New(local), exitOK
+}
+
+// isRemote says whether the campaigns are a scheduler's.
+func isRemote(cs control.Service) bool {
+	_, remote := cs.(*api.Client)
+	return remote
 }
 
 // selector is the campaign the positional arguments and flags name.
@@ -96,14 +103,14 @@ func (cf campaignFlags) selector(pos []string) control.Selector {
 
 // onCampaign opens the campaigns, resolves the one the arguments name and
 // runs fn on it, bounded by remoteTimeout.
-func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, fn func(ctx context.Context, cs control.Campaigns, id string) error) int {
+func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, fn func(ctx context.Context, cs control.Service, id string) error) int {
 	cs, code := cf.open(verb, false, stderr)
 	if cs == nil {
 		return code
 	}
 	ctx, cancel := remoteContext()
 	defer cancel()
-	id, err := cs.Resolve(ctx, cf.selector(pos))
+	id, err := control.Resolve(ctx, cs, cf.selector(pos))
 	if err == nil {
 		err = fn(ctx, cs, id)
 	}
@@ -124,7 +131,7 @@ func newStatusCmd() *cobra.Command {
 	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"print a campaign's status (baseline, best, speedup, plateau counter)")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			if *cf.jsonOut {
 				rep, err := cs.Status(ctx, id)
 				if err != nil {
@@ -144,7 +151,7 @@ func newNextCmd() *cobra.Command {
 	cmd, cf := campaignVerb("next [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"continue-or-stop decision for a campaign (move-on criteria, hottest region)")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		return cf.onCampaign("next", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("next", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			n, err := cs.Next(ctx, id)
 			if err != nil {
 				return err
@@ -163,7 +170,7 @@ func newReportCmd() *cobra.Command {
 	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"write a campaign's reports (markdown, JSON, SVG plot) and print its status")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			files, err := cs.WriteReport(ctx, id)
 			if err != nil {
 				return err
@@ -182,14 +189,14 @@ func newReportCmd() *cobra.Command {
 			agg, wake := files.Dir, files.Dir
 			for _, f := range files.Files {
 				switch {
-				case hasBase(f, control.AggregateReport):
+				case hasBase(f, control.AggregateReportFile):
 					agg = f
 				case hasBase(f, "report.md"):
 					wake = f
 				}
 			}
 			where := ""
-			if _, remote := cs.(control.Remote); remote {
+			if isRemote(cs) {
 				where = " on the scheduler's machine"
 			}
 			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)%s\n", agg, wake, where)
@@ -231,11 +238,11 @@ func newRecordCmd() *cobra.Command {
 			}
 			return &v
 		}
-		req := api.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
+		req := control.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
 			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: trial.LatencyKind(*kind), ScheduleID: *schedID,
 			Description: *desc, Source: *source}
 		if *cfgPath != "" {
-			data, err := readInput(*cfgPath, 1<<20)
+			data, err := inputfile.Read(*cfgPath, 1<<20)
 			if err != nil {
 				fmt.Fprintln(stderr, "amkctl record:", err)
 				return exitBadInput
@@ -253,7 +260,7 @@ func newRecordCmd() *cobra.Command {
 				return exitBadInput
 			}
 		}
-		return cf.onCampaign("record", pos[1:], stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("record", pos[1:], stderr, func(ctx context.Context, cs control.Service, id string) error {
 			resp, err := cs.Record(ctx, id, req)
 			if err != nil {
 				return err
@@ -274,7 +281,7 @@ func newRecordCmd() *cobra.Command {
 
 func parseRegions(s string) (map[string]float64, error) {
 	out := map[string]float64{}
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return nil, fmt.Errorf("--regions: %q is not region=fraction", part)

@@ -12,7 +12,7 @@ import (
 	"github.com/amk-dev/amk/model"
 )
 
-func init() { addVerb(newCheckBaselineCmd) }
+func init() { addVerb(groupFormats, newCheckBaselineCmd) }
 
 func newCheckBaselineCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -12,13 +12,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/internal/web"
 )
 
-func init() { addVerb(newDashboardCmd) }
+func init() { addVerb(groupCampaign, newDashboardCmd) }
 
 func newDashboardCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -50,7 +50,7 @@ func newDashboardCmd() *cobra.Command {
 			fmt.Fprintf(stderr, "amkctl dashboard: %v\n", err)
 			return exitBadInput
 		}
-		h, err := web.Handler(web.Options{Campaigns: local, Token: token, Where: "workspace " + local.Workspace.Dir})
+		h, err := web.Handler(web.Options{Campaigns: control.New(local), Token: token, Where: "workspace " + local.Workspace.Dir})
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl dashboard: internal error: %v\n", err)
 			return exitInternal

@@ -6,7 +6,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )

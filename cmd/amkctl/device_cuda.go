@@ -23,7 +23,7 @@ import (
 func init() {
 	openCUDALauncher = openSupervisedLauncher
 	openTuneDevice = openLaunchDevice
-	addVerb(func() *cobra.Command {
+	addVerb(groupGPU, func() *cobra.Command {
 		return &cobra.Command{
 			Use:                gpu.ChildCommand,
 			Short:              "(internal) the supervised CUDA launcher process behind --device cuda",

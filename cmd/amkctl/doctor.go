@@ -10,7 +10,7 @@ import (
 	"github.com/amk-dev/amk/internal/doctor"
 )
 
-func init() { addVerb(newDoctorCmd) }
+func init() { addVerb(groupGPU, newDoctorCmd) }
 
 func newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -9,11 +9,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newEvalCmd) }
+func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -48,7 +50,7 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 		var point []byte
 		if *cfgPath != "" {
 			var err error
-			if point, err = readInput(*cfgPath, 1<<20); err != nil {
+			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
 				fmt.Fprintln(stderr, "amkctl eval:", err)
 				return exitBadInput
 			}
@@ -72,7 +74,7 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 			}
 			spec.Pos, spec.Batch = 0, 0
 		}
-		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Version: version.String()}, stderr)
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
 				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {

@@ -11,7 +11,7 @@ import (
 	"github.com/amk-dev/amk/fib"
 )
 
-func init() { addVerb(newFibCmd) }
+func init() { addVerb(groupFormats, newFibCmd) }
 
 // newFibCmd is "amkctl fib": FlashInfer-Bench Definitions in, Definitions
 // and Traces out (package fib).

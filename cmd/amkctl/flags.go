@@ -2,15 +2,14 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/trial"
@@ -102,60 +101,6 @@ func completeModels(_ *cobra.Command, args []string, _ string) ([]string, cobra.
 	return model.PresetNames(), cobra.ShellCompDirectiveDefault
 }
 
-// readInput reads a file, or standard input for "-".
-func readInput(path string, limit int64) ([]byte, error) {
-	var r io.Reader
-	var size int64 // a regular file's size: its bytes are read into one buffer of that size
-	if path == "-" {
-		r = os.Stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			if fi.Size() > limit {
-				return nil, &inputTooLarge{path: path, limit: limit} // refused before reading
-			}
-			size = fi.Size()
-		}
-		r = f
-	}
-	// One byte more than the size, so that the read ends on io.EOF with no
-	// copy (io.ReadAll's doubling would copy a large file several times);
-	// a file that grew meanwhile, or a pipe, grows the buffer as it comes.
-	r = io.LimitReader(r, limit+1)
-	data := make([]byte, 0, max(size+1, 512))
-	for {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		n, err := r.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if int64(len(data)) > limit {
-		return nil, &inputTooLarge{path: path, limit: limit}
-	}
-	return data, nil
-}
-
-// inputTooLarge is readInput's refusal of an input over its limit.
-type inputTooLarge struct {
-	path  string
-	limit int64
-}
-
-func (e *inputTooLarge) Error() string {
-	return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit)
-}
-
 // writeFileAtomic writes data to path through a temporary file and a rename,
 // so a crash never leaves a half-written file.
 func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
@@ -163,7 +108,7 @@ func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(p
 // splitIDs parses "1,2,3" into token ids.
 func splitIDs(s string) ([]int32, error) {
 	var out []int32
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
@@ -215,7 +160,7 @@ func (f workloadFlags) resolve(batch int) (*trial.Workload, error) {
 		if f.cmd.Flags().Changed("prompt-len") || f.cmd.Flags().Changed("gen-len") {
 			return nil, fmt.Errorf("--workload and --prompt-len/--gen-len: give one or the other")
 		}
-		data, err := readInput(*f.file, trial.MaxWorkloadFileBytes)
+		data, err := inputfile.Read(*f.file, trial.MaxWorkloadFileBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +174,7 @@ func (f workloadFlags) resolve(batch int) (*trial.Workload, error) {
 	}
 	if *f.prompt != "" {
 		w.PromptLens = nil
-		for _, s := range strings.Split(*f.prompt, ",") {
+		for s := range strings.SplitSeq(*f.prompt, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(s))
 			if err != nil {
 				return nil, fmt.Errorf("--prompt-len %q: %q is not a whole number", *f.prompt, s)

@@ -14,7 +14,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newGenerateCmd) }
+func init() { addVerb(groupFormats, newGenerateCmd) }
 
 // generateFlags are generate's settings.
 type generateFlags struct {

@@ -9,18 +9,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/schedule"
 )
 
 func init() {
-	addVerb(newStartCmd)
-	addVerb(lifecycleVerb(campaign.OpPause, "pause a campaign (no new trials; trials in flight are still recorded)"))
-	addVerb(lifecycleVerb(campaign.OpResume, "resume a paused campaign"))
-	addVerb(lifecycleVerb(campaign.OpStop, "stop a campaign (it becomes done)"))
-	addVerb(lifecycleVerb(campaign.OpReopen, "reopen a done campaign, optionally with a new budget"))
-	addVerb(newBudgetCmd)
+	addVerb(groupCampaign, newStartCmd)
+	addVerb(groupCampaign, lifecycleVerb(campaign.OpPause, "pause a campaign (no new trials; trials in flight are still recorded)"))
+	addVerb(groupCampaign, lifecycleVerb(campaign.OpResume, "resume a paused campaign"))
+	addVerb(groupCampaign, lifecycleVerb(campaign.OpStop, "stop a campaign (it becomes done)"))
+	addVerb(groupCampaign, lifecycleVerb(campaign.OpReopen, "reopen a done campaign, optionally with a new budget"))
+	addVerb(groupCampaign, newBudgetCmd)
+	addVerb(groupCampaign, newNoteCmd)
 }
 
 // startFlags are the settings of a new campaign.
@@ -58,14 +58,14 @@ func newStartCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "amkctl start: exactly one MODEL and --gpu G are required")
 			return exitBadInput
 		}
-		req := api.CreateRequest{Model: pos[0], GPU: *cf.gpu, Device: schedule.Device(*cf.device), Name: *cf.name, Weights: *sf.weights,
+		req := control.CreateRequest{Model: pos[0], GPU: *cf.gpu, Device: schedule.Device(*cf.device), Name: *cf.name, Weights: *sf.weights,
 			Seed: *sf.seed, Cold: *sf.cold, Overnight: *sf.overnight, RestartAfter: sf.restartAfter, Epsilon: sf.epsilon,
 			Budget: &campaign.Budget{Iterations: *sf.iters, Minutes: *sf.minutes}, Workers: *sf.workers}
 		if *sf.trialTimeout > 0 {
 			req.TrialTimeoutS = sf.trialTimeout
 		}
 		if *sf.maxReverts >= 0 {
-			req.MoveOn = &api.MoveOn{ConsecutiveReverts: sf.maxReverts}
+			req.MoveOn = &control.MoveOn{ConsecutiveReverts: sf.maxReverts}
 		}
 		if *sf.batch != 1 {
 			req.Batch = sf.batch
@@ -83,7 +83,7 @@ func newStartCmd() *cobra.Command {
 		if cs == nil {
 			return code
 		}
-		_, remote := cs.(control.Remote)
+		remote := isRemote(cs)
 		if !remote && *sf.workers != 0 {
 			fmt.Fprintln(stderr, "amkctl start: --workers applies to a scheduler (--server); locally, pass --workers to amkctl autoresearch")
 			return exitBadInput
@@ -134,7 +134,7 @@ func lifecycleVerb(op, short string) func() *cobra.Command {
 			maxReverts = fs.Int("max-reverts", 0, "new consecutive-reverts threshold; 0: never move on")
 		}
 		cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-			req := api.CommandRequest{Note: *note}
+			req := control.CommandRequest{Note: *note}
 			if op == campaign.OpReopen {
 				if fs.Changed("iters") || fs.Changed("minutes") {
 					if *iters < 0 || *minutes < 0 {
@@ -144,7 +144,7 @@ func lifecycleVerb(op, short string) func() *cobra.Command {
 					req.Budget = &campaign.Budget{Iterations: *iters, Minutes: *minutes}
 				}
 				if fs.Changed("max-reverts") {
-					req.MoveOn = &api.MoveOn{ConsecutiveReverts: maxReverts}
+					req.MoveOn = &control.MoveOn{ConsecutiveReverts: maxReverts}
 				}
 			}
 			return sendCommand(op, cf, pos, req, stdout, stderr)
@@ -168,15 +168,29 @@ func newBudgetCmd() *cobra.Command {
 			fmt.Fprintln(stderr, "amkctl budget: --iters and --minutes must be >= 0")
 			return exitBadInput
 		}
-		return sendCommand(campaign.OpBudget, cf, pos, api.CommandRequest{Budget: &campaign.Budget{Iterations: *iters, Minutes: *minutes}}, stdout, stderr)
+		return sendCommand(campaign.OpBudget, cf, pos, control.CommandRequest{Budget: &campaign.Budget{Iterations: *iters, Minutes: *minutes}}, stdout, stderr)
+	})
+	return cmd
+}
+
+func newNoteCmd() *cobra.Command {
+	cmd, cf := campaignVerb("note [CAMPAIGN | MODEL --gpu G | --campaign ID] TEXT [--workspace DIR | --server URL] [--json]",
+		"keep an operator's note in a campaign (its ledger, report.md and the web view show it)")
+	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		if len(pos) == 0 {
+			fmt.Fprintln(stderr, "amkctl note: the note's TEXT is required (the last argument)")
+			return exitBadInput
+		}
+		last := len(pos) - 1
+		return sendCommand(campaign.OpNote, cf, pos[:last], control.CommandRequest{Note: pos[last]}, stdout, stderr)
 	})
 	return cmd
 }
 
 // sendCommand applies an operator command on the scheduler or, without
 // one, to the local ledger (when no other process drives the campaign).
-func sendCommand(op string, cf campaignFlags, pos []string, req api.CommandRequest, stdout, stderr io.Writer) int {
-	return cf.onCampaign(op, pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+func sendCommand(op string, cf campaignFlags, pos []string, req control.CommandRequest, stdout, stderr io.Writer) int {
+	return cf.onCampaign(op, pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 		resp, err := cs.Command(ctx, id, op, req)
 		if err != nil {
 			return err

@@ -3,10 +3,10 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 )
 
-func init() { addVerb(newLoopCmd) }
+func init() { addVerb(groupCampaign, newLoopCmd) }
 
 // newLoopCmd is docs/spec/loop.md's "loop MODEL --gpu G --budget N": the keep/revert
 // loop of N trials, the same campaign engine as autoresearch.

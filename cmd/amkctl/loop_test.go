@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/mcpserver"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/runner"
@@ -154,7 +154,7 @@ func TestStartBatch(t *testing.T) {
 
 // TestLoopFromCLIAndMCPAgree: amkctl loop and the MCP server's loop tool,
 // given the same options, run the same campaign (one implementation,
-// internal/control's StartRun): the same id, settings, environment and,
+// control's StartRun): the same id, settings, environment and,
 // with one worker and a seed, the same trials.
 func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	dir := t.TempDir()
@@ -169,7 +169,7 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Campaigns: local, Version: "test"})
+	srv, err := mcpserver.New(mcpserver.Options{Campaigns: control.New(local), Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

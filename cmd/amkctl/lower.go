@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/model"
@@ -13,14 +14,14 @@ import (
 	"github.com/amk-dev/amk/validate"
 )
 
-func init() { addVerb(newLowerCmd) }
+func init() { addVerb(groupFormats, newLowerCmd) }
 
 // loadPoint reads a config file, or returns the canonical default for "".
 func loadPoint(path string) (schedule.Point, error) {
 	if path == "" {
 		return schedule.Default(), nil
 	}
-	data, err := readInput(path, 1<<20)
+	data, err := inputfile.Read(path, 1<<20)
 	if err != nil {
 		return schedule.Point{}, err
 	}

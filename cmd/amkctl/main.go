@@ -12,12 +12,35 @@ import (
 	"github.com/amk-dev/amk/internal/version"
 )
 
-// verbs are the constructors of amkctl's verbs. Each verb's file adds its
-// own from init (see doc.go), so a verb is added without touching this file.
-var verbs []func() *cobra.Command
+// verbs are the constructors of amkctl's verbs, with their groups. Each
+// verb's file adds its own from init (see doc.go), so a verb is added
+// without touching this file.
+var verbs []verb
 
-// addVerb registers a verb's constructor.
-func addVerb(newCmd func() *cobra.Command) { verbs = append(verbs, newCmd) }
+type verb struct {
+	group  string
+	newCmd func() *cobra.Command
+}
+
+// The groups of verbs in --help, in this order.
+const (
+	groupCampaign = "campaign"
+	groupFleet    = "fleet"
+	groupFormats  = "formats"
+	groupGPU      = "gpu"
+)
+
+var groups = []*cobra.Group{
+	{ID: groupCampaign, Title: "Campaigns (a workspace here, or a scheduler with --server):"},
+	{ID: groupFleet, Title: "Fleet (a scheduler's workers and queues, with --server):"},
+	{ID: groupFormats, Title: "Programs, models and file formats:"},
+	{ID: groupGPU, Title: "GPU, kernels and the cost model:"},
+}
+
+// addVerb registers a verb's constructor in one of the groups.
+func addVerb(group string, newCmd func() *cobra.Command) {
+	verbs = append(verbs, verb{group: group, newCmd: newCmd})
+}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -44,13 +67,17 @@ amkctl --server URL status.
 	})
 	root.SetVersionTemplate("amkctl {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
+	root.AddGroup(groups...)
+	root.SetHelpCommandGroupID("")
+	root.SetCompletionCommandGroupID("")
 	seen := map[string]bool{}
-	for _, newCmd := range verbs {
-		c := newCmd()
+	for _, v := range verbs {
+		c := v.newCmd()
 		if seen[c.Name()] {
 			panic("amkctl: duplicate verb " + c.Name())
 		}
 		seen[c.Name()] = true
+		c.GroupID = v.group
 		root.AddCommand(c)
 	}
 	// Every verb's Use line already shows its flags.
@@ -122,8 +149,8 @@ func runVerb(body func(args []string, stdout, stderr io.Writer) int) func(*cobra
 	}
 }
 
-// usageTemplate is cobra's default usage template with the exit codes
-// added to every verb's help.
+// usageTemplate is cobra's default usage template (verbs by group) with
+// the exit codes added to every verb's help.
 const usageTemplate = `Usage:{{if .Runnable}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
   {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
@@ -132,10 +159,16 @@ Aliases:
   {{.NameAndAliases}}{{end}}{{if .HasExample}}
 
 Examples:
-{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{if eq (len .Groups) 0}}
 
-Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
-  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+Available Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{else}}{{range $group := .Groups}}
+
+{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if not .AllChildCommandsHaveGroup}}
+
+Additional Commands:{{range $cmds}}{{if (and (eq .GroupID "") (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
 
 Flags:
 {{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}

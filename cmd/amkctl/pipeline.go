@@ -7,11 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pipeline"
 )
 
-func init() { addVerb(newPipelineCmd) }
+func init() { addVerb(groupGPU, newPipelineCmd) }
 
 // newPipelineCmd is "pipeline", the instruction-level schedule tools:
 // check and simulate.
@@ -132,7 +133,7 @@ func loadPipelineSchedule(verb string, args []string, stderr io.Writer) (*pipeli
 		fmt.Fprintf(stderr, "amkctl pipeline %s: exactly one FILE is required (\"-\" reads standard input)\n", verb)
 		return nil, exitBadInput
 	}
-	data, err := readInput(args[0], pipeline.MaxFileBytes)
+	data, err := inputfile.Read(args[0], pipeline.MaxFileBytes)
 	if err == nil {
 		var s *pipeline.Schedule
 		if s, err = pipeline.Decode(data); err == nil {

@@ -6,13 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 
-func init() { addVerb(newProposeCmd) }
+func init() { addVerb(groupCampaign, newProposeCmd) }
 
 func schedulePointJSON(p schedule.Point) string { return string(pyjson.Indent(p.Value())) }
 
@@ -53,7 +54,7 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 	}
 	inc := schedule.Default()
 	if incPath != "" {
-		data, err := readInput(incPath, 1<<20)
+		data, err := inputfile.Read(incPath, 1<<20)
 		if err == nil {
 			inc, err = schedule.ParsePoint(data)
 		}

@@ -25,7 +25,7 @@ import (
 // tune-instruction is refused.
 var openTuneDevice func(ordinal int) (tune.Device, func() error, error)
 
-func init() { addVerb(newTuneInstructionCmd) }
+func init() { addVerb(groupGPU, newTuneInstructionCmd) }
 
 func newTuneInstructionCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -12,7 +12,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newVerifyCmd) }
+func init() { addVerb(groupFormats, newVerifyCmd) }
 
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -8,12 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
 )
 
 func init() {
-	addVerb(newWorkersCmd)
-	addVerb(newQueuesCmd)
+	addVerb(groupFleet, newWorkersCmd)
+	addVerb(groupFleet, newQueuesCmd)
 }
 
 // schedulerOnlyVerb builds a verb that exists only against a scheduler; its
@@ -55,7 +56,7 @@ func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	}
 	if jsonOut {
 		if ws == nil {
-			ws = []api.Worker{}
+			ws = []control.Worker{}
 		}
 		if err := printJSON(stdout, ws); err != nil {
 			return exitInternal
@@ -90,7 +91,7 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	}
 	if jsonOut {
 		if qs == nil {
-			qs = []api.Queue{}
+			qs = []control.Queue{}
 		}
 		if err := printJSON(stdout, qs); err != nil {
 			return exitInternal
@@ -108,6 +109,6 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "\n%s\n", api.QueueCountsNote)
+	fmt.Fprintf(stdout, "\n%s\n", control.QueueCountsNote)
 	return exitOK
 }

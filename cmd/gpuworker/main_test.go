@@ -154,12 +154,12 @@ func TestServesTrialsMetricsAndHealth(t *testing.T) {
 	n := ns()
 	w := startDaemon(t, srv, n, verdict)
 	d := dispatcher(t, srv, n)
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		if err := d.Submit(context.Background(), dispatchtest.Spec("c", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		o := await(t, d)
 		if o.Verdict == nil || !strings.Contains(o.Worker, "target=h200 device=cpu") || !strings.Contains(o.Worker, "go=go1.") {
 			t.Fatalf("outcome %+v: want a verdict stamped with the worker fingerprint", o)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
@@ -108,7 +109,7 @@ func TestRecoveryTimes(t *testing.T) {
 	t.Run("worker SIGKILL", func(t *testing.T) {
 		redis := redistest.StartWith(t, redistest.Options{AppendOnly: true})
 		f := startFleet(t, []string{"--redis", redis.Addr}, 2)
-		created, err := f.client.Create(context.Background(), api.CreateRequest{Model: "small", GPU: "h100", Device: "cpu",
+		created, err := f.client.Create(context.Background(), control.CreateRequest{Model: "small", GPU: "h100", Device: "cpu",
 			Cold: true, Overnight: true, Workers: 1, Budget: &campaign.Budget{Iterations: 4}})
 		if err != nil {
 			t.Fatal(err)
@@ -137,7 +138,7 @@ func TestRecoveryTimes(t *testing.T) {
 		t.Run(fmt.Sprintf("redis restart after %s", outage), func(t *testing.T) {
 			redis := redistest.StartWith(t, redistest.Options{AppendOnly: true})
 			f := startFleet(t, []string{"--redis", redis.Addr}, 1)
-			created, err := f.client.Create(context.Background(), api.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu",
+			created, err := f.client.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu",
 				Cold: true, Overnight: true, Workers: 1, Budget: &campaign.Budget{Iterations: 400}})
 			if err != nil {
 				t.Fatal(err)
@@ -151,7 +152,7 @@ func TestRecoveryTimes(t *testing.T) {
 			redis.Restart(t)
 			resumed := f.waitExperiments(t, created.ID, before+1)
 			lines := 0
-			for _, l := range strings.Split(f.workers[0].Output()+f.sched.Output(), "\n") {
+			for l := range strings.SplitSeq(f.workers[0].Output()+f.sched.Output(), "\n") {
 				if strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") {
 					lines++
 				}

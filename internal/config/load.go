@@ -117,7 +117,7 @@ func load(fs *pflag.FlagSet, specs []flagSpec, defaults map[string]any, out any)
 func decodeError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "decoding failed due to the following error(s):")
 	var errs []error
-	for _, line := range strings.Split(msg, "\n") {
+	for line := range strings.SplitSeq(msg, "\n") {
 		line = strings.TrimPrefix(strings.TrimSpace(line), "* ")
 		if line == "" {
 			continue
@@ -175,7 +175,7 @@ func suggest(key string, defaults map[string]any) string {
 	return " (known keys: " + strings.Join(near, ", ") + ")"
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var durationType = reflect.TypeFor[time.Duration]()
 
 // strictDurationHook parses "90s"-style strings and refuses bare numbers,
 // which would otherwise silently become nanoseconds.

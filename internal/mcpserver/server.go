@@ -10,17 +10,18 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/kernels/tune"
 	"github.com/amk-dev/amk/trial"
 )
 
 // Options configure a Server.
 type Options struct {
-	// Campaigns is where status, next, report, record, campaigns,
-	// autoresearch and loop act: a *control.Local (the default of amkctl
-	// mcp) or a control.Remote (a scheduler).
-	Campaigns control.Campaigns
+	// Campaigns is where status, next, report, record, note, campaigns,
+	// autoresearch and loop act: the Campaigns of a control.Local (the
+	// default of amkctl mcp; loop and autoresearch then run here) or a
+	// scheduler's (its api.Client).
+	Campaigns control.Service
 	// OpenLauncher maps a device ("cpu" or "cuda") to a latency source and
 	// the device's name in verdicts; nil serves the CPU cost model only.
 	OpenLauncher func(device string) (trial.Launcher, string, error)
@@ -74,7 +75,9 @@ func New(o Options) (*Server, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: log, models: trial.NewModelCache(0), base: base, stop: stop, runs: map[string]*localRun{}}
-	s.local, _ = o.Campaigns.(*control.Local)
+	if c, ok := o.Campaigns.(*control.Campaigns); ok {
+		s.local, _ = c.Backend().(*control.Local)
+	}
 	if s.local != nil {
 		// Seeded weights are generated once per workspace, then mapped.
 		s.models = s.local.NewModelCache()

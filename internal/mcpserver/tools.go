@@ -10,8 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/doctor"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
@@ -38,6 +37,27 @@ func (s *Server) addTools() {
 	addTool(s, "report", "Write a campaign's report files (report.md, report.json, report.svg, aggregate_report.md) and answer the wake-up report: best config, latency and kind, speedup over the default schedule, milestones.", s.report)
 	addTool(s, "record", "Record your own experiment into a campaign (the orchestrator's record): status kept|revert|tried|failed|crash|timeout|rejected; a latency needs correctness PASS and a kind (predicted or measured-gpu).", s.record)
 	addTool(s, "campaigns", "List the campaigns with their status.", s.campaigns)
+	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", s.command(campaign.OpNote))
+}
+
+// CommandInput is an operator command's arguments: the campaign and the
+// note (with note, the note's text).
+type CommandInput struct {
+	Selector
+	Note string `json:"note" jsonschema:"free text: the note itself (note), or kept in the campaign's log with the command"`
+}
+
+// command is the tool of an operator command on one campaign: control's
+// Command, answering the campaign's log lines and its status afterwards.
+func (s *Server) command(op string) mcp.ToolHandlerFor[CommandInput, control.CommandResponse] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in CommandInput) (*mcp.CallToolResult, control.CommandResponse, error) {
+		id, err := s.resolve(ctx, in.Selector)
+		if err != nil {
+			return nil, control.CommandResponse{}, err
+		}
+		resp, err := s.opts.Campaigns.Command(ctx, id, op, control.CommandRequest{Note: in.Note})
+		return nil, resp, err
+	}
 }
 
 // Selector names a campaign, as amkctl's campaign verbs do.
@@ -62,13 +82,13 @@ func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
 	if sel.Model != "" && sel.GPU == "" && sel.Campaign == "" {
 		// A lone model is read as a campaign id by control; say what is
 		// missing when it is not one.
-		id, err := s.opts.Campaigns.Resolve(ctx, sel.control())
+		id, err := control.Resolve(ctx, s.opts.Campaigns, sel.control())
 		if err != nil {
 			return "", fmt.Errorf("%v (give gpu with model, or the campaign id)", err)
 		}
 		return id, nil
 	}
-	return s.opts.Campaigns.Resolve(ctx, sel.control())
+	return control.Resolve(ctx, s.opts.Campaigns, sel.control())
 }
 
 // ProposeInput is propose's arguments.
@@ -157,7 +177,7 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	}
 	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
 	// On a GPU under the watchdog, as amkctl eval and the gpuworker run trials.
-	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models}, s.log)
+	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models, Version: s.opts.Version}, s.log)
 	out := eval(ctx, spec)
 	if err := ctx.Err(); err != nil {
 		return nil, none, fmt.Errorf("eval cancelled: %w", err)
@@ -287,8 +307,8 @@ func (s *Server) next(ctx context.Context, _ *mcp.CallToolRequest, in Selector) 
 
 // ReportAnswer is the wake-up report and the files written.
 type ReportAnswer struct {
-	Report campaign.WakeUp `json:"report"`
-	Files  api.ReportFiles `json:"files"`
+	Report campaign.WakeUp     `json:"report"`
+	Files  control.ReportFiles `json:"files"`
 }
 
 func (s *Server) report(ctx context.Context, _ *mcp.CallToolRequest, in Selector) (*mcp.CallToolResult, ReportAnswer, error) {
@@ -323,8 +343,8 @@ type RecordInput struct {
 	Regions       map[string]float64 `json:"regions,omitempty" jsonschema:"critical-path shares, e.g. {attention: 0.4, mlp: 0.5, lm_head: 0.1}"`
 }
 
-func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordInput) (*mcp.CallToolResult, api.RecordResponse, error) {
-	var none api.RecordResponse
+func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordInput) (*mcp.CallToolResult, control.RecordResponse, error) {
+	var none control.RecordResponse
 	if in.Status == "" {
 		return nil, none, errors.New("argument status: required (kept, revert, tried, failed, crash, timeout or rejected)")
 	}
@@ -336,7 +356,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 	if source == "" {
 		source = "agent"
 	}
-	req := api.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
+	req := control.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
 		PctOfRoofline: in.PctOfRoofline, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
 		Description: in.Description, Source: source, Regions: in.Regions}
 	if in.Schedule != nil {
@@ -344,11 +364,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 			return nil, none, err
 		}
 	}
-	if run := s.running(id); run != nil {
-		// This server's driver holds the campaign: the record goes through it.
-		resp, err := run.record(ctx, s.local, req)
-		return nil, resp, err
-	}
+	// A campaign this server runs takes the record through its driver.
 	resp, err := s.opts.Campaigns.Record(ctx, id, req)
 	return nil, resp, err
 }

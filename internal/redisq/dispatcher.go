@@ -340,11 +340,9 @@ func (d *Dispatcher) deliverAsync(out trial.Outcome) {
 	if d.closed {
 		return
 	}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	d.wg.Go(func() {
 		d.deliver(context.Background(), out)
-	}()
+	})
 }
 
 // deliver hands out to the Outcomes channel at most once per submission:

@@ -2,7 +2,11 @@
 // campaign of a workspace at once, one runner.Driver per campaign in daemon
 // mode, over one shared transport (a dispatch.Mux over the redisq
 // dispatcher in production, a dispatch.Local in tests), and serves them to
-// the HTTP API (it implements api.Service) and to the metrics collector.
+// the HTTP API and the web view (it is a control.Backend: Campaigns are
+// its operations) and to the metrics collector. Each campaign's run comes
+// from control's one create-and-run path (control.Local's StartRun and
+// OpenRun, here on the fleet's view of the transport); the fleet adds the
+// supervision.
 //
 // The workspace's ledgers are the truth. Start opens every campaign (the
 // ledger repairs what a crash left undone) and starts its driver, which

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
 )
@@ -56,8 +56,8 @@ func startFleet(t *testing.T, ws *runner.Workspace, opts Options) *Fleet {
 	return f
 }
 
-func toyRequest(iters int) api.CreateRequest {
-	return api.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Overnight: true,
+func toyRequest(iters int) control.CreateRequest {
+	return control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Overnight: true,
 		Budget: &campaign.Budget{Iterations: iters}, Workers: 2}
 }
 
@@ -125,7 +125,7 @@ func TestFleetRunsACampaignToItsBudget(t *testing.T) {
 	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
 	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	checkLedger(t, ws, id, 10)
-	if got := f.IDs(); len(got) != 1 || got[0] != id {
+	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
 	}
 	samples := f.Samples()
@@ -158,24 +158,24 @@ func TestFleetCreateOfAnExistingCampaignResumesIt(t *testing.T) {
 func TestFleetRefusesBadRequests(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{Targets: []string{"h200"}})
-	for name, req := range map[string]api.CreateRequest{
+	for name, req := range map[string]control.CreateRequest{
 		"unknown model":   {Model: "no-such-model", GPU: "h200", Device: "cpu"},
 		"unknown gpu":     {Model: "toy", GPU: "v100", Device: "cpu"},
 		"target not here": {Model: "toy", GPU: "h100", Device: "cpu"},
 	} {
-		if _, _, _, err := f.Create(context.Background(), req); !errors.Is(err, api.ErrBadValue) {
+		if _, _, _, err := f.Create(context.Background(), req); !errors.Is(err, control.ErrBadValue) {
 			t.Errorf("%s: %v, want ErrBadValue", name, err)
 		}
 	}
 	for _, id := range []string{"nope", "../campaigns/x", "..", "", "a/b", "UPPER"} {
-		if err := f.Read(id, func(*campaign.Campaign) {}); !errors.Is(err, api.ErrNotFound) {
+		if err := f.Read(id, func(*campaign.Campaign) {}); !errors.Is(err, control.ErrNotFound) {
 			t.Errorf("read of campaign %q: %v", id, err)
 		}
 	}
-	if _, err := f.Do(context.Background(), "nope", campaign.Command{Op: campaign.OpPause}); !errors.Is(err, api.ErrNotFound) {
+	if _, err := f.Do(context.Background(), "nope", campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrNotFound) {
 		t.Errorf("command to an unknown campaign: %v", err)
 	}
-	if _, err := f.Workers(context.Background()); !errors.Is(err, api.ErrUnsupported) {
+	if _, err := f.Workers(context.Background()); !errors.Is(err, control.ErrUnsupported) {
 		t.Errorf("workers of a local transport: %v", err)
 	}
 }
@@ -228,16 +228,16 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 	}
 	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond})
 	id := held.ID()
-	if got := f.IDs(); len(got) != 1 || got[0] != id {
+	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
 	}
 	if r := status(t, f, id); r.ID != id {
 		t.Fatalf("a held campaign is not readable: %+v", r)
 	}
-	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, api.ErrConflict) {
+	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrConflict) {
 		t.Fatalf("command to a held campaign: %v, want ErrConflict", err)
 	}
-	if _, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); !errors.Is(err, api.ErrConflict) {
+	if _, _, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); !errors.Is(err, control.ErrConflict) {
 		t.Fatalf("create of a held campaign: %v, want ErrConflict", err)
 	}
 	held.Close()
@@ -291,7 +291,7 @@ func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 	if n := status(t, f, id).ExperimentsRun; n < before+3 {
 		t.Fatalf("%d experiments, want at least %d", n, before+3)
 	}
-	files, err := f.WriteReport(id)
+	files, err := f.Campaigns().WriteReport(ctx, id)
 	if err != nil || len(files.Files) != 4 {
 		t.Fatalf("report: %+v %v", files, err)
 	}
@@ -375,8 +375,13 @@ func TestLogWriterQuietsRepeats(t *testing.T) {
 }
 
 // A failed driver waiting out its backoff restarts as soon as the
-// transport, unhealthy meanwhile, answers again.
+// transport, unhealthy meanwhile, answers again. In a synctest bubble the
+// probes' ticks are the bubble's clock: the outage is seen without waiting.
 func TestDriverRestartFollowsTheTransportBack(t *testing.T) {
+	synctest.Test(t, testDriverRestartFollowsTheTransportBack)
+}
+
+func testDriverRestartFollowsTheTransportBack(t *testing.T) {
 	var healthy atomic.Bool
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{Health: func(context.Context) error {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
 )
 
 // settingsFile holds what the scheduler keeps about a campaign beside its

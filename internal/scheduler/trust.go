@@ -143,7 +143,7 @@ func recompute(o *trial.Outcome, f floor) {
 		v.Notes = append(v.Notes, why+"; withheld")
 		return
 	}
-	pct := ir.RoundTo(lat/f.streamedUS*100, 3)
+	pct, _ := ir.PctOfRoofline(lat, f.streamedUS)
 	v.PctOfRoofline = &pct
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/trial"
@@ -20,7 +21,7 @@ import (
 // beside it under its own.
 func TestCampaignPageShowsBothFloorsNamed(t *testing.T) {
 	s := startSite(t, "toy", 400, 10*time.Millisecond)
-	waitFor(t, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
+	apitest.WaitFor(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
 	cfg, err := model.Load("toy")
 	if err != nil {
 		t.Fatal(err)

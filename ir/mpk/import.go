@@ -225,7 +225,7 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 	places := make([]eventPlace, len(g.Events))
 	triggerPlace := make([]*eventPlace, len(g.Tasks))
 	untriggered := false
-	for pass := 0; pass < 2; pass++ {
+	for pass := range 2 {
 		for m := range g.Tasks {
 			t := &g.Tasks[m]
 			id, path := t.DependentEvent, "all_tasks["+strconv.Itoa(m)+"].dependent_event"

@@ -78,15 +78,13 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	for i, v := range variants {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			start := time.Now()
 			a, err := b.Build(ctx, Request{Arch: arch, Variant: v})
 			results[i] = result{a, err, time.Since(start)}
-		}()
+		})
 	}
 	wg.Wait()
 	for i, r := range results {

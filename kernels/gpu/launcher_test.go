@@ -220,7 +220,7 @@ func TestLauncherRejectsKnobsTheKernelsRefuse(t *testing.T) {
 func TestLauncherTimesTheIncumbentSideBySideAndKeepsItResident(t *testing.T) {
 	l, c := newTestLauncher(t, "", Options{})
 	inc := json.RawMessage(`{"pipelining_depth": 0}`)
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		out := evalOn(t, l, nil, trial.Spec{Token: trial.DefaultToken, Incumbent: inc})
 		if out.Failure != nil || out.Verdict == nil || out.Verdict.LatencyUS == nil {
 			t.Fatalf("trial %d: %+v %+v", i, out.Failure, out.Verdict)

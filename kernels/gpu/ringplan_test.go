@@ -152,7 +152,7 @@ func checkRingPlan(t *testing.T, label, exe string, prog *ir.Program, v kernels.
 	tile := v["ring_tile"]
 	riders, seen := 0, map[int]bool{}
 	paired := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		var id, on int
 		var chunks int64
 		var rows, prefetch string
@@ -246,7 +246,7 @@ func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 // failLines keeps the harness's FAIL lines (all of its output if none).
 func failLines(out []byte) string {
 	var keep []string
-	for _, l := range strings.Split(string(out), "\n") {
+	for l := range strings.SplitSeq(string(out), "\n") {
 		if strings.HasPrefix(l, "FAIL") {
 			keep = append(keep, l)
 		}

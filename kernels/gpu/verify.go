@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels"
@@ -167,9 +168,7 @@ func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSour
 		if err != nil {
 			return nil, err
 		}
-		for name, t := range carry {
-			inputs[name] = t
-		}
+		maps.Copy(inputs, carry)
 		reload := next != nil && !sameLayout(cur, next)
 		var read []string
 		if reload {

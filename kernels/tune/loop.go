@@ -401,10 +401,11 @@ func (l *loop) closeAll() {
 
 // pct is latency / floor × 100 (docs/spec/rules.md R9), nil without a floor.
 func (l *loop) pct(us float64) *float64 {
-	if !finitePositive(l.boundUS) || !finitePositive(us) {
+	pct, ok := ir.PctOfRoofline(us, l.boundUS)
+	if !ok {
 		return nil
 	}
-	return new(round(us/l.boundUS*100, 4))
+	return &pct
 }
 
 // log writes the trial's row and its progress line.

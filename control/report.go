@@ -4,33 +4,32 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/runner"
 )
 
-// AggregateReport is the file name of the campaign report (all
+// AggregateReportFile is the file name of the campaign report (all
 // experiments, per region) beside the wake-up report's report.md.
-const AggregateReport = "aggregate_report.md"
+const AggregateReportFile = "aggregate_report.md"
 
 // WriteReports writes a campaign's report files into dir: the wake-up
 // report (report.json, report.md, report.svg) and the aggregate report.
 // It is what amkctl report does locally and the scheduler does for
 // POST /v1/campaigns/{id}/report.
-func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (api.ReportFiles, error) {
+func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFiles, error) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
 	if err := runner.WriteReport(dir, c, now); err != nil {
-		return api.ReportFiles{}, err
+		return ReportFiles{}, err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, AggregateReport), []byte(c.ReportMarkdown(now))); err != nil {
-		return api.ReportFiles{}, err
+	if err := atomicfile.Write(filepath.Join(dir, AggregateReportFile), []byte(c.ReportMarkdown(now))); err != nil {
+		return ReportFiles{}, err
 	}
-	files := []string{AggregateReport, "report.json", "report.md", "report.svg"}
+	files := []string{AggregateReportFile, "report.json", "report.md", "report.svg"}
 	for i, n := range files {
 		files[i] = filepath.Join(dir, n)
 	}
-	return api.ReportFiles{ID: id, Dir: dir, Files: files}, nil
+	return ReportFiles{ID: id, Dir: dir, Files: files}, nil
 }

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
@@ -16,9 +16,9 @@ import (
 
 // startRequest is a create request with every setting a run takes away from
 // its default.
-func startRequest() api.CreateRequest {
+func startRequest() CreateRequest {
 	restart, epsilon, batch := 4, 0.2, 2
-	return api.CreateRequest{Model: "toy", GPU: "H200", Name: "same", Seed: 7, Cold: true, Overnight: true,
+	return CreateRequest{Model: "toy", GPU: "H200", Name: "same", Seed: 7, Cold: true, Overnight: true,
 		RestartAfter: &restart, Epsilon: &epsilon, Batch: &batch, Workers: 1}
 }
 
@@ -28,7 +28,7 @@ func startRequest() api.CreateRequest {
 // one id, the same settings, seed, shape and environment.
 func TestStartRunAndCreateMakeTheSameCampaign(t *testing.T) {
 	created, ran := newLocal(t), newLocal(t)
-	resp, err := created.Create(context.Background(), startRequest())
+	resp, err := New(created).Create(context.Background(), startRequest())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestStartRunAndCreateMakeTheSameCampaign(t *testing.T) {
 func TestStartRunResumesAndLocks(t *testing.T) {
 	l := newLocal(t)
 	l.Now = nil // the driver's clock: a fixed one would trip max_minutes
-	req := api.CreateRequest{Model: "toy", GPU: "h200", Cold: true}
+	req := CreateRequest{Model: "toy", GPU: "h200", Cold: true}
 	released := 0
 	opts := RunOptions{Launcher: trial.CPULauncher{}, ReleaseLauncher: func() { released++ }}
 	run, err := l.StartRun(req, opts)
@@ -79,10 +79,10 @@ func TestStartRunResumesAndLocks(t *testing.T) {
 	if want := runner.DefaultWorkers(schedule.DeviceCPU); run.Workers != want {
 		t.Errorf("workers %d, want the default %d", run.Workers, want)
 	}
-	if _, err := l.StartRun(req, opts); !errors.Is(err, runner.ErrLocked) || released != 1 {
+	if _, err := l.StartRun(req, opts); !errors.Is(err, runner.ErrLocked) || !errors.Is(err, ErrConflict) || released != 1 {
 		t.Fatalf("a second run of a running campaign: %v (launcher released %d times)", err, released)
 	}
-	sum, err := run.Driver.Run(context.Background(), runner.Limits{Iterations: 2})
+	sum, err := run.Drive(context.Background(), runner.Limits{Iterations: 2})
 	if err != nil || sum.Recorded != 2 {
 		t.Fatalf("run: %+v %v", sum, err)
 	}
@@ -104,7 +104,7 @@ func TestStartRunResumesAndLocks(t *testing.T) {
 		t.Fatalf("resumed: created %v done %v, %d experiments", again.Created, again.Done(), again.Ledger.Campaign().State().ExperimentsRun)
 	}
 	again.Close()
-	if _, err := l.Command(context.Background(), run.Ledger.ID(), campaign.OpStop, api.CommandRequest{Note: "enough"}); err != nil {
+	if _, err := New(l).Command(context.Background(), run.Ledger.ID(), campaign.OpStop, CommandRequest{Note: "enough"}); err != nil {
 		t.Fatal(err)
 	}
 	done, err := l.StartRun(req, opts)
@@ -123,7 +123,7 @@ func TestStartRunRefusesABadRequest(t *testing.T) {
 	l := newLocal(t)
 	released := 0
 	opts := RunOptions{Launcher: trial.CPULauncher{}, ReleaseLauncher: func() { released++ }}
-	for _, req := range []api.CreateRequest{{Model: "toy", GPU: "no-such-gpu"}, {Model: "no-such-model", GPU: "h100"}, {Model: "toy", GPU: "h100", Device: "tpu"}} {
+	for _, req := range []CreateRequest{{Model: "toy", GPU: "no-such-gpu"}, {Model: "no-such-model", GPU: "h100"}, {Model: "toy", GPU: "h100", Device: "tpu"}} {
 		if run, err := l.StartRun(req, opts); err == nil {
 			run.Close()
 			t.Errorf("%+v started", req)
@@ -142,5 +142,80 @@ func TestDeviceEvaluator(t *testing.T) {
 	}
 	if _, wedged := DeviceEvaluator(schedule.DeviceCUDA, trial.Options{Launcher: trial.CPULauncher{}}, nil); wedged == nil {
 		t.Error("a GPU evaluator has no watchdog")
+	}
+}
+
+// While its run drives it, a campaign takes this process's events through
+// the driver; between drives, directly: either way once, and a refusal is
+// answered at once, not retried.
+func TestRunTakesEventsWhileDrivingAndBetween(t *testing.T) {
+	l := newLocal(t)
+	l.Now = nil // the driver's clock
+	cs := New(l)
+	req := CreateRequest{Model: "toy", GPU: "h200", Cold: true, Overnight: true, Budget: &campaign.Budget{Iterations: 100000}, Workers: 1}
+	run, err := l.StartRun(req, RunOptions{Launcher: trial.CPULauncher{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := run.ID()
+	if l.Run(id) != run {
+		t.Fatal("the run is not registered")
+	}
+	// Between drives: applied to the ledger this run holds.
+	if _, err := cs.Command(ctx, id, campaign.OpPause, CommandRequest{Note: "before"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Command(ctx, id, campaign.OpPause, CommandRequest{}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a second pause between drives: %v", err)
+	}
+	driveCtx, stop := context.WithCancel(ctx)
+	drove := make(chan error, 1)
+	go func() {
+		_, err := run.Drive(driveCtx, runner.Limits{Daemon: true})
+		drove <- err
+	}()
+	if _, err := cs.Command(ctx, id, campaign.OpResume, CommandRequest{}); err != nil {
+		t.Fatalf("resume while driving: %v", err)
+	}
+	if _, err := cs.Record(ctx, id, RecordRequest{Status: "sideways"}); !errors.Is(err, ErrBadValue) {
+		t.Fatalf("a refused record while driving: %v", err)
+	}
+	rec, err := cs.Record(ctx, id, RecordRequest{Status: "failed", Description: "while driving"})
+	if err != nil || len(rec.Rows) != 1 {
+		t.Fatalf("record while driving: %+v %v", rec, err)
+	}
+	if _, err := cs.Command(ctx, id, campaign.OpNote, CommandRequest{Note: "while driving"}); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if err := <-drove; err != nil {
+		t.Fatalf("drive: %v", err)
+	}
+	if _, err := cs.Command(ctx, id, campaign.OpStop, CommandRequest{Note: "after"}); err != nil {
+		t.Fatalf("stop after the drive: %v", err)
+	}
+	var notes, recorded int
+	var status campaign.Status
+	run.Ledger.Read(func(c *campaign.Campaign) {
+		notes, status = len(c.State().Notes), c.Status()
+		for _, p := range c.State().Trajectory {
+			if p.Trial < 0 {
+				recorded++
+			}
+		}
+	})
+	if notes != 1 || recorded != 1 || status != campaign.StatusDone {
+		t.Fatalf("%d notes, %d recorded rows, status %s: want 1, 1, done", notes, recorded, status)
+	}
+	run.Close()
+	if l.Run(id) != nil {
+		t.Fatal("a closed run is still registered")
+	}
+	// Closed, the campaign takes events under its lock again.
+	if _, err := cs.Command(ctx, id, campaign.OpNote, CommandRequest{Note: "closed"}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,228 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/flywheel"
+)
+
+// Campaigns is the one implementation of every campaign operation, over a
+// Backend: it checks each request, translates it into the campaign's
+// event, applies it and says what came of it. It also offers the
+// backend's Fleet when it has one (ErrUnsupported otherwise).
+type Campaigns struct {
+	b Backend
+	// Now is the clock of events and reports; nil means time.Now.
+	Now func() time.Time
+}
+
+var (
+	_ Service = (*Campaigns)(nil)
+	_ Fleet   = (*Campaigns)(nil)
+)
+
+// New serves the campaigns of b.
+func New(b Backend) *Campaigns { return &Campaigns{b: b} }
+
+// Backend is where the campaigns live.
+func (s *Campaigns) Backend() Backend { return s.b }
+
+func (s *Campaigns) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Where says where the campaigns are.
+func (s *Campaigns) Where() string { return s.b.Where() }
+
+// read runs fn on a campaign.
+func (s *Campaigns) read(id string, fn func(c *campaign.Campaign)) error {
+	if err := checkID(id, s.Where()); err != nil {
+		return err
+	}
+	err := s.b.Read(id, fn)
+	if errors.Is(err, ErrNotFound) {
+		return notFound(id, s.Where())
+	}
+	return err
+}
+
+// status is a campaign's status report after an operation.
+func (s *Campaigns) status(id string) (rep campaign.StatusReport, err error) {
+	err = s.read(id, func(c *campaign.Campaign) { rep = c.StatusReport(s.now()) })
+	return rep, err
+}
+
+// do applies an event; refusals by the campaign are of kind refusal.
+func (s *Campaigns) do(ctx context.Context, id string, ev campaign.Event, refusal error) (campaign.Decision, error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return campaign.Decision{}, err
+	}
+	dec, err := s.b.Do(ctx, id, ev)
+	switch {
+	case err == nil:
+		return dec, nil
+	case errors.Is(err, ErrNotFound):
+		return dec, notFound(id, s.Where())
+	case errors.Is(err, campaign.ErrInvalid), errors.Is(err, campaign.ErrDone):
+		return dec, refused(refusal, err)
+	}
+	return dec, err
+}
+
+// List reports every campaign; those that cannot be read are named in the
+// error.
+func (s *Campaigns) List(_ context.Context) ([]campaign.StatusReport, error) {
+	ids, err := s.b.IDs()
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := []campaign.StatusReport{}
+	var errs []error
+	for _, id := range ids {
+		err := s.b.Read(id, func(c *campaign.Campaign) { out = append(out, c.StatusReport(now)) })
+		if err != nil && !errors.Is(err, ErrNotFound) { // one removed meanwhile is not listed
+			errs = append(errs, fmt.Errorf("%s: %w", id, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Status is the campaign's status report.
+func (s *Campaigns) Status(_ context.Context, id string) (campaign.StatusReport, error) {
+	return s.status(id)
+}
+
+// StatusText is the status text block.
+func (s *Campaigns) StatusText(_ context.Context, id string) (text string, err error) {
+	err = s.read(id, func(c *campaign.Campaign) { text = c.StatusText(s.now()) })
+	return text, err
+}
+
+// Next is the continue-or-stop decision. A campaign no driver runs is told
+// the time first (Backend.Settle), so that a criterion that tripped
+// sticks; a driver does that itself.
+func (s *Campaigns) Next(ctx context.Context, id string) (campaign.NextReport, error) {
+	now := s.now()
+	if err := checkID(id, s.Where()); err != nil {
+		return campaign.NextReport{}, err
+	}
+	if err := s.b.Settle(ctx, id, now); err != nil && !errors.Is(err, ErrNotFound) {
+		return campaign.NextReport{}, err
+	}
+	var n campaign.NextReport
+	err := s.read(id, func(c *campaign.Campaign) { n = c.Next(now) })
+	return n, err
+}
+
+// Report is the wake-up report.
+func (s *Campaigns) Report(_ context.Context, id string) (w campaign.WakeUp, err error) {
+	err = s.read(id, func(c *campaign.Campaign) { w = c.WakeUp(s.now()) })
+	return w, err
+}
+
+// AggregateReport is the campaign report as markdown.
+func (s *Campaigns) AggregateReport(_ context.Context, id string) (md string, err error) {
+	err = s.read(id, func(c *campaign.Campaign) { md = c.ReportMarkdown(s.now()) })
+	return md, err
+}
+
+// WriteReport writes the campaign's report files into its directory.
+func (s *Campaigns) WriteReport(_ context.Context, id string) (files ReportFiles, err error) {
+	var werr error
+	err = s.read(id, func(c *campaign.Campaign) { files, werr = WriteReports(id, s.b.Dir(id), c, s.now()) })
+	if err == nil {
+		err = werr
+	}
+	return files, err
+}
+
+// Create checks the request and creates the campaign, or finds it.
+func (s *Campaigns) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
+	if err := req.Check(); err != nil {
+		return CreateResponse{}, err
+	}
+	id, created, workers, err := s.b.Create(ctx, req)
+	if err != nil {
+		return CreateResponse{}, err
+	}
+	rep, err := s.status(id)
+	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, err
+}
+
+// Record records an agent's experiment; one the campaign refuses is a bad
+// value (a conflict when the campaign is done).
+func (s *Campaigns) Record(ctx context.Context, id string, req RecordRequest) (RecordResponse, error) {
+	if err := req.check(); err != nil {
+		return RecordResponse{}, err
+	}
+	dec, err := s.do(ctx, id, req.Event(s.now()), ErrBadValue)
+	if err != nil {
+		return RecordResponse{}, err
+	}
+	resp := RecordResponse{ID: id, Rows: dec.Rows, Log: dec.Log}
+	if resp.Rows == nil {
+		resp.Rows = []flywheel.Row{}
+	}
+	resp.Campaign, err = s.status(id)
+	return resp, err
+}
+
+// Command applies an operator command (Commands says what each takes).
+func (s *Campaigns) Command(ctx context.Context, id, op string, req CommandRequest) (CommandResponse, error) {
+	spec, err := req.check(op)
+	if err != nil {
+		return CommandResponse{}, err
+	}
+	var current campaign.MoveOn
+	if req.MoveOn != nil {
+		if err := s.read(id, func(c *campaign.Campaign) { current = c.State().Settings.MoveOn }); err != nil {
+			return CommandResponse{}, err
+		}
+	}
+	refusal := ErrBadValue
+	if spec.StateConflict {
+		refusal = ErrConflict
+	}
+	dec, err := s.do(ctx, id, req.event(op, s.now(), current), refusal)
+	if err != nil {
+		return CommandResponse{}, err
+	}
+	resp := CommandResponse{ID: id, Log: dec.Log}
+	if resp.Log == nil {
+		resp.Log = []string{}
+	}
+	resp.Campaign, err = s.status(id)
+	return resp, err
+}
+
+// Workers lists the backend's live workers.
+func (s *Campaigns) Workers(ctx context.Context) ([]Worker, error) {
+	if f, ok := s.b.(Fleet); ok {
+		return f.Workers(ctx)
+	}
+	return nil, Errorf(ErrUnsupported, "the campaigns %s are evaluated in the process that drives them: there is no worker registry", s.Where())
+}
+
+// Queues reports the backend's queues.
+func (s *Campaigns) Queues(ctx context.Context) ([]Queue, error) {
+	if f, ok := s.b.(Fleet); ok {
+		return f.Queues(ctx)
+	}
+	return nil, Errorf(ErrUnsupported, "the campaigns %s are evaluated in the process that drives them: there are no queues", s.Where())
+}
+
+// Health is the backend's health; a backend without one is healthy.
+func (s *Campaigns) Health(ctx context.Context) error {
+	if f, ok := s.b.(Fleet); ok {
+		return f.Health(ctx)
+	}
+	return nil
+}
