@@ -117,7 +117,17 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 	st.Exhausted = false
 	if stop, reason := c.moveOn(now); stop {
 		*st = saved
-		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; change the budget or criteria", ErrInvalid, reason)
+		hint := "change the budget or criteria"
+		budget := st.Settings.Budget // the campaign's, or the one the reopen gives
+		if e.Budget != nil {
+			budget = *e.Budget
+		}
+		if budget.Iterations > 0 && st.ExperimentsRun >= budget.Iterations {
+			// The budget is a total, not an addition.
+			hint = fmt.Sprintf("a budget is a total that counts the %d experiments already run: for 20 more, reopen with a budget of %d experiments (0: unbounded)",
+				st.ExperimentsRun, st.ExperimentsRun+20)
+		}
+		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; %s", ErrInvalid, reason, hint)
 	}
 	if st.DoneAt != nil {
 		st.PausedSeconds += max(0, now.Sub(*st.DoneAt).Seconds())

@@ -87,6 +87,7 @@ type Run struct {
 	// to warm-start a new campaign.
 	CorpusSkipped int
 
+	local     *Local // the workspace whose runs this run is one of
 	mu        sync.Mutex
 	driving   chan struct{} // closed when the current Drive ends; nil between drives
 	closed    bool
@@ -201,7 +202,7 @@ func (l *Local) newRun(ledger *runner.Ledger, created bool, opts RunOptions) (*R
 	if release == nil {
 		release = func() {}
 	}
-	run := &Run{Ledger: ledger, Created: created, Workers: workers, ended: make(chan struct{}),
+	run := &Run{Ledger: ledger, Created: created, Workers: workers, local: l, ended: make(chan struct{}),
 		Driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers, Now: l.Now, Progress: opts.Progress,
 			TickEvery: opts.TickEvery, ReportEvery: opts.ReportEvery, Recorded: opts.Recorded, Refused: opts.Refused}}
 	id := ledger.ID()
@@ -244,6 +245,19 @@ func (r *Run) ID() string { return r.Ledger.ID() }
 // nothing to run until it is reopened.
 func (r *Run) Done() bool {
 	return !r.Created && r.Ledger.Campaign().Status() == campaign.StatusDone
+}
+
+// Reopen makes the run's done campaign live again, so that the next Drive
+// adds experiments to it: the operator command reopen as every front sends
+// it (Campaigns.Command, which the run's Local applies through the run),
+// with note and with the campaign's budget and move-on criteria unchanged.
+// The budget is the campaign's total, so a campaign whose budget is spent
+// stays done: the refusal (ErrConflict) says what budget to give. A run
+// whose campaign is not done is refused the same way.
+func (r *Run) Reopen(ctx context.Context, note string) (CommandResponse, error) {
+	cs := New(r.local)
+	cs.Now = r.local.Now
+	return cs.Command(ctx, r.ID(), campaign.OpReopen, CommandRequest{Note: note})
 }
 
 // Drive runs the driver (runner.Driver.Run) within lim until ctx ends;

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +219,75 @@ func TestRunTakesEventsWhileDrivingAndBetween(t *testing.T) {
 	// Closed, the campaign takes events under its lock again.
 	if _, err := cs.Command(ctx, id, campaign.OpNote, CommandRequest{Note: "closed"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Reopen adds experiments to a campaign a run finds done: it goes live
+// again (its log carrying the note), and the next drive runs on from where it
+// stopped. A campaign whose own budget is spent stays done, and the
+// refusal says the budget is a total and which one adds 20; a campaign
+// that is not done is not reopened.
+func TestRunReopenAddsExperimentsToADoneCampaign(t *testing.T) {
+	l := newLocal(t)
+	l.Now = nil // the driver's clock: a fixed one would trip max_minutes
+	ctx := context.Background()
+	req := CreateRequest{Model: "toy", GPU: "h200", Cold: true}
+	opts := RunOptions{Launcher: trial.CPULauncher{}}
+	run, err := l.StartRun(req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Reopen(ctx, "too early"); !errors.Is(err, ErrConflict) {
+		t.Errorf("a live campaign reopened: %v", err)
+	}
+	if sum, err := run.Drive(ctx, runner.Limits{Iterations: 2}); err != nil || sum.Recorded != 2 {
+		t.Fatalf("run: %+v %v", sum, err)
+	}
+	run.Close()
+	id := run.ID()
+	if _, err := New(l).Command(ctx, id, campaign.OpStop, CommandRequest{}); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := l.StartRun(req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Done() {
+		t.Fatalf("a stopped campaign is not Done: %s", again.Ledger.Campaign().Status())
+	}
+	resp, err := again.Reopen(ctx, "demo rerun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Done() || resp.Campaign.Status != campaign.StatusOptimizing {
+		t.Fatalf("after Reopen: done %v, status %s", again.Done(), resp.Campaign.Status)
+	}
+	if !slices.Contains(resp.Log, "reopened: demo rerun") {
+		t.Errorf("the reopen's log does not carry its note: %q", resp.Log)
+	}
+	if sum, err := again.Drive(ctx, runner.Limits{Iterations: 2}); err != nil || sum.Recorded != 2 {
+		t.Fatalf("the reopened run: %+v %v", sum, err)
+	}
+	if n := again.Ledger.Campaign().State().ExperimentsRun; n != 4 {
+		t.Fatalf("%d experiments after reopening, want 2 + 2", n)
+	}
+	again.Close()
+
+	// A total budget of 4, spent: reopening without a new one is refused.
+	if _, err := New(l).Command(ctx, id, campaign.OpBudget, CommandRequest{Budget: &campaign.Budget{Iterations: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	spent, err := l.StartRun(req, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spent.Close()
+	if !spent.Done() {
+		t.Fatalf("a campaign whose budget is spent is not Done: %s", spent.Ledger.Campaign().Status())
+	}
+	_, err = spent.Reopen(ctx, "more")
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "a budget of 24 experiments") || !spent.Done() {
+		t.Fatalf("reopening a campaign whose budget is spent: %v (done %v)", err, spent.Done())
 	}
 }

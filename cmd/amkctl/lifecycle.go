@@ -39,8 +39,8 @@ func newStartCmd() *cobra.Command {
 	cmd.ValidArgsFunction = completeModels
 	fs := cmd.Flags()
 	sf := startFlags{
-		iters:        fs.Int("iters", 0, "the campaign's budget of experiments; 0: unbounded"),
-		minutes:      fs.Float64("minutes", 0, "the campaign's budget of (unpaused) minutes; 0: unbounded"),
+		iters:        fs.Int("iters", 0, "the campaign's total budget of experiments; 0: unbounded"),
+		minutes:      fs.Float64("minutes", 0, "the campaign's total budget of (unpaused) minutes; 0: unbounded"),
 		workers:      fs.Int("workers", 0, "trials kept in flight (scheduler only); 0: the scheduler's setting"),
 		seed:         fs.Uint64("seed", 0, "random seed of the campaign's proposer"),
 		cold:         fs.Bool("cold", false, "ignore the flywheel prior (no warm start, no ranking)"),
@@ -129,8 +129,8 @@ func lifecycleVerb(op, short string) func() *cobra.Command {
 		var iters, maxReverts *int
 		var minutes *float64
 		if op == campaign.OpReopen {
-			iters = fs.Int("iters", 0, "new budget of experiments; 0: unbounded")
-			minutes = fs.Float64("minutes", 0, "new budget of minutes; 0: unbounded")
+			iters = fs.Int("iters", 0, "the campaign's new total budget of experiments, counting those already run (a total: 33 run and 20 more is --iters 53); 0: unbounded")
+			minutes = fs.Float64("minutes", 0, "the campaign's new total budget of (unpaused) minutes, counting those already spent; 0: unbounded")
 			maxReverts = fs.Int("max-reverts", 0, "new consecutive-reverts threshold; 0: never move on")
 		}
 		cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
@@ -157,8 +157,8 @@ func newBudgetCmd() *cobra.Command {
 	cmd, cf := campaignVerb("budget [CAMPAIGN | MODEL --gpu G | --campaign ID] --iters N --minutes M [--workspace DIR | --server URL] [--json]",
 		"replace a campaign's budget (experiments and/or minutes)")
 	fs := cmd.Flags()
-	iters := fs.Int("iters", 0, "the campaign's budget of experiments; 0: unbounded")
-	minutes := fs.Float64("minutes", 0, "the campaign's budget of (unpaused) minutes; 0: unbounded")
+	iters := fs.Int("iters", 0, "the campaign's total budget of experiments, counting those already run (a total, not an addition); 0: unbounded")
+	minutes := fs.Float64("minutes", 0, "the campaign's total budget of (unpaused) minutes, counting those already spent; 0: unbounded")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 		if !fs.Changed("iters") && !fs.Changed("minutes") {
 			fmt.Fprintln(stderr, "amkctl budget: give --iters and/or --minutes (the budget is replaced: an omitted one becomes 0 = unbounded)")

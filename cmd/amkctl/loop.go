@@ -19,6 +19,6 @@ the reference's) and prints the final status; it is autoresearch with
 --iters spelled --budget, and takes the same flags.`,
 		ValidArgsFunction: completeModels,
 	}
-	budget := cmd.Flags().Int("budget", control.DefaultLoopBudget, "trials to run (the loop's budget)")
+	budget := cmd.Flags().Int("budget", control.DefaultLoopBudget, "trials this invocation adds (an addition, not the campaign's total)")
 	return campaignRunCmd(cmd, "loop", budget)
 }

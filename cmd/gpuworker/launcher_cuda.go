@@ -36,5 +36,5 @@ func openSupervisedLauncher(ordinal int) (trial.Launcher, deviceInfo, func() err
 		return nil, deviceInfo{}, nil, err
 	}
 	info := l.Device()
-	return l, deviceInfo{Name: info.Name, Driver: gpu.DriverRelease(info.DriverVersion), Toolkit: gpu.ToolkitRelease(context.Background(), tc)}, l.Close, nil
+	return l, deviceInfo{Name: info.Name, Driver: gpu.DriverRelease(info.DriverVersion), Toolkit: build.ToolkitRelease(context.Background(), tc)}, l.Close, nil
 }

@@ -38,10 +38,12 @@ var ringplanHost []byte
 // Without an nvcc it is skipped with a message, like
 // TestKernelsCompileWithoutSpills.
 func TestRingPlanOnTheHost(t *testing.T) {
-	nvcc := build.FindNVCC()
-	if nvcc == "" {
-		t.Skip("no nvcc: set AMK_NVCC, put nvcc on PATH, or run scripts/gpu/debian-cuda.sh --nvcc (Debian's CUDA 11.8) to run the ring's plan on the host")
+	found := build.FindNVCC()
+	if found.Path == "" {
+		t.Skip("no nvcc, so the ring's plan is not run on the host: " + build.NoNVCCHint)
 	}
+	nvcc := found.Path
+	t.Logf("%s (from %s)", nvcc, found.From)
 	src := t.TempDir()
 	if err := os.CopyFS(src, kernels.Sources()); err != nil {
 		t.Fatal(err)
