@@ -3,7 +3,6 @@ package control
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -121,16 +120,15 @@ func (r CreateRequest) ResolvedWorkload() (trial.Workload, error) {
 	w := trial.DefaultWorkload()
 	if r.Workload != nil {
 		w = *r.Workload
-		w.PromptLens = slices.Clone(w.PromptLens)
 	}
+	b := 0
 	if r.Batch != nil {
-		if r.Workload != nil && r.Workload.Batch > 1 && r.Workload.Batch != *r.Batch {
-			return w, fmt.Errorf("batch %d and the workload's batch %d differ", *r.Batch, r.Workload.Batch)
+		b = *r.Batch
+		if b < 1 {
+			return w, fmt.Errorf("batch %d is not in 1..%d", b, schedule.MaxBatch)
 		}
-		w.Batch = *r.Batch
 	}
-	w.Batch = w.B()
-	return w, w.Check()
+	return w.WithBatch(b)
 }
 
 // CampaignName is the name in the id of the request's campaign: Name, or
@@ -146,8 +144,10 @@ func (r CreateRequest) CampaignName() string {
 	return ""
 }
 
-// sameWorkload refuses to resume, for a request that names a workload (or
-// a batch), a campaign tuned for another one.
+// sameWorkload refuses to resume or find, for a request that names a
+// workload (or a batch), an existing campaign tuned for another one (has:
+// its settings' workload, nil for a campaign that checks one decode step):
+// a conflict, which a request with another name avoids.
 func (r CreateRequest) sameWorkload(has *trial.Workload) error {
 	if r.Workload == nil && r.Batch == nil {
 		return nil
@@ -158,9 +158,9 @@ func (r CreateRequest) sameWorkload(has *trial.Workload) error {
 	}
 	switch {
 	case has == nil:
-		return badValue("campaign %s checks one decode step at a fixed position, not the workload %s: give another name", r.ID(), want)
+		return Errorf(ErrConflict, "campaign %s checks one decode step at a fixed position, not the workload %s: give another name", r.ID(), want)
 	case !has.Equal(want):
-		return badValue("campaign %s is tuned for %s, not %s: give another name", r.ID(), has, want)
+		return Errorf(ErrConflict, "campaign %s is tuned for %s, not %s: give another name", r.ID(), has, want)
 	}
 	return nil
 }

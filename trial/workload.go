@@ -153,6 +153,20 @@ func (w Workload) Name() string {
 	return s
 }
 
+// WithBatch is the workload with batch b (b < 1 keeps its own), checked;
+// a workload that names a batch above 1 other than b is an error.
+func (w Workload) WithBatch(b int) (Workload, error) {
+	w.PromptLens = slices.Clone(w.PromptLens)
+	if b >= 1 {
+		if w.Batch > 1 && w.Batch != b {
+			return w, fmt.Errorf("batch %d and the workload's batch %d differ", b, w.Batch)
+		}
+		w.Batch = b
+	}
+	w.Batch = w.B()
+	return w, w.Check()
+}
+
 // Equal reports whether two workloads are the same.
 func (w Workload) Equal(o Workload) bool {
 	return slices.Equal(w.PromptLens, o.PromptLens) && w.GenLen == o.GenLen && w.B() == o.B()

@@ -262,3 +262,30 @@ func TestCheckTokenAvoidsNearTies(t *testing.T) {
 		t.Errorf("the verdict's position %+v", v.Positions)
 	}
 }
+
+// WithBatch sets a batch the workload leaves open, keeps the one it names,
+// refuses a different one and leaves the workload it came from alone.
+func TestWorkloadWithBatch(t *testing.T) {
+	open := Workload{PromptLens: []int{16, 32}, GenLen: 4}
+	w, err := open.WithBatch(3)
+	if err != nil || w.Batch != 3 || !slices.Equal(w.PromptLens, open.PromptLens) {
+		t.Fatalf("batch 3 on an open workload: %+v %v", w, err)
+	}
+	w.PromptLens[0] = 99
+	if open.PromptLens[0] != 16 {
+		t.Errorf("WithBatch shares the prompt lengths of the workload it came from")
+	}
+	if w, err := open.WithBatch(0); err != nil || w.Batch != 1 {
+		t.Errorf("no batch: %+v %v", w, err)
+	}
+	named := Workload{PromptLens: []int{16}, GenLen: 4, Batch: 2}
+	if w, err := named.WithBatch(2); err != nil || w.Batch != 2 {
+		t.Errorf("the batch it names: %+v %v", w, err)
+	}
+	if _, err := named.WithBatch(4); err == nil || !strings.Contains(err.Error(), "differ") {
+		t.Errorf("another batch: %v", err)
+	}
+	if _, err := (Workload{PromptLens: []int{16}}).WithBatch(1); err == nil {
+		t.Errorf("a workload without generated tokens was accepted")
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/version"
@@ -24,7 +23,7 @@ func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
+		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--speedup-target X] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
@@ -50,9 +49,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
 	reopen := fs.Bool("reopen", false, "when the campaign is done (a plateau, or stopped), reopen it first, so that this invocation adds experiments to it")
-	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles)")
-	wf := addWorkloadFlags(cmd, "; a workload other than the default names its own campaign")
-	speedup := fs.Float64("speedup-target", campaign.DefaultMoveOn().SpeedupTarget, "a new campaign stops once this fast against its baseline (0: never)")
+	wf := addCampaignWorkloadFlags(cmd)
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
 	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
@@ -66,8 +63,8 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if len(pos0) != 1 {
 			return fail(exitBadInput, "exactly one MODEL (a preset name or a config.json path) is required")
 		}
-		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 || *batch < 1 {
-			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1], --batch >= 1")
+		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
+			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = control.DefaultIterations
@@ -107,17 +104,8 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		req := control.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
-		if *batch > 1 {
-			req.Batch = batch
-		}
-		if req.Workload, err = wf.resolve(*batch); err != nil {
+		if err := wf.apply(&req); err != nil {
 			return fail(exitBadInput, "%v", err)
-		}
-		if fs.Changed("speedup-target") {
-			if *speedup < 0 {
-				return fail(exitBadInput, "--speedup-target must be >= 0")
-			}
-			req.MoveOn = &control.MoveOn{SpeedupTarget: speedup}
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/amk-dev/amk/atomicfile"
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -167,8 +169,10 @@ func (f workloadFlags) resolve(batch int) (*trial.Workload, error) {
 		if w, err = trial.ReadWorkload(strings.NewReader(string(data))); err != nil {
 			return nil, err
 		}
-		if f.cmd.Flags().Changed("batch") && w.Batch != batch {
-			return nil, fmt.Errorf("--batch %d and the workload file's batch %d differ", batch, w.Batch)
+		if f.cmd.Flags().Changed("batch") {
+			if w, err = w.WithBatch(batch); err != nil {
+				return nil, fmt.Errorf("--batch and the workload file: %w", err)
+			}
 		}
 		return &w, nil
 	}
@@ -184,4 +188,49 @@ func (f workloadFlags) resolve(batch int) (*trial.Workload, error) {
 	}
 	w.GenLen, w.Batch = *f.gen, batch
 	return &w, w.Check()
+}
+
+// campaignWorkloadFlags are the campaign settings autoresearch and start
+// share: the workload (--batch and the workload flags) and
+// --speedup-target. They go into control.CreateRequest as given, which
+// checks them as it checks every front's.
+type campaignWorkloadFlags struct {
+	cmd      *cobra.Command
+	batch    *int
+	workload workloadFlags
+	speedup  *float64
+}
+
+// addCampaignWorkloadFlags adds the flags of campaignWorkloadFlags.
+func addCampaignWorkloadFlags(cmd *cobra.Command) campaignWorkloadFlags {
+	fs := cmd.Flags()
+	return campaignWorkloadFlags{cmd: cmd,
+		batch:    fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles); the workload's batch"),
+		workload: addWorkloadFlags(cmd, "; a workload other than the default names its own campaign"),
+		speedup:  fs.Float64("speedup-target", campaign.DefaultMoveOn().SpeedupTarget, "a new campaign stops once this fast against its baseline (0: never)"),
+	}
+}
+
+// apply sets the request's workload, batch and speedup target from the
+// flags given (those not given leave the request's defaults).
+func (f campaignWorkloadFlags) apply(req *control.CreateRequest) error {
+	fs := f.cmd.Flags()
+	if *f.batch < 1 {
+		return fmt.Errorf("--batch must be >= 1, got %d", *f.batch)
+	}
+	if fs.Changed("batch") {
+		req.Batch = f.batch
+	}
+	w, err := f.workload.resolve(*f.batch)
+	if err != nil {
+		return err
+	}
+	req.Workload = w
+	if fs.Changed("speedup-target") {
+		if req.MoveOn == nil {
+			req.MoveOn = &control.MoveOn{}
+		}
+		req.MoveOn.SpeedupTarget = f.speedup
+	}
+	return nil
 }

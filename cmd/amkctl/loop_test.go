@@ -17,6 +17,7 @@ import (
 	"github.com/amk-dev/amk/internal/mcpserver"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
 )
 
 // TestLoopAndReferencePaths: docs/spec/loop.md's loop verb runs --budget trials, and
@@ -153,14 +154,16 @@ func TestStartBatch(t *testing.T) {
 }
 
 // TestLoopFromCLIAndMCPAgree: amkctl loop and the MCP server's loop tool,
-// given the same options, run the same campaign (one implementation,
+// given the same options (a workload and a speedup target among them),
+// run the same campaign (one implementation,
 // control's StartRun): the same id, settings, environment and,
 // with one worker and a seed, the same trials.
 func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	dir := t.TempDir()
 	cliWS, mcpWS := filepath.Join(dir, "cli"), filepath.Join(dir, "mcp")
 	code, _, errOut := runCmd(t, "loop", "toy", "--gpu", "h200", "--budget", "3", "--seed", "7", "--cold", "--overnight",
-		"--restart-after", "4", "--epsilon", "0.2", "--batch", "2", "--workers", "1", "--name", "same", "--workspace", cliWS)
+		"--restart-after", "4", "--epsilon", "0.2", "--batch", "2", "--prompt-len", "40,20", "--gen-len", "4", "--speedup-target", "0",
+		"--workers", "1", "--name", "same", "--workspace", cliWS)
 	if code != exitOK {
 		t.Fatalf("amkctl loop: exit %d\n%s", code, errOut)
 	}
@@ -186,7 +189,8 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	}
 	defer func() { _ = client.Close(); _ = ss.Wait() }()
 	res, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "loop", Arguments: map[string]any{"model": "toy", "gpu": "h200",
-		"budget": 3, "seed": 7, "cold": true, "overnight": true, "restart_after": 4, "epsilon": 0.2, "batch": 2, "workers": 1, "name": "same"}})
+		"budget": 3, "seed": 7, "cold": true, "overnight": true, "restart_after": 4, "epsilon": 0.2, "batch": 2,
+		"workload": map[string]any{"prompt_lens": []int{40, 20}, "gen_len": 4}, "speedup_target": 0, "workers": 1, "name": "same"}})
 	if err != nil || res.IsError {
 		t.Fatalf("MCP loop: %v %+v", err, res)
 	}
@@ -213,7 +217,8 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 		}
 	}
 	cli, viaMCP := states[0], states[1]
-	if cli.Settings.Workload == nil || cli.Settings.Workload.Batch != 2 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
+	want := trial.Workload{PromptLens: []int{40, 20}, GenLen: 4, Batch: 2}
+	if cli.Settings.Workload == nil || !cli.Settings.Workload.Equal(want) || cli.Settings.MoveOn.SpeedupTarget != 0 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
 		t.Errorf("the CLI's options were not kept: %+v seed %d cold %v", cli.Settings, cli.Seed, cli.Cold)
 	}
 	if !reflect.DeepEqual(cli.Settings, viaMCP.Settings) || cli.Seed != viaMCP.Seed || cli.Cold != viaMCP.Cold || cli.Env != viaMCP.Env ||
