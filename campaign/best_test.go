@@ -28,7 +28,7 @@ func TestBestNeverSlowerThanBaseline(t *testing.T) {
 		}
 		now := s.Time
 		prev := 0.0
-		for i := 0; i < 120; i++ {
+		for range 120 {
 			d, err := c.Step(Propose{Time: now, N: 1})
 			if err != nil || len(d.Enqueue) == 0 {
 				break

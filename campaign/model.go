@@ -283,9 +283,9 @@ func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
 // cholesky factors the n×n symmetric positive definite a in place into L
 // (lower triangle, a = LLᵀ); false if a is not positive definite.
 func cholesky(a []float64, n int) bool {
-	for j := 0; j < n; j++ {
+	for j := range n {
 		d := a[j*n+j]
-		for k := 0; k < j; k++ {
+		for k := range j {
 			d -= a[j*n+k] * a[j*n+k]
 		}
 		if !(d > 0) {
@@ -295,7 +295,7 @@ func cholesky(a []float64, n int) bool {
 		a[j*n+j] = d
 		for i := j + 1; i < n; i++ {
 			v := a[i*n+j]
-			for k := 0; k < j; k++ {
+			for k := range j {
 				v -= a[i*n+k] * a[j*n+k]
 			}
 			a[i*n+j] = v / d

@@ -48,7 +48,7 @@ func TestContextFigure(t *testing.T) {
 		point schedule.Point
 	}
 	all := []series{{"reference default", schedule.Default()}}
-	for _, nv := range strings.Split(*contextPoints, ",") {
+	for nv := range strings.SplitSeq(*contextPoints, ",") {
 		name, path, ok := strings.Cut(nv, "=")
 		if !ok {
 			continue

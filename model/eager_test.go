@@ -238,7 +238,7 @@ func TestEagerKVCacheAndPositions(t *testing.T) {
 // the next step's logits are the same, and bad shapes are refused.
 func TestEagerPrefill(t *testing.T) {
 	a := toyEager(t, "toy-2L", 0)
-	for pos := 0; pos < 6; pos++ {
+	for pos := range 6 {
 		if _, err := a.Step(int32(pos+3), pos); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sort"
 
@@ -147,9 +148,7 @@ func (h *history) committed(mark historyMark, st *campaign.State) {
 			delete(h.tried, id)
 		}
 	}
-	for id, trial := range st.Tried {
-		h.tried[id] = trial
-	}
+	maps.Copy(h.tried, st.Tried)
 }
 
 // readHistory reads the first mark.Bytes of the history into st's lists

@@ -16,7 +16,7 @@ func TestSnapshotsStayFlatAndTheHistoryHoldsTheRest(t *testing.T) {
 	ws, l := newSyntheticLedger(t)
 	id := l.ID()
 	var sizes []int64
-	for round := 0; round < 4; round++ {
+	for round := range 4 {
 		applyEvents(t, l, round*SnapshotEvery, (round+1)*SnapshotEvery)
 		info, err := os.Stat(l.path("ledger.json"))
 		if err != nil {

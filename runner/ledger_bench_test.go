@@ -274,14 +274,14 @@ func benchLedgerRecord(b *testing.B, history int, proposer string) {
 		// ledger loads it.
 		twin := h.campaign(b)
 		c0 := processCPU(b)
-		for k := 0; k < n; k++ {
+		for k := range n {
 			if err := recordTrial(twin.Step, history+k, func(campaign.Decision) {}); err != nil {
 				b.Fatal(err)
 			}
 		}
 		stepCPU += processCPU(b) - c0
 		c0 = processCPU(b)
-		for k := 0; k < n; k++ {
+		for k := range n {
 			if err := recordTrial(steady.Step, history+done+k, func(campaign.Decision) {}); err != nil {
 				b.Fatal(err)
 			}
@@ -295,7 +295,7 @@ func benchLedgerRecord(b *testing.B, history int, proposer string) {
 		}
 		b.StartTimer()
 		c0, w0, s0 := processCPU(b), writtenBytes(b), sysCPU()
-		for k := 0; k < n; k++ {
+		for k := range n {
 			if err := recordTrial(l.Apply, history+k, func(campaign.Decision) {}); err != nil {
 				b.Fatal(err)
 			}

@@ -419,7 +419,7 @@ const maxCheckTokenTries = 16
 // depends only on the oracle, so every evaluator checks the same token.
 func (m *LoadedModel) checkToken(ctx context.Context, check model.Config, token, pos, b int) (int, error) {
 	atol, rtol := vm.Tolerance(check.DType)
-	for try := 0; try < maxCheckTokenTries; try++ {
+	for try := range maxCheckTokenTries {
 		cand := (token + try) % check.Vocab
 		clear := true
 		for r := 0; r < b && clear; r++ {
@@ -496,7 +496,7 @@ func (m *LoadedModel) checkSeeded(ctx context.Context, cfg model.Config, prog *i
 		return nil, nil, fmt.Errorf("the program produced %d logits, want %d x %d", len(got), b, v)
 	}
 	res.logits = got
-	for r := 0; r < b; r++ {
+	for r := range b {
 		want, err := m.seededEagerLogits(ctx, check, RowToken(token, r, v), pos, r)
 		if err != nil {
 			return nil, nil, fmt.Errorf("eager oracle: %w", err)

@@ -53,7 +53,7 @@ func seededKV(cfg *model.Config, pos, b int) map[string]*tensor.Tensor {
 				shape = []int{b, cfg.MaxSeq, cfg.NKVHeads, cfg.HeadDim}
 			}
 			t := tensor.New(cfg.DType, shape...)
-			for r := 0; r < b; r++ {
+			for r := range b {
 				copy(t.F[r*cfg.MaxSeq*kd:], seededRows(cfg, kvStream{layer: l, seq: r, v: v}, pos))
 			}
 			name := schedule.KCacheName(l)
