@@ -380,28 +380,15 @@ func (c *Campaign) enumerate(knobs []schedule.Knob) []modelCandidate {
 		return c.space
 	}
 	seen := map[string]bool{}
-	levels := make([]int, len(knobs))
-	for {
-		p := schedule.Default()
-		for i, k := range knobs {
-			p.SetKnob(k.Path, k.Choices[levels[i]])
-		}
+	c.space = []modelCandidate{}
+	schedule.Combinations(knobs, func(p schedule.Point) {
 		p = c.project(p)
 		if id := p.ID(); !seen[id] {
 			seen[id] = true
 			c.space = append(c.space, modelCandidate{p: p, id: id, levels: levelsOf(p, knobs)})
 		}
-		i := 0
-		for ; i < len(knobs); i++ {
-			if levels[i]++; levels[i] < len(knobs[i].Choices) {
-				break
-			}
-			levels[i] = 0
-		}
-		if i == len(knobs) {
-			return c.space
-		}
-	}
+	})
+	return c.space
 }
 
 // enumerable reports whether the model proposer scores every point of the

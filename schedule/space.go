@@ -605,18 +605,28 @@ func spaceKey(knobs []Knob) string {
 // combination of the knobs' choices (the other knobs at their defaults).
 func distinctCombinations(knobs []Knob) int {
 	seen := map[string]bool{}
-	levels := make([]int, len(knobs))
-	for {
-		p := Default()
-		for i, k := range knobs {
-			p.SetKnob(k.Path, k.Choices[levels[i]])
-		}
+	Combinations(knobs, func(p Point) {
 		p = p.Normalize()
 		var b strings.Builder
 		for _, k := range knobs {
 			b.WriteString(pyjson.Compact(p.KnobValue(k.Path), true) + "|")
 		}
 		seen[b.String()] = true
+	})
+	return len(seen)
+}
+
+// Combinations calls fn with every combination of the knobs' choices (the
+// other knobs at their defaults), not normalised, the first knob varying
+// fastest: the product of the knobs' choice counts calls.
+func Combinations(knobs []Knob, fn func(p Point)) {
+	levels := make([]int, len(knobs))
+	for {
+		p := Default()
+		for i, k := range knobs {
+			p.SetKnob(k.Path, k.Choices[levels[i]])
+		}
+		fn(p)
 		i := 0
 		for ; i < len(knobs); i++ {
 			if levels[i]++; levels[i] < len(knobs[i].Choices) {
@@ -625,7 +635,7 @@ func distinctCombinations(knobs []Knob) int {
 			levels[i] = 0
 		}
 		if i == len(knobs) {
-			return len(seen)
+			return
 		}
 	}
 }
