@@ -60,7 +60,7 @@ type Observation struct {
 // effective, with more than one choice, in Space's order.
 func (c *Campaign) searchKnobs() []schedule.Knob {
 	var out []schedule.Knob
-	for _, k := range schedule.Space(c.target, c.st.Device) {
+	for _, k := range c.searchSpace() {
 		if k.Effective && len(k.Choices) > 1 {
 			out = append(out, k)
 		}

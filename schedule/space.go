@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -109,32 +110,47 @@ func ParseDevice(s string) (Device, error) {
 // features. The space is per vendor: threads_per_block offers multiples of
 // the target's warp/wavefront only, and an AMD target has no kernel_knobs.*
 // (they are the CUDA kernels' -D knobs) and no kernel build, so on AMD every
-// point is predicted.
-func Space(t *ir.GpuTarget, device Device) []Knob {
-	key := spaceCacheKey{device: device}
+// point is predicted. It is the space of a model with float weights
+// (SpaceFor).
+func Space(t *ir.GpuTarget, device Device) []Knob { return SpaceFor(t, device, false) }
+
+// QuantizedSpec reports whether a model argument names a quantization
+// scheme ("small:w4a16", model.SplitModelSpec): its campaigns search the
+// quantised kernels' knobs too (SpaceFor).
+func QuantizedSpec(modelSpec string) bool {
+	_, q, err := model.SplitModelSpec(modelSpec)
+	return err == nil && q.On()
+}
+
+// SpaceFor is Space for a model whose projection weights are quantised
+// (quant) or not: on cuda, a quantised model's space also draws the
+// quantised GEMV's knobs (kernel_knobs.qc: weight rows a warp streams at
+// once), which a float model's kernels never read.
+func SpaceFor(t *ir.GpuTarget, device Device, quant bool) []Knob {
+	key := spaceCacheKey{device: device, quant: quant}
 	if t != nil {
 		key.known, key.amd, key.smemCap, key.wave = true, t.IsAMD(), t.DynamicSmemBytes(), t.Wavefront()
 	}
 	if knobs, ok := spaces.Load(key); ok {
 		return slices.Clone(knobs.([]Knob))
 	}
-	knobs := space(t, device)
+	knobs := space(t, device, quant)
 	spaces.Store(key, knobs)
 	return slices.Clone(knobs)
 }
 
-// spaces caches Space by what it reads of the target, and the device: the
-// space is data, and a search asks for it on every draw. The knobs'
-// choices are shared; no caller changes them.
+// spaces caches SpaceFor by what it reads of the target, the device and
+// the quantisation: the space is data, and a search asks for it on every
+// draw. The knobs' choices are shared; no caller changes them.
 var spaces sync.Map
 
 type spaceCacheKey struct {
-	known, amd    bool
-	smemCap, wave int
-	device        Device
+	known, amd, quant bool
+	smemCap, wave     int
+	device            Device
 }
 
-func space(t *ir.GpuTarget, device Device) []Knob {
+func space(t *ir.GpuTarget, device Device, quant bool) []Knob {
 	amd := t != nil && t.IsAMD()
 	cuda := device == DeviceCUDA && !amd
 	smemCap, wave := 0, 32
@@ -199,7 +215,16 @@ func space(t *ir.GpuTarget, device Device) []Knob {
 	}
 	stages, tiles := ringChoices(smemCap, multiplesOf(tpbChoices, wave))
 	for _, k := range kernelKnobs {
-		if k.drawn == nil || amd {
+		if k.drawn == nil || amd || (k.quantOnly && !quant) {
+			continue
+		}
+		if k.quantOnly {
+			if cuda {
+				knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.drawn...), Default: intV(k.def),
+					Effective: true, Scope: ScopeKernelBuild, Range: &Range{Min: k.min, Max: k.max}, Note: "quantised " +
+						"GEMV (nvcc -D, kernels/cuda/ops_gemv.cuh amk_gemv_q_row): weight rows one warp streams at " +
+						"once; cuda only, quantised models only; the GPU decides"})
+			}
 			continue
 		}
 		scope := ScopeCostModel
@@ -444,8 +469,13 @@ func cutPrefix(s, prefix string) (string, bool) {
 // Random draws every effective knob of the space uniformly; reserved and
 // device-ineffective knobs stay at their defaults.
 func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
+	return RandomIn(rng, Space(t, device))
+}
+
+// RandomIn is Random over a space (SpaceFor).
+func RandomIn(rng *rand.Rand, space []Knob) Point {
 	p := Default()
-	for _, k := range Space(t, device) {
+	for _, k := range space {
 		if k.Effective && len(k.Choices) > 0 {
 			p.SetKnob(k.Path, k.Choices[rng.IntN(len(k.Choices))])
 		}
@@ -460,8 +490,13 @@ func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
 // under tiles_per_sm, head counters without the KV-head split — is drawn
 // again). It returns p unchanged when no move changes it.
 func Mutate(p Point, rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
+	return MutateIn(p, rng, Space(t, device))
+}
+
+// MutateIn is Mutate over a space (SpaceFor).
+func MutateIn(p Point, rng *rand.Rand, space []Knob) Point {
 	var movable []Knob
-	for _, k := range Space(t, device) {
+	for _, k := range space {
 		if k.Effective && len(k.Choices) > 1 {
 			movable = append(movable, k)
 		}

@@ -21,6 +21,13 @@
 // states the floors of a workload's positions for a reader that trusts no
 // worker (the fleet's scheduler).
 //
+// A model named "NAME:SCHEME" (or whose weights file holds int8/int4
+// weights) is quantized (docs/spec/quantization.md): seeded weights are
+// the float model's, mapped or generated once, quantized in memory; a
+// float checkpoint is quantized on load. ModelQuality compares such a model
+// with its float twin (the verdict's model_quality, asked for by amkctl
+// eval --quality).
+//
 // Launchers report their failures as values the pipeline maps onto the
 // verdict: a *MismatchError (the device's logits disagree with the reference
 // VM) makes the verdict correct=false with no latency; a *LaunchError carries

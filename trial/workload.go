@@ -219,16 +219,21 @@ func ReadWorkload(r io.Reader) (Workload, error) {
 
 // ContextConfig is the model config a workload is lowered and checked
 // with: cfg itself when its max_seq covers the workload's context;
-// otherwise, for a preset (modelSpec names one), cfg with max_seq raised to
-// the context — a preset's max_seq (the reference's 256) is not a property
-// of its seeded weights, and RoPE takes any position — and for a
-// config.json model an error: its max_position_embeddings bounds it.
+// otherwise, for a preset (modelSpec names one, quantised or not), cfg
+// with max_seq raised to the context — a preset's max_seq (the reference's
+// 256) is not a property of its seeded weights, and RoPE takes any
+// position — and for a config.json model an error: its
+// max_position_embeddings bounds it.
 func ContextConfig(cfg model.Config, modelSpec string, w Workload) (model.Config, error) {
 	need := w.Context()
 	if need <= cfg.MaxSeq {
 		return cfg, nil
 	}
-	if _, err := model.Preset(modelSpec); err != nil {
+	name, _, err := model.SplitModelSpec(modelSpec) // a quantised preset ("small:w4a16") is a preset
+	if err != nil {
+		return cfg, err
+	}
+	if _, err := model.Preset(name); err != nil {
 		return cfg, fmt.Errorf("the workload needs a context of %d positions; %s allows %d (max_position_embeddings)", need, cfg.Name, cfg.MaxSeq)
 	}
 	cfg.MaxSeq = need

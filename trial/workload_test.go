@@ -115,6 +115,9 @@ func TestContextConfig(t *testing.T) {
 	if cfg, _ := ContextConfig(small, "small", Workload{PromptLens: []int{8}, GenLen: 8}); cfg.MaxSeq != small.MaxSeq {
 		t.Errorf("a workload within max_seq changed it to %d", cfg.MaxSeq)
 	}
+	if cfg, err := ContextConfig(small, "small:w4a16", w); err != nil || cfg.MaxSeq != 2176 {
+		t.Errorf("a quantised preset: max_seq %d, %v; want 2176", cfg.MaxSeq, err)
+	}
 	if _, err := ContextConfig(small, "some/config.json", w); err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
 		t.Errorf("a config.json model's context was raised: %v", err)
 	}
