@@ -50,6 +50,9 @@ type StatusReport struct {
 	SearchSpacePoints    int      `json:"search_space_points"`
 	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
 	Widen                []string `json:"widen,omitempty"`
+	// Workload names what the campaign tunes for ("" for a campaign that
+	// checks one decode step; settings.workload has it as data).
+	Workload string `json:"workload,omitempty"`
 }
 
 // Status reports the campaign at now.
@@ -69,6 +72,9 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	}
 	if st.Status == StatusDone {
 		r.MoveOn = Criterion{Stop: true, Reason: st.MoveOnReason}
+	}
+	if w := st.Settings.Workload; w != nil {
+		r.Workload = w.String()
 	}
 	if b := st.Baseline; b != nil {
 		r.BaselineUS, r.BaselineKind = new(b.LatencyUS), b.Kind
@@ -98,6 +104,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 	line(rule)
 	line("  campaign     : %s / %s", st.Label, st.GPU)
 	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
+	if w := st.Settings.Workload; w != nil {
+		line("  workload     : %s (mean time per decode step at KV lengths %s)", w, kvLens(w.Positions()))
+	}
 	line("  status       : %s", strings.ToUpper(string(st.Status)))
 	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
 	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)

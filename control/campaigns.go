@@ -144,7 +144,9 @@ func (s *Campaigns) WriteReport(_ context.Context, id string) (files ReportFiles
 	return files, err
 }
 
-// Create checks the request and creates the campaign, or finds it.
+// Create checks the request and creates the campaign, or finds it; an
+// existing campaign tuned for another workload than the one the request
+// names is a conflict.
 func (s *Campaigns) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
 	if err := req.Check(); err != nil {
 		return CreateResponse{}, err
@@ -154,7 +156,15 @@ func (s *Campaigns) Create(ctx context.Context, req CreateRequest) (CreateRespon
 		return CreateResponse{}, err
 	}
 	rep, err := s.status(id)
-	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, err
+	if err != nil {
+		return CreateResponse{}, err
+	}
+	if !created {
+		if err := req.sameWorkload(rep.Settings.Workload); err != nil {
+			return CreateResponse{}, err
+		}
+	}
+	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, nil
 }
 
 // Record records an agent's experiment; one the campaign refuses is a bad

@@ -87,7 +87,18 @@ func CampaignRoofline() Dashboard {
 			withCustom("lineInterpolation", "stepAfter").withDecimals(0),
 	}
 
+	workload := []Panel{
+		stat("Workload", "What the campaign tunes for: prompt length(s), tokens generated after each, batch. A trial's latency is the workload's mean time per decode step.", "", 8,
+			instant(`max by (campaign, workload) (amk_scheduler_campaign_workload_info{`+campaignSel+`}) == 1`, "{{campaign}}: {{workload}}")).
+			withOption("textMode", "name").withOption("graphMode", "none").withThresholds("blue"),
+		bargauge("Time per decode step by KV length",
+			"The baseline's (default schedule), the best's and the streamed-bytes floor's time per decode step at each KV length the workload is evaluated at: where a schedule gains or loses as the context grows.",
+			"s", 16, 8,
+			instant(`max by (campaign, series, kv_len) (amk_scheduler_step_latency_seconds{`+campaignSel+`})`, "{{campaign}} {{series}} at KV length {{kv_len}}")).
+			withThresholds("text"),
+	}
+
 	return newDashboard("amk-campaign-roofline", "Campaign roofline progress",
 		"How close each amk campaign is to its roofline (the streamed-bytes floor) and how fast it is improving.",
-		vars, headline, progress, activity, detail)
+		vars, headline, progress, activity, detail, workload)
 }

@@ -274,7 +274,8 @@ func (d *Driver) record(o trial.Outcome) error {
 }
 
 // WriteReport writes report.json, report.md and report.svg (the wake-up
-// report and its trajectory plot) into the campaign directory.
+// report and its picture: the trajectory, and for a workload campaign the
+// latency against KV length) into the campaign directory.
 func (d *Driver) WriteReport() error {
 	return WriteReport(d.Ledger.Dir(), d.Ledger.Campaign(), d.now())
 }
@@ -286,13 +287,13 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	svg, err := chart.TrajectorySVG(w)
+	svg, err := chart.ReportSVG(w)
 	if err != nil {
 		return err
 	}
 	files := map[string][]byte{
 		"report.json": append(js, '\n'),
-		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
+		"report.md":   []byte(w.Markdown() + "\n![trajectory and latency against KV length](report.svg)\n"),
 		"report.svg":  svg,
 	}
 	for name, data := range files {

@@ -21,8 +21,10 @@ import (
 // ledgerVersion is the on-disk format of ledger.json: 2 since the events
 // after the snapshot live in the journal (a version 1 ledger has no journal
 // and opens as one whose snapshot holds every event; earlier binaries
-// refuse version 2 rather than miss the journal's events).
-const ledgerVersion = 2
+// refuse version 2 rather than miss the journal's events), 3 since the
+// growing parts of the state live in the history (history.go; a ledger.json
+// without a history mark holds the whole state, as versions 1 and 2 do).
+const ledgerVersion = 3
 
 // SnapshotEvery is how many journalled events pass between two snapshots
 // (ledger.json rewritten, the journal emptied); Close snapshots too.
@@ -119,6 +121,7 @@ type Ledger struct {
 	// stepTime is the state machine's time on the events since snapSeq.
 	stepTime time.Duration
 	last     outbox // the last event's outbox (snapshots carry it)
+	hist     history
 	// broken is set when a write failed after the state machine moved:
 	// memory is ahead of the disk, so nothing more is written (reopen).
 	broken error
@@ -132,6 +135,10 @@ type ledgerFile struct {
 	Seq    uint64          `json:"seq,omitempty"`
 	State  json.RawMessage `json:"state"`
 	Outbox outbox          `json:"outbox"`
+	// History, when set, says how much of the history (ledger.history)
+	// State continues: the state's trajectory, observations, prior and
+	// tried set are there, not in State.
+	History *historyMark `json:"history,omitempty"`
 }
 
 type outbox struct {
@@ -196,7 +203,7 @@ func readLedgerFile(path string, f *os.File) (ledgerFile, error) {
 	if err := json.Unmarshal(data, &lf); err != nil {
 		return lf, fmt.Errorf("%s: corrupt ledger: %w", path, err)
 	}
-	if lf.Version != ledgerVersion && lf.Version != 1 {
+	if lf.Version < 1 || lf.Version > ledgerVersion {
 		return lf, fmt.Errorf("%s: ledger version %d, want %d", path, lf.Version, ledgerVersion)
 	}
 	return lf, nil
@@ -205,6 +212,7 @@ func readLedgerFile(path string, f *os.File) (ledgerFile, error) {
 // replayed is the state a snapshot and its journal rebuild.
 type replayed struct {
 	c       *campaign.Campaign
+	hist    history // the snapshot's history (what the next snapshot continues)
 	snapSeq uint64
 	seq     uint64
 	// outboxes are the snapshot's and every replayed event's, in order.
@@ -237,11 +245,22 @@ func (w *Workspace) replay(id string) (replayed, error) {
 	if err != nil {
 		return replayed{}, err
 	}
-	c, err := campaign.Load(lf.State)
+	var st campaign.State
+	if err := json.Unmarshal(lf.State, &st); err != nil {
+		return replayed{}, fmt.Errorf("campaign state: %w", err)
+	}
+	var hist history
+	if lf.History != nil {
+		if err := readHistory(filepath.Join(dir, historyName), *lf.History, &st); err != nil {
+			return replayed{}, err
+		}
+		hist.committed(*lf.History, &st)
+	}
+	c, err := campaign.LoadState(st)
 	if err != nil {
 		return replayed{}, err
 	}
-	r := replayed{c: c, snapSeq: lf.Seq, seq: lf.Seq, outboxes: []outbox{lf.Outbox}}
+	r := replayed{c: c, hist: hist, snapSeq: lf.Seq, seq: lf.Seq, outboxes: []outbox{lf.Outbox}}
 	path := filepath.Join(dir, journalName)
 	data, err := readJournalFile(path)
 	if err != nil {
@@ -336,7 +355,7 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 	if err != nil {
 		return fail(err)
 	}
-	l.c, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
+	l.c, l.hist, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.hist, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
 	// Cut a torn tail off before anything is appended after it.
 	if r.good < r.size {
 		if err := os.Truncate(l.path(journalName), int64(r.good)); err != nil {
@@ -582,12 +601,13 @@ func (l *Ledger) appendJournal(line []byte) error {
 	return nil
 }
 
-// encodeSnapshot is ledger.json's content: a ledgerFile, written field by
-// field so that the state, the bulk of it, is encoded once (json.Marshal
+// encodeSnapshot is ledger.json's content: a ledgerFile with the state less
+// its growing lists (stripGrowing) and the history mark that holds them,
+// written field by field so that the state is encoded once (json.Marshal
 // of a ledgerFile would re-scan it as a raw message).
-func (l *Ledger) encodeSnapshot() ([]byte, error) {
-	st := l.c.State()
-	state, err := json.Marshal(&st) // compact; campaign.Load reads it as it reads Marshal's
+func (l *Ledger) encodeSnapshot(st campaign.State, mark historyMark) ([]byte, error) {
+	head := stripGrowing(st)
+	state, err := json.Marshal(&head) // compact; the state is put together again when read
 	if err != nil {
 		return nil, err
 	}
@@ -595,8 +615,14 @@ func (l *Ledger) encodeSnapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := make([]byte, 0, len(state)+len(ob)+64)
-	data = fmt.Appendf(data, `{"version":%d,"seq":%d,"state":`, ledgerVersion, l.seq)
+	hm, err := json.Marshal(mark)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, len(state)+len(ob)+len(hm)+64)
+	data = fmt.Appendf(data, `{"version":%d,"seq":%d,"history":`, ledgerVersion, l.seq)
+	data = append(data, hm...)
+	data = append(data, `,"state":`...)
 	data = append(data, state...)
 	data = append(data, `,"outbox":`...)
 	data = append(data, ob...)
@@ -613,15 +639,25 @@ const (
 var snapshotHook = func(stage, dir string, seq uint64, data []byte) {}
 
 // snapshot fsyncs trials.jsonl (results.tsv and the corpus are fsynced on
-// every append), writes the state with the last event's outbox to
-// ledger.json atomically, then empties the journal. A crash between the two leaves
+// every append), appends what the history lacks of the state to it (fsynced),
+// writes the rest of the state with the last event's outbox and the
+// history's new mark to ledger.json atomically, then empties the journal. A crash between the two leaves
 // records the snapshot already holds; their sequence numbers say so, and
 // they are skipped.
 func (l *Ledger) snapshot() error {
 	if err := l.syncTrialLog(); err != nil {
 		return err
 	}
-	data, err := l.encodeSnapshot()
+	st := l.c.State()
+	rec, err := l.hist.record(l.seq, &st)
+	if err != nil {
+		return err
+	}
+	mark, err := l.hist.append(l.path(historyName), rec, &st)
+	if err != nil {
+		return err
+	}
+	data, err := l.encodeSnapshot(st, mark)
 	if err != nil {
 		return err
 	}
@@ -629,6 +665,7 @@ func (l *Ledger) snapshot() error {
 	if err := atomicfile.Write(l.path("ledger.json"), data); err != nil {
 		return fmt.Errorf("writing the ledger: %w", err)
 	}
+	l.hist.committed(mark, &st)
 	snapshotHook(snapshotWritten, l.dir, l.seq, data)
 	if err := l.journal.Truncate(0); err != nil {
 		return fmt.Errorf("emptying the journal: %w", err)

@@ -128,14 +128,15 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 
 // EvalInput is eval's arguments.
 type EvalInput struct {
-	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
-	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
-	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
-	Device   string         `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted) or cuda (measured-gpu; a cuda build on a GPU machine)"`
-	TokenID  *int           `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
-	Pos      int            `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
-	Weights  string         `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
-	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
+	Model    string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	GPU      string          `json:"gpu" jsonschema:"GPU target record"`
+	Schedule map[string]any  `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
+	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted) or cuda (measured-gpu; a cuda build on a GPU machine)"`
+	TokenID  *int            `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
+	Pos      int             `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
+	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Batch    int             `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence)"`
+	Workload *trial.Workload `json:"workload,omitempty" jsonschema:"evaluate for a workload instead of one step at pos: prompt_lens, gen_len, batch; the trial is checked at a few KV lengths spanning it and its latency is the mean time per decode step"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
@@ -176,6 +177,16 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		token = *in.TokenID
 	}
 	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
+	if in.Workload != nil {
+		if in.Pos != 0 {
+			return nil, none, errors.New("argument pos: a workload's positions are evaluated; give pos or workload, not both")
+		}
+		w, err := in.Workload.WithBatch(in.Batch)
+		if err != nil {
+			return nil, none, argError("workload", err)
+		}
+		spec.Workload, spec.Pos, spec.Batch = &w, 0, 0
+	}
 	// On a GPU under the watchdog, as amkctl eval and the gpuworker run trials.
 	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models, Version: s.opts.Version}, s.log)
 	out := eval(ctx, spec)

@@ -7,7 +7,7 @@
 //
 // Names follow amk_<subsystem>_<name>_<unit>; counters end in _total. Labels
 // are small and bounded (campaign, model, target, device, outcome, stage,
-// status, queue), never a trial id. Dashboards and alert rules are written
+// status, queue, series, kv_len: a workload's few evaluated KV lengths, workload), never a trial id. Dashboards and alert rules are written
 // against exactly these names (the exported constants below):
 //
 //	scheduler, labels campaign, model, target (one series set per campaign):
@@ -26,6 +26,9 @@
 //	  amk_scheduler_campaign_status{status}             gauge   1 for the current status, 0 for the others
 //	                                                            (optimizing, paused, done)
 //	  amk_scheduler_last_improvement_timestamp_seconds  gauge   when the best last improved (unix time)
+//	  amk_scheduler_step_latency_seconds{series,kv_len} gauge   time per decode step at each KV length the workload
+//	                                                            is evaluated at (series baseline, best, floor)
+//	  amk_scheduler_campaign_workload_info{workload}    gauge   1, naming the workload the campaign tunes for
 //
 //	scheduler, fleet-wide:
 //	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)

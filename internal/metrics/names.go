@@ -16,6 +16,12 @@ const (
 	SchedulerInFlight           = "amk_scheduler_inflight_trials"
 	SchedulerCampaignStatus     = "amk_scheduler_campaign_status"
 	SchedulerLastImprovement    = "amk_scheduler_last_improvement_timestamp_seconds"
+	// SchedulerStepLatency is a campaign's time per decode step at each
+	// KV length its workload is evaluated at (labels series: baseline,
+	// best, floor; kv_len); SchedulerWorkload names the workload the
+	// campaign tunes for (label workload, value 1).
+	SchedulerStepLatency = "amk_scheduler_step_latency_seconds"
+	SchedulerWorkload    = "amk_scheduler_campaign_workload_info"
 	// Fleet-wide (no campaign label): refused outcomes (label reason),
 	// trials taken back from lost workers, outcomes no longer held.
 	SchedulerOutcomesRejected = "amk_scheduler_outcomes_rejected_total"
@@ -49,7 +55,7 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerStreamedFloor, SchedulerAllWeightsFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers,
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerStepLatency, SchedulerWorkload, SchedulerOutcomesRejected, SchedulerLostWorkers,
 		SchedulerOutcomesUnheld}
 }
 

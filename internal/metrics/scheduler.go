@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,53 @@ type Campaign struct {
 	ConsecutiveReverts int
 	InFlight           int
 	LastImprovement    time.Time
+
+	// Workload names what the campaign tunes for ("" for a campaign that
+	// checks one decode step); Steps are its baseline's, its best's and
+	// the floor's time per decode step at the workload's evaluated KV
+	// lengths.
+	Workload string
+	Steps    []Step
+}
+
+// Step is one time per decode step at a KV length: Series is
+// StepBaseline, StepBest or StepFloor.
+type Step struct {
+	Series string
+	KVLen  int
+	US     float64
+}
+
+// The series of a Step.
+const (
+	StepBaseline = "baseline"
+	StepBest     = "best"
+	StepFloor    = "floor"
+)
+
+// stepsOf are the steps of the baseline and the best at their evaluated
+// positions, and the floor at each KV length once.
+func stepsOf(baseline, best *campaign.Result) []Step {
+	var out []Step
+	floors := map[int]bool{}
+	for _, r := range []struct {
+		series string
+		res    *campaign.Result
+	}{{StepBaseline, baseline}, {StepBest, best}} {
+		if r.res == nil {
+			continue
+		}
+		for _, p := range r.res.Positions {
+			if p.LatencyUS != nil {
+				out = append(out, Step{Series: r.series, KVLen: p.KVLen, US: *p.LatencyUS})
+			}
+			if p.BoundUS != nil && !floors[p.KVLen] {
+				floors[p.KVLen] = true
+				out = append(out, Step{Series: StepFloor, KVLen: p.KVLen, US: *p.BoundUS})
+			}
+		}
+	}
+	return out
 }
 
 // CampaignOf reads a campaign's exported values. The caller must hold the
@@ -56,6 +104,10 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 		},
 		Experiments: st.ExperimentsRun, ConsecutiveReverts: st.ConsecutiveReverts,
 		InFlight: len(st.InFlight), LastImprovement: st.StartedAt,
+		Steps: stepsOf(st.Baseline, st.Best),
+	}
+	if w := st.Settings.Workload; w != nil {
+		m.Workload = w.String()
 	}
 	if b := st.Best; b != nil {
 		lat := b.LatencyUS
@@ -77,7 +129,7 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 type schedulerCollector struct {
 	source                                                                    func() []Campaign
 	best, floor, allWeights, pct, speedup, trials, experiments, reverts, live *prometheus.Desc
-	status, improved                                                          *prometheus.Desc
+	status, improved, steps, workload                                         *prometheus.Desc
 }
 
 // RegisterScheduler registers the per-campaign collector on reg; source is
@@ -100,13 +152,15 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 		live:        desc(SchedulerInFlight, "Trials issued and not yet recorded."),
 		status:      desc(SchedulerCampaignStatus, "1 for the campaign's current status, 0 for the others.", "status"),
 		improved:    desc(SchedulerLastImprovement, "Unix time of the campaign's last improvement (its start before the first)."),
+		steps:       desc(SchedulerStepLatency, "Time per decode step at each KV length the campaign's workload is evaluated at, in seconds: the baseline's, the best's and the streamed-bytes floor.", "series", "kv_len"),
+		workload:    desc(SchedulerWorkload, "1, naming the workload the campaign tunes for.", "workload"),
 	}
 	return reg.Register(c)
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.best, c.floor, c.allWeights, c.pct, c.speedup, c.trials, c.experiments,
-		c.reverts, c.live, c.status, c.improved} {
+		c.reverts, c.live, c.status, c.improved, c.steps, c.workload} {
 		ch <- d
 	}
 }
@@ -147,6 +201,12 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if !m.LastImprovement.IsZero() {
 			gauge(c.improved, float64(m.LastImprovement.UnixNano())/1e9)
+		}
+		for _, s := range m.Steps {
+			gauge(c.steps, s.US/1e6, s.Series, strconv.Itoa(s.KVLen))
+		}
+		if m.Workload != "" {
+			gauge(c.workload, 1, m.Workload)
 		}
 	}
 }

@@ -3,9 +3,12 @@ package scheduler
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -134,6 +137,55 @@ func TestFleetRunsACampaignToItsBudget(t *testing.T) {
 	}
 	if readSettings(ws.CampaignDir(id)).Workers != 2 {
 		t.Fatal("workers setting not stored beside the ledger")
+	}
+}
+
+// A campaign for a workload other than the default, batched, on the
+// fleet: named after its workload, and every trial evaluated by the real
+// pipeline at each of the workload's positions, each correct.
+func TestFleetRunsAWorkloadCampaign(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{})
+	req := toyRequest(4)
+	req.Workload, req.Batch = &trial.Workload{PromptLens: []int{40, 8}, GenLen: 5}, new(2)
+	resp, err := f.Campaigns().Create(context.Background(), req)
+	if err != nil || !resp.Created || resp.ID != "toy-h200-cpu-p40_8-g5-b2" {
+		t.Fatalf("create: %+v %v", resp, err)
+	}
+	id := resp.ID
+	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	checkLedger(t, ws, id, 4)
+	data, err := os.ReadFile(filepath.Join(ws.CampaignDir(id), "trials.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := trial.Workload{PromptLens: []int{40, 8}, GenLen: 5, Batch: 2}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d trials logged, want 4", len(lines))
+	}
+	valid := 0
+	for _, ln := range lines {
+		var o trial.Outcome
+		if err := json.Unmarshal([]byte(ln), &o); err != nil || o.Verdict == nil {
+			t.Fatalf("trial %s: %v", ln, err)
+		}
+		v := o.Verdict
+		if v.Workload == nil || !v.Workload.Equal(want) || len(v.Positions) != 6 {
+			t.Fatalf("trial %d: workload %+v, %d positions", o.TrialID, v.Workload, len(v.Positions))
+		}
+		for i, p := range v.Positions {
+			if p.Pos != want.Positions()[i].Pos || p.KVLen != p.Pos+1 || (v.Valid && (p.Correct == nil || !*p.Correct)) {
+				t.Errorf("trial %d at position %d (KV length %d): correct %v", o.TrialID, p.Pos, p.KVLen, p.Correct)
+			}
+		}
+		if v.Valid {
+			valid++
+		}
+	}
+	if valid == 0 {
+		t.Error("no trial was valid: nothing was checked")
 	}
 }
 
