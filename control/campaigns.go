@@ -149,12 +149,34 @@ func (s *Campaigns) Create(ctx context.Context, req CreateRequest) (CreateRespon
 	if err := req.Check(); err != nil {
 		return CreateResponse{}, err
 	}
+	if err := s.refuseDone(req.ID()); err != nil {
+		return CreateResponse{}, err
+	}
 	id, created, workers, err := s.b.Create(ctx, req)
 	if err != nil {
 		return CreateResponse{}, err
 	}
 	rep, err := s.status(id)
 	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, err
+}
+
+// refuseDone refuses to create a campaign that exists and is done: the
+// start would do nothing, so it says what would (reopen it with a new
+// total budget, or start another one beside it under a name). A campaign
+// that exists and is not done is found as it is.
+func (s *Campaigns) refuseDone(id string) error {
+	if campaign.ValidID(id) != nil {
+		return nil
+	}
+	var st campaign.State
+	err := s.b.Read(id, func(c *campaign.Campaign) { st = c.State() })
+	if err != nil || st.Status != campaign.StatusDone {
+		return nil // not there yet (or unreadable: Create says why)
+	}
+	return Errorf(ErrConflict, "campaign %s already exists and is done (%s; %d experiments): a start would do nothing.\n"+
+		"  add experiments to it:  amkctl reopen %s --iters %d   (--iters is the new total: %d run + 20)\n"+
+		"  or start a new one:     amkctl start %s --gpu %s --device %s --name NAME",
+		id, st.MoveOnReason, st.ExperimentsRun, id, st.ExperimentsRun+20, st.ExperimentsRun, st.Model, st.GPU, st.Device)
 }
 
 // Record records an agent's experiment; one the campaign refuses is a bad

@@ -40,6 +40,11 @@ type Options struct {
 	Health  func(context.Context) error
 	// Targets are the GPU targets new campaigns may use (empty: all).
 	Targets []string
+	// AdoptAll drives every campaign of the workspace. Otherwise the fleet
+	// drives the campaigns started through it (Create; they carry its
+	// settings file), and leaves the others as they are until one is
+	// started through it.
+	AdoptAll bool
 	// DefaultWorkers is a campaign's trials in flight unless its creator
 	// chose (DefaultWorkers when zero).
 	DefaultWorkers int
@@ -96,6 +101,9 @@ type Fleet struct {
 	unheldLogged time.Time
 	unheldTotal  int
 
+	aloneMu sync.Mutex
+	alone   map[string]bool // campaigns not the fleet's, left alone (logged once)
+
 	// mu serialises opening campaigns (adopt, Create) and guards what
 	// follows.
 	mu     sync.Mutex
@@ -132,7 +140,7 @@ func New(opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{opts: opts, log: log, floors: map[string]floor{}, broken: map[string]string{},
+	f := &Fleet{opts: opts, log: log, floors: map[string]floor{}, broken: map[string]string{}, alone: map[string]bool{},
 		local: &control.Local{Workspace: opts.Workspace, Now: opts.Now,
 			Env: flywheel.Env{DeviceName: "fleet", AMKVersion: opts.Version}}}
 	hold := opts.HoldOutcomes
@@ -186,7 +194,8 @@ func (f *Fleet) rescanLoop() {
 	}
 }
 
-// scan adopts every campaign of the workspace that no one drives.
+// scan adopts every campaign of the workspace that no one drives and that
+// is the fleet's (Options.AdoptAll: every one).
 func (f *Fleet) scan() error {
 	ids, err := f.opts.Workspace.IDs()
 	if err != nil {
@@ -194,6 +203,10 @@ func (f *Fleet) scan() error {
 	}
 	for _, id := range ids {
 		if f.local.Run(id) != nil {
+			continue
+		}
+		if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
+			f.leftAlone(id)
 			continue
 		}
 		if err := f.adopt(id); err != nil && !errors.Is(err, runner.ErrLocked) {
@@ -229,6 +242,35 @@ func (f *Fleet) adopt(id string) error {
 	f.log.Info("campaign loaded", "campaign", id, "status", status, "in_flight", inflight, "workers", workers)
 	return nil
 }
+
+// claim makes a campaign the fleet's: its settings file says so (and how
+// many trials it keeps in flight), so a restarted scheduler drives it again.
+func (f *Fleet) claim(id string, workers int) {
+	if hasSettings(f.local.Dir(id)) {
+		return
+	}
+	if err := writeSettings(f.local.Dir(id), fleetSettings{Workers: workers}); err != nil {
+		f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
+	}
+	f.aloneMu.Lock()
+	delete(f.alone, id)
+	f.aloneMu.Unlock()
+}
+
+// leftAlone logs, once per campaign, that the fleet does not drive a
+// campaign it was not asked to.
+func (f *Fleet) leftAlone(id string) {
+	f.aloneMu.Lock()
+	seen := f.alone[id]
+	f.alone[id] = true
+	f.aloneMu.Unlock()
+	if !seen {
+		f.log.Info("campaign not started through this scheduler; left as it is (start it through the scheduler to drive it, or run the scheduler with --adopt)", "campaign", id)
+	}
+}
+
+// Drives says whether the fleet drives the campaign.
+func (f *Fleet) Drives(id string) bool { return f.local.Run(id) != nil }
 
 // runOptions are the settings of a campaign's run in the fleet: its view
 // of the shared transport, the driver's clock, reports and callbacks.
@@ -460,6 +502,9 @@ func (f *Fleet) notDriven(id string) error {
 	if why != "" {
 		return fmt.Errorf("campaign %s cannot be opened: %s", id, why)
 	}
+	if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
+		return control.Errorf(control.ErrConflict, "campaign %s was not started through this scheduler, which leaves it as it is: start it through the scheduler to drive it (amkctl start MODEL --gpu G --server URL, or POST /v1/campaigns), or run the scheduler with --adopt", id)
+	}
 	return control.Errorf(control.ErrConflict, "campaign %s is driven by another process (e.g. amkctl autoresearch); this scheduler adopts it once that process ends", id)
 }
 
@@ -480,10 +525,13 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is not running")
 	}
 	if f.opts.Workspace.Exists(id) {
+		// Starting an existing campaign through the fleet is the request
+		// to drive it: from now on it is the fleet's.
 		if err := f.adopt(id); err != nil {
 			return "", false, 0, f.notDriven(id)
 		}
 		if run := f.local.Run(id); run != nil {
+			f.claim(id, run.Workers)
 			return id, false, run.Workers, nil
 		}
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
@@ -511,9 +559,7 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		f.log.Warn("corpus: skipped malformed lines", "lines", run.CorpusSkipped)
 	}
 	if run.Created {
-		if err := writeSettings(run.Ledger.Dir(), fleetSettings{Workers: workers}); err != nil {
-			f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
-		}
+		f.claim(id, workers)
 	}
 	f.launch(run)
 	var budget campaign.Budget
