@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -53,9 +54,15 @@ func (s *Campaigns) read(id string, fn func(c *campaign.Campaign)) error {
 	return err
 }
 
-// status is a campaign's status report after an operation.
-func (s *Campaigns) status(id string) (rep campaign.StatusReport, err error) {
-	err = s.read(id, func(c *campaign.Campaign) { rep = c.StatusReport(s.now()) })
+// status is a campaign's status report, with its health.
+func (s *Campaigns) status(ctx context.Context, id string) (rep campaign.StatusReport, err error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return rep, err
+	}
+	f := s.facts(ctx)
+	drv, known := f.driver(id)
+	now := s.now()
+	err = s.read(id, func(c *campaign.Campaign) { rep, _ = f.report(c, drv, known, now) })
 	return rep, err
 }
 
@@ -78,16 +85,21 @@ func (s *Campaigns) do(ctx context.Context, id string, ev campaign.Event, refusa
 
 // List reports every campaign; those that cannot be read are named in the
 // error.
-func (s *Campaigns) List(_ context.Context) ([]campaign.StatusReport, error) {
+func (s *Campaigns) List(ctx context.Context) ([]campaign.StatusReport, error) {
 	ids, err := s.b.IDs()
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
+	f := s.facts(ctx)
 	out := []campaign.StatusReport{}
 	var errs []error
 	for _, id := range ids {
-		err := s.b.Read(id, func(c *campaign.Campaign) { out = append(out, c.StatusReport(now)) })
+		drv, known := f.driver(id)
+		err := s.b.Read(id, func(c *campaign.Campaign) {
+			rep, _ := f.report(c, drv, known, now)
+			out = append(out, rep)
+		})
 		if err != nil && !errors.Is(err, ErrNotFound) { // one removed meanwhile is not listed
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		}
@@ -95,14 +107,24 @@ func (s *Campaigns) List(_ context.Context) ([]campaign.StatusReport, error) {
 	return out, errors.Join(errs...)
 }
 
-// Status is the campaign's status report.
-func (s *Campaigns) Status(_ context.Context, id string) (campaign.StatusReport, error) {
-	return s.status(id)
+// Status is the campaign's status report, with its health.
+func (s *Campaigns) Status(ctx context.Context, id string) (campaign.StatusReport, error) {
+	return s.status(ctx, id)
 }
 
-// StatusText is the status text block.
-func (s *Campaigns) StatusText(_ context.Context, id string) (text string, err error) {
-	err = s.read(id, func(c *campaign.Campaign) { text = c.StatusText(s.now()) })
+// StatusText is the status text block, with the last event's time and
+// the campaign's alerts.
+func (s *Campaigns) StatusText(ctx context.Context, id string) (text string, err error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return "", err
+	}
+	f := s.facts(ctx)
+	drv, known := f.driver(id)
+	now := s.now()
+	err = s.read(id, func(c *campaign.Campaign) {
+		rep, at := f.report(c, drv, known, now)
+		text = strings.TrimSuffix(c.StatusText(at), "\n") + healthText(rep, now) + "\n"
+	})
 	return text, err
 }
 
@@ -156,7 +178,7 @@ func (s *Campaigns) Create(ctx context.Context, req CreateRequest) (CreateRespon
 	if err != nil {
 		return CreateResponse{}, err
 	}
-	rep, err := s.status(id)
+	rep, err := s.status(ctx, id)
 	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, err
 }
 
@@ -193,7 +215,7 @@ func (s *Campaigns) Record(ctx context.Context, id string, req RecordRequest) (R
 	if resp.Rows == nil {
 		resp.Rows = []flywheel.Row{}
 	}
-	resp.Campaign, err = s.status(id)
+	resp.Campaign, err = s.status(ctx, id)
 	return resp, err
 }
 
@@ -221,7 +243,7 @@ func (s *Campaigns) Command(ctx context.Context, id, op string, req CommandReque
 	if resp.Log == nil {
 		resp.Log = []string{}
 	}
-	resp.Campaign, err = s.status(id)
+	resp.Campaign, err = s.status(ctx, id)
 	return resp, err
 }
 

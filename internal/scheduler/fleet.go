@@ -117,6 +117,7 @@ type Fleet struct {
 var (
 	_ control.Backend = (*Fleet)(nil)
 	_ control.Fleet   = (*Fleet)(nil)
+	_ control.Drivers = (*Fleet)(nil)
 )
 
 // New prepares a fleet; Start loads the campaigns and runs them.
@@ -268,6 +269,9 @@ func (f *Fleet) leftAlone(id string) {
 		f.log.Info("campaign not started through this scheduler; left as it is (start it through the scheduler to drive it, or run the scheduler with --adopt)", "campaign", id)
 	}
 }
+
+// Driver says who drives a campaign of the workspace (control.Drivers).
+func (f *Fleet) Driver(id string) (control.Driver, error) { return f.local.Driver(id) }
 
 // Drives says whether the fleet drives the campaign.
 func (f *Fleet) Drives(id string) bool { return f.local.Run(id) != nil }

@@ -1,0 +1,106 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/internal/apitest"
+	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/internal/scheduler"
+)
+
+// A campaign for a GPU target no live worker serves says so across the
+// API, with what to do; stopping it withdraws its queued trials from Redis,
+// so nothing of it is left waiting for a worker that never comes.
+func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
+	srv := redistest.Start(t)
+	const ns = "unserved"
+	ctx := context.Background()
+	conn := redisq.Conn{Addr: srv.Addr}
+	disp, err := redisq.NewDispatcher(ctx, redisq.DispatcherOptions{Conn: conn, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := scheduler.NewRedisView(disp, conn, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Close() })
+	// One live worker, for h200; the campaign is for h100.
+	worker, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu", Identity: "w-h200",
+		ShutdownGrace: 200 * time.Millisecond, Evaluate: apitest.Evaluate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = worker.Shutdown(ctx)
+	})
+	s := apitest.Start(t, apitest.Options{Fleet: scheduler.Options{Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health}})
+	client := s.Client(t)
+	apitest.WaitFor(t, 30*time.Second, "the worker to register", func() bool {
+		ws, err := client.Workers(ctx)
+		return err == nil && len(ws) == 1
+	})
+	resp, err := client.Create(ctx, control.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu", Cold: true, Workers: 2,
+		Budget: &campaign.Budget{Iterations: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.ID
+	queued := func() int {
+		qs, err := client.Queues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			if q.Queue == redisq.TrialQueue(ns, "h100") {
+				return q.Pending
+			}
+		}
+		return 0
+	}
+	apitest.WaitFor(t, 30*time.Second, "two trials queued for h100", func() bool { return queued() == 2 })
+	rep, err := client.Status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Alerts) != 1 || rep.Alerts[0].Kind != campaign.AlertUnserved ||
+		!strings.Contains(rep.Alerts[0].Message, "no live worker serves GPU target h100") ||
+		!strings.Contains(rep.Alerts[0].Message, "targets served now: h200") ||
+		!strings.Contains(rep.Alerts[0].Fix, "gpuworker --redis ADDR --target h100 --device cpu") || rep.LastEventAt == "" {
+		t.Fatalf("status of a campaign no worker serves: %+v (last event %q)", rep.Alerts, rep.LastEventAt)
+	}
+	text, err := client.StatusText(ctx, id)
+	if err != nil || !strings.Contains(text, "ALERT") || !strings.Contains(text, "last event") {
+		t.Fatalf("status text: %v\n%s", err, text)
+	}
+	stop, err := client.Command(ctx, id, campaign.OpStop, control.CommandRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log := strings.Join(stop.Log, "\n"); !strings.Contains(log, "withdrew 2 queued trial(s)") {
+		t.Errorf("stop's log: %q, want the withdrawal", log)
+	}
+	if n := queued(); n != 0 {
+		t.Errorf("%d trial(s) of a stopped campaign still queued in Redis", n)
+	}
+	if st := stop.Campaign; st.Status != campaign.StatusDone || len(st.InFlight) != 0 || len(st.Alerts) != 0 {
+		t.Errorf("after stop: %s, in flight %v, alerts %+v", st.Status, st.InFlight, st.Alerts)
+	}
+	// A reopen proposes the withdrawn points again; once a worker serves
+	// the target they run.
+	if _, err := client.Command(ctx, id, campaign.OpReopen, control.CommandRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	apitest.WaitFor(t, 30*time.Second, "the reopened campaign's trials to be queued again", func() bool { return queued() == 2 })
+}
