@@ -1,14 +1,21 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/apitest"
+	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/internal/scheduler"
@@ -45,7 +52,9 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		defer cancel()
 		_ = worker.Shutdown(ctx)
 	})
-	s := apitest.Start(t, apitest.Options{Fleet: scheduler.Options{Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health}})
+	var logged syncBuffer
+	s := apitest.Start(t, apitest.Options{Fleet: scheduler.Options{Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)), RescanEvery: 50 * time.Millisecond}})
 	client := s.Client(t)
 	apitest.WaitFor(t, 30*time.Second, "the worker to register", func() bool {
 		ws, err := client.Workers(ctx)
@@ -80,6 +89,28 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		!strings.Contains(rep.Alerts[0].Fix, "gpuworker --redis ADDR --target h100 --device cpu") || rep.LastEventAt == "" {
 		t.Fatalf("status of a campaign no worker serves: %+v (last event %q)", rep.Alerts, rep.LastEventAt)
 	}
+	// The log says it once, with what to do; the metric says it.
+	apitest.WaitFor(t, 30*time.Second, "the alert in the scheduler's log", func() bool {
+		return strings.Contains(logged.String(), "campaign alert: no live worker serves GPU target h100")
+	})
+	if log := logged.String(); strings.Count(log, "campaign alert: no live worker") != 1 || !strings.Contains(log, "what_to_do=") {
+		t.Errorf("the scheduler's log:\n%s", log)
+	}
+	reg := prometheus.NewRegistry()
+	if err := metrics.RegisterScheduler(reg, s.Fleet.Samples); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP amk_scheduler_campaign_alert 1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials; amkctl status says what to do), 0 for the others.
+# TYPE amk_scheduler_campaign_alert gauge
+amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="no_driver",model="toy",target="h100"} 0
+amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="stalled",model="toy",target="h100"} 0
+amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="stuck_trials",model="toy",target="h100"} 0
+amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="unserved",model="toy",target="h100"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), metrics.SchedulerCampaignAlert); err != nil {
+		t.Error(err)
+	}
 	text, err := client.StatusText(ctx, id)
 	if err != nil || !strings.Contains(text, "ALERT") || !strings.Contains(text, "last event") {
 		t.Fatalf("status text: %v\n%s", err, text)
@@ -103,4 +134,23 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	apitest.WaitFor(t, 30*time.Second, "the reopened campaign's trials to be queued again", func() bool { return queued() == 2 })
+}
+
+// syncBuffer is a log's destination that the test reads while the
+// scheduler writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -16,6 +16,9 @@ const (
 	SchedulerInFlight           = "amk_scheduler_inflight_trials"
 	SchedulerCampaignStatus     = "amk_scheduler_campaign_status"
 	SchedulerLastImprovement    = "amk_scheduler_last_improvement_timestamp_seconds"
+	// SchedulerCampaignAlert is 1 for each alert a campaign has (label
+	// kind: campaign.AlertKinds), 0 for the others.
+	SchedulerCampaignAlert = "amk_scheduler_campaign_alert"
 	// Fleet-wide (no campaign label): refused outcomes (label reason),
 	// trials taken back from lost workers, outcomes no longer held.
 	SchedulerOutcomesRejected = "amk_scheduler_outcomes_rejected_total"
@@ -49,7 +52,7 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerStreamedFloor, SchedulerAllWeightsFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers,
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerCampaignAlert, SchedulerOutcomesRejected, SchedulerLostWorkers,
 		SchedulerOutcomesUnheld}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +40,8 @@ type Campaign struct {
 	ConsecutiveReverts int
 	InFlight           int
 	LastImprovement    time.Time
+	// Alerts are the kinds of the campaign's alerts (campaign.Alert).
+	Alerts []string
 }
 
 // CampaignOf reads a campaign's exported values. The caller must hold the
@@ -77,7 +80,7 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 type schedulerCollector struct {
 	source                                                                    func() []Campaign
 	best, floor, allWeights, pct, speedup, trials, experiments, reverts, live *prometheus.Desc
-	status, improved                                                          *prometheus.Desc
+	status, improved, alert                                                   *prometheus.Desc
 }
 
 // RegisterScheduler registers the per-campaign collector on reg; source is
@@ -100,13 +103,14 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 		live:        desc(SchedulerInFlight, "Trials issued and not yet recorded."),
 		status:      desc(SchedulerCampaignStatus, "1 for the campaign's current status, 0 for the others.", "status"),
 		improved:    desc(SchedulerLastImprovement, "Unix time of the campaign's last improvement (its start before the first)."),
+		alert:       desc(SchedulerCampaignAlert, "1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials; amkctl status says what to do), 0 for the others.", "kind"),
 	}
 	return reg.Register(c)
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.best, c.floor, c.allWeights, c.pct, c.speedup, c.trials, c.experiments,
-		c.reverts, c.live, c.status, c.improved} {
+		c.reverts, c.live, c.status, c.improved, c.alert} {
 		ch <- d
 	}
 }
@@ -147,6 +151,13 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if !m.LastImprovement.IsZero() {
 			gauge(c.improved, float64(m.LastImprovement.UnixNano())/1e9)
+		}
+		for _, kind := range campaign.AlertKinds {
+			v := 0.0
+			if slices.Contains(m.Alerts, kind) {
+				v = 1
+			}
+			gauge(c.alert, v, kind)
 		}
 	}
 }

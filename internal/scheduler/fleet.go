@@ -101,6 +101,10 @@ type Fleet struct {
 	unheldLogged time.Time
 	unheldTotal  int
 
+	// alerted are the alerts logged last (logHealth).
+	healthMu sync.Mutex
+	alerted  map[string][]campaign.Alert
+
 	aloneMu sync.Mutex
 	alone   map[string]bool // campaigns not the fleet's, left alone (logged once)
 
@@ -191,6 +195,7 @@ func (f *Fleet) rescanLoop() {
 			if err := f.scan(); err != nil {
 				f.log.Warn("scanning the workspace failed", "err", err)
 			}
+			f.logHealth()
 		}
 	}
 }
@@ -639,14 +644,68 @@ func (f *Fleet) Health(ctx context.Context) error {
 	return nil
 }
 
-// Samples reads every driven campaign for the metrics collector.
+// Samples reads, for the metrics collector, every driven campaign and
+// every other one that has an alert (one nothing drives), each with its
+// alerts.
 func (f *Fleet) Samples() []metrics.Campaign {
-	ids := f.local.Runs()
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	alerts := f.alerts(ctx)
+	ids, _ := f.IDs()
 	out := make([]metrics.Campaign, 0, len(ids))
 	for _, id := range ids {
-		if run := f.local.Run(id); run != nil {
-			run.Ledger.Read(func(c *campaign.Campaign) { out = append(out, metrics.CampaignOf(c)) })
+		if f.local.Run(id) == nil && len(alerts[id]) == 0 {
+			continue
+		}
+		_ = f.local.Read(id, func(c *campaign.Campaign) {
+			m := metrics.CampaignOf(c)
+			for _, a := range alerts[id] {
+				m.Alerts = append(m.Alerts, a.Kind)
+			}
+			out = append(out, m)
+		})
+	}
+	return out
+}
+
+// healthTimeout bounds a look at the campaigns' health (the workers'
+// registry is in Redis).
+const healthTimeout = 5 * time.Second
+
+// alerts are the alerts of the workspace's campaigns, by campaign (control
+// judges them: the one place health is decided).
+func (f *Fleet) alerts(ctx context.Context) map[string][]campaign.Alert {
+	reps, _ := f.Campaigns().List(ctx)
+	out := map[string][]campaign.Alert{}
+	for _, r := range reps {
+		if len(r.Alerts) > 0 {
+			out[r.ID] = r.Alerts
 		}
 	}
 	return out
+}
+
+// logHealth logs each alert when it appears, with what to do, and when it
+// clears.
+func (f *Fleet) logHealth() {
+	ctx, cancel := context.WithTimeout(f.ctx, healthTimeout)
+	defer cancel()
+	now := f.alerts(ctx)
+	f.healthMu.Lock()
+	defer f.healthMu.Unlock()
+	for id, alerts := range now {
+		for _, a := range alerts {
+			if !slices.ContainsFunc(f.alerted[id], func(b campaign.Alert) bool { return b.Kind == a.Kind }) {
+				f.log.Warn("campaign alert: "+a.Message, "campaign", id, "alert", a.Kind, "what_to_do", a.Fix)
+			}
+		}
+	}
+	for id, alerts := range f.alerted {
+		for _, a := range alerts {
+			if !slices.ContainsFunc(now[id], func(b campaign.Alert) bool { return b.Kind == a.Kind }) {
+				f.log.Info("campaign alert cleared", "campaign", id, "alert", a.Kind)
+			}
+		}
+	}
+	f.alerted = now
 }
