@@ -62,8 +62,9 @@ type StatusReport struct {
 // Alert is something wrong with a campaign that whoever reads its status
 // must know, and what to do about it.
 type Alert struct {
-	// Kind is one of the Alert* constants.
-	Kind string `json:"kind"`
+	// Kind is one of the Alert* constants; Title says it in a few words.
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
 	// Message says what is wrong; Fix what to do, as commands where there
 	// are some.
 	Message string `json:"message"`

@@ -144,9 +144,19 @@ func (s *Campaigns) Next(ctx context.Context, id string) (campaign.NextReport, e
 	return n, err
 }
 
-// Report is the wake-up report.
-func (s *Campaigns) Report(_ context.Context, id string) (w campaign.WakeUp, err error) {
-	err = s.read(id, func(c *campaign.Campaign) { w = c.WakeUp(s.now()) })
+// Report is the wake-up report; a campaign nothing drives is reported at
+// its last event (its elapsed time stops when nothing runs it).
+func (s *Campaigns) Report(ctx context.Context, id string) (w campaign.WakeUp, err error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return w, err
+	}
+	f := s.facts(ctx)
+	drv, known := f.driver(id)
+	now := s.now()
+	err = s.read(id, func(c *campaign.Campaign) {
+		_, at := f.report(c, drv, known, now)
+		w = c.WakeUp(at)
+	})
 	return w, err
 }
 

@@ -128,7 +128,7 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 		if !running {
 			return nil // paused: nothing is meant to run
 		}
-		return []campaign.Alert{{Kind: campaign.AlertNoDriver,
+		return []campaign.Alert{{Kind: campaign.AlertNoDriver, Title: "nothing drives it",
 			Message: fmt.Sprintf("nothing drives this campaign: no process has had it open since its last event, %s, with %d trial(s) in flight; its elapsed time stops there",
 				since(st.LastEventAt), len(st.InFlight)),
 			Fix: f.resumeFix(st)}}
@@ -142,7 +142,7 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 		case drv.Here:
 			who = "this process"
 		}
-		out = append(out, campaign.Alert{Kind: campaign.AlertStalled,
+		out = append(out, campaign.Alert{Kind: campaign.AlertStalled, Title: "its driver is stalled",
 			Message: fmt.Sprintf("%s holds the campaign but its ledger has taken no event since %s; a running campaign takes one every few seconds",
 				who, since(st.LastEventAt)),
 			Fix: "read the driver's log (the scheduler's log says \"campaign driver stopped\" with the error; amkctl autoresearch prints it): " +
@@ -157,7 +157,7 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 			slices.Sort(s)
 			serving = strings.Join(slices.Compact(s), ", ")
 		}
-		out = append(out, campaign.Alert{Kind: campaign.AlertUnserved,
+		out = append(out, campaign.Alert{Kind: campaign.AlertUnserved, Title: "no worker serves it",
 			Message: fmt.Sprintf("no live worker serves GPU target %s: the campaign's %d trial(s) wait in its queue (trials:%s) and nothing runs (targets served now: %s)",
 				st.GPU, len(st.InFlight), st.GPU, serving),
 			Fix: fmt.Sprintf("start a worker for it: gpuworker --redis ADDR --target %s --device %s; or stop the campaign (amkctl stop %s), which withdraws its queued trials",
@@ -224,7 +224,7 @@ func stuckTrials(st campaign.State, now time.Time, fleet bool) (campaign.Alert, 
 	if fleet {
 		fix = "amkctl workers shows which worker runs it (its current trial); restart a worker that is stuck (its trial is offered to another), or stop the campaign (amkctl stop " + st.ID + ")"
 	}
-	return campaign.Alert{Kind: campaign.AlertStuckTrials,
+	return campaign.Alert{Kind: campaign.AlertStuckTrials, Title: "trials stuck",
 		Message: fmt.Sprintf("%d trial(s) have been in flight for more than %s, longer than a trial may take; the oldest, trial %d, since %s UTC (%s ago)",
 			n, ago(limit), oldest, issued.UTC().Format("2006-01-02 15:04:05"), ago(now.Sub(issued))),
 		Fix: fix}, true

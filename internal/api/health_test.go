@@ -17,49 +17,20 @@ import (
 	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
-	"github.com/amk-dev/amk/internal/redistest"
-	"github.com/amk-dev/amk/internal/scheduler"
 )
 
 // A campaign for a GPU target no live worker serves says so across the
 // API, with what to do; stopping it withdraws its queued trials from Redis,
 // so nothing of it is left waiting for a worker that never comes.
 func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
-	srv := redistest.Start(t)
 	const ns = "unserved"
 	ctx := context.Background()
-	conn := redisq.Conn{Addr: srv.Addr}
-	disp, err := redisq.NewDispatcher(ctx, redisq.DispatcherOptions{Conn: conn, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	view, err := scheduler.NewRedisView(disp, conn, ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = view.Close() })
 	// One live worker, for h200; the campaign is for h100.
-	worker, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu", Identity: "w-h200",
-		ShutdownGrace: 200 * time.Millisecond, Evaluate: apitest.Evaluate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := worker.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = worker.Shutdown(ctx)
-	})
+	fleet := apitest.RedisFleet(t, ns, "h200")
 	var logged syncBuffer
-	s := apitest.Start(t, apitest.Options{Fleet: scheduler.Options{Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
-		Logger: slog.New(slog.NewTextHandler(&logged, nil)), RescanEvery: 50 * time.Millisecond}})
+	fleet.Logger, fleet.RescanEvery = slog.New(slog.NewTextHandler(&logged, nil)), 50*time.Millisecond
+	s := apitest.Start(t, apitest.Options{Fleet: fleet})
 	client := s.Client(t)
-	apitest.WaitFor(t, 30*time.Second, "the worker to register", func() bool {
-		ws, err := client.Workers(ctx)
-		return err == nil && len(ws) == 1
-	})
 	resp, err := client.Create(ctx, control.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu", Cold: true, Workers: 2,
 		Budget: &campaign.Budget{Iterations: 10}})
 	if err != nil {
