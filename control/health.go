@@ -129,7 +129,7 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 			return nil // paused: nothing is meant to run
 		}
 		return []campaign.Alert{{Kind: campaign.AlertNoDriver, Title: "nothing drives it",
-			Message: fmt.Sprintf("nothing drives this campaign: no process has had it open since its last event, %s, with %d trial(s) in flight; its elapsed time stops there",
+			Message: fmt.Sprintf("no process has had this campaign open since its last event, %s, with %d trial(s) in flight: it is optimizing, but nothing runs; its elapsed time stops there",
 				since(st.LastEventAt), len(st.InFlight)),
 			Fix: f.resumeFix(st)}}
 	}

@@ -254,7 +254,7 @@ func TestLocalHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"last event   : 2026-01-02 03:05:05 UTC (6.5 h ago)", "ALERT", "nothing drives this campaign",
+	for _, want := range []string{"last event   : 2026-01-02 03:05:05 UTC (6.5 h ago)", "ALERT", "no process has had this campaign open",
 		"2 trial(s) in flight", "amkctl autoresearch toy --gpu h200 --device cpu --workspace " + l.Workspace.Dir, "elapsed      : 1.0 min"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("status text lacks %q:\n%s", want, text)
