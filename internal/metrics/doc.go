@@ -26,6 +26,10 @@
 //	  amk_scheduler_campaign_status{status}             gauge   1 for the current status, 0 for the others
 //	                                                            (optimizing, paused, done)
 //	  amk_scheduler_last_improvement_timestamp_seconds  gauge   when the best last improved (unix time)
+//	  amk_scheduler_campaign_alert{kind}                gauge   1 for each alert the campaign has, 0 for the others
+//	                                                            (no_driver, unserved, stalled, stuck_trials; control
+//	                                                            judges them, amkctl status says what to do); a campaign
+//	                                                            the scheduler does not drive is exported while it has one
 //
 //	scheduler, fleet-wide:
 //	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)
