@@ -205,10 +205,11 @@ func (s *Campaigns) refuseDone(id string) error {
 	if err != nil || st.Status != campaign.StatusDone {
 		return nil // not there yet (or unreadable: Create says why)
 	}
-	return Errorf(ErrConflict, "campaign %s already exists and is done (%s; %d experiments): a start would do nothing.\n"+
-		"  add experiments to it:  amkctl reopen %s --iters %d   (--iters is the new total: %d run + 20)\n"+
-		"  or start a new one:     amkctl start %s --gpu %s --device %s --name NAME",
-		id, st.MoveOnReason, st.ExperimentsRun, id, st.ExperimentsRun+20, st.ExperimentsRun, st.Model, st.GPU, st.Device)
+	where := s.place().where()
+	return Errorf(ErrConflict, "campaign %s already exists and is done after %d experiments (%s): a start would do nothing.\n"+
+		"  add experiments to it:  amkctl reopen %s --iters %d%s   (--iters is the new total: %d run + 20)\n"+
+		"  or start a new one:     amkctl start %s --gpu %s --device %s --name NAME%s",
+		id, st.ExperimentsRun, st.MoveOnReason, id, st.ExperimentsRun+20, where, st.ExperimentsRun, st.Model, st.GPU, st.Device, where)
 }
 
 // Record records an agent's experiment; one the campaign refuses is a bad

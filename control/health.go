@@ -68,19 +68,27 @@ type healthFacts struct {
 // facts gathers the health facts of s's backend once, for one or many
 // campaigns.
 func (s *Campaigns) facts(ctx context.Context) healthFacts {
-	var f healthFacts
-	f.drivers, _ = s.b.(Drivers)
-	if l, ok := s.b.(*Local); ok {
-		f.workspace = l.Workspace.Dir
-	}
+	f := s.place()
 	if fl, ok := s.b.(Fleet); ok {
-		f.fleet = true
 		if ws, err := fl.Workers(ctx); err == nil {
 			f.workersKnown = true
 			for _, w := range ws {
 				f.served = append(f.served, w.Target)
 			}
 		}
+	}
+	return f
+}
+
+// place is what the backend's kind says, without asking anything: whether
+// it is a fleet, or a workspace here (and where), and who can say who
+// drives a campaign.
+func (s *Campaigns) place() healthFacts {
+	var f healthFacts
+	f.drivers, _ = s.b.(Drivers)
+	_, f.fleet = s.b.(Fleet)
+	if l, ok := s.b.(*Local); ok {
+		f.workspace = l.Workspace.Dir
 	}
 	return f
 }
@@ -177,16 +185,29 @@ func (f healthFacts) resumeFix(st campaign.State) string {
 	if st.Name != "" {
 		name = " --name " + st.Name
 	}
+	where := f.where()
 	if f.fleet {
-		return fmt.Sprintf("have this scheduler drive it: amkctl start %s --gpu %s --device %s%s --server URL (or run the scheduler with --adopt); or stop it: amkctl stop %s --server URL",
-			st.Model, st.GPU, st.Device, name, st.ID)
+		return fmt.Sprintf("have this scheduler drive it: amkctl start %s --gpu %s --device %s%s%s (or run the scheduler with --adopt); or stop it: amkctl stop %s%s",
+			st.Model, st.GPU, st.Device, name, where, st.ID, where)
 	}
-	ws := ""
-	if f.workspace != "" {
-		ws = " --workspace " + f.workspace
+	resent := ""
+	if len(st.InFlight) > 0 {
+		resent = " (its trials in flight are sent again)"
 	}
-	return fmt.Sprintf("resume it (the trials in flight are sent again): amkctl autoresearch %s --gpu %s --device %s%s%s; or stop it: amkctl stop %s%s",
-		st.Model, st.GPU, st.Device, name, ws, st.ID, ws)
+	return fmt.Sprintf("resume it%s: amkctl autoresearch %s --gpu %s --device %s%s%s; or stop it: amkctl stop %s%s",
+		resent, st.Model, st.GPU, st.Device, name, where, st.ID, where)
+}
+
+// where is the flag that points an amkctl command at the campaigns: the
+// scheduler, or a workspace on this machine.
+func (f healthFacts) where() string {
+	switch {
+	case f.fleet:
+		return " --server URL"
+	case f.workspace != "":
+		return " --workspace " + f.workspace
+	}
+	return ""
 }
 
 // workerDevice is the gpuworker --device that evaluates a campaign's
