@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +14,9 @@ import (
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/metrics"
+	"github.com/amk-dev/amk/internal/proctest"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redistest"
 )
 
 // A campaign for a GPU target no live worker serves says so across the
@@ -26,7 +26,7 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 	const ns = "unserved"
 	ctx := context.Background()
 	// One live worker, for h200; the campaign is for h100.
-	fleet := apitest.RedisFleet(t, ns, "h200")
+	fleet := apitest.RedisFleet(t, redistest.Start(t).Addr, ns, "h200")
 	var logged syncBuffer
 	fleet.Logger, fleet.RescanEvery = slog.New(slog.NewTextHandler(&logged, nil)), 50*time.Millisecond
 	s := apitest.Start(t, apitest.Options{Fleet: fleet})
@@ -107,21 +107,5 @@ amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="unserved",model="toy"
 	apitest.WaitFor(t, 30*time.Second, "the reopened campaign's trials to be queued again", func() bool { return queued() == 2 })
 }
 
-// syncBuffer is a log's destination that the test reads while the
-// scheduler writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects a daemon's log.
+type syncBuffer = proctest.LogBuffer

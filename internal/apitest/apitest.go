@@ -16,7 +16,6 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redisq"
-	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -125,15 +124,14 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-// RedisFleet is a fleet's options for a transport through a real
-// redis-server (started for t) under namespace ns, with one live worker
-// per target of workerTargets evaluating on this machine's CPU; the
-// dispatcher, the registry view and the workers are stopped at the test's
-// cleanup. Queues names the queue of a target's trials.
-func RedisFleet(t testing.TB, ns string, workerTargets ...string) scheduler.Options {
+// RedisFleet is a fleet's options for a transport through the real
+// redis-server at addr (redistest.Start) under namespace ns, with one live
+// worker per target of workerTargets evaluating Evaluate on this
+// machine's CPU; the dispatcher, the registry view and the workers are
+// stopped at the test's cleanup.
+func RedisFleet(t testing.TB, addr, ns string, workerTargets ...string) scheduler.Options {
 	t.Helper()
-	srv := redistest.Start(t)
-	conn := redisq.Conn{Addr: srv.Addr}
+	conn := redisq.Conn{Addr: addr}
 	disp, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/apitest"
+	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
 )
@@ -51,7 +52,7 @@ func TestBrowserShowsCampaignsInTrouble(t *testing.T) {
 	if err := ledger.Close(); err != nil {
 		t.Fatal(err)
 	}
-	fleet := apitest.RedisFleet(t, "trouble", "h200")
+	fleet := apitest.RedisFleet(t, redistest.Start(t).Addr, "trouble", "h200")
 	fleet.Workspace = ws
 	s := apitest.Start(t, apitest.Options{Fleet: fleet, API: api.Options{Token: testToken},
 		Site: func(f *scheduler.Fleet, apiHandler http.Handler) (http.Handler, error) {
