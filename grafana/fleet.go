@@ -95,9 +95,9 @@ func Fleet() Dashboard {
 	}
 
 	health := []Panel{
-		table("Campaign alerts", "Campaigns in trouble now, one row per alert: no_driver (nothing drives it), unserved (no live worker serves its target), stalled (its driver writes nothing), stuck_trials (a trial in flight far too long). amkctl status CAMPAIGN says what to do.",
-			24, 6, []string{"Time", "Value", "__name__"},
-			tableOf(`max by (campaign, target, kind) (amk_scheduler_campaign_alert) == 1`)),
+		table("Campaigns with each alert", "How many campaigns have each alert now: no_driver (nothing drives it), unserved (no live worker serves its target), stalled (its driver writes nothing), stuck_trials (a trial in flight far too long). amkctl campaigns names them, amkctl status CAMPAIGN says what to do.",
+			24, 6, []string{"Time", "__name__"},
+			tableOf(`sum by (kind) (amk_scheduler_campaign_alert)`)),
 	}
 
 	return newDashboard("amk-fleet", "Fleet",
