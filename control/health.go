@@ -133,8 +133,8 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 	}
 	running := st.Status == campaign.StatusOptimizing
 	if known && !drv.Here && !drv.Held {
-		if !running {
-			return nil // paused: nothing is meant to run
+		if !running || agentDriven(st) {
+			return nil // paused, or an agent records into it between its own evaluations
 		}
 		return []campaign.Alert{{Kind: campaign.AlertNoDriver, Title: "nothing drives it",
 			Message: fmt.Sprintf("no process has had this campaign open since its last event, %s, with %d trial(s) in flight: it is optimizing, but nothing runs; its elapsed time stops there",
@@ -177,6 +177,15 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 		}
 	}
 	return out
+}
+
+// agentDriven says that an outside agent drives the campaign with its own
+// evaluations (record): no process holds it between them, and that is
+// how it should be. Its last experiment is an agent's and it has no trial
+// of its own in flight.
+func agentDriven(st campaign.State) bool {
+	n := len(st.Trajectory)
+	return n > 0 && st.Trajectory[n-1].Trial < 0 && len(st.InFlight) == 0
 }
 
 // resumeFix is what to do about a campaign nothing drives.

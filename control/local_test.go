@@ -265,6 +265,19 @@ func TestLocalHealth(t *testing.T) {
 	if err != nil || len(list) != 1 || len(list[0].Alerts) != 1 {
 		t.Fatalf("list: %v %+v", err, list)
 	}
+	// A campaign an outside agent drives with record has no process
+	// between two of its experiments, and that is as it should be.
+	agent, err := cs.Create(ctx, CreateRequest{Model: "toy", GPU: "h200", Name: "agent", Cold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Record(ctx, agent.ID, RecordRequest{Status: "tried", Correctness: "PASS", LatencyUS: new(12.5), Kind: "predicted", Description: "an agent's own evaluation"}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Hour)
+	if rep, _ := cs.Status(ctx, agent.ID); len(rep.Alerts) != 0 {
+		t.Errorf("a campaign an agent drives with record has alerts: %+v", rep.Alerts)
+	}
 	// A paused or done campaign that nothing drives is as it should be.
 	if _, err := cs.Command(ctx, id, campaign.OpStop, CommandRequest{}); err != nil {
 		t.Fatal(err)
