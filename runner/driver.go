@@ -194,6 +194,13 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 					}
 					sum.Proposed++
 				}
+				if cmd, ok := r.ev.(campaign.Command); ok && err == nil && cmd.Op == campaign.OpStop {
+					lines, werr := d.withdrawQueued(ctx)
+					if werr != nil {
+						lines = append(lines, "withdrawing the queued trials: "+werr.Error())
+					}
+					dec.Log = append(dec.Log, lines...)
+				}
 				d.Progress.logLines(dec.Log)
 			}
 			r.reply <- reply{dec, err}
@@ -406,6 +413,30 @@ func target(n int) string {
 }
 
 // inFlightSpecs lists the specs of trials in flight, in trial order.
+// withdrawQueued takes the trials of a stopped campaign that no evaluator
+// has started off the transport (where it can: dispatch.Withdrawer), and
+// out of the campaign's trials in flight, so that nothing of the campaign
+// waits in a queue for a worker that may never come. Trials that run are
+// left to finish; their outcomes are recorded.
+func (d *Driver) withdrawQueued(ctx context.Context) ([]string, error) {
+	var ids []int
+	for _, spec := range inFlightSpecs(d.Ledger.Campaign().State()) {
+		ok, err := dispatch.Withdraw(ctx, d.Dispatcher, spec)
+		if err != nil {
+			d.Progress.logLines([]string{fmt.Sprintf("trial %d: could not withdraw it from the queue: %v", spec.TrialID, err)})
+			continue
+		}
+		if ok {
+			ids = append(ids, spec.TrialID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	dec, err := d.Ledger.Apply(campaign.Command{Time: d.now(), Op: campaign.OpWithdraw, Trials: ids})
+	return dec.Log, err
+}
+
 func inFlightSpecs(st campaign.State) []trial.Spec {
 	ids := make([]int, 0, len(st.InFlight))
 	for id := range st.InFlight {

@@ -402,10 +402,25 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 	return nil, fmt.Errorf("campaign %s: %w", id, err)
 }
 
+// Driver says whether a process (this one included) drives the campaign:
+// whether its ledger's lock is held, and by whom ("pid 12").
+func (w *Workspace) Driver(id string) (holder string, held bool, err error) {
+	return flywheel.LockHolder(filepath.Join(w.CampaignDir(id), "lock"))
+}
+
+// lockRetry is how long lockNew waits before its second try: a look at
+// the lock (Driver) holds it for a moment.
+const lockRetry = 20 * time.Millisecond
+
 func (w *Workspace) lockNew(id string) (*Ledger, error) {
 	dir := w.CampaignDir(id)
-	lock, err := flywheel.TryLock(filepath.Join(dir, "lock"), fmt.Sprintf("pid %d", os.Getpid()))
+	lockPath, holder := filepath.Join(dir, "lock"), fmt.Sprintf("pid %d", os.Getpid())
+	lock, err := flywheel.TryLock(lockPath, holder)
 	var held *flywheel.HeldError
+	if errors.As(err, &held) {
+		time.Sleep(lockRetry)
+		lock, err = flywheel.TryLock(lockPath, holder)
+	}
 	if errors.As(err, &held) {
 		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, held.Holder)
 	}

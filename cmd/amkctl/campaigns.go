@@ -340,12 +340,21 @@ func newCampaignsCmd() *cobra.Command {
 // printCampaignTable prints one line per campaign.
 func printCampaignTable(stdout io.Writer, reports []campaign.StatusReport) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP")
+	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP\tALERTS")
+	anyAlert := false
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
-			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"))
+		var alerts []string
+		for _, a := range r.Alerts {
+			alerts = append(alerts, a.Title)
+		}
+		anyAlert = anyAlert || len(alerts) > 0
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
+			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"), orDash(strings.Join(alerts, "; ")))
 	}
 	tw.Flush()
+	if anyAlert {
+		fmt.Fprintln(stdout, "amkctl status CAMPAIGN says what is wrong and what to do")
+	}
 }
 
 func optFloat(f *float64, format string) string {

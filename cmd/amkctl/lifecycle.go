@@ -95,7 +95,7 @@ func newStartCmd() *cobra.Command {
 			return exitOK
 		}
 		if resp.Created {
-			where := cs.Where() + " (run it with amkctl autoresearch, or let a scheduler on this workspace adopt it)"
+			where := cs.Where() + " (run it with amkctl autoresearch, or have a scheduler on this workspace drive it: amkctl start with --server URL)"
 			if remote {
 				where = fmt.Sprintf("%s with %d trial(s) in flight", cs.Where(), resp.Workers)
 			}

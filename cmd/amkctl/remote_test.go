@@ -186,10 +186,11 @@ func TestRemoteVerbs(t *testing.T) {
 	if code, _, errOut = runCmd(t, "--server", url, "--token", remoteToken, "note"); code != 2 || !strings.Contains(errOut, "TEXT is required") {
 		t.Fatalf("note without text: %d %s", code, errOut)
 	}
-	// A second start of the same campaign is a resume, printing the id.
+	// A second start of the same campaign, now done, is refused: it would
+	// do nothing. The refusal names the commands that would.
 	code, out, errOut = runCmd(t, "--server", url, "--token", remoteToken, "start", "toy", "--gpu", "h200")
-	if code != 0 || out != id+"\n" || !strings.Contains(errOut, "already exists") {
-		t.Fatalf("second start: %d %q %q", code, out, errOut)
+	if code != 1 || out != "" || !strings.Contains(errOut, "already exists and is done") || !strings.Contains(errOut, "amkctl reopen "+id+" --iters") {
+		t.Fatalf("second start of a done campaign: %d %q %q", code, out, errOut)
 	}
 }
 

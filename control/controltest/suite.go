@@ -185,6 +185,14 @@ func createAndResolve(t *testing.T, ctx context.Context, tg Target) {
 	if err != nil || len(list) != 2 || list[0].ID != "toy-h200-cpu" || list[1].ID != "toy-h200-cpu-second" {
 		t.Fatalf("list: %+v %v", list, err)
 	}
+	// A start of a campaign that is done would do nothing: it is refused,
+	// with the commands that would do something.
+	command(t, ctx, s, "toy-h200-cpu-second", campaign.OpStop, control.CommandRequest{}, "stopped by operator", campaign.StatusDone)
+	_, err = s.Create(ctx, request("second"))
+	wantKind(t, "a start of a done campaign", err, control.ErrConflict)
+	if err == nil || !strings.Contains(err.Error(), "amkctl reopen toy-h200-cpu-second --iters") || !strings.Contains(err.Error(), "--name NAME") {
+		t.Errorf("a start of a done campaign says %v, want the reopen and --name commands", err)
+	}
 }
 
 // workloads: a request's workload, batch and speedup target reach the

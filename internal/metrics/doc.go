@@ -29,6 +29,10 @@
 //	  amk_scheduler_step_latency_seconds{series,kv_len} gauge   time per decode step at each KV length the workload
 //	                                                            is evaluated at (series baseline, best, floor)
 //	  amk_scheduler_campaign_workload_info{workload}    gauge   1, naming the workload the campaign tunes for
+//	  amk_scheduler_campaign_alert{kind}                gauge   1 for each alert the campaign has, 0 for the others
+//	                                                            (no_driver, unserved, stalled, stuck_trials; control
+//	                                                            judges them, amkctl status says what to do); a campaign
+//	                                                            the scheduler does not drive is exported while it has one
 //
 //	scheduler, fleet-wide:
 //	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)

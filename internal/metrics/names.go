@@ -22,6 +22,9 @@ const (
 	// campaign tunes for (label workload, value 1).
 	SchedulerStepLatency = "amk_scheduler_step_latency_seconds"
 	SchedulerWorkload    = "amk_scheduler_campaign_workload_info"
+	// SchedulerCampaignAlert is 1 for each alert a campaign has (label
+	// kind: campaign.AlertKinds), 0 for the others.
+	SchedulerCampaignAlert = "amk_scheduler_campaign_alert"
 	// Fleet-wide (no campaign label): refused outcomes (label reason),
 	// trials taken back from lost workers, outcomes no longer held.
 	SchedulerOutcomesRejected = "amk_scheduler_outcomes_rejected_total"
@@ -55,7 +58,7 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerStreamedFloor, SchedulerAllWeightsFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerStepLatency, SchedulerWorkload, SchedulerOutcomesRejected, SchedulerLostWorkers,
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerStepLatency, SchedulerWorkload, SchedulerCampaignAlert, SchedulerOutcomesRejected, SchedulerLostWorkers,
 		SchedulerOutcomesUnheld}
 }
 

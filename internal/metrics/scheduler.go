@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -47,6 +48,9 @@ type Campaign struct {
 	// lengths.
 	Workload string
 	Steps    []Step
+
+	// Alerts are the kinds of the campaign's alerts (campaign.Alert).
+	Alerts []string
 }
 
 // Step is one time per decode step at a KV length: Series is
@@ -129,7 +133,7 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 type schedulerCollector struct {
 	source                                                                    func() []Campaign
 	best, floor, allWeights, pct, speedup, trials, experiments, reverts, live *prometheus.Desc
-	status, improved, steps, workload                                         *prometheus.Desc
+	status, improved, steps, workload, alert                                  *prometheus.Desc
 }
 
 // RegisterScheduler registers the per-campaign collector on reg; source is
@@ -154,13 +158,14 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 		improved:    desc(SchedulerLastImprovement, "Unix time of the campaign's last improvement (its start before the first)."),
 		steps:       desc(SchedulerStepLatency, "Time per decode step at each KV length the campaign's workload is evaluated at, in seconds: the baseline's, the best's and the streamed-bytes floor.", "series", "kv_len"),
 		workload:    desc(SchedulerWorkload, "1, naming the workload the campaign tunes for.", "workload"),
+		alert:       desc(SchedulerCampaignAlert, "1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials; amkctl status says what to do), 0 for the others.", "kind"),
 	}
 	return reg.Register(c)
 }
 
 func (c *schedulerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.best, c.floor, c.allWeights, c.pct, c.speedup, c.trials, c.experiments,
-		c.reverts, c.live, c.status, c.improved, c.steps, c.workload} {
+		c.reverts, c.live, c.status, c.improved, c.steps, c.workload, c.alert} {
 		ch <- d
 	}
 }
@@ -207,6 +212,13 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if m.Workload != "" {
 			gauge(c.workload, 1, m.Workload)
+		}
+		for _, kind := range campaign.AlertKinds {
+			v := 0.0
+			if slices.Contains(m.Alerts, kind) {
+				v = 1
+			}
+			gauge(c.alert, v, kind)
 		}
 	}
 }

@@ -278,7 +278,7 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond})
+	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond, AdoptAll: true})
 	id := held.ID()
 	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
@@ -298,6 +298,43 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
 	checkLedger(t, ws, id, 4)
+}
+
+// A campaign created beside the scheduler (the demo's, one amkctl
+// autoresearch left) is not the fleet's: it is left as it is, until a
+// start through the fleet asks for it to be driven; from then on it is
+// the fleet's, across restarts.
+func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
+		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
+	start.Settings.Budget.Iterations = 4
+	beside, _, err := ws.Create(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := beside.ID()
+	beside.Close()
+	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond})
+	time.Sleep(100 * time.Millisecond) // several scans
+	if f.Drives(id) || status(t, f, id).ExperimentsRun != 0 {
+		t.Fatalf("the fleet drives a campaign it was not asked to (%d experiments)", status(t, f, id).ExperimentsRun)
+	}
+	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "--adopt") {
+		t.Fatalf("a command to a campaign left alone: %v, want a conflict naming --adopt", err)
+	}
+	// Starting it through the fleet is the request to drive it.
+	if _, created, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); err != nil || created {
+		t.Fatalf("start of the existing campaign: created=%v %v", created, err)
+	}
+	waitFor(t, "the adopted campaign to finish", func() bool {
+		r := status(t, f, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, 4)
+	if !hasSettings(ws.CampaignDir(id)) {
+		t.Fatal("an adopted campaign does not carry the scheduler's settings: a restarted scheduler would leave it")
+	}
 }
 
 // TestFleetCommandsGoThroughTheDriver runs in a synctest bubble, so the

@@ -88,6 +88,11 @@ func (r *recomputing) Submit(ctx context.Context, spec trial.Spec) error {
 	return r.under.Submit(ctx, spec)
 }
 
+// Withdraw takes back a queued trial from the transport, where it can.
+func (r *recomputing) Withdraw(ctx context.Context, spec trial.Spec) (bool, error) {
+	return dispatch.Withdraw(ctx, r.under, spec)
+}
+
 func (r *recomputing) Outcomes() <-chan trial.Outcome { return r.out }
 
 func (r *recomputing) Close() error {
