@@ -20,6 +20,7 @@ func newFibCmd() *cobra.Command {
 		Use:   "fib validate|export|import",
 		Short: "FlashInfer-Bench: validate Definitions, export a model's Definitions and Traces, import a dataset for Loop 1",
 	}
+	subcommandsOnly(cmd)
 	cmd.AddCommand(newFibValidateCmd(), newFibExportCmd(), newFibImportCmd())
 	return cmd
 }

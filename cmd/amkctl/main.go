@@ -56,7 +56,7 @@ workspace or on a scheduler (--server URL, or $` + envServer + `). --server,
 amkctl --server URL status.
 
 ` + exitCodesHelp,
-		Version:       version.String(),
+		Version:       version.Long(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -146,6 +146,31 @@ func runVerb(body func(args []string, stdout, stderr io.Writer) int) func(*cobra
 			return exitStatus(code)
 		}
 		return nil
+	}
+}
+
+// subcommandsOnly makes cmd a verb that only groups subcommands, as every
+// such verb behaves: bare, it prints its help and exits 0 (as bare amkctl
+// does); with an unknown subcommand it names the subcommands, with a
+// suggestion, and exits exitBadInput.
+func subcommandsOnly(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		msg := fmt.Sprintf("%s: unknown subcommand %q (one of: %s)", c.CommandPath(), args[0], strings.Join(names, ", "))
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		fmt.Fprintln(c.ErrOrStderr(), msg)
+		return exitStatus(exitBadInput)
 	}
 }
 
