@@ -241,7 +241,7 @@ func pyFloat(f float64) string {
 func (x *exporter) embedding() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("embedding_v%d_h%d", c.Vocab, c.Hidden), OpType: "embedding",
+		Name: fmt.Sprintf("embedding_v%d_h%d", c.Vocab, c.Hidden), OpType: OpTypeEmbedding,
 		Description: "Token embedding lookup: one table row per token (amk EMBED).",
 		Axes:        axes("batch_size", varAxis, "vocab_size", c.Vocab, "hidden_size", c.Hidden),
 		Inputs: Ordered[TensorSpec]{{"token_ids", spec("int32", "batch_size")},
@@ -288,7 +288,7 @@ func (x *exporter) gemm(n, k int, role string) {
 func (x *exporter) rope() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("rope_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: "rope",
+		Name: fmt.Sprintf("rope_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: OpTypeRoPE,
 		Description: fmt.Sprintf("Llama rotate-half rotary embedding of q and k at each sequence's position, theta %s (amk ROPE).", pyFloat(c.RopeTheta)),
 		Axes: axes("batch_size", varAxis, "num_qo_heads", c.NHeads, "num_kv_heads", c.NKVHeads,
 			"head_dim", c.HeadDim),
@@ -316,7 +316,7 @@ func (x *exporter) rope() {
 func (x *exporter) kvAppend() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("kv_append_kv%d_d%d_s%d", c.NKVHeads, c.HeadDim, c.MaxSeq), OpType: "kv_append",
+		Name: fmt.Sprintf("kv_append_kv%d_d%d_s%d", c.NKVHeads, c.HeadDim, c.MaxSeq), OpType: OpTypeKVAppend,
 		Description: "Write each sequence's new key (or value) rows into its contiguous cache at position pos (amk KV_APPEND; amk writes in place, the Definition returns the new cache).",
 		Axes: axes("batch_size", varAxis, "num_kv_heads", c.NKVHeads, "head_dim", c.HeadDim,
 			"max_seq_len", c.MaxSeq),
@@ -336,7 +336,7 @@ func (x *exporter) kvAppend() {
 func (x *exporter) attention() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("gqa_contiguous_decode_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: "gqa_contiguous",
+		Name: fmt.Sprintf("gqa_contiguous_decode_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: OpTypeGQAContiguous,
 		Description: fmt.Sprintf("Grouped-query decode attention of one query token per sequence over its first kv_len cache rows (a contiguous cache, no paging), scale 1/sqrt(%d) (amk ATTENTION_TILE).", c.HeadDim),
 		Axes: axes("batch_size", varAxis, "kv_len", varAxis, "num_qo_heads", c.NHeads, "num_kv_heads", c.NKVHeads,
 			"head_dim", c.HeadDim),
@@ -365,7 +365,7 @@ func (x *exporter) attention() {
 func (x *exporter) combine() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("attention_combine_h%d_d%d", c.NHeads, c.HeadDim), OpType: "attention_combine",
+		Name: fmt.Sprintf("attention_combine_h%d_d%d", c.NHeads, c.HeadDim), OpType: OpTypeAttentionCombine,
 		Description: "Merge split-KV flash-attention partials: each partial holds per head [acc = sum exp(s - m) v | m = max s | l = sum exp(s - m)] (amk ATTENTION_COMBINE, used when one sequence's KV is split over several SMs).",
 		Axes:        axes("num_partials", varAxis, "num_qo_heads", c.NHeads, "head_dim", c.HeadDim, "partial_width", c.HeadDim+2),
 		Constraints: []string{"partial_width == head_dim + 2"},
@@ -393,7 +393,7 @@ func (x *exporter) combine() {
 func (x *exporter) swiglu() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("silu_mul_i%d", c.Intermediate), OpType: "silu_mul",
+		Name: fmt.Sprintf("silu_mul_i%d", c.Intermediate), OpType: OpTypeSiLUMul,
 		Description: "SwiGLU activation silu(gate) * up (amk SILU_MUL).",
 		Axes:        axes("batch_size", varAxis, "intermediate_size", c.Intermediate),
 		Inputs: Ordered[TensorSpec]{{"gate", spec(x.dt, "batch_size", "intermediate_size")},
@@ -410,7 +410,7 @@ func (x *exporter) swiglu() {
 func (x *exporter) residual() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("add_h%d", c.Hidden), OpType: "add",
+		Name: fmt.Sprintf("add_h%d", c.Hidden), OpType: OpTypeAdd,
 		Description: "Residual add (amk ADD).",
 		Axes:        axes("batch_size", varAxis, "hidden_size", c.Hidden),
 		Inputs: Ordered[TensorSpec]{{"a", spec(x.dt, "batch_size", "hidden_size")},
@@ -430,7 +430,7 @@ func StepName(slug string, cfg model.Config) string {
 func (x *exporter) step(slug string) {
 	c := x.cfg
 	d := &Definition{
-		Name: StepName(slug, c), OpType: "decode_step",
+		Name: StepName(slug, c), OpType: OpTypeDecodeStep,
 		Description: fmt.Sprintf("One Llama-family decode step of %s for a batch of sequences at position pos: embedding, %d layers of (RMSNorm, "+
 			"q/k/v projections, RoPE, KV append, GQA attention over rows [0, pos], o projection, residual, RMSNorm, SwiGLU MLP, residual), "+
 			"final RMSNorm and lm_head. amk runs it as one persistent megakernel; the caches are updated in place at row pos. "+

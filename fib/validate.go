@@ -73,8 +73,8 @@ func Validate(d *Definition) []Problem {
 func validateNaming(ps *problems, d *Definition) {
 	if d.OpType != "" && !opTypeCharset.MatchString(d.OpType) {
 		ps.addf("op_type", "%q: use lower-case letters, digits and underscores", d.OpType)
-	} else if d.OpType != "" && !slices.Contains(OpTypes, d.OpType) {
-		ps.warn("op_type", fmt.Sprintf("%q is not in the format's list of op_types", d.OpType))
+	} else if d.OpType != "" && !slices.Contains(OpTypes, d.OpType) && !slices.Contains(AMKOpTypes, d.OpType) {
+		ps.warn("op_type", fmt.Sprintf("%q is neither in the format's list of op_types nor one of amk's", d.OpType))
 	}
 	if d.Name == "" {
 		return
