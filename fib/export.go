@@ -3,6 +3,7 @@ package fib
 import (
 	"crypto/sha1"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,41 @@ type Exported struct {
 type ExportOptions struct {
 	Batches   []int // default 1 and 4
 	KVLengths []int // default 128 and the model's max_seq
+	// Target, when set, is the GPU target record the export is for: every
+	// Definition carries it as an amk_target: tag, and Loop 1 on the
+	// dataset (tune-instruction --fib) runs for it (DatasetTargets).
+	Target string
+}
+
+// TargetTag is the namespace of the tag that names the GPU target record a
+// Definition was exported for (amk_target:h200).
+const TargetTag = "amk_target"
+
+// DatasetTargets returns the GPU target records a dataset names, sorted and
+// each once: its Definitions' amk_target: tags and its Traces' amk_target
+// libs entry (what Export and the Traces it writes record).
+func DatasetTargets(ds *Dataset) []string {
+	seen := map[string]bool{}
+	for _, d := range ds.Definitions {
+		for _, tag := range d.Tags {
+			if ns, v, ok := strings.Cut(tag, ":"); ok && ns == TargetTag && v != "" {
+				seen[v] = true
+			}
+		}
+	}
+	for _, ts := range ds.Traces {
+		for _, t := range ts {
+			if t.Evaluation != nil && t.Evaluation.Environment.Libs[TargetTag] != "" {
+				seen[t.Evaluation.Environment.Libs[TargetTag]] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // DTypeName is the seed-003 spelling of an amk storage dtype.
@@ -112,6 +148,9 @@ func Export(slug string, cfg model.Config, opts ExportOptions) ([]Exported, erro
 		}
 	}
 	x := exporter{cfg: cfg, dt: dt, tags: []string{"model:" + slug, "stage:decode", "status:draft"}, opts: opts}
+	if opts.Target != "" {
+		x.tags = append(x.tags, TargetTag+":"+opts.Target)
+	}
 	x.embedding()
 	x.rmsnorm()
 	H, qd, kd, I, V := cfg.Hidden, cfg.QDim(), cfg.KVDim(), cfg.Intermediate, cfg.Vocab

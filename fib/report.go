@@ -161,7 +161,9 @@ func RunExport(req ExportRequest) (*ExportSummary, error) {
 	if strings.ContainsAny(req.Model, `/\`) || strings.HasSuffix(req.Model, ".json") {
 		slug = ModelSlug(cfg.Name)
 	}
-	exported, err := Export(slug, cfg, req.Options)
+	opts := req.Options
+	opts.Target = target.Name
+	exported, err := Export(slug, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}

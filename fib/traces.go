@@ -104,7 +104,7 @@ func TracesFromFacts(def *Definition, w Workload, run RunInfo, facts []Fact) (tr
 		return nil, nil, 0, fmt.Errorf("latency kind %q is neither %s nor %s", run.Kind, KindMeasuredGPU, KindPredicted)
 	}
 	env := Environment{Hardware: hardwareName(run.Target, run.Kind), Libs: map[string]string{
-		"amk_latency_kind": run.Kind, "amk_target": run.Target, "go": runtime.Version()}}
+		"amk_latency_kind": run.Kind, TargetTag: run.Target, "go": runtime.Version()}}
 	for k, v := range map[string]string{"amk": run.Env.AMKVersion, "amk_device": run.Env.Device,
 		"amk_device_name": run.Env.DeviceName, "cuda_driver": run.Env.Driver, "cuda": run.Env.Toolkit} {
 		if v != "" {

@@ -113,6 +113,26 @@ func TestTuneInstructionFibOnTheCPU(t *testing.T) {
 	}
 }
 
+// Loop 1 on an amk export runs for the GPU the export was for, and a --gpu
+// that contradicts the export is refused.
+func TestTuneInstructionFibFollowsTheExport(t *testing.T) {
+	out := t.TempDir()
+	if code, _, errOut := runCmd(t, "fib", "export", "toy", "--gpu", "h200", "-o", out); code != exitOK {
+		t.Fatalf("fib export: exit %d %s", code, errOut)
+	}
+	code, stdout, errOut := runCmd(t, "tune-instruction", "--fib", out, "--device", "cpu", "--definition", "rmsnorm_h64")
+	if code != exitOK || !strings.Contains(stdout, `"gpu": "h200"`) {
+		t.Errorf("no --gpu: exit %d\n%s%s", code, stdout, errOut)
+	}
+	code, _, errOut = runCmd(t, "tune-instruction", "--fib", out, "--device", "cpu", "--gpu", "h100", "--definition", "rmsnorm_h64")
+	if code != exitBadInput || !strings.Contains(errOut, "exported for h200, not h100") {
+		t.Errorf("--gpu h100 on an h200 export: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "tune-instruction", "--fib", out, "--device", "cpu", "--gpu", "h200", "--definition", "rmsnorm_h64"); code != exitOK {
+		t.Errorf("--gpu h200 on an h200 export: exit %d %s", code, errOut)
+	}
+}
+
 // Loop-1 rows (loop=instruction) become measured-gpu Traces of the small
 // export's op Definitions; other models are refused.
 func TestFibExportLoop1Rows(t *testing.T) {

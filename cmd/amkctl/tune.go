@@ -70,7 +70,7 @@ variants reported. Exit 0 when some variant is safe.`,
 			if !cmd.Flags().Changed("device") && openTuneDevice == nil {
 				dev = "cpu"
 			}
-			return tuneFib(*fibDir, *fibDef, *fibDump, *gpu, *budget, *results, dev, stdout, stderr)
+			return tuneFib(*fibDir, *fibDef, *fibDump, *gpu, cmd.Flags().Changed("gpu"), *budget, *results, dev, stdout, stderr)
 		}
 		return tuneInstruction(pos, *gpu, *budget, *dtype, *results, *device, stdout, stderr)
 	})
@@ -135,7 +135,7 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 
 // tuneFib runs Loop 1 on a FlashInfer-Bench dataset's mapped workloads
 // (package fib/loop1): on the CPU predicted, on a GPU measured.
-func tuneFib(dir, definition, dump, gpuName string, budget int, results, device string, stdout, stderr io.Writer) int {
+func tuneFib(dir, definition, dump, gpuName string, gpuChosen bool, budget int, results, device string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "amkctl tune-instruction: "+format+"\n", a...)
 		return code
@@ -147,7 +147,7 @@ func tuneFib(dir, definition, dump, gpuName string, budget int, results, device 
 	if budget < 1 {
 		return fail(exitBadInput, "--budget must be >= 1")
 	}
-	opts := loop1.Options{Target: target, Budget: budget, Definition: definition, Dump: dump, Log: stderr}
+	opts := loop1.Options{Target: target, TargetChosen: gpuChosen, Budget: budget, Definition: definition, Dump: dump, Log: stderr}
 	if strings.TrimSpace(strings.ToLower(device)) != "cpu" {
 		dev, release, err := openLoop1Device(device, " (or cpu for predicted latencies)",
 			": use --device cpu (predicted) or rebuild amkctl with -tags cuda", stderr)
