@@ -40,16 +40,18 @@ then on a GPU (--device cuda) its -D variants are tuned and timed (measured-gpu)
 on the CPU (--device cpu, or any build without CUDA when --device is not given) the
 cost model predicts its latency (latency_kind predicted; no kernel runs, no variants,
 no results.tsv rows). --dump DIR writes each case's inputs and amk's outputs for
-scripts/gpu/fib_check.py. Exit 0 iff every case is correct (and on a GPU every tune
-run OK).
+scripts/gpu/fib_check.py. A dataset amkctl fib export wrote runs for the GPU it was
+exported for; --gpu, when given, must agree with it. Exit 0 iff every case is correct
+(and on a GPU every tune run OK).
 
 OP gemm_pipeline is the FP8 GEMM micro-kernel whose knob is its pipeline
 schedule (docs/spec/formats.md §3): every variant of a small space (MMA order, cross-stage
 rotation, prologue form, ordering) is proved by the hazard checker and the
 safe ones are ranked by predicted MMA utilisation on --gpu (an AMD part:
 mi300x, mi325x, mi355x). Nothing is built or run, no GPU is needed, and the
-JSON says latency_kind "predicted"; --budget is the number of ranked
-variants reported. Exit 0 when some variant is safe.`,
+JSON says latency_kind "predicted". --budget is the number of variants proved
+and simulated, AMD's 4-wave variant first (the space has 144: --budget 144
+covers it); the ten best safe ones are listed. Exit 0 when some variant is safe.`,
 	}
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "GPU target record of the roofline (amkctl targets lists them)")
