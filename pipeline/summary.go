@@ -22,8 +22,8 @@ type TuneSummary struct {
 	Op          string            `json:"op"`
 	Target      string            `json:"target"`
 	LatencyKind string            `json:"latency_kind"` // always "predicted"
-	Variants    int               `json:"variants"` // proved (and, when safe, simulated): the budget
-	Space       int               `json:"space"`    // variants in the whole space
+	Variants    int               `json:"variants"`     // proved (and, when safe, simulated): the budget
+	Space       int               `json:"space"`        // variants in the whole space
 	Safe        int               `json:"safe"`
 	Rejected    int               `json:"rejected"`
 	RejectedBy  map[string]int    `json:"rejected_by_first_hazard"`
