@@ -281,7 +281,13 @@ func (d *Driver) WriteReport() error {
 
 // WriteReport writes a campaign's wake-up report files into dir.
 func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
-	w := c.WakeUp(now)
+	return WriteWakeUp(dir, c.WakeUp(now))
+}
+
+// WriteWakeUp writes a wake-up report's files into dir: report.json,
+// report.md and its plot report.svg. A client of a scheduler writes them
+// from the report the scheduler sends, as the scheduler writes its own.
+func WriteWakeUp(dir string, w campaign.WakeUp) error {
 	js, err := json.MarshalIndent(w, "", "  ")
 	if err != nil {
 		return err

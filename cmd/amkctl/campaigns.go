@@ -167,39 +167,53 @@ func newNextCmd() *cobra.Command {
 }
 
 func newReportCmd() *cobra.Command {
-	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
-		"write a campaign's reports (markdown, JSON, SVG plot) and print its status")
+	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--out DIR] [--json]",
+		"write a campaign's reports (markdown, JSON, SVG plot); from a scheduler, print the report and save it with --out")
+	cmd.Long = `report writes a campaign's reports: the wake-up report (report.md, report.json,
+report.svg) and the aggregate report (aggregate_report.md, every experiment).
+In a workspace they are written beside the campaign's ledger and the status is
+printed. With --server the scheduler writes its copies on its own machine, and
+report prints the wake-up report itself here; --out DIR also saves all four
+files into DIR on this machine. --json prints the wake-up report as JSON.`
+	out := cmd.Flags().String("out", "", "also save the report files into this directory on this machine")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			files, err := cs.WriteReport(ctx, id)
 			if err != nil {
 				return err
 			}
-			if *cf.jsonOut {
-				wake, err := cs.Report(ctx, id)
-				if err != nil {
+			var wake campaign.WakeUp
+			if *out != "" {
+				if files, wake, err = control.SaveReports(ctx, cs, id, *out); err != nil {
 					return err
 				}
+				fmt.Fprintf(stderr, "saved %s\n", strings.Join(files.Files, ", "))
+			} else if *cf.jsonOut || isRemote(cs) {
+				if wake, err = cs.Report(ctx, id); err != nil {
+					return err
+				}
+			}
+			switch {
+			case *cf.jsonOut:
 				return printJSON(stdout, wake)
+			case isRemote(cs):
+				fmt.Fprintln(stdout, wake.Markdown())
+				return nil
 			}
 			text, err := cs.StatusText(ctx, id)
 			if err != nil {
 				return err
 			}
-			agg, wake := files.Dir, files.Dir
+			agg, report := files.Dir, files.Dir
 			for _, f := range files.Files {
 				switch {
 				case hasBase(f, control.AggregateReportFile):
 					agg = f
 				case hasBase(f, "report.md"):
-					wake = f
+					report = f
 				}
 			}
-			where := ""
-			if isRemote(cs) {
-				where = " on the scheduler's machine"
-			}
-			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)%s\n", agg, wake, where)
+			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)\n", agg, report)
 			fmt.Fprint(stdout, text)
 			return nil
 		})
