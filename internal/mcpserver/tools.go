@@ -37,6 +37,7 @@ func (s *Server) addTools() {
 	addTool(s, "report", "Write a campaign's report files (report.md, report.json, report.svg, aggregate_report.md) and answer the wake-up report: best config, latency and kind, speedup over the default schedule, milestones.", s.report)
 	addTool(s, "record", "Record your own experiment into a campaign (the orchestrator's record): status kept|revert|tried|failed|crash|timeout|rejected; a latency needs correctness PASS and a kind (predicted or measured-gpu).", s.record)
 	addTool(s, "campaigns", "List the campaigns with their status.", s.campaigns)
+	addTool(s, "trial", "One trial of a campaign (trial: its number): while in flight its spec and age; once finished the experiment it became, its verdict (config, correctness, latency and its kind) or failure, the worker that ran it and each stage's seconds.", s.trial)
 	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", s.command(campaign.OpNote))
 }
 
@@ -303,6 +304,24 @@ func (s *Server) next(ctx context.Context, _ *mcp.CallToolRequest, in Selector) 
 		return nil, NextAnswer{}, err
 	}
 	return textAnd(n.Text()), NextAnswer{NextReport: n, LatencyKind: string(rep.LatencyKind)}, nil
+}
+
+// TrialInput selects one trial of a campaign.
+type TrialInput struct {
+	Selector
+	Trial int `json:"trial" jsonschema:"the trial number (status lists the trials in flight; the report and the web view give finished ones)"`
+}
+
+func (s *Server) trial(ctx context.Context, _ *mcp.CallToolRequest, in TrialInput) (*mcp.CallToolResult, control.TrialReport, error) {
+	id, err := s.resolve(ctx, in.Selector)
+	if err != nil {
+		return nil, control.TrialReport{}, err
+	}
+	rep, err := s.opts.Campaigns.Trial(ctx, id, in.Trial)
+	if err != nil {
+		return nil, control.TrialReport{}, err
+	}
+	return textAnd(rep.Text()), rep, nil
 }
 
 // ReportAnswer is the wake-up report and the files written.
