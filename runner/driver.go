@@ -321,13 +321,17 @@ type Progress struct {
 
 // NewProgress detects whether w is a terminal.
 func NewProgress(w io.Writer, target int) *Progress {
-	term := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			term = true
-		}
+	return &Progress{W: w, Terminal: IsTerminal(w), Target: target, started: time.Now()}
+}
+
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return &Progress{W: w, Terminal: term, Target: target, started: time.Now()}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *Progress) logLines(lines []string) {
