@@ -159,7 +159,7 @@ func factLog(f Fact) string {
 
 func amkSolution(def *Definition, name, id string, run RunInfo) *Solution {
 	desc, _ := json.Marshal(map[string]string{"amk_id": id, "latency_kind": run.Kind, "target": run.Target,
-		"note": "amk's megakernel schedule or Loop-1 kernel variant; built and launched by amk (amkctl eval / tune-instruction), not by flashinfer-bench"})
+		"note": "amk's megakernel schedule or tuned kernel variant; built and launched by amk (amkctl eval / tune-instruction), not by flashinfer-bench"})
 	return &Solution{Name: name, Definition: def.Name, Author: Author,
 		Description: "amk schedule " + id,
 		Spec: BuildSpec{Language: "cuda", TargetHardware: []string{hardwareName(run.Target, KindMeasuredGPU)},

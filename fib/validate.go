@@ -144,11 +144,11 @@ func validateTags(ps *problems, tags []string) {
 		switch ns {
 		case "stage":
 			if !slices.Contains(stageValues, value) {
-				ps.warn(field, fmt.Sprintf("stage %q is neither of the seed's stages (%s)", value, strings.Join(stageValues, ", ")))
+				ps.warn(field, fmt.Sprintf("stage %q is neither of the format's stages (%s)", value, strings.Join(stageValues, ", ")))
 			}
 		case "status":
 			if !slices.Contains(statusValues, value) {
-				ps.warn(field, fmt.Sprintf("status %q is none of the seed's (%s)", value, strings.Join(statusValues, ", ")))
+				ps.warn(field, fmt.Sprintf("status %q is none of the format's (%s)", value, strings.Join(statusValues, ", ")))
 			}
 		case "quantization":
 			if !slices.Contains(DTypes, value) {

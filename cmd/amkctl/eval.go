@@ -24,7 +24,7 @@ func newEvalCmd() *cobra.Command {
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
 JSON on stdout (nothing else goes to stdout). Unknown config keys are not an
-error (seed 000's forward compatibility) but each is named in the verdict's
+error (a newer amk may add knobs) but each is named in the verdict's
 notes and on stderr. Exit 0 iff the program is valid and correct, 1
 otherwise.`,
 		ValidArgsFunction: completeModels,

@@ -30,10 +30,10 @@ func init() { addVerb(groupGPU, newTuneInstructionCmd) }
 func newTuneInstructionCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tune-instruction OP --gpu G --budget N [--dtype fp32|fp16|bf16] [--results FILE] [--device cuda|cuda:N] | tune-instruction --fib DIR [--definition NAME] [--device cpu|cuda|cuda:N] [--dump DIR]",
-		Short: "Loop 1: tune one micro-kernel's -D knobs on the local GPU (JSON on stdout; exit 0 iff every built variant is correct)",
-		Long: `tune-instruction OP tunes the fixed Loop-1 case of one micro-kernel on the GPU.
+		Short: "kernel tuning: tune one micro-kernel's -D knobs on the local GPU (JSON on stdout; exit 0 iff every built variant is correct)",
+		Long: `tune-instruction OP tunes the fixed case of one micro-kernel on the GPU.
 
-tune-instruction --fib DIR runs Loop 1 on the workloads of a FlashInfer-Bench
+tune-instruction --fib DIR tunes kernels on the workloads of a FlashInfer-Bench
 dataset that map onto amk micro-kernels (amkctl fib import DIR lists them): each
 workload's case is first checked, reference VM against the Definition's semantics;
 then on a GPU (--device cuda) its -D variants are tuned and timed (measured-gpu), and
@@ -59,7 +59,7 @@ covers it); the ten best safe ones are listed. Exit 0 when some variant is safe.
 	dtype := fs.String("dtype", "fp32", "dtype of the case: fp32, fp16 or bf16")
 	results := fs.String("results", filepath.Join("workspace", "results.tsv"), "results.tsv to append one loop=instruction row per variant to; empty: none")
 	device := fs.String("device", "cuda", "CUDA device: cuda (ordinal 0) or cuda:N; with --fib also cpu (predicted)")
-	fibDir := fs.String("fib", "", "FlashInfer-Bench dataset whose mapped workloads Loop 1 runs on (instead of OP)")
+	fibDir := fs.String("fib", "", "FlashInfer-Bench dataset whose mapped workloads are tuned (instead of OP)")
 	fibDef := fs.String("definition", "", "with --fib: only this Definition")
 	fibDump := fs.String("dump", "", "with --fib: write each case's inputs and amk's outputs here (for scripts/gpu/fib_check.py)")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
@@ -103,14 +103,14 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 		return fail(exitBadInput, "%v", err)
 	}
 	if target.IsAMD() {
-		return fail(exitBadInput, "%s is an AMD target: the CUDA micro-kernels do not build for it (the AMD Loop-1 op is %s, predicted)",
+		return fail(exitBadInput, "%s is an AMD target: the CUDA micro-kernels do not build for it (the AMD op to tune is %s, predicted)",
 			target.Name, pipeline.TuneOp)
 	}
 	if budget < 1 {
 		return fail(exitBadInput, "--budget must be >= 1")
 	}
 	dev, release, err := openLoop1Device(device, "",
-		" (rebuild amkctl with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels", stderr)
+		" (rebuild amkctl with -tags cuda on a machine with the CUDA driver): kernel tuning builds and times real kernels", stderr)
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}

@@ -45,7 +45,7 @@ func newWorkersCmd() *cobra.Command {
 }
 
 func newQueuesCmd() *cobra.Command {
-	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed (needs --server)", runQueues)
+	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed, outcomes received (needs --server)", runQueues)
 }
 
 func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
