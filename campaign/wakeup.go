@@ -169,7 +169,7 @@ func (w WakeUp) Markdown() string {
 	if w.BoundUS != nil {
 		s := fmt.Sprintf("- Streamed-bytes floor: %.3f us (the bytes a step streams: weights once, the gathered embedding rows, the KV window)", *w.BoundUS)
 		if w.AllWeightsBoundUS != nil {
-			s += fmt.Sprintf("; all-weights floor (every weight byte, the seed's figure): %.3f us", *w.AllWeightsBoundUS)
+			s += fmt.Sprintf("; all-weights floor (every weight byte, a second, looser floor): %.3f us", *w.AllWeightsBoundUS)
 		}
 		add("%s", s)
 	}

@@ -289,7 +289,13 @@ func (d *Driver) WriteReport() error {
 
 // WriteReport writes a campaign's wake-up report files into dir.
 func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
-	w := c.WakeUp(now)
+	return WriteWakeUp(dir, c.WakeUp(now))
+}
+
+// WriteWakeUp writes a wake-up report's files into dir: report.json,
+// report.md and its plot report.svg. A client of a scheduler writes them
+// from the report the scheduler sends, as the scheduler writes its own.
+func WriteWakeUp(dir string, w campaign.WakeUp) error {
 	js, err := json.MarshalIndent(w, "", "  ")
 	if err != nil {
 		return err
@@ -323,13 +329,17 @@ type Progress struct {
 
 // NewProgress detects whether w is a terminal.
 func NewProgress(w io.Writer, target int) *Progress {
-	term := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			term = true
-		}
+	return &Progress{W: w, Terminal: IsTerminal(w), Target: target, started: time.Now()}
+}
+
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return &Progress{W: w, Terminal: term, Target: target, started: time.Now()}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *Progress) logLines(lines []string) {

@@ -16,6 +16,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/pyjson"
+	"github.com/amk-dev/amk/trial"
 )
 
 // ledgerVersion is the on-disk format of ledger.json: 2 since the events
@@ -848,7 +849,29 @@ func (l *Ledger) syncTrialLog() error {
 // readTrialLog returns the trial ids of trials.jsonl's well-formed lines
 // and those lines, in order (a missing file is empty).
 func (l *Ledger) readTrialLog() (map[int]bool, [][]byte, error) {
-	data, err := os.ReadFile(l.path("trials.jsonl"))
+	return readTrialLogFile(l.path("trials.jsonl"))
+}
+
+// TrialOutcome returns the outcome trials.jsonl in a campaign's directory
+// holds for one trial, and false when it holds none (the trial has not
+// finished, or never existed).
+func TrialOutcome(dir string, trialID int) (trial.Outcome, bool, error) {
+	_, lines, err := readTrialLogFile(filepath.Join(dir, "trials.jsonl"))
+	if err != nil {
+		return trial.Outcome{}, false, err
+	}
+	for _, ln := range lines {
+		var out trial.Outcome
+		if err := json.Unmarshal(ln, &out); err == nil && out.TrialID == trialID {
+			return out, true, nil
+		}
+	}
+	return trial.Outcome{}, false, nil
+}
+
+// readTrialLogFile is readTrialLog on a trials.jsonl file.
+func readTrialLogFile(path string) (map[int]bool, [][]byte, error) {
+	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("trials log: %w", err)
 	}

@@ -514,6 +514,9 @@ const (
 	StageTiming      = "timing"
 )
 
+// Stages lists the pipeline stages in the order a trial passes them.
+var Stages = []string{StageParse, StageLower, StageValidate, StageReferenceVM, StageTiming}
+
 // stages accumulates per-stage wall time in seconds.
 type stages map[string]float64
 

@@ -28,7 +28,7 @@ or --workload it evaluates a decode workload instead: the start, middle and
 end of each generation, each checked from the same seeded KV cache, and
 the verdict's latency is the workload's mean time per decode step (its
 "positions" keep each one's figures). Unknown config keys are not an error
-(seed 000's forward compatibility) but each is named in the verdict's notes
+(a newer amk may add knobs) but each is named in the verdict's notes
 and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 		ValidArgsFunction: completeModels,
 	}

@@ -57,6 +57,7 @@ func Run(t *testing.T, factory Factory) {
 		{"records", records},
 		{"an operator's note goes into the ledger and the reports", notes},
 		{"reports", reports},
+		{"one trial", trials},
 		{"workers and queues", fleet},
 	}
 	for _, c := range cases {
@@ -391,6 +392,52 @@ func reports(t *testing.T, ctx context.Context, tg Target) {
 	if strings.Join(names, " ") != control.AggregateReportFile+" report.json report.md report.svg" {
 		t.Errorf("report files %v", names)
 	}
+}
+
+func trials(t *testing.T, ctx context.Context, tg Target) {
+	s := tg.Service
+	_, err := s.Trial(ctx, "no-such-campaign", 0)
+	wantKind(t, "a trial of an unknown campaign", err, control.ErrNotFound)
+	if !tg.Driven {
+		id := create(t, ctx, tg, "trials")
+		_, err = s.Trial(ctx, id, 0)
+		wantKind(t, "a trial of a campaign that ran none", err, control.ErrNotFound)
+		if err == nil || !strings.Contains(err.Error(), "has no trial 0") {
+			t.Errorf("a trial of a campaign that ran none: %v", err)
+		}
+		return
+	}
+	// A driven campaign with one trial in flight at a time finishes trial 0
+	// first.
+	resp, err := s.Create(ctx, request("trials"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := s.Status(ctx, resp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ExperimentsRun >= 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no experiment ran")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	command(t, ctx, s, resp.ID, campaign.OpPause, control.CommandRequest{}, "paused", campaign.StatusPaused)
+	rep, err := s.Trial(ctx, resp.ID, 0)
+	if err != nil || rep.State != control.TrialFinished || rep.Outcome == nil || rep.Outcome.Verdict == nil ||
+		rep.Experiment == nil || rep.Outcome.Worker == "" || len(rep.Outcome.Stages) == 0 {
+		t.Fatalf("trial 0: %+v %v", rep, err)
+	}
+	if text := rep.Text(); !strings.Contains(text, "Trial 0 of campaign "+resp.ID+": finished") || !strings.Contains(text, "worker: ") {
+		t.Errorf("trial 0 as text:\n%s", text)
+	}
+	_, err = s.Trial(ctx, resp.ID, 1_000_000)
+	wantKind(t, "a trial never issued", err, control.ErrNotFound)
 }
 
 func fleet(t *testing.T, ctx context.Context, tg Target) {

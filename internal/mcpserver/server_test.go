@@ -140,7 +140,7 @@ func TestListTools(t *testing.T) {
 		schemas[tool.Name] = schema
 	}
 	slices.Sort(names)
-	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "tune_instruction"}
+	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

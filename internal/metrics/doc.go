@@ -10,14 +10,16 @@
 // status, queue, series, kv_len: a workload's few evaluated KV lengths, workload), never a trial id. Dashboards and alert rules are written
 // against exactly these names (the exported constants below):
 //
-//	scheduler, labels campaign, model, target (one series set per campaign):
-//	  amk_scheduler_best_latency_seconds                gauge   best correct latency
+//	scheduler, labels campaign, model, target (one series set per campaign);
+//	the three latency series also carry latency_kind (predicted: amk's cost
+//	model; measured-gpu: timed on a GPU), so the two never share a series:
+//	  amk_scheduler_best_latency_seconds{latency_kind}  gauge   best correct latency
 //	  amk_scheduler_streamed_floor_seconds              gauge   the roofline floor, bound_us: the bytes a step streams
 //	                                                            (weights once, gathered embedding rows, KV window) / bandwidth
-//	  amk_scheduler_all_weights_floor_seconds           gauge   the seed's all-weights floor (every weight byte / bandwidth),
+//	  amk_scheduler_all_weights_floor_seconds           gauge   the all-weights floor (every weight byte / bandwidth),
 //	                                                            a second figure, never the roofline
-//	  amk_scheduler_best_roofline_percent               gauge   best latency / streamed floor x 100 (100 = at the floor)
-//	  amk_scheduler_speedup_ratio                       gauge   baseline / best
+//	  amk_scheduler_best_roofline_percent{latency_kind} gauge   best latency / streamed floor x 100 (100 = at the floor)
+//	  amk_scheduler_speedup_ratio{latency_kind}         gauge   baseline / best
 //	  amk_scheduler_trials_total{outcome}               counter experiments by results.tsv row tag
 //	                                                            (kept, tried, revert, rejected, failed, crash, timeout)
 //	  amk_scheduler_experiments_total                   counter experiments recorded (results.tsv rows)

@@ -1,5 +1,10 @@
 package metrics
 
+// LabelLatencyKind is the label of the scheduler's latency series (the best
+// latency, its percentage of the floor, the speedup): predicted (the cost
+// model) or measured-gpu, so that the two are never plotted as one figure.
+const LabelLatencyKind = "latency_kind"
+
 // Scheduler metric names (labels campaign, model, target).
 const (
 	SchedulerBestLatency = "amk_scheduler_best_latency_seconds"

@@ -27,8 +27,13 @@ type Campaign struct {
 	Status            campaign.Status
 
 	BestUS *float64
+	// LatencyKind is the kind of BestUS and of the figures made from it
+	// (BestPctOfRoofline, Speedup): predicted (the cost model) or
+	// measured-gpu. Those series carry it as their latency_kind label, so
+	// that a predicted figure is never plotted as a measured one.
+	LatencyKind string
 	// StreamedFloorUS is the streamed-bytes floor (bound_us), the
-	// denominator of BestPctOfRoofline; AllWeightsFloorUS the seed's
+	// denominator of BestPctOfRoofline; AllWeightsFloorUS the
 	// all-weights floor (all_weights_bound_us).
 	StreamedFloorUS   *float64
 	AllWeightsFloorUS *float64
@@ -107,7 +112,7 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 			flywheel.TagTimeout: n.Timeout,
 		},
 		Experiments: st.ExperimentsRun, ConsecutiveReverts: st.ConsecutiveReverts,
-		InFlight: len(st.InFlight), LastImprovement: st.StartedAt,
+		InFlight: len(st.InFlight), LastImprovement: st.StartedAt, LatencyKind: string(st.LatencyKind),
 		Steps: stepsOf(st.Baseline, st.Best),
 	}
 	if w := st.Settings.Workload; w != nil {
@@ -116,6 +121,9 @@ func CampaignOf(c *campaign.Campaign) Campaign {
 	if b := st.Best; b != nil {
 		lat := b.LatencyUS
 		m.BestUS, m.BestPctOfRoofline = &lat, b.PctOfRoofline
+		if b.Kind != "" {
+			m.LatencyKind = string(b.Kind)
+		}
 		if b.BoundUS != nil {
 			m.StreamedFloorUS = b.BoundUS
 		}
@@ -145,11 +153,11 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 	}
 	c := &schedulerCollector{
 		source:      source,
-		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in seconds."),
+		best:        desc(SchedulerBestLatency, "Best correct latency of the campaign, in seconds; latency_kind says predicted (the cost model) or measured-gpu.", LabelLatencyKind),
 		floor:       desc(SchedulerStreamedFloor, "Streamed-bytes floor (bound_us): the bytes a decode step streams (weights once, gathered embedding rows, KV window) at the target's HBM bandwidth, in seconds."),
-		allWeights:  desc(SchedulerAllWeightsFloor, "All-weights floor (all_weights_bound_us): every weight byte at the target's HBM bandwidth, in seconds; the seed's second figure, not the roofline."),
-		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the streamed-bytes floor (100 = at the floor; lower is better)."),
-		speedup:     desc(SchedulerSpeedup, "Baseline (default schedule) latency divided by the best latency."),
+		allWeights:  desc(SchedulerAllWeightsFloor, "All-weights floor (all_weights_bound_us): every weight byte at the target's HBM bandwidth, in seconds; a second, looser floor, not the roofline."),
+		pct:         desc(SchedulerBestRoofline, "Best latency as a percentage of the streamed-bytes floor (100 = at the floor; lower is better); latency_kind is the best latency's kind.", LabelLatencyKind),
+		speedup:     desc(SchedulerSpeedup, "Baseline (default schedule) latency divided by the best latency; latency_kind is the best latency's kind.", LabelLatencyKind),
 		trials:      desc(SchedulerTrials, "Experiments recorded, by results.tsv row tag.", "outcome"),
 		experiments: desc(SchedulerExperiments, "Experiments recorded (results.tsv rows)."),
 		reverts:     desc(SchedulerConsecutiveReverts, "Consecutive non-improvements (the plateau counter)."),
@@ -176,9 +184,13 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(lv, extra...)...)
 		}
-		optional := func(d *prometheus.Desc, v *float64) {
+		kind := m.LatencyKind
+		if kind == "" {
+			kind = "unknown"
+		}
+		withKind := func(d *prometheus.Desc, v *float64, divisor float64) {
 			if v != nil {
-				gauge(d, *v)
+				gauge(d, *v/divisor, kind)
 			}
 		}
 		seconds := func(d *prometheus.Desc, us *float64) {
@@ -186,11 +198,11 @@ func (c *schedulerCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(d, *us/1e6) // Prometheus's base unit
 			}
 		}
-		seconds(c.best, m.BestUS)
+		withKind(c.best, m.BestUS, 1e6) // microseconds to Prometheus's base unit
 		seconds(c.floor, m.StreamedFloorUS)
 		seconds(c.allWeights, m.AllWeightsFloorUS)
-		optional(c.pct, m.BestPctOfRoofline)
-		optional(c.speedup, m.Speedup)
+		withKind(c.pct, m.BestPctOfRoofline, 1)
+		withKind(c.speedup, m.Speedup, 1)
 		for _, tag := range RowTags {
 			ch <- prometheus.MustNewConstMetric(c.trials, prometheus.CounterValue, float64(m.Trials[tag]), append(lv, tag)...)
 		}

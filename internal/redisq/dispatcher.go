@@ -412,6 +412,7 @@ func (d *Dispatcher) deliver(ctx context.Context, out trial.Outcome) bool {
 	d.mu.Unlock()
 	select {
 	case d.out <- out:
+		d.countReceived()
 		return true
 	case <-ctx.Done():
 	case <-d.closing:
@@ -423,6 +424,30 @@ func (d *Dispatcher) deliver(ctx context.Context, out trial.Outcome) bool {
 	}
 	d.mu.Unlock()
 	return false
+}
+
+// countReceived adds one to the namespace's count of outcomes handed to the
+// scheduler (OutcomesReceived); a count Redis misses is logged, never
+// retried: it informs, the outcome itself is already delivered.
+func (d *Dispatcher) countReceived() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := d.rdb.Incr(ctx, receivedKey(d.opts.Namespace)).Err(); err != nil {
+		d.log.Debug("outcome count not updated", "err", err)
+	}
+}
+
+// OutcomesReceived is how many outcomes the dispatchers of namespace have
+// handed to their scheduler since Redis started keeping its data: the one
+// count of finished trials that does not depend on the path an outcome took
+// (most come on the doorbell, and their results-queue copy is deleted
+// unprocessed).
+func OutcomesReceived(ctx context.Context, rdb *redis.Client, namespace string) (int64, error) {
+	n, err := rdb.Get(ctx, receivedKey(namespace)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // Outcomes returns the outcome channel. It is not closed by Close.
