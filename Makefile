@@ -1,5 +1,7 @@
 # amk — see README.md. `make test` is what CI runs.
 GO        ?= go
+# The commit and build date --version prints (package internal/version).
+AMK_LDFLAGS ?= -X github.com/amk-dev/amk/internal/version.commit=$(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty) -X github.com/amk-dev/amk/internal/version.date=$(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 FUZZTIME  ?= 60s
 SMOKETIME ?= 5s
 
@@ -88,7 +90,7 @@ fleet-bench:
 ## same campaign, reopening it when it ended on a plateau (--reopen).
 demo:
 	@echo "demo: building bin/amkctl (go build -v names each package it compiles; several minutes on a fresh clone, a second or two after)"
-	$(GO) build -v -o bin/amkctl ./cmd/amkctl
+	$(GO) build -v -ldflags "$(AMK_LDFLAGS)" -o bin/amkctl ./cmd/amkctl
 	bin/amkctl autoresearch small --gpu h200 --device cpu --iters 40 --workspace workspace --reopen
 
 ## gpu-bin: the -tags cuda binaries a GPU visit carries in bin/ (fetches
@@ -97,10 +99,12 @@ gpu-bin:
 	@scripts/gpu/build-bin.sh
 
 ## web-view: regenerate docs/web-view.png, the README's picture of the web
-## view: the headless-Chromium test of internal/web (Debian's chromium, as
-## `make deps` installs it) writes its screenshot of a live campaign page.
+## view, and docs/web-view-unserved.png and docs/web-view-dead-run.png (a
+## campaign no worker serves, a run that died): the headless-Chromium tests
+## of internal/web (Debian's chromium, as `make deps` installs it) write
+## their screenshots.
 web-view:
-	$(GO) test -count=1 -run '^TestBrowserShowsALiveCampaign$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png
+	$(GO) test -count=1 -run '^TestBrowserShows(ALiveCampaign|CampaignsInTrouble)$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png -web.health-screenshots=$(CURDIR)/docs
 
 clean:
 	rm -rf bin workspace

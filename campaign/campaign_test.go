@@ -413,22 +413,38 @@ func FuzzCampaignEvents(f *testing.F) {
 }
 
 // TestBatchReachesEveryTrial: a campaign's batch setting is in every spec it
-// issues.
+// issues: a campaign saved before workloads (its batch in the settings,
+// one decode step), and a workload campaign (the workload in every spec).
+// A batch beside a workload is refused.
 func TestBatchReachesEveryTrial(t *testing.T) {
-	c := New()
+	w := trial.Workload{PromptLens: []int{64}, GenLen: 8, Batch: 4}
+	for _, tc := range []struct {
+		batch    int
+		workload *trial.Workload
+	}{{4, nil}, {0, &w}} {
+		c := New()
+		s := startEvent()
+		s.Settings.Batch, s.Settings.Workload = tc.batch, tc.workload
+		if _, err := c.Step(s); err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Step(Propose{Time: epoch, N: 3})
+		if err != nil || len(d.Enqueue) != 3 {
+			t.Fatalf("propose: %v %+v", err, d)
+		}
+		for _, spec := range d.Enqueue {
+			switch {
+			case tc.workload == nil && (spec.Batch != 4 || spec.Workload != nil):
+				t.Errorf("trial %d has batch %d, workload %v; want batch 4, one step", spec.TrialID, spec.Batch, spec.Workload)
+			case tc.workload != nil && (spec.Workload == nil || !spec.Workload.Equal(w)):
+				t.Errorf("trial %d has workload %v, want %v", spec.TrialID, spec.Workload, w)
+			}
+		}
+	}
 	s := startEvent()
 	s.Settings.Batch = 4
-	if _, err := c.Step(s); err != nil {
-		t.Fatal(err)
-	}
-	d, err := c.Step(Propose{Time: epoch, N: 3})
-	if err != nil || len(d.Enqueue) != 3 {
-		t.Fatalf("propose: %v %+v", err, d)
-	}
-	for _, spec := range d.Enqueue {
-		if spec.Batch != 4 {
-			t.Errorf("trial %d has batch %d, want 4", spec.TrialID, spec.Batch)
-		}
+	if _, err := New().Step(s); err == nil {
+		t.Error("a batch beside the default workload was accepted")
 	}
 }
 

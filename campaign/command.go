@@ -73,6 +73,8 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 		st.Notes = append(st.Notes, Note{Time: now, Text: text})
 		d.Log = append(d.Log, "note: "+text)
+	case OpWithdraw:
+		d.Log = append(d.Log, c.withdraw(e.Trials)...)
 	default:
 		return d, fmt.Errorf("%w: unknown command %q", ErrInvalid, e.Op)
 	}
@@ -165,4 +167,33 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 	st.Status = StatusOptimizing
 	st.MoveOnReason = ""
 	return Decision{Log: []string{"reopened" + note}}, nil
+}
+
+// withdraw takes back trials in flight that no evaluator started: they
+// leave the campaign's trials in flight, their points may be proposed
+// again, and an opening point (a warm seed, the baseline) waits for its
+// turn again. A trial not in flight is left out (it finished meanwhile).
+func (c *Campaign) withdraw(trials []int) []string {
+	st := &c.st
+	var gone []string
+	for _, id := range trials {
+		inf, ok := st.InFlight[id]
+		if !ok {
+			continue
+		}
+		delete(st.InFlight, id)
+		if st.Tried[inf.ScheduleID] == id {
+			delete(st.Tried, inf.ScheduleID)
+		}
+		if inf.Opening {
+			if p, err := parsePoint(inf.Spec.Point); err == nil {
+				st.Queue = append([]Queued{{ScheduleID: inf.ScheduleID, Point: p, Source: inf.Spec.Source}}, st.Queue...)
+			}
+		}
+		gone = append(gone, fmt.Sprint(id))
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("withdrew %d queued trial(s) no evaluator had started (%s): no outcome of theirs will come", len(gone), strings.Join(gone, ", "))}
 }

@@ -66,6 +66,11 @@ const (
 	OpBudget   = "budget"   // replace the budget
 	OpCriteria = "criteria" // replace the move-on criteria
 	OpNote     = "note"     // keep an operator's note (Note) in the campaign
+	// OpWithdraw takes trials in flight (Trials) back: the transport took
+	// them off its queue before any evaluator started them (a stopped
+	// campaign's queued trials), so no outcome of theirs will come. Their
+	// points may be proposed again. Drivers send it; it is no operator's.
+	OpWithdraw = "withdraw"
 )
 
 // MaxNoteBytes bounds the text of an operator's note.
@@ -80,6 +85,8 @@ type Command struct {
 	Budget *Budget
 	MoveOn *MoveOn
 	Note   string
+	// Trials are the trials in flight withdraw takes back.
+	Trials []int `json:",omitempty"`
 }
 
 // Record is an outside agent's own experiment (the reference's `record`).

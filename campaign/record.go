@@ -108,7 +108,7 @@ func (c *Campaign) classifyRecord(e Record) (result, error) {
 		r.baseline = true
 		r.score = new(*r.latency)
 		r.tag = flywheel.TagTried
-		if keep, _ := c.better(*r.score, r.kind, r.complexity); keep {
+		if keep, _ := c.better(*r.score, r.kind, r.complexity, true); keep {
 			r.tag, r.newBest = flywheel.TagKept, true
 		}
 	case flywheel.TagTried, flywheel.TagFailed:

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // MoveOn holds the move-on criteria (the reference's MOVE_ON_CRITERIA,
@@ -66,8 +67,14 @@ type Settings struct {
 	PlateauScaling bool `json:"plateau_scaling,omitempty"`
 	// Batch is the decode batch every trial lowers and checks (B > 1:
 	// GEMM tiles, each sequence checked against its own eager decode); 0
-	// and 1 mean one sequence.
+	// and 1 mean one sequence. A campaign with a Workload has its batch
+	// there and this 0.
 	Batch int `json:"batch,omitempty"`
+	// Workload is what the campaign tunes for (trial.Workload: prompt
+	// lengths, tokens generated, batch): every trial is evaluated at its
+	// positions and scored by its mean time per decode step. A campaign
+	// saved before workloads existed has none and checks one step at Pos.
+	Workload *trial.Workload `json:"workload,omitempty"`
 }
 
 // DefaultSettings returns the Python reference's defaults for the proposer
@@ -76,7 +83,7 @@ func DefaultSettings() Settings {
 	return Settings{
 		MoveOn: DefaultMoveOn(), MinGain: 0.01, Explore: 0.35, Epsilon: 0.30,
 		RestartAfter: 6, WarmSeeds: 3, RankPool: 12, MaxDraws: 1024, Token: 7,
-		Proposer: ProposerModel, PlateauScaling: true,
+		Proposer: ProposerModel, PlateauScaling: true, Workload: new(trial.DefaultWorkload()),
 	}
 }
 
@@ -104,6 +111,13 @@ func (s *Settings) Check() error {
 		return fmt.Errorf("proposer %q must be %q or %q", s.Proposer, ProposerModel, ProposerReference)
 	case s.Batch < 0 || s.Batch > schedule.MaxBatch:
 		return fmt.Errorf("batch %d must be in [1, %d] (0 means 1)", s.Batch, schedule.MaxBatch)
+	case s.Workload != nil && s.Batch > 1:
+		return fmt.Errorf("batch %d outside the workload: a campaign with a workload has its batch there", s.Batch)
+	}
+	if s.Workload != nil {
+		if err := s.Workload.Check(); err != nil {
+			return err
+		}
 	}
 	if err := s.Budget.Check(); err != nil {
 		return err

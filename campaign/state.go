@@ -152,6 +152,9 @@ type Result struct {
 	Source        string             `json:"source"`
 	Complexity    int                `json:"complexity"`
 	Regions       map[string]float64 `json:"region_breakdown,omitempty"`
+	// Positions are a workload trial's per-position figures (its
+	// verdict's), for the report's latency against KV length.
+	Positions []trial.PositionVerdict `json:"positions,omitempty"`
 }
 
 // Anchor is the exploration incumbent.

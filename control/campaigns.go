@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
@@ -53,9 +54,15 @@ func (s *Campaigns) read(id string, fn func(c *campaign.Campaign)) error {
 	return err
 }
 
-// status is a campaign's status report after an operation.
-func (s *Campaigns) status(id string) (rep campaign.StatusReport, err error) {
-	err = s.read(id, func(c *campaign.Campaign) { rep = c.StatusReport(s.now()) })
+// status is a campaign's status report, with its health.
+func (s *Campaigns) status(ctx context.Context, id string) (rep campaign.StatusReport, err error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return rep, err
+	}
+	f := s.facts(ctx)
+	drv, known := f.driver(id)
+	now := s.now()
+	err = s.read(id, func(c *campaign.Campaign) { rep, _ = f.report(c, drv, known, now) })
 	return rep, err
 }
 
@@ -78,16 +85,21 @@ func (s *Campaigns) do(ctx context.Context, id string, ev campaign.Event, refusa
 
 // List reports every campaign; those that cannot be read are named in the
 // error.
-func (s *Campaigns) List(_ context.Context) ([]campaign.StatusReport, error) {
+func (s *Campaigns) List(ctx context.Context) ([]campaign.StatusReport, error) {
 	ids, err := s.b.IDs()
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
+	f := s.facts(ctx)
 	out := []campaign.StatusReport{}
 	var errs []error
 	for _, id := range ids {
-		err := s.b.Read(id, func(c *campaign.Campaign) { out = append(out, c.StatusReport(now)) })
+		drv, known := f.driver(id)
+		err := s.b.Read(id, func(c *campaign.Campaign) {
+			rep, _ := f.report(c, drv, known, now)
+			out = append(out, rep)
+		})
 		if err != nil && !errors.Is(err, ErrNotFound) { // one removed meanwhile is not listed
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		}
@@ -95,14 +107,24 @@ func (s *Campaigns) List(_ context.Context) ([]campaign.StatusReport, error) {
 	return out, errors.Join(errs...)
 }
 
-// Status is the campaign's status report.
-func (s *Campaigns) Status(_ context.Context, id string) (campaign.StatusReport, error) {
-	return s.status(id)
+// Status is the campaign's status report, with its health.
+func (s *Campaigns) Status(ctx context.Context, id string) (campaign.StatusReport, error) {
+	return s.status(ctx, id)
 }
 
-// StatusText is the status text block.
-func (s *Campaigns) StatusText(_ context.Context, id string) (text string, err error) {
-	err = s.read(id, func(c *campaign.Campaign) { text = c.StatusText(s.now()) })
+// StatusText is the status text block, with the last event's time and
+// the campaign's alerts.
+func (s *Campaigns) StatusText(ctx context.Context, id string) (text string, err error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return "", err
+	}
+	f := s.facts(ctx)
+	drv, known := f.driver(id)
+	now := s.now()
+	err = s.read(id, func(c *campaign.Campaign) {
+		rep, at := f.report(c, drv, known, now)
+		text = strings.TrimSuffix(c.StatusText(at), "\n") + healthText(rep, now) + "\n"
+	})
 	return text, err
 }
 
@@ -122,9 +144,19 @@ func (s *Campaigns) Next(ctx context.Context, id string) (campaign.NextReport, e
 	return n, err
 }
 
-// Report is the wake-up report.
-func (s *Campaigns) Report(_ context.Context, id string) (w campaign.WakeUp, err error) {
-	err = s.read(id, func(c *campaign.Campaign) { w = c.WakeUp(s.now()) })
+// Report is the wake-up report; a campaign nothing drives is reported at
+// its last event (its elapsed time stops when nothing runs it).
+func (s *Campaigns) Report(ctx context.Context, id string) (w campaign.WakeUp, err error) {
+	if err := checkID(id, s.Where()); err != nil {
+		return w, err
+	}
+	f := s.facts(ctx)
+	drv, known := f.driver(id)
+	now := s.now()
+	err = s.read(id, func(c *campaign.Campaign) {
+		_, at := f.report(c, drv, known, now)
+		w = c.WakeUp(at)
+	})
 	return w, err
 }
 
@@ -144,17 +176,50 @@ func (s *Campaigns) WriteReport(_ context.Context, id string) (files ReportFiles
 	return files, err
 }
 
-// Create checks the request and creates the campaign, or finds it.
+// Create checks the request and creates the campaign, or finds it; an
+// existing campaign tuned for another workload than the one the request
+// names is a conflict.
 func (s *Campaigns) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
 	if err := req.Check(); err != nil {
+		return CreateResponse{}, err
+	}
+	if err := s.refuseDone(req.ID()); err != nil {
 		return CreateResponse{}, err
 	}
 	id, created, workers, err := s.b.Create(ctx, req)
 	if err != nil {
 		return CreateResponse{}, err
 	}
-	rep, err := s.status(id)
-	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, err
+	rep, err := s.status(ctx, id)
+	if err != nil {
+		return CreateResponse{}, err
+	}
+	if !created {
+		if err := req.sameWorkload(rep.Settings.Workload); err != nil {
+			return CreateResponse{}, err
+		}
+	}
+	return CreateResponse{ID: id, Created: created, Workers: workers, Campaign: rep}, nil
+}
+
+// refuseDone refuses to create a campaign that exists and is done: the
+// start would do nothing, so it says what would (reopen it with a new
+// total budget, or start another one beside it under a name). A campaign
+// that exists and is not done is found as it is.
+func (s *Campaigns) refuseDone(id string) error {
+	if campaign.ValidID(id) != nil {
+		return nil
+	}
+	var st campaign.State
+	err := s.b.Read(id, func(c *campaign.Campaign) { st = c.State() })
+	if err != nil || st.Status != campaign.StatusDone {
+		return nil // not there yet (or unreadable: Create says why)
+	}
+	where := s.place().where()
+	return Errorf(ErrConflict, "campaign %s already exists and is done after %d experiments (%s): a start would do nothing.\n"+
+		"  add experiments to it:  amkctl reopen %s --iters %d%s   (--iters is the new total: %d run + 20)\n"+
+		"  or start a new one:     amkctl start %s --gpu %s --device %s --name NAME%s",
+		id, st.ExperimentsRun, st.MoveOnReason, id, st.ExperimentsRun+20, where, st.ExperimentsRun, st.Model, st.GPU, st.Device, where)
 }
 
 // Record records an agent's experiment, checked as a worker's outcome is
@@ -181,7 +246,7 @@ func (s *Campaigns) Record(ctx context.Context, id string, req RecordRequest) (R
 	if resp.Rows == nil {
 		resp.Rows = []flywheel.Row{}
 	}
-	resp.Campaign, err = s.status(id)
+	resp.Campaign, err = s.status(ctx, id)
 	return resp, err
 }
 
@@ -209,7 +274,7 @@ func (s *Campaigns) Command(ctx context.Context, id, op string, req CommandReque
 	if resp.Log == nil {
 		resp.Log = []string{}
 	}
-	resp.Campaign, err = s.status(id)
+	resp.Campaign, err = s.status(ctx, id)
 	return resp, err
 }
 

@@ -24,6 +24,16 @@
 // suite in control/controltest holds every implementation to the same
 // behaviour.
 //
+// # Health
+//
+// health.go judges, once for every front, what is wrong with a campaign
+// where it lives: nothing drives it, no live worker serves its target, its
+// driver is stalled, a trial is stuck. Each is a campaign.Alert with what
+// to do, in every status report (with the last event's time); a campaign
+// nothing drives is reported at its last event, so its elapsed time stops.
+// Backends say who drives a campaign (Drivers); a fleet's workers come
+// from Fleet.
+//
 // # One create-and-run path
 //
 // A campaign runs on this machine or in a fleet by the same path:

@@ -33,16 +33,21 @@ type Queue struct {
 	// finished handler runs, failed runs included (QueueCountsNote).
 	ProcessedTotal int64 `json:"processed_total"`
 	FailedTotal    int64 `json:"failed_total"`
+	// OutcomesReceived, on the results queue's row only, is how many trial
+	// outcomes the scheduler received, whichever way they came.
+	OutcomesReceived *int64 `json:"outcomes_received_total,omitempty"`
 }
 
-// QueueCountsNote explains why a trials queue can show more processed
-// tasks than the results queue (`amkctl queues` prints it under the table).
-const QueueCountsNote = `PROCESSED and FAILED count finished runs (asynq's cumulative counters), failed runs included.
-A trial runs once per attempt: a retried infrastructure failure, a lost worker or an
-interrupted run counts again on trials:<target> (and in its FAILED), while the trial's
-outcome is one message on results (a second copy collapses into the first). So
-trials:<target> PROCESSED minus FAILED is the number of outcomes published, and results
-PROCESSED the number the scheduler received; the surplus on a trials queue is retried attempts.`
+// QueueCountsNote explains the queue counters (`amkctl queues` prints it
+// under the table): the results queue's PROCESSED is not the number of
+// outcomes received, because most outcomes never pass through it.
+const QueueCountsNote = `RECEIVED is the number of trial outcomes the scheduler received. Most arrive at once on a
+fast path (a Redis message) and their copy on the results queue is deleted unread, so results
+PROCESSED counts only the outcomes that came the slow way (while the scheduler was away, or
+when the fast path missed them): it is normally far below RECEIVED, and nothing is lost.
+PROCESSED and FAILED on trials:<target> count finished runs, failed runs included: a retried
+infrastructure failure, a lost worker or an interrupted run counts once per attempt, so
+PROCESSED minus FAILED there is the number of outcomes the workers published.`
 
 // Worker is a live worker (GET /v1/workers, amkctl workers): the record a
 // worker announces itself with in the worker registry, passed through as

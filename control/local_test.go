@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,3 +188,103 @@ func TestNextMakesATimeCriterionStick(t *testing.T) {
 		t.Fatalf("after next: %s %v, want done", st.Status, err)
 	}
 }
+
+// The health of a campaign on this machine: a driver that holds it but
+// writes nothing is stalled, a trial far older than a trial may take is
+// stuck, and once the driver is gone (killed: the kernel releases its
+// lock, as Close does here) nothing drives it: the status says so with the
+// command that resumes it, and its elapsed time stops at the last event.
+func TestLocalHealth(t *testing.T) {
+	ctx := context.Background()
+	l := newLocal(t)
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := start
+	l.Now = func() time.Time { return clock }
+	cs := New(l)
+	cs.Now = l.Now
+	resp, err := cs.Create(ctx, CreateRequest{Model: "toy", GPU: "h200", Cold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.ID
+	kinds := func(r campaign.StatusReport) []string {
+		var k []string
+		for _, a := range r.Alerts {
+			k = append(k, a.Kind)
+		}
+		return k
+	}
+	// A driver (this ledger, open under its lock) proposes two trials.
+	ledger, err := l.Workspace.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Minute)
+	if _, err := ledger.Apply(campaign.Propose{Time: clock, N: 2}); err != nil {
+		t.Fatal(err)
+	}
+	proposedAt := clock
+	rep, err := cs.Status(ctx, id)
+	if err != nil || len(rep.Alerts) != 0 || rep.LastEventAt != proposedAt.Format(time.RFC3339) || len(rep.InFlight) != 2 {
+		t.Fatalf("a healthy driven campaign: %v %+v", err, rep)
+	}
+	clock = clock.Add(31 * time.Minute)
+	rep, _ = cs.Status(ctx, id)
+	if got := kinds(rep); len(got) != 2 || got[0] != campaign.AlertStalled || got[1] != campaign.AlertStuckTrials ||
+		!strings.Contains(rep.Alerts[0].Message, "pid ") {
+		t.Fatalf("a driver that wrote nothing for 31 min: %q %+v", got, rep.Alerts)
+	}
+	// The driver dies.
+	if err := ledger.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Hour)
+	rep, _ = cs.Status(ctx, id)
+	if got := kinds(rep); len(got) != 1 || got[0] != campaign.AlertNoDriver {
+		t.Fatalf("a campaign whose driver died: %q", got)
+	}
+	if want := round3(proposedAt.Sub(start).Minutes()); rep.ElapsedMinutes != want {
+		t.Errorf("elapsed %v min an hour after the driver died, want %v (it stops at the last event)", rep.ElapsedMinutes, want)
+	}
+	clock = clock.Add(5 * time.Hour)
+	if again, _ := cs.Status(ctx, id); again.ElapsedMinutes != rep.ElapsedMinutes {
+		t.Errorf("elapsed grows while nothing runs: %v, then %v", rep.ElapsedMinutes, again.ElapsedMinutes)
+	}
+	text, err := cs.StatusText(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"last event   : 2026-01-02 03:05:05 UTC (6.5 h ago)", "ALERT", "no process has had this campaign open",
+		"2 trial(s) in flight", "amkctl autoresearch toy --gpu h200 --device cpu --workspace " + l.Workspace.Dir, "elapsed      : 1.0 min"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status text lacks %q:\n%s", want, text)
+		}
+	}
+	// Every campaign of the list carries its health too.
+	list, err := cs.List(ctx)
+	if err != nil || len(list) != 1 || len(list[0].Alerts) != 1 {
+		t.Fatalf("list: %v %+v", err, list)
+	}
+	// A campaign an outside agent drives with record has no process
+	// between two of its experiments, and that is as it should be.
+	agent, err := cs.Create(ctx, CreateRequest{Model: "toy", GPU: "h200", Name: "agent", Cold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.Record(ctx, agent.ID, RecordRequest{Status: "tried", Correctness: "PASS", LatencyUS: new(12.5), Kind: "predicted", Description: "an agent's own evaluation"}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Hour)
+	if rep, _ := cs.Status(ctx, agent.ID); len(rep.Alerts) != 0 {
+		t.Errorf("a campaign an agent drives with record has alerts: %+v", rep.Alerts)
+	}
+	// A paused or done campaign that nothing drives is as it should be.
+	if _, err := cs.Command(ctx, id, campaign.OpStop, CommandRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if rep, _ := cs.Status(ctx, id); len(rep.Alerts) != 0 {
+		t.Errorf("a done campaign has alerts: %+v", rep.Alerts)
+	}
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -1,6 +1,8 @@
 package control
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -27,9 +29,43 @@ func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFi
 	if err := atomicfile.Write(filepath.Join(dir, AggregateReportFile), []byte(c.ReportMarkdown(now))); err != nil {
 		return ReportFiles{}, err
 	}
+	return reportFiles(id, dir), nil
+}
+
+// reportFiles lists the report files written into dir.
+func reportFiles(id, dir string) ReportFiles {
 	files := []string{AggregateReportFile, "report.json", "report.md", "report.svg"}
 	for i, n := range files {
 		files[i] = filepath.Join(dir, n)
 	}
-	return ReportFiles{ID: id, Dir: dir, Files: files}, nil
+	return ReportFiles{ID: id, Dir: dir, Files: files}
+}
+
+// SaveReports fetches a campaign's reports from s (a workspace here, or a
+// scheduler) and writes their files into dir on this machine: the wake-up
+// report (report.json, report.md, report.svg) and the aggregate report. It
+// is how amkctl report --out gets a scheduler's report onto the user's
+// machine. It returns the wake-up report too, for printing.
+func SaveReports(ctx context.Context, s Service, id, dir string) (ReportFiles, campaign.WakeUp, error) {
+	wake, err := s.Report(ctx, id)
+	if err != nil {
+		return ReportFiles{}, campaign.WakeUp{}, err
+	}
+	agg, err := s.AggregateReport(ctx, id)
+	if err != nil {
+		return ReportFiles{}, campaign.WakeUp{}, err
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ReportFiles{}, campaign.WakeUp{}, err
+	}
+	if err := runner.WriteWakeUp(dir, wake); err != nil {
+		return ReportFiles{}, campaign.WakeUp{}, err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, AggregateReportFile), []byte(agg)); err != nil {
+		return ReportFiles{}, campaign.WakeUp{}, err
+	}
+	return reportFiles(id, dir), wake, nil
 }

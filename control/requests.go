@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -47,8 +48,14 @@ type CreateRequest struct {
 	MinGain       *float64 `json:"min_gain,omitempty"`
 	TrialTimeoutS *float64 `json:"trial_timeout_s,omitempty"`
 	// Batch is the decode batch every trial lowers and checks (B > 1:
-	// GEMM tiles; CPU evaluation only).
+	// GEMM tiles): the workload's batch.
 	Batch *int `json:"batch,omitempty"`
+	// Workload is what the campaign tunes for (default: a 512-token
+	// prompt, 128 generated tokens, batch 1; Batch, when set, is its
+	// batch). A campaign for another workload than the default without a
+	// Name is named after it (trial.Workload.Name), so it is a campaign of
+	// its own.
+	Workload *trial.Workload `json:"workload,omitempty"`
 	// Budget bounds the whole campaign (0 = unbounded).
 	Budget *campaign.Budget `json:"budget,omitempty"`
 	// MoveOn overrides some of the move-on criteria.
@@ -77,16 +84,22 @@ func (r *CreateRequest) Check() error {
 		return badValue("workers: %d is not in 0..%d", r.Workers, MaxWorkers)
 	case r.Batch != nil && (*r.Batch < 1 || *r.Batch > schedule.MaxBatch):
 		return badValue("batch: %d is not in 1..%d", *r.Batch, schedule.MaxBatch)
-	case r.Batch != nil && *r.Batch > 1 && r.Device == schedule.DeviceCUDA:
-		return badValue("batch: batched lowering (B>1) is evaluated on device cpu only")
 	}
 	target, err := ir.Target(r.GPU)
 	if err != nil {
 		return badValue("gpu: %v", err)
 	}
 	r.GPU = target.Name
-	if _, err := model.Load(r.Model); err != nil {
+	cfg, err := model.Load(r.Model)
+	if err != nil {
 		return badValue("model: %v", err)
+	}
+	w, err := r.ResolvedWorkload()
+	if err != nil {
+		return badValue("workload: %v", err)
+	}
+	if _, err := trial.ContextConfig(cfg, r.Model, w); err != nil {
+		return badValue("workload: %v", err)
 	}
 	if err := r.MoveOn.check(); err != nil {
 		return err
@@ -99,7 +112,58 @@ func (r *CreateRequest) Check() error {
 }
 
 // ID is the id of the campaign the request names.
-func (r CreateRequest) ID() string { return campaign.ID(r.Model, r.GPU, r.Device, r.Name) }
+func (r CreateRequest) ID() string { return campaign.ID(r.Model, r.GPU, r.Device, r.CampaignName()) }
+
+// ResolvedWorkload is the workload the request's campaign tunes for: its
+// Workload (the default when absent), with Batch as its batch when set.
+func (r CreateRequest) ResolvedWorkload() (trial.Workload, error) {
+	w := trial.DefaultWorkload()
+	if r.Workload != nil {
+		w = *r.Workload
+	}
+	b := 0
+	if r.Batch != nil {
+		b = *r.Batch
+		if b < 1 {
+			return w, fmt.Errorf("batch %d is not in 1..%d", b, schedule.MaxBatch)
+		}
+	}
+	return w.WithBatch(b)
+}
+
+// CampaignName is the name in the id of the request's campaign: Name, or
+// for a workload other than the default without one, the workload's short
+// name ("p2048-g128"), so that each workload has a campaign of its own.
+func (r CreateRequest) CampaignName() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	if w, err := r.ResolvedWorkload(); err == nil && !w.Equal(trial.DefaultWorkload()) {
+		return w.Name()
+	}
+	return ""
+}
+
+// sameWorkload refuses to resume or find, for a request that names a
+// workload (or a batch), an existing campaign tuned for another one (has:
+// its settings' workload, nil for a campaign that checks one decode step):
+// a conflict, which a request with another name avoids.
+func (r CreateRequest) sameWorkload(has *trial.Workload) error {
+	if r.Workload == nil && r.Batch == nil {
+		return nil
+	}
+	want, err := r.ResolvedWorkload()
+	if err != nil {
+		return badValue("workload: %v", err)
+	}
+	switch {
+	case has == nil:
+		return Errorf(ErrConflict, "campaign %s checks one decode step at a fixed position, not the workload %s: give another name", r.ID(), want)
+	case !has.Equal(want):
+		return Errorf(ErrConflict, "campaign %s is tuned for %s, not %s: give another name", r.ID(), has, want)
+	}
+	return nil
+}
 
 // settings are the campaign's settings: campaign.DefaultSettings with the
 // request's overrides.
@@ -111,7 +175,11 @@ func (r CreateRequest) settings() campaign.Settings {
 	setIf(&s.Explore, r.Explore)
 	setIf(&s.MinGain, r.MinGain)
 	setIf(&s.TrialTimeoutS, r.TrialTimeoutS)
-	setIf(&s.Batch, r.Batch)
+	if w, err := r.ResolvedWorkload(); err == nil {
+		s.Workload = &w
+	} else {
+		s.Workload = &trial.Workload{} // refused by Settings.Check, naming the workload
+	}
 	if r.Budget != nil {
 		s.Budget = *r.Budget
 	}
@@ -129,7 +197,7 @@ func (r CreateRequest) Start(now time.Time, target *ir.GpuTarget, corpus []flywh
 		return campaign.Start{}, badValue("%v", err)
 	}
 	return campaign.Start{
-		Time: now, Model: r.Model, Label: cfg.Name, GPU: target.Name, Device: r.Device, Name: r.Name,
+		Time: now, Model: r.Model, Label: cfg.Name, GPU: target.Name, Device: r.Device, Name: r.CampaignName(),
 		Weights: r.Weights, Seed: r.Seed, Shape: ShapeOf(cfg), Corpus: corpus, Cold: r.Cold, Settings: r.settings(), Env: env,
 	}, nil
 }

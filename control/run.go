@@ -136,6 +136,10 @@ func (l *Local) StartRun(req CreateRequest, opts RunOptions) (run *Run, err erro
 	if err != nil {
 		return nil, lockedConflict(err)
 	}
+	if err := req.sameWorkload(ledger.Campaign().State().Settings.Workload); !created && err != nil {
+		_ = ledger.Close()
+		return nil, err
+	}
 	if opts.Workers <= 0 {
 		opts.Workers = req.Workers
 	}

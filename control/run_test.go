@@ -47,7 +47,7 @@ func TestStartRunAndCreateMakeTheSameCampaign(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, got := c.State(), run.Ledger.Campaign().State()
-	if got.Settings.Batch != 2 || got.Settings.RestartAfter != 4 || got.Settings.Epsilon != 0.2 || !got.Settings.Overnight {
+	if got.Settings.Workload == nil || got.Settings.Workload.Batch != 2 || got.Settings.RestartAfter != 4 || got.Settings.Epsilon != 0.2 || !got.Settings.Overnight {
 		t.Errorf("the request's settings were not kept: %+v", got.Settings)
 	}
 	if !reflect.DeepEqual(got.Settings, want.Settings) {

@@ -47,6 +47,9 @@ type Service interface {
 	AggregateReport(ctx context.Context, id string) (string, error)
 	// WriteReport writes the report files on the campaigns' machine.
 	WriteReport(ctx context.Context, id string) (ReportFiles, error)
+	// Trial is one trial of a campaign: its spec while it is in flight,
+	// its outcome (verdict or failure, worker, stage times) once finished.
+	Trial(ctx context.Context, id string, trialID int) (TrialReport, error)
 	// Create creates a campaign, or finds it when it exists (Created
 	// false); where campaigns are driven (a fleet), it starts running.
 	Create(ctx context.Context, req CreateRequest) (CreateResponse, error)

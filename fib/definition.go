@@ -29,6 +29,23 @@ var DTypes = []string{"float32", "float16", "bfloat16", "float8_e4m3fn", "float8
 // unlisted op_type is a warning, not a broken rule.
 var OpTypes = []string{"gqa_ragged", "gqa_paged", "mla_ragged", "mla_paged", "gemm", "rmsnorm", "fused_add_rmsnorm"}
 
+// amk's own op types: the categories Export writes beyond the format's
+// list. The validator knows them, so an export validates without warnings.
+const (
+	OpTypeEmbedding        = "embedding"
+	OpTypeRoPE             = "rope"
+	OpTypeKVAppend         = "kv_append"
+	OpTypeGQAContiguous    = "gqa_contiguous"
+	OpTypeAttentionCombine = "attention_combine"
+	OpTypeSiLUMul          = "silu_mul"
+	OpTypeAdd              = "add"
+	OpTypeDecodeStep       = "decode_step"
+)
+
+// AMKOpTypes lists amk's own op types.
+var AMKOpTypes = []string{OpTypeEmbedding, OpTypeRoPE, OpTypeKVAppend, OpTypeGQAContiguous,
+	OpTypeAttentionCombine, OpTypeSiLUMul, OpTypeAdd, OpTypeDecodeStep}
+
 // Axis is one symbolic dimension: const (with its value) or var (bound by a
 // workload).
 type Axis struct {

@@ -64,7 +64,7 @@ var unservedOpTypes = map[string]string{
 	"sampling":          "sampling: amk's decode step ends at the logits (SAMPLE_ARGMAX is greedy and not in the lowering)",
 	"fused_add_rmsnorm": "residual add fused into RMSNorm: amk runs ADD and RMSNORM as two tasks (no fused recipe for it)",
 	"attention_combine": "the number of split-KV partials is chosen by the schedule's n_partitions, not by a workload",
-	"decode_step":       "a whole decode step is Loop 2 (amkctl eval / autoresearch), not a Loop-1 micro-kernel",
+	"decode_step":       "a whole decode step is tuned by the schedule search (amkctl eval / autoresearch), not as one micro-kernel",
 }
 
 // mapTable is the mapping: op_type → amk micro-kernel.
@@ -96,7 +96,7 @@ func Map(ds *Dataset) []Mapping {
 	for _, n := range names {
 		if why, broken := ds.Broken[n]; broken {
 			out = append(out, Mapping{Definition: n, OpType: ds.Definitions[n].OpType,
-				Reasons: []string{fmt.Sprintf("the Definition breaks a seed-003 rule (%s)", why)}})
+				Reasons: []string{fmt.Sprintf("the Definition breaks a rule of the FlashInfer-Bench format (%s)", why)}})
 			continue
 		}
 		out = append(out, MapDefinition(ds.Definitions[n], ds.Workloads[n]))
@@ -108,7 +108,7 @@ func Map(ds *Dataset) []Mapping {
 func MapDefinition(d *Definition, workloads []Workload) Mapping {
 	m := Mapping{Definition: d.Name, OpType: d.OpType}
 	if ps := Errors(Validate(d)); len(ps) > 0 {
-		m.Reasons = append(m.Reasons, fmt.Sprintf("the Definition breaks a seed-003 rule (%s)", ps[0]))
+		m.Reasons = append(m.Reasons, fmt.Sprintf("the Definition breaks a rule of the FlashInfer-Bench format (%s)", ps[0]))
 		return m
 	}
 	var rule *mapRule

@@ -98,6 +98,34 @@ func (e *Eager) Reset() {
 	}
 }
 
+// Prefill replaces the KV cache with n rows per layer: k[l] and v[l] hold
+// layer l's rows 0..n-1 of n_kv·head_dim values each, at the dtype (as a
+// decode would have stored them). The next step is at position n. It lets
+// the oracle start a step from a cache filled to any length without running
+// the steps that would have filled it.
+func (e *Eager) Prefill(k, v [][]float32) error {
+	cfg := &e.cfg
+	kd := cfg.KVDim()
+	if len(k) != cfg.NLayers || len(v) != cfg.NLayers {
+		return fmt.Errorf("eager: prefill with %d K and %d V layers, the model has %d", len(k), len(v), cfg.NLayers)
+	}
+	n := len(k[0]) / kd
+	for l := range k {
+		if len(k[l]) != n*kd || len(v[l]) != n*kd {
+			return fmt.Errorf("eager: prefill layer %d holds %d K and %d V values, want %d rows of %d", l, len(k[l]), len(v[l]), n, kd)
+		}
+	}
+	if n >= cfg.MaxSeq {
+		return fmt.Errorf("eager: prefill of %d rows leaves no position below max_seq %d", n, cfg.MaxSeq)
+	}
+	for l := range k {
+		e.kc[l] = append(e.kc[l][:0], k[l]...)
+		e.vc[l] = append(e.vc[l][:0], v[l]...)
+	}
+	e.n = n
+	return nil
+}
+
 // padded is x extended to its padded length (zeros past len(x)).
 func padded(x []float32) []float32 { return x[:pad4(len(x))] }
 

@@ -90,6 +90,17 @@ func Check(path string, mpkOpt mpk.CheckOptions, lim ir.Limits) (Checked, error)
 	return Checked{Text: rep.String(), JSON: rep.JSON(), OK: rep.OK}, nil
 }
 
+// CheckMPK reads a file that must be a task graph of Mirage's persistent
+// kernel and checks it for the launch opt describes. Anything else (an amk
+// program included) is an error in a task graph's terms.
+func CheckMPK(path string, opt mpk.CheckOptions) (Checked, error) {
+	data, err := inputfile.Read(path, mpk.MaxGraphBytes)
+	if err != nil {
+		return Checked{}, err
+	}
+	return checkMPK(data, opt)
+}
+
 // checkMPK checks an MPK task graph; a malformed graph is an error.
 func checkMPK(data []byte, opt mpk.CheckOptions) (Checked, error) {
 	g, err := mpk.Decode(data)

@@ -19,6 +19,13 @@ const (
 	LogitsOutput = "logits"
 )
 
+// KCacheName and VCacheName name layer's KV cache buffers: [max_seq,
+// n_kv, head_dim], or [B, max_seq, n_kv, head_dim] for a batch.
+func KCacheName(layer int) string { return "L" + itoa(layer) + ".kcache" }
+
+// VCacheName: see KCacheName.
+func VCacheName(layer int) string { return "L" + itoa(layer) + ".vcache" }
+
 // Limits of the lowering: the Python reference's smallest split-KV shard,
 // and bounds that keep a hostile config from exhausting memory or
 // overflowing element counts.
@@ -284,8 +291,8 @@ func (l *lowerer) layer(layer int, resid tensor) tensor {
 	}
 	qr := l.rope(pre+".rope_q", pre+".qr", q, qShape, m.NHeads)
 	kr := l.rope(pre+".rope_k", pre+".kr", k, l.shape(l.b, m.NKVHeads, m.HeadDim), m.NKVHeads)
-	kc := l.kvAppend(pre+".k_append", pre+".kcache", kr)
-	vc := l.kvAppend(pre+".v_append", pre+".vcache", v)
+	kc := l.kvAppend(pre+".k_append", KCacheName(layer), kr)
+	vc := l.kvAppend(pre+".v_append", VCacheName(layer), v)
 	attn := l.attention(pre+".attention", pre+".attn", qr, kc, vc)
 	o := l.linear(pre+".o_proj", pre+".o", keys.O, attn, qd, H, ir.Activation)
 	hAttn := l.elementwise(ir.OpADD, pre+".attn_residual", pre+".h_attn", resid, o, H, 1)

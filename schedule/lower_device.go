@@ -319,7 +319,7 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 	var q, k, v, kc, vc tensor
 	if f[FuseRoPEEpi] {
 		qb := l.activation(pre+".qr", qShape)
-		kc, vc = l.cache(pre+".kcache"), l.cache(pre+".vcache")
+		kc, vc = l.cache(KCacheName(layer)), l.cache(VCacheName(layer))
 		rope := []ir.Param{ir.IntParam("head_dim", int64(hd)), ir.FloatParam("theta", m.RopeTheta)}
 		app := func(extra ...ir.Param) []ir.Param {
 			return append(append(append([]ir.Param{}, st.params...), extra...),
@@ -369,8 +369,8 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 			q = l.rope(pre+".rope_q", pre+".qr", q, qShape, m.NHeads)
 			kr = l.rope(pre+".rope_k", pre+".kr", k, l.shape(l.b, m.NKVHeads, hd), m.NKVHeads)
 		}
-		kc = l.kvAppend(pre+".k_append", pre+".kcache", kr)
-		vc = l.kvAppend(pre+".v_append", pre+".vcache", v)
+		kc = l.kvAppend(pre+".k_append", KCacheName(layer), kr)
+		vc = l.kvAppend(pre+".v_append", VCacheName(layer), v)
 	}
 	attn := l.attention(pre+".attention", pre+".attn", q, kc, vc)
 	l.headWaits = nil

@@ -150,12 +150,20 @@ func (p Point) Normalize() Point {
 		ThreadsPerBlock:   c.ThreadsPerBlock,
 		SmemBytesPerBlock: c.SmemBytesPerBlock,
 	}
-	if nt, ok := c.Tile("gemv", "N_tile"); ok {
+	tps, _ := c.Tile("gemv", "tiles_per_sm")
+	switch nt, ok := c.Tile("gemv", "N_tile"); {
+	case tps > 0:
+		// The device lowering sizes every phase's tiles from tiles_per_sm:
+		// the width is unused, so it is the default (one program, one id).
+		out.SetTile("gemv", "N_tile", defaultNTile)
+	case ok:
 		out.SetTile("gemv", "N_tile", nt)
-	} else if bw, ok := c.Tile("gemv", "base_width"); ok {
-		out.SetTile("gemv", "base_width", bw)
+	default:
+		if bw, ok := c.Tile("gemv", "base_width"); ok {
+			out.SetTile("gemv", "base_width", bw)
+		}
 	}
-	if tps, ok := c.Tile("gemv", "tiles_per_sm"); ok {
+	if tps > 0 {
 		out.SetTile("gemv", "tiles_per_sm", min(tps, maxTilesPerSM))
 	}
 	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
@@ -184,6 +192,10 @@ func (p Point) Normalize() Point {
 		if k.choices != nil || v != k.def {
 			knobs[name] = v
 		}
+	}
+	if knobs["ring_stages"] <= 0 {
+		// The ring is off: its slot size builds nothing.
+		delete(knobs, "ring_tile")
 	}
 	return Point{Config: out, Knobs: knobs}
 }
@@ -234,11 +246,12 @@ func (p Point) Value() pyjson.Value {
 }
 
 // Complexity is the seed-001 simplicity score counting only effective knobs:
-// pipelining depth, +1 for a non-zero SMEM opt-in, +1 for an explicit SM
-// map. (The reference also counted fusion groups and a non-default page
-// policy; those knobs are reserved in amk, docs/spec/rules.md R15.)
+// the number of fused lowerings on (seed 001's fusion groups), pipelining
+// depth, +1 for a non-zero SMEM opt-in, +1 for an explicit SM map. (The
+// reference also counted a non-default page policy; that knob is reserved
+// in amk, docs/spec/rules.md R15.)
 func (p Point) Complexity() int {
-	n := p.Config.PipeliningDepth
+	n := len(canonicalFusion(fusionsOf(&p.Config))) + p.Config.PipeliningDepth
 	if p.Config.SmemBytesPerBlock != 0 {
 		n++
 	}
@@ -283,4 +296,25 @@ func (p *Point) UnmarshalJSON(data []byte) error {
 	}
 	*p = q
 	return nil
+}
+
+// Applies reports whether the knob at path changes the normalised point p
+// (Normalize): false for the knobs the normalisation sets aside given the
+// others — the tile width under tiles_per_sm, head counters without the
+// KV-head split and the RoPE epilogue, the ring's slot size with the ring
+// off — and true for every other knob. A model of the search space gives
+// a knob that does not apply no effect for the point.
+func (p Point) Applies(path string) bool {
+	c := &p.Config
+	switch path {
+	case PathNTile:
+		tps, _ := c.Tile("gemv", "tiles_per_sm")
+		return tps <= 0
+	case PathHeadCounters:
+		split, _ := c.Tile("attention", "kv_head_split")
+		return split > 0 && fusionsOf(c)[FuseRoPEEpi]
+	case knobPrefix + "ring_tile":
+		return p.knob("ring_stages") > 0
+	}
+	return true
 }

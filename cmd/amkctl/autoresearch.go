@@ -24,7 +24,7 @@ func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|cuda] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
+		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--speedup-target X] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
@@ -50,7 +50,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
 	reopen := fs.Bool("reopen", false, "when the campaign is done (a plateau, or stopped), reopen it first, so that this invocation adds experiments to it")
-	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	wf := addCampaignWorkloadFlags(cmd)
 	quantize := addQuantizeFlag(cmd)
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
@@ -65,8 +65,8 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if len(pos0) != 1 {
 			return fail(exitBadInput, "exactly one MODEL (a preset name or a config.json path) is required")
 		}
-		if *iters < 0 || !(*minutes >= 0) || math.IsInf(*minutes, 0) || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 || *batch < 1 {
-			return fail(exitBadInput, "--iters/--budget must be >= 0, --minutes a finite number >= 0, --restart-after >= 1, --epsilon in [0, 1], --batch >= 1")
+		if *iters < 0 || !(*minutes >= 0) || math.IsInf(*minutes, 0) || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
+			return fail(exitBadInput, "--iters/--budget must be >= 0, --minutes a finite number >= 0, --restart-after >= 1, --epsilon in [0, 1]")
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = control.DefaultIterations
@@ -110,8 +110,8 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		req := control.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
-		if *batch > 1 {
-			req.Batch = batch
+		if err := wf.apply(&req); err != nil {
+			return fail(exitBadInput, "%v", err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

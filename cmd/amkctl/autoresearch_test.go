@@ -105,6 +105,29 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("results.tsv unreadable after SIGKILL: %v", err)
 	}
+	// The morning after: status says that nothing drives the campaign and
+	// how to resume it, and its elapsed time no longer grows.
+	id := campaign.ID("toy-2L", "h100", "cpu", "")
+	deadStatus := func() campaign.StatusReport {
+		code, out, errOut := runCmd(t, "status", id, "--workspace", ws, "--json")
+		var rep campaign.StatusReport
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+			t.Fatalf("status after SIGKILL: %d %s %s", code, out, errOut)
+		}
+		return rep
+	}
+	first := deadStatus()
+	if len(first.Alerts) != 1 || first.Alerts[0].Kind != campaign.AlertNoDriver || first.Status != campaign.StatusOptimizing ||
+		!strings.Contains(first.Alerts[0].Fix, "amkctl autoresearch toy-2L --gpu h100 --device cpu --workspace "+ws) || first.LastEventAt == "" {
+		t.Errorf("status of a killed run: %s, alerts %+v, last event %q", first.Status, first.Alerts, first.LastEventAt)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if later := deadStatus(); later.ElapsedMinutes != first.ElapsedMinutes {
+		t.Errorf("elapsed grows while nothing runs: %v min, then %v", first.ElapsedMinutes, later.ElapsedMinutes)
+	}
+	if code, out, _ := runCmd(t, "status", id, "--workspace", ws); code != 0 || !strings.Contains(out, "ALERT") || !strings.Contains(out, "last event") {
+		t.Errorf("status text of a killed run:\n%s", out)
+	}
 
 	again := exec.Command(exe, args...)
 	again.Env = append(os.Environ(), "AMKCTL_AS_MAIN=1")

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +21,7 @@ import (
 	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -128,9 +133,14 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func newStatusCmd() *cobra.Command {
-	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
-		"print a campaign's status (baseline, best, speedup, plateau counter)")
+	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json] [--watch [--interval D]]",
+		"print a campaign's status (baseline, best, speedup, plateau counter); --watch follows it until it is done")
+	watch := cmd.Flags().BoolP("watch", "w", false, "print the status again every --interval until the campaign is done (Ctrl-C stops)")
+	interval := cmd.Flags().Duration("interval", 2*time.Second, "with --watch: time between two looks")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
+		if *watch {
+			return watchStatus(cf, pos, *interval, stdout, stderr)
+		}
 		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			if *cf.jsonOut {
 				rep, err := cs.Status(ctx, id)
@@ -145,6 +155,45 @@ func newStatusCmd() *cobra.Command {
 		})
 	})
 	return cmd
+}
+
+// watchStatus is status --watch: on a terminal the screen is redrawn each
+// time; otherwise each look is printed after a line with its time (with
+// --json, one JSON object per look).
+func watchStatus(cf campaignFlags, pos []string, interval time.Duration, stdout, stderr io.Writer) int {
+	if interval <= 0 {
+		fmt.Fprintf(stderr, "amkctl status: --interval must be positive, not %s\n", interval)
+		return exitBadInput
+	}
+	cs, code := cf.open("status", false, stderr)
+	if cs == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	resolveCtx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	id, err := control.Resolve(resolveCtx, cs, cf.selector(pos))
+	cancel()
+	if err != nil {
+		return campaignFail(stderr, "status", err)
+	}
+	terminal := runner.IsTerminal(stdout)
+	err = control.Watch(ctx, cs, id, interval, func(rep campaign.StatusReport, text string) error {
+		switch {
+		case *cf.jsonOut:
+			return json.NewEncoder(stdout).Encode(rep)
+		case terminal:
+			fmt.Fprint(stdout, "\x1b[H\x1b[2J") // home, clear the screen
+		default:
+			fmt.Fprintf(stdout, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+		}
+		_, err := fmt.Fprint(stdout, text)
+		return err
+	})
+	if err != nil {
+		return campaignFail(stderr, "status", err)
+	}
+	return exitOK
 }
 
 func newNextCmd() *cobra.Command {
@@ -167,39 +216,53 @@ func newNextCmd() *cobra.Command {
 }
 
 func newReportCmd() *cobra.Command {
-	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
-		"write a campaign's reports (markdown, JSON, SVG plot) and print its status")
+	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--out DIR] [--json]",
+		"write a campaign's reports (markdown, JSON, SVG plot); from a scheduler, print the report and save it with --out")
+	cmd.Long = `report writes a campaign's reports: the wake-up report (report.md, report.json,
+report.svg) and the aggregate report (aggregate_report.md, every experiment).
+In a workspace they are written beside the campaign's ledger and the status is
+printed. With --server the scheduler writes its copies on its own machine, and
+report prints the wake-up report itself here; --out DIR also saves all four
+files into DIR on this machine. --json prints the wake-up report as JSON.`
+	out := cmd.Flags().String("out", "", "also save the report files into this directory on this machine")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			files, err := cs.WriteReport(ctx, id)
 			if err != nil {
 				return err
 			}
-			if *cf.jsonOut {
-				wake, err := cs.Report(ctx, id)
-				if err != nil {
+			var wake campaign.WakeUp
+			if *out != "" {
+				if files, wake, err = control.SaveReports(ctx, cs, id, *out); err != nil {
 					return err
 				}
+				fmt.Fprintf(stderr, "saved %s\n", strings.Join(files.Files, ", "))
+			} else if *cf.jsonOut || isRemote(cs) {
+				if wake, err = cs.Report(ctx, id); err != nil {
+					return err
+				}
+			}
+			switch {
+			case *cf.jsonOut:
 				return printJSON(stdout, wake)
+			case isRemote(cs):
+				fmt.Fprintln(stdout, wake.Markdown())
+				return nil
 			}
 			text, err := cs.StatusText(ctx, id)
 			if err != nil {
 				return err
 			}
-			agg, wake := files.Dir, files.Dir
+			agg, report := files.Dir, files.Dir
 			for _, f := range files.Files {
 				switch {
 				case hasBase(f, control.AggregateReportFile):
 					agg = f
 				case hasBase(f, "report.md"):
-					wake = f
+					report = f
 				}
 			}
-			where := ""
-			if isRemote(cs) {
-				where = " on the scheduler's machine"
-			}
-			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)%s\n", agg, wake, where)
+			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)\n", agg, report)
 			fmt.Fprint(stdout, text)
 			return nil
 		})
@@ -340,12 +403,21 @@ func newCampaignsCmd() *cobra.Command {
 // printCampaignTable prints one line per campaign.
 func printCampaignTable(stdout io.Writer, reports []campaign.StatusReport) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP")
+	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP\tALERTS")
+	anyAlert := false
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
-			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"))
+		var alerts []string
+		for _, a := range r.Alerts {
+			alerts = append(alerts, a.Title)
+		}
+		anyAlert = anyAlert || len(alerts) > 0
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
+			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"), orDash(strings.Join(alerts, "; ")))
 	}
 	tw.Flush()
+	if anyAlert {
+		fmt.Fprintln(stdout, "amkctl status CAMPAIGN says what is wrong and what to do")
+	}
 }
 
 func optFloat(f *float64, format string) string {

@@ -26,7 +26,6 @@ func init() {
 // startFlags are the settings of a new campaign.
 type startFlags struct {
 	iters, restartAfter, workers, maxReverts *int
-	batch                                    *int
 	minutes, epsilon, trialTimeout           *float64
 	seed                                     *uint64
 	cold, overnight                          *bool
@@ -34,7 +33,7 @@ type startFlags struct {
 }
 
 func newStartCmd() *cobra.Command {
-	cmd, cf := campaignVerb("start MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--name N] [--workers K] [--cold] [--seed S] [--overnight] [--workspace DIR | --server URL] [--json]",
+	cmd, cf := campaignVerb("start MODEL --gpu G [--iters N] [--minutes M] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--speedup-target X] [--name N] [--workers K] [--cold] [--seed S] [--overnight] [--workspace DIR | --server URL] [--json]",
 		"create a campaign (on a scheduler it starts running; prints its id)")
 	cmd.ValidArgsFunction = completeModels
 	fs := cmd.Flags()
@@ -50,8 +49,8 @@ func newStartCmd() *cobra.Command {
 		trialTimeout: fs.Float64("trial-timeout", 0, "wall-clock limit of one trial in seconds; 0: the worker's setting"),
 		maxReverts:   fs.Int("max-reverts", -1, "consecutive reverts before the campaign moves on; negative: the default 8, 0: never"),
 		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"),
-		batch:        fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; device cpu)"),
 	}
+	wf := addCampaignWorkloadFlags(cmd)
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 		if len(pos) != 1 || *cf.gpu == "" || *cf.id != "" {
 			fmt.Fprintln(stderr, "amkctl start: exactly one MODEL and --gpu G are required")
@@ -66,11 +65,12 @@ func newStartCmd() *cobra.Command {
 		if *sf.maxReverts >= 0 {
 			req.MoveOn = &control.MoveOn{ConsecutiveReverts: sf.maxReverts}
 		}
-		if *sf.batch != 1 {
-			req.Batch = sf.batch
+		if err := wf.apply(&req); err != nil {
+			fmt.Fprintln(stderr, "amkctl start:", err)
+			return exitBadInput
 		}
-		if *sf.batch < 1 || *sf.iters < 0 || *sf.minutes < 0 || *sf.workers < 0 || *sf.restartAfter < 1 || *sf.epsilon < 0 || *sf.epsilon > 1 {
-			fmt.Fprintln(stderr, "amkctl start: --iters, --minutes and --workers must be >= 0, --restart-after and --batch >= 1, --epsilon in [0, 1]")
+		if *sf.iters < 0 || *sf.minutes < 0 || *sf.workers < 0 || *sf.restartAfter < 1 || *sf.epsilon < 0 || *sf.epsilon > 1 {
+			fmt.Fprintln(stderr, "amkctl start: --iters, --minutes and --workers must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
 			return exitBadInput
 		}
 		cs, code := cf.open("start", true, stderr)
@@ -95,7 +95,7 @@ func newStartCmd() *cobra.Command {
 			return exitOK
 		}
 		if resp.Created {
-			where := cs.Where() + " (run it with amkctl autoresearch, or let a scheduler on this workspace adopt it)"
+			where := cs.Where() + " (run it with amkctl autoresearch, or have a scheduler on this workspace drive it: amkctl start with --server URL)"
 			if remote {
 				where = fmt.Sprintf("%s with %d trial(s) in flight", cs.Where(), resp.Workers)
 			}

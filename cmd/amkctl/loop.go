@@ -13,7 +13,7 @@ func init() { addVerb(groupCampaign, newLoopCmd) }
 func newLoopCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "loop MODEL --gpu G [--budget N] [--device cpu|cuda] [--workspace DIR]",
-		Short: "seed 001's keep/revert loop: N trials of an autoresearch campaign (resumable)",
+		Short: "the keep/revert loop: N trials of an autoresearch campaign (resumable)",
 		Long: `loop runs the keep/revert autoresearch loop for --budget trials (default 8,
 the reference's) and prints the final status; it is autoresearch with
 --iters spelled --budget, and takes the same flags.`,

@@ -56,7 +56,7 @@ workspace or on a scheduler (--server URL, or $` + envServer + `). --server,
 amkctl --server URL status.
 
 ` + exitCodesHelp,
-		Version:       version.String(),
+		Version:       version.Long(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -146,6 +146,36 @@ func runVerb(body func(args []string, stdout, stderr io.Writer) int) func(*cobra
 			return exitStatus(code)
 		}
 		return nil
+	}
+}
+
+// subcommandsOnly makes cmd a verb that only groups subcommands, as every
+// such verb behaves: bare, it says a subcommand is required and prints its
+// help on stderr; with an unknown subcommand it names the subcommands, with
+// a suggestion. Both are usage errors (exitBadInput), as go mod or go work
+// without a subcommand are.
+func subcommandsOnly(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		stderr := c.ErrOrStderr()
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		if len(args) == 0 {
+			fmt.Fprintf(stderr, "%s: a subcommand is required (one of: %s)\n\n", c.CommandPath(), strings.Join(names, ", "))
+			c.SetOut(stderr)
+			_ = c.Help()
+			return exitStatus(exitBadInput)
+		}
+		msg := fmt.Sprintf("%s: unknown subcommand %q (one of: %s)", c.CommandPath(), args[0], strings.Join(names, ", "))
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		fmt.Fprintln(stderr, msg)
+		return exitStatus(exitBadInput)
 	}
 }
 

@@ -34,10 +34,7 @@ func newMPKCmd() *cobra.Command {
 "amkctl validate FILE" recognises such a graph too and checks it for the
 default launch; "amkctl lower ... --format mpk" writes a lowered schedule as one.`,
 	}
-	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
-		fmt.Fprintln(stderr, "amkctl mpk: a subcommand is required: check, rank, import or export")
-		return exitBadInput
-	})
+	subcommandsOnly(cmd)
 
 	check := &cobra.Command{
 		Use:   "check FILE... [--workers N] [--queue-len N] [--gpus N] [--json]",
@@ -52,7 +49,9 @@ Exit status: 0 all valid, 1 some graph rejected, 2 some file unreadable or malfo
 			fmt.Fprintln(stderr, "amkctl mpk check: at least one FILE is required")
 			return exitBadInput
 		}
-		return validateFiles(files, checkRT.options(), ir.Limits{}, *checkJSON, stdout, stderr)
+		return validateFiles("mpk check", files, func(f string) (programfile.Checked, error) {
+			return programfile.CheckMPK(f, checkRT.options())
+		}, *checkJSON, stdout, stderr)
 	})
 
 	rank := &cobra.Command{
@@ -174,7 +173,8 @@ func importMPK(file, outPath string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "amkctl mpk import: %s: %v\n", file, err)
 		return exitRejected
 	}
-	return writeOut("mpk import", outPath, ir.Encode(p), stdout, stderr)
+	return writeOut("mpk import", outPath, ir.Encode(p),
+		fmt.Sprintf("an amk program: %d tasks, %d buffers, %d counters", len(p.Tasks), len(p.Buffers), len(p.Counters)), stdout, stderr)
 }
 
 // exportMPK writes an amk program file as an MPK task graph.
@@ -189,11 +189,14 @@ func exportMPK(file, outPath string, gpuID int, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "amkctl mpk export: %s: %v\n", file, err)
 		return exitRejected
 	}
-	return writeOut("mpk export", outPath, mpk.Encode(g), stdout, stderr)
+	return writeOut("mpk export", outPath, mpk.Encode(g),
+		fmt.Sprintf("an MPK task graph: %d tasks, %d events", len(g.Tasks), len(g.Events)), stdout, stderr)
 }
 
-// writeOut writes a verb's document to stdout ("-") or atomically to a file.
-func writeOut(verb, outPath string, data []byte, stdout, stderr io.Writer) int {
+// writeOut writes a verb's document to stdout ("-") or atomically to a
+// file; a file written is confirmed on stderr with what, summary, it holds
+// (as lower does), so that stdout only ever carries documents.
+func writeOut(verb, outPath string, data []byte, summary string, stdout, stderr io.Writer) int {
 	if outPath == "-" {
 		fmt.Fprintln(stdout, string(data))
 		return exitOK
@@ -202,5 +205,6 @@ func writeOut(verb, outPath string, data []byte, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 		return exitBadInput
 	}
+	fmt.Fprintf(stderr, "wrote %s: %s\n", outPath, summary)
 	return exitOK
 }

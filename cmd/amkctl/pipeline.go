@@ -21,14 +21,7 @@ func newPipelineCmd() *cobra.Command {
 		Use:   "pipeline check|simulate FILE",
 		Short: "instruction-level pipeline schedules (AMD's 4-wave matmul style): prove one hazard-free, predict its MMA utilisation",
 	}
-	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
-		if len(args) == 0 {
-			fmt.Fprintln(stderr, "amkctl pipeline: a subcommand is required: amkctl pipeline check FILE | simulate FILE --gpu G")
-		} else {
-			fmt.Fprintf(stderr, "amkctl pipeline: unknown subcommand %q: amkctl pipeline check FILE | simulate FILE --gpu G\n", args[0])
-		}
-		return exitBadInput
-	})
+	subcommandsOnly(cmd)
 	check := &cobra.Command{
 		Use:   "check FILE [--json] [--listing]",
 		Short: "prove a pipeline schedule free of hazards, or list them one per line",

@@ -113,12 +113,22 @@ func TestRemoteVerbs(t *testing.T) {
 	if _, out, _ := runCmd(t, "--server", url, "campaigns"); !strings.Contains(out, id) || !strings.Contains(out, "done") {
 		t.Fatalf("remote campaigns:\n%s", out)
 	}
+	// A remote report is the report itself, never a path on the
+	// scheduler's machine; --out saves its files here.
 	code, out, errOut = runCmd(t, "--server", url, "--token", remoteToken, "report", id)
-	if code != 0 || !strings.Contains(out, "Report written to") || !strings.Contains(out, "aggregate_report.md") {
+	if code != 0 || !strings.HasPrefix(out, "# AMK overnight run, wake-up report") || !strings.Contains(out, "id `"+id+"`") ||
+		strings.Contains(out, ws) || strings.Contains(out, "Report written to") {
 		t.Fatalf("report: %d %s %s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "campaigns", id, "aggregate_report.md")); err != nil {
 		t.Fatalf("the scheduler wrote no report: %v", err)
+	}
+	saved := filepath.Join(t.TempDir(), "saved")
+	code, _, errOut = runCmd(t, "--server", url, "--token", remoteToken, "report", id, "--out", saved)
+	for _, f := range []string{"report.md", "report.json", "report.svg", "aggregate_report.md"} {
+		if data, err := os.ReadFile(filepath.Join(saved, f)); code != 0 || err != nil || len(data) == 0 {
+			t.Errorf("report --out: exit %d, %s: %v (%s)", code, f, err, errOut)
+		}
 	}
 	_, out, _ = runCmd(t, "--server", url, "report", "--json", id, "--token", remoteToken)
 	var wake campaign.WakeUp
@@ -186,10 +196,11 @@ func TestRemoteVerbs(t *testing.T) {
 	if code, _, errOut = runCmd(t, "--server", url, "--token", remoteToken, "note"); code != 2 || !strings.Contains(errOut, "TEXT is required") {
 		t.Fatalf("note without text: %d %s", code, errOut)
 	}
-	// A second start of the same campaign is a resume, printing the id.
+	// A second start of the same campaign, now done, is refused: it would
+	// do nothing. The refusal names the commands that would.
 	code, out, errOut = runCmd(t, "--server", url, "--token", remoteToken, "start", "toy", "--gpu", "h200")
-	if code != 0 || out != id+"\n" || !strings.Contains(errOut, "already exists") {
-		t.Fatalf("second start: %d %q %q", code, out, errOut)
+	if code != 1 || out != "" || !strings.Contains(errOut, "already exists and is done") || !strings.Contains(errOut, "amkctl reopen "+id+" --iters") {
+		t.Fatalf("second start of a done campaign: %d %q %q", code, out, errOut)
 	}
 }
 

@@ -49,7 +49,10 @@ malformed.`,
 			return exitBadInput
 		}
 		defer oneShotGC(*lim)()
-		return validateFiles(files, mpk.CheckOptions{}, *lim, *asJSON, stdout, stderr)
+		return validateFiles("validate", files, func(f string) (programfile.Checked, error) {
+			c, err := programfile.Check(f, mpk.CheckOptions{}, *lim)
+			return c, programError(err)
+		}, *asJSON, stdout, stderr)
 	})
 	return cmd
 }
@@ -85,9 +88,9 @@ func addProgramLimitFlags(cmd *cobra.Command) *ir.Limits {
 	return lim
 }
 
-// validateFiles validates program files (within lim) and MPK task graphs
-// (the latter for the launch mpkOpt describes).
-func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSON bool, stdout, stderr io.Writer) int {
+// validateFiles checks each file with check and prints the reports; verb
+// names the command in its messages.
+func validateFiles(verb string, files []string, check func(string) (programfile.Checked, error), asJSON bool, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
@@ -95,9 +98,9 @@ func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSO
 	var reports []fileReport
 	status := exitOK
 	for _, f := range files {
-		checked, err := programfile.Check(f, mpkOpt, lim)
+		checked, err := check(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, programError(err))
+			fmt.Fprintf(stderr, "amkctl %s: %s: %v\n", verb, f, err)
 			status = exitBadInput
 			continue
 		}
@@ -132,14 +135,7 @@ func newIRCmd() *cobra.Command {
 		Use:   "ir roundtrip FILE",
 		Short: "program files: ir roundtrip FILE decodes and re-encodes canonically",
 	}
-	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
-		if len(args) == 0 {
-			fmt.Fprintln(stderr, "amkctl ir: a subcommand is required: amkctl ir roundtrip FILE")
-		} else {
-			fmt.Fprintf(stderr, "amkctl ir: unknown subcommand %q: amkctl ir roundtrip FILE\n", args[0])
-		}
-		return exitBadInput
-	})
+	subcommandsOnly(cmd)
 	roundtrip := &cobra.Command{
 		Use:   "roundtrip FILE",
 		Short: "decode a program file and write it re-encoded canonically to stdout",

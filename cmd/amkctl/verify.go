@@ -24,7 +24,7 @@ eager oracle (earlier positions are decoded with the default schedule to
 fill the KV caches). The model is --model, or the preset whose name the
 program's meta.model holds. With no file, verify runs the built-in proofs:
 the toy presets under schedules that exercise every lowering path.
-A micro-kernel is checked against the reference on a GPU by Loop 1:
+A micro-kernel is checked against the reference on a GPU by kernel tuning:
 amkctl tune-instruction OP --budget 1 builds the incumbent and compares it.
 Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -44,7 +45,7 @@ func newWorkersCmd() *cobra.Command {
 }
 
 func newQueuesCmd() *cobra.Command {
-	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed (needs --server)", runQueues)
+	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed, outcomes received (needs --server)", runQueues)
 }
 
 func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
@@ -103,10 +104,14 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tPENDING\tACTIVE\tRETRY\tARCHIVED\tLATENCY\tPROCESSED\tFAILED")
+	fmt.Fprintln(tw, "QUEUE\tPENDING\tACTIVE\tRETRY\tARCHIVED\tLATENCY\tPROCESSED\tFAILED\tRECEIVED")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3fs\t%d\t%d\n", q.Queue, q.Pending, q.Active, q.Retry, q.Archived,
-			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal)
+		received := "-"
+		if q.OutcomesReceived != nil {
+			received = strconv.FormatInt(*q.OutcomesReceived, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3fs\t%d\t%d\t%s\n", q.Queue, q.Pending, q.Active, q.Retry, q.Archived,
+			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal, received)
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "\n%s\n", control.QueueCountsNote)

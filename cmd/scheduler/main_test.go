@@ -94,22 +94,7 @@ func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *a
 }
 
 // syncBuffer collects a daemon's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = proctest.LogBuffer
 
 // inProcess runs the scheduler in this process until the test ends; it
 // returns the API address and a function that stops it and returns its exit

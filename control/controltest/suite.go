@@ -20,6 +20,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/trial"
 )
 
 // Target is one implementation under test, fresh, with no campaigns.
@@ -52,11 +53,13 @@ func Run(t *testing.T, factory Factory) {
 		{"unknown campaigns are not found", unknownCampaigns},
 		{"bad create requests are bad values and create nothing", badCreates},
 		{"create finds an existing campaign; selectors resolve it", createAndResolve},
+		{"a campaign is for a workload", workloads},
 		{"operator commands and their conflicts", lifecycle},
 		{"records", records},
 		{"records are checked as worker outcomes are", checkedRecords},
 		{"an operator's note goes into the ledger and the reports", notes},
 		{"reports", reports},
+		{"one trial", trials},
 		{"workers and queues", fleet},
 	}
 	for _, c := range cases {
@@ -138,7 +141,12 @@ func badCreates(t *testing.T, ctx context.Context, tg Target) {
 		"bad criteria":     {Model: "toy", GPU: "h200", MoveOn: &control.MoveOn{ConsecutiveReverts: &negative}},
 		"epsilon above 1":  {Model: "toy", GPU: "h200", Epsilon: &two},
 		"too many workers": {Model: "toy", GPU: "h200", Workers: big},
-		"batch on cuda":    {Model: "toy", GPU: "h200", Device: "cuda", Batch: new(2)},
+		"batch 0":          {Model: "toy", GPU: "h200", Batch: new(0)},
+		"no generation":    {Model: "toy", GPU: "h200", Workload: &trial.Workload{PromptLens: []int{64}, GenLen: 0}},
+		"no prompt length": {Model: "toy", GPU: "h200", Workload: &trial.Workload{GenLen: 8}},
+		"context too long": {Model: "toy", GPU: "h200", Workload: &trial.Workload{PromptLens: []int{trial.MaxContext}, GenLen: 8}},
+		"two batches":      {Model: "toy", GPU: "h200", Workload: &trial.Workload{PromptLens: []int{64}, GenLen: 8, Batch: 2}, Batch: new(4)},
+		"speedup below 0":  {Model: "toy", GPU: "h200", MoveOn: &control.MoveOn{SpeedupTarget: new(-1.0)}},
 	} {
 		_, err := tg.Service.Create(ctx, req)
 		wantKind(t, name, err, control.ErrBadValue)
@@ -179,6 +187,66 @@ func createAndResolve(t *testing.T, ctx context.Context, tg Target) {
 	list, err := s.List(ctx)
 	if err != nil || len(list) != 2 || list[0].ID != "toy-h200-cpu" || list[1].ID != "toy-h200-cpu-second" {
 		t.Fatalf("list: %+v %v", list, err)
+	}
+	// A start of a campaign that is done would do nothing: it is refused,
+	// with the commands that would do something.
+	command(t, ctx, s, "toy-h200-cpu-second", campaign.OpStop, control.CommandRequest{}, "stopped by operator", campaign.StatusDone)
+	_, err = s.Create(ctx, request("second"))
+	wantKind(t, "a start of a done campaign", err, control.ErrConflict)
+	if err == nil || !strings.Contains(err.Error(), "amkctl reopen toy-h200-cpu-second --iters") || !strings.Contains(err.Error(), "--name NAME") {
+		t.Errorf("a start of a done campaign says %v, want the reopen and --name commands", err)
+	}
+}
+
+// workloads: a request's workload, batch and speedup target reach the
+// campaign's settings and reports; a workload other than the default names
+// its campaign; an existing campaign is found only for its own workload.
+func workloads(t *testing.T, ctx context.Context, tg Target) {
+	s := tg.Service
+	def, err := s.Create(ctx, request(""))
+	if err != nil || !def.Created || def.ID != "toy-h200-cpu" {
+		t.Fatalf("create with the default workload: %+v %v", def, err)
+	}
+	if w := def.Campaign.Settings.Workload; w == nil || !w.Equal(trial.DefaultWorkload()) || def.Campaign.Workload != trial.DefaultWorkload().String() {
+		t.Errorf("the default workload: %+v %q", w, def.Campaign.Workload)
+	}
+	command(t, ctx, s, def.ID, campaign.OpPause, control.CommandRequest{}, "paused", campaign.StatusPaused)
+
+	req := request("")
+	req.Workload = &trial.Workload{PromptLens: []int{64, 32}, GenLen: 8}
+	req.Batch = new(2)
+	req.MoveOn = &control.MoveOn{SpeedupTarget: new(0.0)}
+	resp, err := s.Create(ctx, req)
+	want := trial.Workload{PromptLens: []int{64, 32}, GenLen: 8, Batch: 2}
+	if err != nil || !resp.Created || resp.ID != "toy-h200-cpu-p64_32-g8-b2" {
+		t.Fatalf("create for a workload: %+v %v", resp, err)
+	}
+	command(t, ctx, s, resp.ID, campaign.OpPause, control.CommandRequest{}, "paused", campaign.StatusPaused)
+	st, err := s.Status(ctx, resp.ID)
+	if err != nil || st.Settings.Workload == nil || !st.Settings.Workload.Equal(want) || st.Settings.MoveOn.SpeedupTarget != 0 ||
+		st.Settings.MoveOn.ConsecutiveReverts != campaign.DefaultMoveOn().ConsecutiveReverts || st.Workload != want.String() {
+		t.Fatalf("the workload campaign's settings: %+v %v", st.Settings, err)
+	}
+	if text, err := s.StatusText(ctx, resp.ID); err != nil || !strings.Contains(text, want.String()) {
+		t.Errorf("status text does not name the workload %q: %v\n%s", want, err, text)
+	}
+	if wake, err := s.Report(ctx, resp.ID); err != nil || wake.Workload == nil || !wake.Workload.Equal(want) {
+		t.Errorf("report's workload: %+v %v", wake.Workload, err)
+	}
+	same := request("")
+	same.Workload = &trial.Workload{PromptLens: []int{64, 32}, GenLen: 8, Batch: 2}
+	if again, err := s.Create(ctx, same); err != nil || again.Created || again.ID != resp.ID {
+		t.Errorf("create for the same workload (the batch in it): %+v %v", again, err)
+	}
+	other := request("p64_32-g8-b2")
+	other.Workload = &trial.Workload{PromptLens: []int{64}, GenLen: 8}
+	_, err = s.Create(ctx, other)
+	wantKind(t, "another workload under the campaign's name", err, control.ErrConflict)
+	if err == nil || !strings.Contains(err.Error(), want.String()) {
+		t.Errorf("another workload under the campaign's name: %v", err)
+	}
+	if list, err := s.List(ctx); err != nil || len(list) != 2 {
+		t.Errorf("list after the refused create: %+v %v", list, err)
 	}
 }
 
@@ -326,6 +394,52 @@ func reports(t *testing.T, ctx context.Context, tg Target) {
 	if strings.Join(names, " ") != control.AggregateReportFile+" report.json report.md report.svg" {
 		t.Errorf("report files %v", names)
 	}
+}
+
+func trials(t *testing.T, ctx context.Context, tg Target) {
+	s := tg.Service
+	_, err := s.Trial(ctx, "no-such-campaign", 0)
+	wantKind(t, "a trial of an unknown campaign", err, control.ErrNotFound)
+	if !tg.Driven {
+		id := create(t, ctx, tg, "trials")
+		_, err = s.Trial(ctx, id, 0)
+		wantKind(t, "a trial of a campaign that ran none", err, control.ErrNotFound)
+		if err == nil || !strings.Contains(err.Error(), "has no trial 0") {
+			t.Errorf("a trial of a campaign that ran none: %v", err)
+		}
+		return
+	}
+	// A driven campaign with one trial in flight at a time finishes trial 0
+	// first.
+	resp, err := s.Create(ctx, request("trials"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := s.Status(ctx, resp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ExperimentsRun >= 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no experiment ran")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	command(t, ctx, s, resp.ID, campaign.OpPause, control.CommandRequest{}, "paused", campaign.StatusPaused)
+	rep, err := s.Trial(ctx, resp.ID, 0)
+	if err != nil || rep.State != control.TrialFinished || rep.Outcome == nil || rep.Outcome.Verdict == nil ||
+		rep.Experiment == nil || rep.Outcome.Worker == "" || len(rep.Outcome.Stages) == 0 {
+		t.Fatalf("trial 0: %+v %v", rep, err)
+	}
+	if text := rep.Text(); !strings.Contains(text, "Trial 0 of campaign "+resp.ID+": finished") || !strings.Contains(text, "worker: ") {
+		t.Errorf("trial 0 as text:\n%s", text)
+	}
+	_, err = s.Trial(ctx, resp.ID, 1_000_000)
+	wantKind(t, "a trial never issued", err, control.ErrNotFound)
 }
 
 func fleet(t *testing.T, ctx context.Context, tg Target) {

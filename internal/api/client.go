@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -224,6 +225,12 @@ func (c *Client) Report(ctx context.Context, id string) (campaign.WakeUp, error)
 func (c *Client) AggregateReport(ctx context.Context, id string) (string, error) {
 	var out string
 	return out, c.onCampaign(ctx, http.MethodGet, id, []string{"report"}, textQuery("aggregate"), nil, &out)
+}
+
+// Trial is one trial of a campaign.
+func (c *Client) Trial(ctx context.Context, id string, trialID int) (control.TrialReport, error) {
+	var out control.TrialReport
+	return out, c.onCampaign(ctx, http.MethodGet, id, []string{"trials", strconv.Itoa(trialID)}, nil, nil, &out)
 }
 
 // WriteReport has the scheduler write the campaign's report files.

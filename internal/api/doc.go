@@ -17,6 +17,7 @@
 //	GET  /v1/campaigns/{id}/next         continue/stop (campaign.NextReport); ?format=text
 //	GET  /v1/campaigns/{id}/report       wake-up report JSON; ?format=md, ?format=aggregate
 //	POST /v1/campaigns/{id}/report       write report.{json,md,svg} and aggregate_report.md
+//	GET  /v1/campaigns/{id}/trials/{n}   one trial: spec in flight, outcome once finished (control.TrialReport)
 //	POST /v1/campaigns/{id}/record       an agent's experiment (RecordRequest), 201
 //	POST /v1/campaigns/{id}/pause        optional body {"note": "..."}
 //	POST /v1/campaigns/{id}/resume       optional body {"note": "..."}

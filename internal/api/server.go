@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,24 +92,25 @@ func NewServer(o Options) (http.Handler, error) {
 	s.fleet, _ = o.Service.(control.Fleet)
 	mux := http.NewServeMux()
 	routes := map[string]methods{
-		"/healthz":                    {"GET": s.health},
-		"/metrics":                    {"GET": s.metrics},
-		"/v1/campaigns":               {"GET": s.list, "POST": s.create},
-		"/v1/campaigns/{id}":          {"GET": s.status},
-		"/v1/campaigns/{id}/next":     {"GET": s.next},
-		"/v1/campaigns/{id}/report":   {"GET": s.report, "POST": s.writeReport},
-		"/v1/campaigns/{id}/record":   {"POST": s.record},
-		"/v1/campaigns/{id}/pause":    {"POST": s.command(campaign.OpPause)},
-		"/v1/campaigns/{id}/resume":   {"POST": s.command(campaign.OpResume)},
-		"/v1/campaigns/{id}/stop":     {"POST": s.command(campaign.OpStop)},
-		"/v1/campaigns/{id}/reopen":   {"POST": s.command(campaign.OpReopen)},
-		"/v1/campaigns/{id}/note":     {"POST": s.command(campaign.OpNote)},
-		"/v1/campaigns/{id}/budget":   {"PUT": s.budget},
-		"/v1/campaigns/{id}/criteria": {"PUT": s.criteria},
-		"/v1/workers":                 {"GET": s.workers},
-		"/v1/sd/workers":              {"GET": s.serviceDiscovery},
-		"/v1/queues":                  {"GET": s.queues},
-		"/{path...}":                  {},
+		"/healthz":                          {"GET": s.health},
+		"/metrics":                          {"GET": s.metrics},
+		"/v1/campaigns":                     {"GET": s.list, "POST": s.create},
+		"/v1/campaigns/{id}":                {"GET": s.status},
+		"/v1/campaigns/{id}/next":           {"GET": s.next},
+		"/v1/campaigns/{id}/report":         {"GET": s.report, "POST": s.writeReport},
+		"/v1/campaigns/{id}/trials/{trial}": {"GET": s.trial},
+		"/v1/campaigns/{id}/record":         {"POST": s.record},
+		"/v1/campaigns/{id}/pause":          {"POST": s.command(campaign.OpPause)},
+		"/v1/campaigns/{id}/resume":         {"POST": s.command(campaign.OpResume)},
+		"/v1/campaigns/{id}/stop":           {"POST": s.command(campaign.OpStop)},
+		"/v1/campaigns/{id}/reopen":         {"POST": s.command(campaign.OpReopen)},
+		"/v1/campaigns/{id}/note":           {"POST": s.command(campaign.OpNote)},
+		"/v1/campaigns/{id}/budget":         {"PUT": s.budget},
+		"/v1/campaigns/{id}/criteria":       {"PUT": s.criteria},
+		"/v1/workers":                       {"GET": s.workers},
+		"/v1/sd/workers":                    {"GET": s.serviceDiscovery},
+		"/v1/queues":                        {"GET": s.queues},
+		"/{path...}":                        {},
 	}
 	for pattern, ms := range routes {
 		mux.Handle(pattern, s.route(ms))
@@ -376,6 +378,20 @@ func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	rep, err := s.Service.Status(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// trial serves one trial of a campaign (control.TrialReport).
+func (s *server) trial(w http.ResponseWriter, r *http.Request) error {
+	n, err := strconv.Atoi(r.PathValue("trial"))
+	if err != nil || n < 0 {
+		return control.Errorf(control.ErrBadValue, "trial %q: a trial is a number, 0 or more", r.PathValue("trial"))
+	}
+	rep, err := s.Service.Trial(r.Context(), r.PathValue("id"), n)
 	if err != nil {
 		return err
 	}

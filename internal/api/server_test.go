@@ -95,7 +95,7 @@ func TestBadRequestsAreClearJSONErrors(t *testing.T) {
 		{"missing gpu", "POST", "/v1/campaigns", token, `{"model": "toy"}`, 400, api.CodeBadValue},
 		{"bad device", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "device": "tpu"}`, 400, api.CodeBadValue},
 		{"zero batch", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "batch": 0}`, 400, api.CodeBadValue},
-		{"batch on cuda", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "device": "cuda", "batch": 2}`, 400, api.CodeBadValue},
+		{"bad workload", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "workload": {"prompt_lens": [8], "gen_len": 0}}`, 400, api.CodeBadValue},
 		{"unknown model", "POST", "/v1/campaigns", token, `{"model": "gpt-9", "gpu": "h200"}`, 400, api.CodeBadValue},
 		{"unknown gpu", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "v100"}`, 400, api.CodeBadValue},
 		{"negative budget", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "budget": {"iterations": -1}}`, 400, api.CodeBadValue},

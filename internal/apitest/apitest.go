@@ -15,6 +15,7 @@ import (
 
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -121,4 +122,44 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 	}
+}
+
+// RedisFleet is a fleet's options for a transport through the real
+// redis-server at addr (redistest.Start) under namespace ns, with one live
+// worker per target of workerTargets evaluating Evaluate on this
+// machine's CPU; the dispatcher, the registry view and the workers are
+// stopped at the test's cleanup.
+func RedisFleet(t testing.TB, addr, ns string, workerTargets ...string) scheduler.Options {
+	t.Helper()
+	conn := redisq.Conn{Addr: addr}
+	disp, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := scheduler.NewRedisView(disp, conn, ns)
+	if err != nil {
+		_ = disp.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Close() })
+	for _, target := range workerTargets {
+		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: target, Device: "cpu",
+			Identity: ns + "-" + target, ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond, Evaluate: Evaluate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = w.Shutdown(ctx)
+		})
+	}
+	WaitFor(t, 30*time.Second, "the workers to register", func() bool {
+		ws, err := view.Workers(context.Background())
+		return err == nil && len(ws) == len(workerTargets)
+	})
+	return scheduler.Options{Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health}
 }

@@ -15,24 +15,27 @@ import (
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // CampaignInput is what loop and autoresearch take: the campaign (created
 // when new, resumed otherwise) and this run's limits.
 type CampaignInput struct {
-	Model        string   `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
-	GPU          string   `json:"gpu" jsonschema:"GPU target record"`
-	Device       string   `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies) or cuda (measured-gpu)"`
-	Name         string   `json:"name,omitempty" jsonschema:"optional campaign name, to run several campaigns on one model, gpu and device"`
-	Minutes      float64  `json:"minutes,omitempty" jsonschema:"wall-clock budget of this run in minutes (0: none)"`
-	Workers      int      `json:"workers,omitempty" jsonschema:"trials evaluated at once; default min(4, CPUs) on cpu, 1 on cuda"`
-	Cold         bool     `json:"cold,omitempty" jsonschema:"ignore the flywheel prior (no warm start, no ranking)"`
-	Seed         uint64   `json:"seed,omitempty" jsonschema:"random seed of the campaign's proposer"`
-	Overnight    bool     `json:"overnight,omitempty" jsonschema:"never stop on a plateau; basin-hop after restart_after non-improvements"`
-	RestartAfter *int     `json:"restart_after,omitempty" jsonschema:"non-improvements before an overnight basin hop (default 6)"`
-	Epsilon      *float64 `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
-	Batch        int      `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles, cpu only)"`
-	Weights      string   `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Model         string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	GPU           string          `json:"gpu" jsonschema:"GPU target record"`
+	Device        string          `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies) or cuda (measured-gpu)"`
+	Name          string          `json:"name,omitempty" jsonschema:"optional campaign name, to run several campaigns on one model, gpu and device"`
+	Minutes       float64         `json:"minutes,omitempty" jsonschema:"wall-clock budget of this run in minutes (0: none)"`
+	Workers       int             `json:"workers,omitempty" jsonschema:"trials evaluated at once; default min(4, CPUs) on cpu, 1 on cuda"`
+	Cold          bool            `json:"cold,omitempty" jsonschema:"ignore the flywheel prior (no warm start, no ranking)"`
+	Seed          uint64          `json:"seed,omitempty" jsonschema:"random seed of the campaign's proposer"`
+	Overnight     bool            `json:"overnight,omitempty" jsonschema:"never stop on a plateau; basin-hop after restart_after non-improvements"`
+	RestartAfter  *int            `json:"restart_after,omitempty" jsonschema:"non-improvements before an overnight basin hop (default 6)"`
+	Epsilon       *float64        `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
+	Batch         int             `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles); the workload's batch"`
+	Workload      *trial.Workload `json:"workload,omitempty" jsonschema:"what the campaign tunes for: prompt_lens (prompt lengths), gen_len (tokens generated after each), batch; default a 512-token prompt, 128 generated tokens, batch 1; a workload other than the default names its own campaign"`
+	SpeedupTarget *float64        `json:"speedup_target,omitempty" jsonschema:"a new campaign stops once this fast against its baseline (default 3, the default move-on criterion; 0: never)"`
+	Weights       string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
 }
 
 // LoopInput is loop's arguments.
@@ -111,6 +114,10 @@ func (in CampaignInput) createRequest() (control.CreateRequest, error) {
 	if in.Batch != 0 && in.Batch != 1 {
 		req.Batch = &in.Batch
 	}
+	req.Workload = in.Workload
+	if in.SpeedupTarget != nil {
+		req.MoveOn = &control.MoveOn{SpeedupTarget: in.SpeedupTarget}
+	}
 	if err := req.Check(); err != nil {
 		return control.CreateRequest{}, fmt.Errorf("argument %w", err)
 	}
@@ -121,7 +128,7 @@ func (in CampaignInput) createRequest() (control.CreateRequest, error) {
 // its lock and registers the run; the caller drives it, then calls
 // run.finish. cancel ends the context the caller drives it with.
 func (s *Server) startLocal(req control.CreateRequest, cancel context.CancelFunc) (*localRun, control.CreateResponse, error) {
-	id := campaign.ID(req.Model, req.GPU, req.Device, req.Name)
+	id := req.ID()
 	if s.running(id) != nil {
 		return nil, control.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
 	}

@@ -92,11 +92,11 @@ func New(o Options) (*Server, error) {
 // instructions is what the server tells a client about itself at
 // initialisation.
 const instructions = `amk searches for the fastest safe schedule of a GPU megakernel.
-Loop 2 (schedule search): propose (read the edit surface) -> edit ONE knob of the
+Schedule search: propose (read the edit surface) -> edit ONE knob of the
 schedule_config -> eval (ok=true iff valid and correct) -> keep only a correct
 config with a >= 1% lower latency -> record the outcome -> next (continue or stop).
 loop runs that keep/revert loop for you; autoresearch runs it in the background
-(status/next/report to watch it, cancel to end the run). Loop 1 (one micro-kernel's
+(status/next/report to watch it, cancel to end the run). Kernel tuning (one micro-kernel's
 -D knobs on a GPU): tune_instruction. Never edit kernel code, the VM or the
 validator through a schedule; a latency exists only for a correct config, and
 latency_kind says predicted (cost model) or measured-gpu.`

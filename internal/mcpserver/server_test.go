@@ -140,7 +140,7 @@ func TestListTools(t *testing.T) {
 		schemas[tool.Name] = schema
 	}
 	slices.Sort(names)
-	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "tune_instruction"}
+	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -333,6 +333,11 @@ func TestBadArguments(t *testing.T) {
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "pos": -1}, "argument pos"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 5000}, "argument batch"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "colour": "red"}, "colour"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "pos": 3, "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 4}}, "argument pos"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 0}}, "argument workload"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 3, "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 4, "batch": 2}}, "argument workload"},
+		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "workload": map[string]any{"prompt_lens": []int{}, "gen_len": 4}}, "argument workload"},
+		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "speedup_target": -1}, "argument move_on"},
 		{"propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": map[string]any{"pipelining_depth": "deep"}}, "argument incumbent"},
 		{"loop", map[string]any{"model": "toy", "gpu": "h100", "budget": -2}, "argument budget"},
 		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "epsilon": 2}, "argument epsilon"},
@@ -358,6 +363,11 @@ func TestBadArguments(t *testing.T) {
 	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 2}, &batched)
 	if !batched.OK || batched.LatencyUS == nil {
 		t.Fatalf("eval with batch 2: %+v", batched)
+	}
+	var workload EvalAnswer
+	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 2, "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 5}}, &workload)
+	if !workload.OK || workload.LatencyUS == nil || len(workload.Positions) != 3 || workload.Positions[2].Pos != 20 {
+		t.Fatalf("eval for a workload: %+v", workload)
 	}
 	var surf surface
 	h.ok("propose", map[string]any{"model": "toy", "gpu": "h100"}, &surf)

@@ -41,6 +41,11 @@ type Options struct {
 	Health  func(context.Context) error
 	// Targets are the GPU targets new campaigns may use (empty: all).
 	Targets []string
+	// AdoptAll drives every campaign of the workspace. Otherwise the fleet
+	// drives the campaigns started through it (Create; they carry its
+	// settings file), and leaves the others as they are until one is
+	// started through it.
+	AdoptAll bool
 	// DefaultWorkers is a campaign's trials in flight unless its creator
 	// chose (DefaultWorkers when zero).
 	DefaultWorkers int
@@ -91,12 +96,22 @@ type Fleet struct {
 	// appended since the last one, not the whole corpus.
 	local *control.Local
 
+	floorsMu sync.Mutex
+	floors   map[string]floor // campaign id -> its floors and latency kind
+
 	// The warning about outcomes no longer held is rate-limited; unheldMu
 	// guards its counts.
 	unheldMu     sync.Mutex
 	unheldSince  int // outcomes dropped since the last warning
 	unheldLogged time.Time
 	unheldTotal  int
+
+	// alerted are the alerts logged last (logHealth).
+	healthMu sync.Mutex
+	alerted  map[string][]campaign.Alert
+
+	aloneMu sync.Mutex
+	alone   map[string]bool // campaigns not the fleet's, left alone (logged once)
 
 	// mu serialises opening campaigns (adopt, Create) and guards what
 	// follows.
@@ -111,6 +126,7 @@ type Fleet struct {
 var (
 	_ control.Backend = (*Fleet)(nil)
 	_ control.Fleet   = (*Fleet)(nil)
+	_ control.Drivers = (*Fleet)(nil)
 )
 
 // New prepares a fleet; Start loads the campaigns and runs them.
@@ -134,7 +150,7 @@ func New(opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{opts: opts, log: log, broken: map[string]string{},
+	f := &Fleet{opts: opts, log: log, floors: map[string]floor{}, broken: map[string]string{}, alone: map[string]bool{},
 		local: &control.Local{Workspace: opts.Workspace, Now: opts.Now,
 			Env: flywheel.Env{DeviceName: "fleet", AMKVersion: opts.Version}}}
 	hold := opts.HoldOutcomes
@@ -184,11 +200,13 @@ func (f *Fleet) rescanLoop() {
 			if err := f.scan(); err != nil {
 				f.log.Warn("scanning the workspace failed", "err", err)
 			}
+			f.logHealth()
 		}
 	}
 }
 
-// scan adopts every campaign of the workspace that no one drives.
+// scan adopts every campaign of the workspace that no one drives and that
+// is the fleet's (Options.AdoptAll: every one).
 func (f *Fleet) scan() error {
 	ids, err := f.opts.Workspace.IDs()
 	if err != nil {
@@ -196,6 +214,10 @@ func (f *Fleet) scan() error {
 	}
 	for _, id := range ids {
 		if f.local.Run(id) != nil {
+			continue
+		}
+		if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
+			f.leftAlone(id)
 			continue
 		}
 		if err := f.adopt(id); err != nil && !errors.Is(err, runner.ErrLocked) {
@@ -231,6 +253,38 @@ func (f *Fleet) adopt(id string) error {
 	f.log.Info("campaign loaded", "campaign", id, "status", status, "in_flight", inflight, "workers", workers)
 	return nil
 }
+
+// claim makes a campaign the fleet's: its settings file says so (and how
+// many trials it keeps in flight), so a restarted scheduler drives it again.
+func (f *Fleet) claim(id string, workers int) {
+	if hasSettings(f.local.Dir(id)) {
+		return
+	}
+	if err := writeSettings(f.local.Dir(id), fleetSettings{Workers: workers}); err != nil {
+		f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
+	}
+	f.aloneMu.Lock()
+	delete(f.alone, id)
+	f.aloneMu.Unlock()
+}
+
+// leftAlone logs, once per campaign, that the fleet does not drive a
+// campaign it was not asked to.
+func (f *Fleet) leftAlone(id string) {
+	f.aloneMu.Lock()
+	seen := f.alone[id]
+	f.alone[id] = true
+	f.aloneMu.Unlock()
+	if !seen {
+		f.log.Info("campaign not started through this scheduler; left as it is (start it through the scheduler to drive it, or run the scheduler with --adopt)", "campaign", id)
+	}
+}
+
+// Driver says who drives a campaign of the workspace (control.Drivers).
+func (f *Fleet) Driver(id string) (control.Driver, error) { return f.local.Driver(id) }
+
+// Drives says whether the fleet drives the campaign.
+func (f *Fleet) Drives(id string) bool { return f.local.Run(id) != nil }
 
 // runOptions are the settings of a campaign's run in the fleet: its view
 // of the shared transport, the driver's clock, reports and callbacks.
@@ -481,6 +535,9 @@ func (f *Fleet) notDriven(id string) error {
 	if why != "" {
 		return fmt.Errorf("campaign %s cannot be opened: %s", id, why)
 	}
+	if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
+		return control.Errorf(control.ErrConflict, "campaign %s was not started through this scheduler, which leaves it as it is: start it through the scheduler to drive it (amkctl start MODEL --gpu G --server URL, or POST /v1/campaigns), or run the scheduler with --adopt", id)
+	}
 	return control.Errorf(control.ErrConflict, "campaign %s is driven by another process (e.g. amkctl autoresearch); this scheduler adopts it once that process ends", id)
 }
 
@@ -501,10 +558,13 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is not running")
 	}
 	if f.opts.Workspace.Exists(id) {
+		// Starting an existing campaign through the fleet is the request
+		// to drive it: from now on it is the fleet's.
 		if err := f.adopt(id); err != nil {
 			return "", false, 0, f.notDriven(id)
 		}
 		if run := f.local.Run(id); run != nil {
+			f.claim(id, run.Workers)
 			return id, false, run.Workers, nil
 		}
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
@@ -532,9 +592,7 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		f.log.Warn("corpus: skipped malformed lines", "lines", run.CorpusSkipped)
 	}
 	if run.Created {
-		if err := writeSettings(run.Ledger.Dir(), fleetSettings{Workers: workers}); err != nil {
-			f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
-		}
+		f.claim(id, workers)
 	}
 	f.launch(run)
 	var budget campaign.Budget
@@ -643,14 +701,68 @@ func (f *Fleet) stalled() error {
 	return errors.Join(errs...)
 }
 
-// Samples reads every driven campaign for the metrics collector.
+// Samples reads, for the metrics collector, every driven campaign and
+// every other one that has an alert (one nothing drives), each with its
+// alerts.
 func (f *Fleet) Samples() []metrics.Campaign {
-	ids := f.local.Runs()
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	alerts := f.alerts(ctx)
+	ids, _ := f.IDs()
 	out := make([]metrics.Campaign, 0, len(ids))
 	for _, id := range ids {
-		if run := f.local.Run(id); run != nil {
-			run.Ledger.Read(func(c *campaign.Campaign) { out = append(out, metrics.CampaignOf(c)) })
+		if f.local.Run(id) == nil && len(alerts[id]) == 0 {
+			continue
+		}
+		_ = f.local.Read(id, func(c *campaign.Campaign) {
+			m := metrics.CampaignOf(c)
+			for _, a := range alerts[id] {
+				m.Alerts = append(m.Alerts, a.Kind)
+			}
+			out = append(out, m)
+		})
+	}
+	return out
+}
+
+// healthTimeout bounds a look at the campaigns' health (the workers'
+// registry is in Redis).
+const healthTimeout = 5 * time.Second
+
+// alerts are the alerts of the workspace's campaigns, by campaign (control
+// judges them: the one place health is decided).
+func (f *Fleet) alerts(ctx context.Context) map[string][]campaign.Alert {
+	reps, _ := f.Campaigns().List(ctx)
+	out := map[string][]campaign.Alert{}
+	for _, r := range reps {
+		if len(r.Alerts) > 0 {
+			out[r.ID] = r.Alerts
 		}
 	}
 	return out
+}
+
+// logHealth logs each alert when it appears, with what to do, and when it
+// clears.
+func (f *Fleet) logHealth() {
+	ctx, cancel := context.WithTimeout(f.ctx, healthTimeout)
+	defer cancel()
+	now := f.alerts(ctx)
+	f.healthMu.Lock()
+	defer f.healthMu.Unlock()
+	for id, alerts := range now {
+		for _, a := range alerts {
+			if !slices.ContainsFunc(f.alerted[id], func(b campaign.Alert) bool { return b.Kind == a.Kind }) {
+				f.log.Warn("campaign alert: "+a.Message, "campaign", id, "alert", a.Kind, "what_to_do", a.Fix)
+			}
+		}
+	}
+	for id, alerts := range f.alerted {
+		for _, a := range alerts {
+			if !slices.ContainsFunc(now[id], func(b campaign.Alert) bool { return b.Kind == a.Kind }) {
+				f.log.Info("campaign alert cleared", "campaign", id, "alert", a.Kind)
+			}
+		}
+	}
+	f.alerted = now
 }

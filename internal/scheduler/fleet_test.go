@@ -3,9 +3,12 @@ package scheduler
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -137,6 +140,55 @@ func TestFleetRunsACampaignToItsBudget(t *testing.T) {
 	}
 }
 
+// A campaign for a workload other than the default, batched, on the
+// fleet: named after its workload, and every trial evaluated by the real
+// pipeline at each of the workload's positions, each correct.
+func TestFleetRunsAWorkloadCampaign(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{})
+	req := toyRequest(4)
+	req.Workload, req.Batch = &trial.Workload{PromptLens: []int{40, 8}, GenLen: 5}, new(2)
+	resp, err := f.Campaigns().Create(context.Background(), req)
+	if err != nil || !resp.Created || resp.ID != "toy-h200-cpu-p40_8-g5-b2" {
+		t.Fatalf("create: %+v %v", resp, err)
+	}
+	id := resp.ID
+	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	checkLedger(t, ws, id, 4)
+	data, err := os.ReadFile(filepath.Join(ws.CampaignDir(id), "trials.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := trial.Workload{PromptLens: []int{40, 8}, GenLen: 5, Batch: 2}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d trials logged, want 4", len(lines))
+	}
+	valid := 0
+	for _, ln := range lines {
+		var o trial.Outcome
+		if err := json.Unmarshal([]byte(ln), &o); err != nil || o.Verdict == nil {
+			t.Fatalf("trial %s: %v", ln, err)
+		}
+		v := o.Verdict
+		if v.Workload == nil || !v.Workload.Equal(want) || len(v.Positions) != 6 {
+			t.Fatalf("trial %d: workload %+v, %d positions", o.TrialID, v.Workload, len(v.Positions))
+		}
+		for i, p := range v.Positions {
+			if p.Pos != want.Positions()[i].Pos || p.KVLen != p.Pos+1 || (v.Valid && (p.Correct == nil || !*p.Correct)) {
+				t.Errorf("trial %d at position %d (KV length %d): correct %v", o.TrialID, p.Pos, p.KVLen, p.Correct)
+			}
+		}
+		if v.Valid {
+			valid++
+		}
+	}
+	if valid == 0 {
+		t.Error("no trial was valid: nothing was checked")
+	}
+}
+
 func TestFleetCreateOfAnExistingCampaignResumesIt(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{})
@@ -226,7 +278,7 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond})
+	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond, AdoptAll: true})
 	id := held.ID()
 	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
@@ -246,6 +298,43 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
 	checkLedger(t, ws, id, 4)
+}
+
+// A campaign created beside the scheduler (the demo's, one amkctl
+// autoresearch left) is not the fleet's: it is left as it is, until a
+// start through the fleet asks for it to be driven; from then on it is
+// the fleet's, across restarts.
+func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
+		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
+	start.Settings.Budget.Iterations = 4
+	beside, _, err := ws.Create(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := beside.ID()
+	beside.Close()
+	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond})
+	time.Sleep(100 * time.Millisecond) // several scans
+	if f.Drives(id) || status(t, f, id).ExperimentsRun != 0 {
+		t.Fatalf("the fleet drives a campaign it was not asked to (%d experiments)", status(t, f, id).ExperimentsRun)
+	}
+	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "--adopt") {
+		t.Fatalf("a command to a campaign left alone: %v, want a conflict naming --adopt", err)
+	}
+	// Starting it through the fleet is the request to drive it.
+	if _, created, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); err != nil || created {
+		t.Fatalf("start of the existing campaign: created=%v %v", created, err)
+	}
+	waitFor(t, "the adopted campaign to finish", func() bool {
+		r := status(t, f, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, 4)
+	if !hasSettings(ws.CampaignDir(id)) {
+		t.Fatal("an adopted campaign does not carry the scheduler's settings: a restarted scheduler would leave it")
+	}
 }
 
 // TestFleetCommandsGoThroughTheDriver runs in a synctest bubble, so the

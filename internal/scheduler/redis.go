@@ -78,6 +78,13 @@ func (v *RedisView) Queues(ctx context.Context) ([]control.Queue, error) {
 		out = append(out, control.Queue{Queue: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
 			Retry: info.Retry, Archived: info.Archived, Completed: info.Completed, LatencySeconds: info.Latency.Seconds(),
 			Paused: info.Paused, ProcessedTotal: int64(info.ProcessedTotal), FailedTotal: int64(info.FailedTotal)})
+		if q == results {
+			n, err := redisq.OutcomesReceived(ctx, v.rdb, v.ns)
+			if err != nil {
+				return nil, control.Errorf(control.ErrUnavailable, "redis: outcomes received: %v", err)
+			}
+			out[len(out)-1].OutcomesReceived = &n
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
 	return out, nil

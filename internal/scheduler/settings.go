@@ -31,6 +31,13 @@ func readSettings(dir string) fleetSettings {
 	return s
 }
 
+// hasSettings says whether a campaign has the scheduler's settings file:
+// whether it was started through a scheduler.
+func hasSettings(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, settingsFile))
+	return err == nil
+}
+
 func writeSettings(dir string, s fleetSettings) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

@@ -243,7 +243,7 @@ func (p *pages) chart(w http.ResponseWriter, r *http.Request) {
 		p.failed(w, err, "Chart")
 		return
 	}
-	svg, err := chart.TrajectorySVG(rep)
+	svg, err := chart.ReportSVG(rep)
 	if err != nil {
 		p.failed(w, err, "Chart")
 		return

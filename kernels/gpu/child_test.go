@@ -141,7 +141,7 @@ func TestSameLayout(t *testing.T) {
 }
 
 func TestStepInputs(t *testing.T) {
-	in, err := stepInputs(42, 9)
+	in, err := stepInputs([]int32{42}, 9)
 	if err != nil {
 		t.Fatal(err)
 	}

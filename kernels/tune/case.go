@@ -44,7 +44,7 @@ func ParseOp(name string) (ir.Op, error) {
 		for _, o := range SupportedOps() {
 			names = append(names, OpName(o))
 		}
-		return 0, fmt.Errorf("no Loop-1 case for op %q (supported: %s)", name, strings.Join(names, ", "))
+		return 0, fmt.Errorf("no kernel-tuning case for op %q (supported: %s)", name, strings.Join(names, ", "))
 	}
 	return op, nil
 }
@@ -87,7 +87,7 @@ func NewCase(op ir.Op, dt ir.DType, target *ir.GpuTarget, modelName string) (*Ca
 		return nil, err
 	}
 	if dt != ir.F32 && dt != ir.F16 && dt != ir.BF16 {
-		return nil, fmt.Errorf("Loop-1 cases are fp32, fp16 or bf16, not %s", dt)
+		return nil, fmt.Errorf("kernel-tuning cases are fp32, fp16 or bf16, not %s", dt)
 	}
 	if modelName == "" {
 		modelName = CaseModel

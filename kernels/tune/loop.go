@@ -225,7 +225,7 @@ func Tune(ctx context.Context, dev Device, opts Options) (*Summary, error) {
 		l.sum.BoundUS = &b
 	}
 	defer l.closeAll()
-	fmt.Fprintf(opts.Log, "amk Loop 1 | tune-instruction %s | device %s | gpu (roofline) %s | dtype %s | budget %d\n  case: %s\n",
+	fmt.Fprintf(opts.Log, "amk kernel tuning | tune-instruction %s | device %s | gpu (roofline) %s | dtype %s | budget %d\n  case: %s\n",
 		l.sum.Op, l.sum.Device, l.sum.GPU, l.sum.DType, opts.Budget, c.Describe)
 	for i, v := range ProposalsFor(c.Op, c.Quant.On(), opts.Budget) {
 		if err := ctx.Err(); err != nil {
