@@ -8,6 +8,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // Floor is a campaign's pair of floors, as trial.Evaluate states them for
@@ -24,9 +25,14 @@ import (
 // Figures that reach a campaign from outside (a worker's outcome, an
 // agent's record) are checked against it: what can be derived from the
 // campaign itself is never taken as sent.
+//
+// For a campaign with a workload the floors are those of its evaluated
+// positions (trial.StepFloors, in Steps); StreamedUS and StreamedBytes are
+// their weighted means, as trial.Evaluate states them.
 type Floor struct {
 	StreamedUS, AllWeightsUS   float64
 	StreamedBytes, WeightBytes int64
+	Steps                      []trial.StepFloor
 }
 
 // BoundUS is the streamed-bytes floor as verdicts state it (rounded to
@@ -38,15 +44,18 @@ func (f Floor) BoundUS() float64 { return ir.RoundTo(f.StreamedUS, 4) }
 // the target's spec HBM bandwidth, exactly as trial.Evaluate does for the
 // point it evaluates. Results are cached (a campaign's figures are checked
 // on every outcome and record).
-func FloorOf(modelName, gpu string, pos, batch int) (Floor, error) {
-	key := floorKey{modelName, gpu, pos, max(1, batch)}
+func FloorOf(modelName, gpu string, pos, batch int, w *trial.Workload) (Floor, error) {
+	key := floorKey{model: modelName, gpu: gpu, pos: pos, batch: max(1, batch)}
+	if w != nil {
+		key.workload = fmt.Sprintf("%v/%d/%d", w.PromptLens, w.GenLen, w.B())
+	}
 	floors.mu.Lock()
 	fl, ok := floors.m[key]
 	floors.mu.Unlock()
 	if ok {
 		return fl, nil
 	}
-	fl, err := lowerFloor(key)
+	fl, err := lowerFloor(key, w)
 	if err != nil {
 		return Floor{}, err
 	}
@@ -65,6 +74,7 @@ const maxCachedFloors = 256
 type floorKey struct {
 	model, gpu string
 	pos, batch int
+	workload   string // the workload's prompts, generated tokens and batch; "" for none
 }
 
 var floors = struct {
@@ -72,7 +82,7 @@ var floors = struct {
 	m  map[floorKey]Floor
 }{m: map[floorKey]Floor{}}
 
-func lowerFloor(k floorKey) (Floor, error) {
+func lowerFloor(k floorKey, w *trial.Workload) (Floor, error) {
 	cfg, err := model.Load(k.model)
 	if err != nil {
 		return Floor{}, err
@@ -81,12 +91,29 @@ func lowerFloor(k floorKey) (Floor, error) {
 	if err != nil {
 		return Floor{}, err
 	}
-	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: k.pos, B: k.batch})
-	if err != nil {
-		return Floor{}, fmt.Errorf("lowering the default point: %w", err)
+	var fl Floor
+	if w != nil {
+		if cfg, err = trial.ContextConfig(cfg, k.model, *w); err != nil {
+			return Floor{}, err
+		}
+		if fl.Steps, fl.WeightBytes, err = trial.StepFloors(cfg, target, *w); err != nil {
+			return Floor{}, err
+		}
+		var bytes float64
+		for _, s := range fl.Steps {
+			fl.StreamedUS += s.Weight * s.StreamedUS
+			bytes += s.Weight * float64(s.StreamedBytes)
+		}
+		fl.StreamedBytes = int64(math.Round(bytes))
+	} else {
+		prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: k.pos, B: k.batch})
+		if err != nil {
+			return Floor{}, fmt.Errorf("lowering the default point: %w", err)
+		}
+		fl.StreamedBytes, fl.WeightBytes = prog.StreamedBytes(), prog.TotalWeightBytes()
+		fl.StreamedUS = target.BandwidthBoundUS(fl.StreamedBytes)
 	}
-	fl := Floor{StreamedBytes: prog.StreamedBytes(), WeightBytes: prog.TotalWeightBytes()}
-	fl.StreamedUS, fl.AllWeightsUS = target.BandwidthBoundUS(fl.StreamedBytes), target.BandwidthBoundUS(fl.WeightBytes)
+	fl.AllWeightsUS = target.BandwidthBoundUS(fl.WeightBytes)
 	if !positiveFinite(fl.StreamedUS) {
 		return Floor{}, fmt.Errorf("target %s gives no streamed-bytes floor (HBM bandwidth unknown?)", target.Name)
 	}

@@ -18,7 +18,7 @@ func TestFloorOfMatchesTheTrialPipeline(t *testing.T) {
 		model, gpu string
 		pos, batch int
 	}{{"toy", "h200", 0, 0}, {"toy-2L", "h100", 37, 2}} {
-		fl, err := FloorOf(tc.model, tc.gpu, tc.pos, tc.batch)
+		fl, err := FloorOf(tc.model, tc.gpu, tc.pos, tc.batch, nil)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc, err)
 		}
@@ -34,10 +34,10 @@ func TestFloorOfMatchesTheTrialPipeline(t *testing.T) {
 			t.Errorf("%+v: all-weights floor %v, the trial's all_weights_bound_us %v", tc, got, *v.AllWeightsBoundUS)
 		}
 	}
-	if _, err := FloorOf("toy", "h200", 1<<20, 1); err == nil {
+	if _, err := FloorOf("toy", "h200", 1<<20, 1, nil); err == nil {
 		t.Error("a position beyond the model's context gave a floor")
 	}
-	if _, err := FloorOf("no-such-model", "h200", 0, 1); err == nil {
+	if _, err := FloorOf("no-such-model", "h200", 0, 1, nil); err == nil {
 		t.Error("an unknown model gave a floor")
 	}
 }
@@ -48,7 +48,7 @@ func BenchmarkFloorOf(b *testing.B) {
 	for _, name := range []string{"small", "llama-1b"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := lowerFloor(floorKey{name, "h200", 200, 1}); err != nil {
+				if _, err := lowerFloor(floorKey{model: name, gpu: "h200", pos: 200, batch: 1}, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

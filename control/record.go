@@ -38,7 +38,7 @@ func checkRecord(ev *campaign.Record, st campaign.State) (notes []string, err er
 		return nil, badValue("kind %s does not match this campaign: its device is %s, whose latencies are %s (%s); record a %s latency into a campaign of device %s",
 			ev.Kind, st.Device, st.LatencyKind, kindSource(st.LatencyKind), ev.Kind, deviceOf(ev.Kind))
 	}
-	floor, err := FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
+	floor, err := FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
 	if err != nil {
 		return nil, Errorf(ErrConflict, "cannot check the record against the campaign's streamed-bytes floor: %v", err)
 	}

@@ -57,13 +57,17 @@ func CheckBound(spec Spec, o Outcome) error {
 	if v == nil {
 		return nil
 	}
+	batch := max(1, spec.Batch)
+	if spec.Workload != nil {
+		batch = spec.Workload.B() // a workload's verdict is for its batch
+	}
 	switch {
 	case v.ModelSpec != "" && v.ModelSpec != spec.Model:
 		return refuse("the verdict is about model %q, the trial's is %q", v.ModelSpec, spec.Model)
 	case v.Pos != nil && *v.Pos != spec.Pos:
 		return refuse("the verdict is at decode position %d, the trial's is %d", *v.Pos, spec.Pos)
-	case max(1, v.Batch) != max(1, spec.Batch):
-		return refuse("the verdict is for batch %d, the trial's is %d", max(1, v.Batch), max(1, spec.Batch))
+	case max(1, v.Batch) != batch:
+		return refuse("the verdict is for batch %d, the trial's is %d", max(1, v.Batch), batch)
 	}
 	if v.ScheduleID != "" {
 		if p, _, err := parseSpecPoint(spec.Point); err == nil && p.ID() != v.ScheduleID {

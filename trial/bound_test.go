@@ -79,3 +79,19 @@ func TestCheckBound(t *testing.T) {
 		t.Errorf("an outcome without a digest for a spec without an incarnation: %v", err)
 	}
 }
+
+// A workload trial's verdict is for the workload's batch, whatever the
+// spec's own batch field says: it answers its spec (it used to be refused
+// for ever, so that a workload campaign never recorded a trial).
+func TestAWorkloadVerdictAnswersItsSpec(t *testing.T) {
+	w := Workload{PromptLens: []int{40, 8}, GenLen: 5, Batch: 2}
+	spec := Spec{CampaignID: "c", TrialID: 1, Model: "toy", GPU: "h200", Device: "cpu", Point: json.RawMessage(`{}`), Token: 7, Workload: &w, Incarnation: "x"}
+	o := Evaluate(context.Background(), spec, Options{Models: testModels})
+	o.SpecDigest = spec.Digest() // as the dispatchers stamp it
+	if o.Verdict == nil || o.Verdict.Batch != 2 {
+		t.Fatalf("the workload verdict: %+v %+v", o.Verdict, o.Failure)
+	}
+	if err := CheckBound(spec, o); err != nil {
+		t.Fatal(err)
+	}
+}

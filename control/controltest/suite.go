@@ -481,7 +481,7 @@ func checkedRecords(t *testing.T, ctx context.Context, tg Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	floor, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
+	floor, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
 	if err != nil {
 		t.Fatal(err)
 	}

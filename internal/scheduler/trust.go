@@ -7,10 +7,9 @@ import (
 	"sync"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/ir"
-	"github.com/amk-dev/amk/model"
-	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -225,45 +224,14 @@ func (f *Fleet) floorOf(id string) (floor, trial.LatencyKind, bool) {
 	return fl, fl.kind, true
 }
 
-// floorFor lowers the default schedule point of model on gpu at decode
-// position pos for batch sequences (0 means one) — or, for a workload, at
-// each of its positions with its context (trial.StepFloors) — and states
-// its floors at the target's spec HBM bandwidth, exactly as trial.Evaluate
-// does for the point it evaluates.
+// floorFor is the campaign's floors as control.FloorOf states them (one
+// implementation with record's check): the overall pair and, for a
+// workload, each position's.
 func floorFor(modelName, gpu string, pos, batch int, w *trial.Workload) (floor, error) {
-	cfg, err := model.Load(modelName)
+	fl, err := control.FloorOf(modelName, gpu, pos, batch, w)
 	if err != nil {
 		return floor{}, err
 	}
-	target, err := ir.Target(gpu)
-	if err != nil {
-		return floor{}, err
-	}
-	var fl floor
-	if w != nil {
-		if cfg, err = trial.ContextConfig(cfg, modelName, *w); err != nil {
-			return floor{}, err
-		}
-		if fl.steps, fl.weightBytes, err = trial.StepFloors(cfg, target, *w); err != nil {
-			return floor{}, err
-		}
-		var bytes float64
-		for _, s := range fl.steps {
-			fl.streamedUS += s.Weight * s.StreamedUS
-			bytes += s.Weight * float64(s.StreamedBytes)
-		}
-		fl.streamedBytes = int64(math.Round(bytes))
-	} else {
-		prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
-		if err != nil {
-			return floor{}, fmt.Errorf("lowering the default point: %w", err)
-		}
-		fl.streamedBytes, fl.weightBytes = prog.StreamedBytes(), prog.TotalWeightBytes()
-		fl.streamedUS = target.BandwidthBoundUS(fl.streamedBytes)
-	}
-	fl.allWeightsUS = target.BandwidthBoundUS(fl.weightBytes)
-	if !positiveFinite(fl.streamedUS) {
-		return floor{}, fmt.Errorf("target %s gives no streamed-bytes floor (HBM bandwidth unknown?)", target.Name)
-	}
-	return fl, nil
+	return floor{streamedUS: fl.StreamedUS, allWeightsUS: fl.AllWeightsUS, streamedBytes: fl.StreamedBytes,
+		weightBytes: fl.WeightBytes, steps: fl.Steps}, nil
 }

@@ -252,17 +252,3 @@ func value(x *float64) any {
 	}
 	return *x
 }
-
-// BenchmarkFloorFor is what the scheduler spends, once per campaign, on
-// its floors: a model load and one lowering of the default point.
-func BenchmarkFloorFor(b *testing.B) {
-	for _, name := range []string{"small", "llama-1b"} {
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := floorFor(name, "h200", 200, 1, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

@@ -80,7 +80,7 @@ func TestCampaignPageMarksAgentRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := s.status(t)
-	floor, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
+	floor, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
 	if err != nil {
 		t.Fatal(err)
 	}
