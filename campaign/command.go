@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/amk-dev/amk/schedule"
 )
 
 func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
@@ -31,6 +33,7 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 		st.Status = StatusPaused
 		st.PausedAt = &now
+		st.PauseReason = "paused by operator" + note
 		d.Log = append(d.Log, "paused"+note)
 	case OpResume:
 		if st.Status != StatusPaused {
@@ -38,7 +41,11 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 		c.closePause(now)
 		st.Status = StatusOptimizing
+		st.PauseReason, st.Refusals = "", 0
 		d.Log = append(d.Log, "resumed"+note)
+		if msg := c.requeueDefault(); msg != "" {
+			d.Log = append(d.Log, msg)
+		}
 	case OpStop:
 		if st.Status == StatusDone {
 			return d, fmt.Errorf("%w: stop: campaign is already done", ErrInvalid)
@@ -78,6 +85,28 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// requeueDefault puts the canonical default back at the head of the queue
+// when the campaign has no baseline and has not evaluated the default
+// (its trial was refused, say, and a refused point is not queued again):
+// a resumed campaign measures its baseline first.
+func (c *Campaign) requeueDefault() string {
+	if c.st.Baseline != nil {
+		return ""
+	}
+	def := c.project(schedule.Default())
+	id := def.ID()
+	if _, tried := c.st.Tried[id]; tried {
+		return ""
+	}
+	for _, q := range c.st.Queue {
+		if q.ScheduleID == id {
+			return ""
+		}
+	}
+	c.st.Queue = append([]Queued{{ScheduleID: id, Point: def, Source: SourceDefault}}, c.st.Queue...)
+	return "the canonical default " + id + " is queued first (no baseline yet)"
 }
 
 // Note is an operator's note: free text kept in the campaign's state and

@@ -32,6 +32,11 @@ type Start struct {
 	Cold     bool
 	Settings Settings
 	Env      flywheel.Env
+	// Incarnation tells this campaign from any other that has had or will
+	// have its id (one deleted and created again): a random string the
+	// creator draws. Every spec carries it, so an outcome of another
+	// incarnation answers another spec and is refused (trial.CheckBound).
+	Incarnation string
 }
 
 // Propose asks for up to N new trials, one per free worker.

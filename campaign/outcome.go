@@ -37,6 +37,34 @@ type result struct {
 	worker      string
 	newBest     bool // the result becomes the best
 	baseline    bool // the result is the canonical default's (docs/spec/rules.md R10)
+	// refusal is why the evaluator refused the trial before evaluating it
+	// (trial.Failure.Refusal: no memory for the model, no GPU for a cuda
+	// trial); "" otherwise.
+	refusal string
+}
+
+// MaxRefusals is how many trials in a row the evaluators may refuse
+// (trial.Failure.Refusal) before the campaign pauses itself: its trials
+// would all be refused until the fleet changes, and it neither queues a
+// refused point again nor spends its budget on refusals meanwhile.
+const MaxRefusals = 3
+
+// CheckOutcome refuses an outcome of a trial in flight that does not
+// answer the spec issued for it (trial.CheckBound: a replaced spec, an
+// outcome of an earlier campaign with this id, a verdict about another
+// point). A driver calls it before it records an outcome from outside; it
+// is not part of Step, so that a ledger whose journal holds outcomes
+// recorded before the check existed still replays. An outcome for a trial
+// not in flight is left to Step (a duplicate or an unknown trial).
+func (c *Campaign) CheckOutcome(o trial.Outcome) error {
+	inf, ok := c.st.InFlight[o.TrialID]
+	if !ok || (o.CampaignID != "" && o.CampaignID != c.st.ID) {
+		return nil
+	}
+	if o.CampaignID == "" {
+		o.CampaignID = inf.Spec.CampaignID
+	}
+	return trial.CheckBound(inf.Spec, o)
 }
 
 func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
@@ -71,10 +99,26 @@ func (c *Campaign) finished(now time.Time, e Finished) (Decision, error) {
 	}
 	if r.infra {
 		delete(c.st.Tried, inf.ScheduleID)
-		if inf.Opening && r.sched != nil {
+		switch {
+		case r.refusal != "":
+			// Evaluating it again where the same evaluators run refuses it
+			// again: the point is not queued again (it may be drawn again).
+			d.Log = append(d.Log, fmt.Sprintf("trial %d: refused by its evaluator before evaluation; point %s is not queued again", o.TrialID, inf.ScheduleID))
+		case inf.Opening && r.sched != nil:
 			c.st.Queue = append([]Queued{{ScheduleID: inf.ScheduleID, Point: *r.sched, Source: inf.Spec.Source}}, c.st.Queue...)
 			d.Log = append(d.Log, fmt.Sprintf("trial %d: %s point %s queued again (infrastructure failure)", o.TrialID, inf.Spec.Source, inf.ScheduleID))
 		}
+	}
+	if r.refusal == "" {
+		c.st.Refusals = 0
+		return d, nil
+	}
+	c.st.Refusals++
+	if c.st.Refusals >= MaxRefusals && c.st.Status == StatusOptimizing {
+		c.st.Status, c.st.PausedAt = StatusPaused, &now
+		c.st.PauseReason = fmt.Sprintf("%d trials in a row were refused by their evaluators before evaluation (the last: %s); "+
+			"resume once the fleet can take them", c.st.Refusals, flywheel.Clip(r.refusal, 240))
+		d.Log = append(d.Log, "paused: "+c.st.PauseReason)
 	}
 	return d, nil
 }
@@ -135,6 +179,9 @@ func (c *Campaign) classifyFailure(r *result, f *trial.Failure) {
 	what := f.Message
 	if f.Phase != "" {
 		what = f.Phase + ": " + what
+	}
+	if f.Refusal() {
+		r.refusal = what
 	}
 	switch f.Class {
 	case trial.FailCrash:
@@ -458,7 +505,7 @@ func (r *result) writer() string {
 func (c *Campaign) trajectoryPoint(now time.Time, exp int, r result, kept bool) TrajectoryPoint {
 	tp := TrajectoryPoint{
 		Experiment: exp, Trial: r.trial, Minutes: c.ElapsedMinutes(now), Source: r.source, Tag: r.tag,
-		ScheduleID: r.scheduleID, Kind: r.kind, Kept: kept,
+		ScheduleID: r.scheduleID, Kind: r.kind, Kept: kept, Recorded: r.trial < 0,
 	}
 	if r.correctness == flywheel.CorrectPass {
 		tp.LatencyUS, tp.PctOfRoofline = r.latency, r.pct

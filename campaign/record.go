@@ -5,11 +5,17 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/trial"
 )
+
+// RecordedMark ends the results.tsv description of every experiment an
+// outside agent recorded: its figures are the agent's (checked against the
+// campaign, not evaluated by amk).
+const RecordedMark = "recorded by an agent"
 
 // Record status families (the Python reference's `record` vocabulary, plus docs/spec/loop.md's
 // "tried" and amk's "baseline").
@@ -117,7 +123,10 @@ func (c *Campaign) classifyRecord(e Record) (result, error) {
 	default:
 		r.tag = family
 	}
-	r.description = flywheel.ClipDescription(e.Description + "; kind=" + kindOrNone(r.kind))
+	// The mark ends the description, after the agent's own words (clipped
+	// so that the mark always fits).
+	mark := "; kind=" + kindOrNone(r.kind) + "; " + RecordedMark + " (" + r.source + ")"
+	r.description = flywheel.Clip(e.Description, max(0, flywheel.DescriptionLimit-utf8.RuneCountInString(mark))) + mark
 	return r, nil
 }
 

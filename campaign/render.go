@@ -23,6 +23,7 @@ type StatusReport struct {
 	LatencyKind        trial.LatencyKind  `json:"latency_kind"`
 	Status             Status             `json:"status"`
 	MoveOnReason       string             `json:"move_on_reason,omitempty"`
+	PauseReason        string             `json:"pause_reason,omitempty"`
 	StartedAt          string             `json:"started_at"`
 	ElapsedMinutes     float64            `json:"elapsed_minutes"`
 	ExperimentsRun     int                `json:"experiments_run"`
@@ -99,7 +100,7 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	stop, reason := c.moveOn(c.clock(now))
 	r := StatusReport{
 		ID: st.ID, Campaign: st.Label + " / " + st.GPU, Model: st.Model, GPU: st.GPU, Device: st.Device,
-		LatencyKind: st.LatencyKind, Status: st.Status, MoveOnReason: st.MoveOnReason,
+		LatencyKind: st.LatencyKind, Status: st.Status, MoveOnReason: st.MoveOnReason, PauseReason: st.PauseReason,
 		StartedAt: stamp(st.StartedAt), ElapsedMinutes: round3(c.ElapsedMinutes(now)),
 		ExperimentsRun: st.ExperimentsRun, ExperimentsKept: st.ExperimentsKept,
 		ConsecutiveReverts: st.ConsecutiveReverts, NonImprovement: st.NonImprovement, Restarts: st.Restarts,
@@ -146,6 +147,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 		line("  workload     : %s (mean time per decode step at KV lengths %s)", w, kvLens(w.Positions()))
 	}
 	line("  status       : %s", strings.ToUpper(string(st.Status)))
+	if st.Status == StatusPaused && st.PauseReason != "" {
+		line("  paused       : %s", st.PauseReason)
+	}
 	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
 	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
 	line("  in flight    : %d trial(s), %d points tried, %d basin-hop restart(s)", len(st.InFlight), len(st.Tried), st.Restarts)
@@ -161,6 +165,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 		line("  baseline     : %.3fus (no improvement yet)", base.LatencyUS)
 	case best != nil:
 		line("  best         : %.3fus (no baseline: the default has no correct latency yet)", best.LatencyUS)
+	}
+	if best := st.Best; best != nil && best.Trial < 0 {
+		line("  best source  : %s (%s), not evaluated by amk", RecordedMark, best.Source)
 	}
 	if p := c.bestPct(); p != nil {
 		line("  best roofline: %.1f%% of the streamed-bytes floor (100%% == floor; lower is better)  kind=%s", *p, st.Best.Kind)
@@ -227,6 +234,9 @@ func (c *Campaign) Next(now time.Time) NextReport {
 		n.Decision, n.Reason = "stop", reason
 	case st.Status == StatusPaused:
 		n.Decision, n.Reason = "paused", "paused by operator; resume to continue"
+		if st.PauseReason != "" {
+			n.Reason = st.PauseReason + "; resume to continue"
+		}
 	default:
 		n.Decision, n.Reason = "continue", reason
 	}
@@ -315,6 +325,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 		}
 		add("%s", s)
 		add("- Best latency kind: %s", best.Kind)
+		if best.Trial < 0 {
+			add("- The best was %s: %s", RecordedMark, recordedBest)
+		}
 		if best.PctOfRoofline != nil {
 			add("- Distance to roofline: **%.1f%%** of the streamed-bytes floor (100%% == the floor)", *best.PctOfRoofline)
 		}

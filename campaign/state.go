@@ -57,6 +57,9 @@ type State struct {
 	GPU     string          `json:"gpu"`
 	Device  schedule.Device `json:"device"`
 	Weights string          `json:"weights,omitempty"`
+	// Incarnation is Start's: every spec the campaign issues carries it
+	// ("" for a campaign created before outcomes were bound to specs).
+	Incarnation string `json:"incarnation,omitempty"`
 	// LatencyKind is the kind this campaign's evaluator produces.
 	LatencyKind  trial.LatencyKind `json:"latency_kind"`
 	Status       Status            `json:"status"`
@@ -66,6 +69,12 @@ type State struct {
 	LastEventAt   time.Time  `json:"last_event_at"`
 	PausedAt      *time.Time `json:"paused_at,omitempty"`
 	PausedSeconds float64    `json:"paused_seconds"`
+	// PauseReason says why a paused campaign is paused: its operator (with
+	// the command's note), or the campaign itself (MaxRefusals).
+	PauseReason string `json:"pause_reason,omitempty"`
+	// Refusals counts the trials in a row the evaluators refused before
+	// evaluating them (trial.Failure.Refusal).
+	Refusals int `json:"evaluator_refusals,omitempty"`
 	// DoneAt is when the campaign became done: its elapsed time stops
 	// there (a reopen adds the time it spent done to PausedSeconds).
 	DoneAt *time.Time `json:"done_at,omitempty"`
@@ -200,6 +209,9 @@ type TrajectoryPoint struct {
 	PctOfRoofline *float64          `json:"pct_of_roofline"`
 	Kept          bool              `json:"kept"`
 	BestUS        *float64          `json:"best_us"`
+	// Recorded marks an experiment an outside agent recorded (its figures
+	// are the agent's, checked but not evaluated by amk).
+	Recorded bool `json:"recorded,omitempty"`
 }
 
 // ID derives a campaign's id from what it optimises and where: model, GPU

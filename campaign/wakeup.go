@@ -14,31 +14,35 @@ import (
 // WakeUp is the wake-up report (what an operator reads after an unattended
 // run: best found, against the baseline and the floor) with a trajectory for plots.
 type WakeUp struct {
-	Campaign              string             `json:"campaign"`
-	ID                    string             `json:"id"`
-	Device                schedule.Device    `json:"device"`
-	Status                Status             `json:"status"`
-	MoveOnReason          string             `json:"move_on_reason,omitempty"`
-	ElapsedMinutes        float64            `json:"elapsed_minutes"`
-	Iterations            int                `json:"iterations"`
-	TotalExperiments      int                `json:"total_experiments"`
-	Kept                  int                `json:"kept"`
-	Correct               int                `json:"correct"`
-	RejectedOrFailed      int                `json:"rejected_or_failed"`
-	CrashOrTimeout        int                `json:"crash_or_timeout"`
-	BasinHopRestarts      int                `json:"basin_hop_restarts"`
-	BaselineUS            *float64           `json:"baseline_us"`
-	BestUS                *float64           `json:"best_us"`
-	BestKind              *trial.LatencyKind `json:"best_kind"`
-	BestPctOfRoofline     *float64           `json:"best_pct_of_roofline"`
-	SpeedupVsBaseline     *float64           `json:"speedup_vs_baseline"`
-	BestScheduleID        string             `json:"best_schedule_id,omitempty"`
-	BestConfig            json.RawMessage    `json:"best_config"`
-	BoundUS               *float64           `json:"bound_us"` // the streamed-bytes floor
-	AllWeightsBoundUS     *float64           `json:"all_weights_bound_us,omitempty"`
-	ImprovementMilestones []Milestone        `json:"improvement_milestones"`
-	Honesty               string             `json:"honesty"`
-	Trajectory            []TrajectoryPoint  `json:"trajectory"`
+	Campaign          string             `json:"campaign"`
+	ID                string             `json:"id"`
+	Device            schedule.Device    `json:"device"`
+	Status            Status             `json:"status"`
+	MoveOnReason      string             `json:"move_on_reason,omitempty"`
+	PauseReason       string             `json:"pause_reason,omitempty"`
+	ElapsedMinutes    float64            `json:"elapsed_minutes"`
+	Iterations        int                `json:"iterations"`
+	TotalExperiments  int                `json:"total_experiments"`
+	Kept              int                `json:"kept"`
+	Correct           int                `json:"correct"`
+	RejectedOrFailed  int                `json:"rejected_or_failed"`
+	CrashOrTimeout    int                `json:"crash_or_timeout"`
+	BasinHopRestarts  int                `json:"basin_hop_restarts"`
+	BaselineUS        *float64           `json:"baseline_us"`
+	BestUS            *float64           `json:"best_us"`
+	BestKind          *trial.LatencyKind `json:"best_kind"`
+	BestPctOfRoofline *float64           `json:"best_pct_of_roofline"`
+	SpeedupVsBaseline *float64           `json:"speedup_vs_baseline"`
+	BestScheduleID    string             `json:"best_schedule_id,omitempty"`
+	// BestRecorded says the best is an experiment an outside agent
+	// recorded, not one of the campaign's own evaluations.
+	BestRecorded          bool              `json:"best_recorded_by_agent,omitempty"`
+	BestConfig            json.RawMessage   `json:"best_config"`
+	BoundUS               *float64          `json:"bound_us"` // the streamed-bytes floor
+	AllWeightsBoundUS     *float64          `json:"all_weights_bound_us,omitempty"`
+	ImprovementMilestones []Milestone       `json:"improvement_milestones"`
+	Honesty               string            `json:"honesty"`
+	Trajectory            []TrajectoryPoint `json:"trajectory"`
 	// SearchSpaceExhausted says every point of the space was tried; Widen
 	// what would give the campaign new points.
 	SearchSpacePoints    int      `json:"search_space_points"`
@@ -75,13 +79,23 @@ const (
 		"claim about real hardware."
 )
 
+// recordedBest says what a best an agent recorded is.
+const recordedBest = "its correctness and latency are the agent's claims, checked against the campaign's floor and latency kind, not an evaluation by amk"
+
+// recordedHonesty is the honesty note of a campaign with n experiments an
+// agent recorded.
+func recordedHonesty(n int) string {
+	return fmt.Sprintf("%d experiment(s) were %s (results.tsv says so in their description): their figures are the agent's, "+
+		"checked against the campaign's streamed-bytes floor and latency kind, not evaluated by amk.", n, RecordedMark)
+}
+
 // WakeUp builds the wake-up report at now.
 func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	st := &c.st
 	n := st.Counts
 	w := WakeUp{
 		Campaign: st.Label + " / " + st.GPU, ID: st.ID, Device: st.Device, Status: st.Status,
-		MoveOnReason: st.MoveOnReason, ElapsedMinutes: math.Round(c.ElapsedMinutes(now)*10) / 10,
+		MoveOnReason: st.MoveOnReason, PauseReason: st.PauseReason, ElapsedMinutes: math.Round(c.ElapsedMinutes(now)*10) / 10,
 		Iterations: n.Trials, TotalExperiments: st.ExperimentsRun, Kept: st.ExperimentsKept,
 		Correct: n.Correct, RejectedOrFailed: n.Rejected + n.Revert + n.Failed,
 		CrashOrTimeout: n.Crash + n.Timeout, BasinHopRestarts: st.Restarts,
@@ -94,6 +108,9 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
 	}
+	if n.Recorded > 0 {
+		w.Honesty += " " + recordedHonesty(n.Recorded)
+	}
 	if w.Trajectory == nil {
 		w.Trajectory = []TrajectoryPoint{}
 	}
@@ -104,6 +121,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if b := st.Best; b != nil {
 		kind := b.Kind
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
+		w.BestRecorded = b.Trial < 0
 		w.BestPositions = b.Positions
 		if b.Point != nil {
 			w.BestConfig = pointJSON(*b.Point)
@@ -130,8 +148,11 @@ func (w WakeUp) Markdown() string {
 	add("- Kept %d / correct %d / rejected+failed %d / crash+timeout %d", w.Kept, w.Correct, w.RejectedOrFailed, w.CrashOrTimeout)
 	add("- Basin-hop restarts: %d", w.BasinHopRestarts)
 	status := "- Status: " + strings.ToUpper(string(w.Status))
-	if w.MoveOnReason != "" {
+	switch {
+	case w.MoveOnReason != "":
 		status += " (" + w.MoveOnReason + ")"
+	case w.Status == StatusPaused && w.PauseReason != "":
+		status += " (" + w.PauseReason + ")"
 	}
 	add("%s", status)
 	if w.Workload != nil {
@@ -165,6 +186,9 @@ func (w WakeUp) Markdown() string {
 		add("- Best found: **%.1f us** (%s)", *w.BestUS, *w.BestKind)
 	default:
 		add("- No correct schedule found yet.")
+	}
+	if w.BestRecorded {
+		add("- The best was %s: %s", RecordedMark, recordedBest)
 	}
 	if w.BoundUS != nil {
 		s := fmt.Sprintf("- Streamed-bytes floor: %.3f us (the bytes a step streams: weights once, the gathered embedding rows, the KV window)", *w.BoundUS)

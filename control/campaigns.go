@@ -222,17 +222,27 @@ func (s *Campaigns) refuseDone(id string) error {
 		id, st.ExperimentsRun, st.MoveOnReason, id, st.ExperimentsRun+20, where, st.ExperimentsRun, st.Model, st.GPU, st.Device, where)
 }
 
-// Record records an agent's experiment; one the campaign refuses is a bad
-// value (a conflict when the campaign is done).
+// Record records an agent's experiment, checked as a worker's outcome is
+// (checkRecord); one the campaign refuses is a bad value (a conflict when
+// the campaign is done).
 func (s *Campaigns) Record(ctx context.Context, id string, req RecordRequest) (RecordResponse, error) {
 	if err := req.check(); err != nil {
 		return RecordResponse{}, err
 	}
-	dec, err := s.do(ctx, id, req.Event(s.now()), ErrBadValue)
+	var st campaign.State
+	if err := s.read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
+		return RecordResponse{}, err
+	}
+	ev := req.Event(s.now())
+	notes, err := checkRecord(&ev, st)
 	if err != nil {
 		return RecordResponse{}, err
 	}
-	resp := RecordResponse{ID: id, Rows: dec.Rows, Log: dec.Log}
+	dec, err := s.do(ctx, id, ev, ErrBadValue)
+	if err != nil {
+		return RecordResponse{}, err
+	}
+	resp := RecordResponse{ID: id, Rows: dec.Rows, Log: append(notes, dec.Log...)}
 	if resp.Rows == nil {
 		resp.Rows = []flywheel.Row{}
 	}

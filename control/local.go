@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -224,7 +226,17 @@ func (l *Local) startEvent(req CreateRequest, launcher string) (start campaign.S
 		}
 	}
 	start, err = req.Start(l.now(), target, corpus, env)
+	start.Incarnation = newIncarnation()
 	return start, skipped, err
+}
+
+// newIncarnation is a new campaign's incarnation: 128 random bits, so that
+// a campaign created again under an id never takes an earlier one's
+// outcomes (campaign.Start.Incarnation).
+func newIncarnation() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24)
+	return hex.EncodeToString(b[:])
 }
 
 // hostName is this machine's name in device names ("" when unknown).

@@ -49,6 +49,7 @@ type RunOptions struct {
 	ReportEvery int
 	Recorded    func(trial.Outcome)
 	Refused     func(trial.Outcome)
+	Unbound     func(trial.Outcome)
 
 	// Launcher is the latency source of in-process evaluators: a
 	// trial.CPULauncher for predicted latencies, a GPU launcher for
@@ -204,7 +205,8 @@ func (l *Local) newRun(ledger *runner.Ledger, created bool, opts RunOptions) (*R
 	}
 	run := &Run{Ledger: ledger, Created: created, Workers: workers, local: l, ended: make(chan struct{}),
 		Driver: &runner.Driver{Ledger: ledger, Dispatcher: disp, Workers: workers, Now: l.Now, Progress: opts.Progress,
-			TickEvery: opts.TickEvery, ReportEvery: opts.ReportEvery, Recorded: opts.Recorded, Refused: opts.Refused}}
+			TickEvery: opts.TickEvery, ReportEvery: opts.ReportEvery, Recorded: opts.Recorded, Refused: opts.Refused,
+			Unbound: opts.Unbound}}
 	id := ledger.ID()
 	l.mu.Lock()
 	if l.runs == nil {
@@ -278,7 +280,27 @@ func (r *Run) Drive(ctx context.Context, lim runner.Limits) (runner.RunSummary, 
 		close(done)
 		r.mu.Unlock()
 	}()
+	if err := r.heal(); err != nil {
+		return runner.RunSummary{}, err
+	}
 	return r.Driver.Run(ctx, lim)
+}
+
+// Stalled is why the campaign's ledger cannot be written (a full or
+// read-only disk), nil while it can: its driver stops, and each later
+// Drive or Do first tries to load the ledger again (runner.Ledger.Heal).
+func (r *Run) Stalled() error { return r.Ledger.Broken() }
+
+// heal makes a ledger a failed write stopped writable again, if the disk
+// now allows (runner.Ledger.Heal); the error says the campaign is stalled.
+func (r *Run) heal() error {
+	if r.Ledger.Broken() == nil {
+		return nil
+	}
+	if err := r.Ledger.Heal(); err != nil {
+		return Errorf(ErrUnavailable, "campaign %s is stalled: its ledger cannot be written (%v); it resumes by itself once the disk allows", r.ID(), err)
+	}
+	return nil
 }
 
 // Do applies an event to the run's campaign: through the driver while it
@@ -294,6 +316,10 @@ func (r *Run) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, err
 		done := r.driving
 		if done == nil {
 			// No drive can start meanwhile: it needs r.mu.
+			if err := r.heal(); err != nil {
+				r.mu.Unlock()
+				return campaign.Decision{}, err
+			}
 			dec, err := r.Ledger.Apply(ev)
 			r.mu.Unlock()
 			return dec, err

@@ -111,7 +111,7 @@ func (l *Local) run(spec trial.Spec) (out trial.Outcome) {
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			out = trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID,
+			out = trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID, SpecDigest: spec.Digest(),
 				Failure: &trial.Failure{Class: trial.FailCrash, Phase: "evaluate", Message: fmt.Sprint("panic: ", r)}}
 		}
 		out.ElapsedS = time.Since(start).Seconds()
@@ -123,7 +123,7 @@ func (l *Local) run(spec trial.Spec) (out trial.Outcome) {
 		defer cancel()
 	}
 	out = l.eval(ctx, spec)
-	out.CampaignID, out.TrialID = spec.CampaignID, spec.TrialID
+	out.CampaignID, out.TrialID, out.SpecDigest = spec.CampaignID, spec.TrialID, spec.Digest()
 	if out.Verdict == nil && out.Failure == nil {
 		out.Failure = &trial.Failure{Class: trial.FailCrash, Phase: "evaluate", Message: "evaluator returned neither a verdict nor a failure"}
 	}

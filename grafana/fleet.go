@@ -69,12 +69,13 @@ func Fleet() Dashboard {
 
 	failures := []Panel{
 		timeseries("Failures by class (per hour)",
-			"Worker outcomes other than ok: rejected and incorrect verdicts, crash, timeout, infra; watchdog kills, infrastructure errors, outcomes the scheduler refused (missing or wrong fleet-secret MAC), trials the scheduler took back from workers whose heartbeat stopped (killed, hung or cut off), and outcomes the scheduler stopped holding for campaigns it does not drive (delivered again when the campaign resubmits its trials).",
+			"Worker outcomes other than ok: rejected and incorrect verdicts, crash, timeout, infra; watchdog kills, infrastructure errors, outcomes the scheduler refused (missing or wrong fleet-secret MAC, or not answering the spec issued for their trial), trial payloads workers refused unevaluated (not signed by the scheduler, or another trial's), trials the scheduler took back from workers whose heartbeat stopped (killed, hung or cut off), and outcomes the scheduler stopped holding for campaigns it does not drive (delivered again when the campaign resubmits its trials).",
 			"short", 12, 8,
 			series(hourly(`amk_worker_trials_total{`+workerSel+`, outcome!~"ok|no_latency"}`, " by (outcome)"), "{{outcome}}"),
 			series(hourly(`amk_worker_watchdog_kills_total{`+workerSel+`}`, ""), "watchdog kills"),
 			series(hourly(`amk_worker_infra_errors_total{`+workerSel+`}`, ""), "infrastructure errors"),
 			series(hourly(`amk_scheduler_outcomes_rejected_total`, " by (reason)"), "outcomes refused: {{reason}}"),
+			series(hourly(`amk_worker_specs_refused_total{`+workerSel+`}`, " by (reason)"), "specs refused by workers: {{reason}}"),
 			series(hourly(`amk_scheduler_lost_workers_total`, ""), "trials taken back from lost workers"),
 			series(hourly(`amk_scheduler_outcomes_unheld_total`, ""), "outcomes no longer held for undriven campaigns")).
 			withCustom("drawStyle", "bars").withCustom("fillOpacity", 80).

@@ -56,6 +56,12 @@ type Driver struct {
 	// because its trial is already recorded (a late copy) or was never in
 	// flight: nothing of it is needed any more.
 	Refused func(trial.Outcome)
+	// Unbound, when set, is called with each outcome refused because it
+	// does not answer the spec issued for its trial (trial.CheckBound),
+	// before the trial is submitted again: a transport that remembers what
+	// it delivered forgets this delivery, so that the trial's own outcome
+	// can still come.
+	Unbound func(trial.Outcome)
 
 	reqOnce sync.Once
 	reqs    chan request
@@ -205,7 +211,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 			}
 			r.reply <- reply{dec, err}
 		case o := <-d.Dispatcher.Outcomes():
-			if err := d.record(o); err != nil {
+			if err := d.record(ctx, o); err != nil {
 				return sum, err
 			}
 			sum.Recorded++
@@ -257,8 +263,11 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 // state, exactly once). Outcomes the campaign refuses (duplicates of
 // recorded trials, trials of another campaign) are logged and dropped: they
 // change nothing.
-func (d *Driver) record(o trial.Outcome) error {
+func (d *Driver) record(ctx context.Context, o trial.Outcome) error {
 	l := d.Ledger
+	if err := l.Campaign().CheckOutcome(o); err != nil {
+		return d.unbound(ctx, o, err)
+	}
 	dec, err := l.Apply(campaign.Finished{Time: d.now(), Outcome: o, Regions: o.Regions})
 	switch {
 	case errors.Is(err, campaign.ErrDuplicateTrial), errors.Is(err, campaign.ErrUnknownTrial):
@@ -278,6 +287,22 @@ func (d *Driver) record(o trial.Outcome) error {
 		d.Recorded(o)
 	}
 	return nil
+}
+
+// unbound refuses an outcome that does not answer its trial's spec
+// (campaign.Campaign.CheckOutcome) and submits the trial again, so that it
+// is evaluated as issued: the refused outcome is logged and recorded
+// nowhere.
+func (d *Driver) unbound(ctx context.Context, o trial.Outcome, why error) error {
+	d.Progress.logLines([]string{fmt.Sprintf("refused an outcome of trial %d (%v); the trial is submitted again", o.TrialID, why)})
+	if d.Unbound != nil {
+		d.Unbound(o)
+	}
+	inf, ok := d.Ledger.Campaign().State().InFlight[o.TrialID]
+	if !ok {
+		return nil
+	}
+	return d.submit(ctx, inf.Spec)
 }
 
 // WriteReport writes report.json, report.md and report.svg (the wake-up

@@ -352,30 +352,70 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 		l.Close()
 		return nil, err
 	}
-	r, err := w.replay(id)
-	if err != nil {
+	if err := l.load(); err != nil {
 		return fail(err)
+	}
+	return l, nil
+}
+
+// load reads the campaign from its files (the snapshot and the journalled
+// events after it), opens the journal for appending and repairs whatever a
+// crash or a failed write left undone.
+func (l *Ledger) load() error {
+	r, err := l.ws.replay(l.id)
+	if err != nil {
+		return err
 	}
 	l.c, l.hist, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.hist, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
 	// Cut a torn tail off before anything is appended after it.
 	if r.good < r.size {
 		if err := os.Truncate(l.path(journalName), int64(r.good)); err != nil {
-			return fail(fmt.Errorf("cutting the journal's torn tail: %w", err))
+			return fmt.Errorf("cutting the journal's torn tail: %w", err)
 		}
 	}
 	if err := l.openJournal(-1); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := l.recover(mergeOutboxes(r.outboxes)); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := l.removeOrphanTemps(); err != nil {
-		return fail(err)
+		return err
 	}
-	if err := l.repairTrialLog(); err != nil {
-		return fail(err)
+	return l.repairTrialLog()
+}
+
+// Broken is the failed write that stopped the ledger (nothing more is
+// written until Heal succeeds); nil while it is writable.
+func (l *Ledger) Broken() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.broken
+}
+
+// Heal makes a ledger a failed write stopped (a full or read-only disk)
+// writable again once the disk is: it drops the campaign held in memory,
+// which is ahead of the disk, and loads it from its files as Open does
+// (the repair finishes what the failed write left undone), under the lock
+// the ledger holds. A ledger that is not broken is left as it is. If the
+// files still cannot be read or written, the ledger stays broken with that
+// error, and Heal may be called again.
+func (l *Ledger) Heal() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.broken == nil {
+		return nil
 	}
-	return l, nil
+	if l.journal != nil {
+		_ = l.journal.Close() // its last write failed; load opens it again
+		l.journal = nil
+	}
+	if err := l.load(); err != nil {
+		l.broken = err
+		return err
+	}
+	l.broken = nil
+	return nil
 }
 
 // View loads a campaign read-only, without the lock (for status and report
@@ -510,7 +550,7 @@ func (l *Ledger) Apply(ev campaign.Event) (campaign.Decision, error) {
 		return l.c.Step(ev) // refused: the campaign has started
 	}
 	if l.broken != nil {
-		return campaign.Decision{}, fmt.Errorf("the ledger is not writable after an earlier failure (reopen the campaign): %w", l.broken)
+		return campaign.Decision{}, fmt.Errorf("stalled: the ledger stopped after a failed write (it is loaded again once the disk allows): %w", l.broken)
 	}
 	// Encoded before the state machine moves: an event the journal cannot
 	// hold is refused and changes nothing.

@@ -89,6 +89,21 @@ func (req TimeRequest) lowering() model.Config {
 	return req.Config
 }
 
+// GPULauncher is a Launcher whose latencies are CUDA-event timings on a GPU
+// (kernels/gpu's): it evaluates device cuda trials. Any other launcher
+// evaluates device cpu trials only.
+type GPULauncher interface {
+	Launcher
+	// OnGPU is true: the launcher times on a GPU.
+	OnGPU() bool
+}
+
+// onGPU reports whether l times on a GPU.
+func onGPU(l Launcher) bool {
+	g, ok := l.(GPULauncher)
+	return ok && g.OnGPU()
+}
+
 // CPULauncher returns the cost model's prediction, labelled predicted.
 type CPULauncher struct{}
 
@@ -114,6 +129,12 @@ func (CPULauncher) Time(ctx context.Context, req TimeRequest) (Timing, error) {
 // type-check the point, lower, validate, check launch feasibility, run the
 // reference VM against the eager oracle, and only for a correct program ask
 // the launcher for a latency.
+//
+// A trial's latency is of its device's kind, whatever the evaluator has: a
+// device cpu trial is timed by the cost model (predicted) even where the
+// launcher is a GPU's, and a device cuda trial on an evaluator without a
+// GPU is refused before anything runs (an infrastructure failure of phase
+// PhaseDevice), never given a prediction where a measurement was asked.
 func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	out = Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID}
 	defer func() {
@@ -125,11 +146,22 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	if opts.Launcher == nil {
 		opts.Launcher = CPULauncher{}
 	}
-	if opts.Models == nil {
-		opts.Models = NewModelCache(0)
-	}
+	gpu := onGPU(opts.Launcher)
 	if opts.Environment == "" {
 		opts.Environment = Environment(opts.Launcher.Name(), opts.Version)
+	}
+	switch {
+	case spec.Device == schedule.DeviceCUDA && !gpu:
+		out.Worker = opts.Environment
+		out.Failure = &Failure{Class: FailInfra, Phase: PhaseDevice, Message: fmt.Sprintf(
+			"this evaluator (%s) has no GPU: a device cuda trial is timed on one (a gpuworker --device N serving %s); refused before evaluating",
+			opts.Launcher.Name(), spec.GPU)}
+		return out
+	case spec.Device != schedule.DeviceCUDA && gpu:
+		opts.Launcher = CPULauncher{} // a cpu trial's latency is the cost model's
+	}
+	if opts.Models == nil {
+		opts.Models = NewModelCache(0)
 	}
 	out.Worker = opts.Environment // also on a failure, which has no verdict
 	st := stages{}
@@ -210,7 +242,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	}
 	var memErr *MemoryError
 	if errors.As(err, &memErr) {
-		return nil, nil, nil, &Failure{Class: FailInfra, Phase: "memory", Message: memErr.Error()}
+		return nil, nil, nil, &Failure{Class: FailInfra, Phase: PhaseMemory, Message: memErr.Error()}
 	}
 	if err != nil {
 		return reject(NoteModel, "model: %v", err)

@@ -323,7 +323,11 @@ func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
 		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: -1},
 		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: schedule.MaxBatch + 1},
 	} {
-		v := Evaluate(context.Background(), bad, Options{Models: testModels}).Verdict
+		opts := Options{Models: testModels}
+		if bad.Device == schedule.DeviceCUDA {
+			opts.Launcher = &fakeGPU{} // a cuda trial is evaluated where there is a GPU
+		}
+		v := Evaluate(context.Background(), bad, opts).Verdict
 		if v == nil || v.Valid || !slices.Contains(v.Notes, NoteBatch) {
 			t.Errorf("batch %d on %s: want a rejection, got %+v", bad.Batch, bad.Device, v)
 		}

@@ -47,6 +47,10 @@ type Spec struct {
 	Workload *Workload `json:"workload,omitempty"`
 	// TimeoutSeconds bounds the trial's wall-clock time (0 = the worker's default).
 	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
+	// Incarnation is the issuing campaign's incarnation (campaign.State's):
+	// with the trial id it makes the spec, and so its Digest, unique to one
+	// issue (bound.go).
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // FailClass says why a trial produced no verdict.
@@ -64,6 +68,25 @@ type Failure struct {
 	Class   FailClass `json:"class"`
 	Phase   string    `json:"phase,omitempty"`
 	Message string    `json:"message"`
+}
+
+// Phases of an infrastructure failure in which the evaluator refused the
+// trial before evaluating anything (Failure.Refusal).
+const (
+	// PhaseMemory: the model does not fit in the memory the evaluator's
+	// host has now (a *MemoryError).
+	PhaseMemory = "memory"
+	// PhaseDevice: the trial's device is one the evaluator does not have
+	// (a device cuda trial on an evaluator without a GPU).
+	PhaseDevice = "device"
+)
+
+// Refusal reports whether the evaluator refused the trial before
+// evaluating anything (an infrastructure failure of phase memory or
+// device): nothing is known about the point, and evaluating it again where
+// the same evaluators run refuses it again.
+func (f *Failure) Refusal() bool {
+	return f != nil && f.Class == FailInfra && (f.Phase == PhaseMemory || f.Phase == PhaseDevice)
 }
 
 // Outcome is what comes back for one trial: a verdict, or a failure.
@@ -85,4 +108,7 @@ type Outcome struct {
 	// Worker identifies who evaluated it (host/device fingerprint).
 	Worker   string  `json:"worker,omitempty"`
 	ElapsedS float64 `json:"elapsed_s,omitempty"`
+	// SpecDigest is the Digest of the spec the evaluator was handed, so
+	// that the outcome is accepted only for that spec (CheckBound).
+	SpecDigest string `json:"spec_digest,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -64,8 +65,8 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if len(pos0) != 1 {
 			return fail(exitBadInput, "exactly one MODEL (a preset name or a config.json path) is required")
 		}
-		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
-			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
+		if *iters < 0 || !(*minutes >= 0) || math.IsInf(*minutes, 0) || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
+			return fail(exitBadInput, "--iters/--budget must be >= 0, --minutes a finite number >= 0, --restart-after >= 1, --epsilon in [0, 1]")
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = control.DefaultIterations

@@ -248,3 +248,14 @@ func TestSelfCommand(t *testing.T) {
 		t.Errorf("shellQuote: %s", got)
 	}
 }
+
+// --minutes NaN or Inf is bad input: NaN passed the ">= 0" check and, being
+// neither a bound nor zero, let the run go on with no bound at all.
+func TestAutoresearchRefusesMinutesThatAreNotFinite(t *testing.T) {
+	for _, m := range []string{"NaN", "Inf", "-1"} {
+		code, _, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--minutes", m, "--workspace", t.TempDir())
+		if code != exitBadInput || !strings.Contains(errOut, "--minutes") {
+			t.Errorf("--minutes %s: exit %d, stderr %q; want bad input naming --minutes", m, code, errOut)
+		}
+	}
+}

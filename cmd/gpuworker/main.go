@@ -141,6 +141,7 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	wopts.Identity = fp.String()
 	wopts.Logger = log
 	wopts.Published = func(o trial.Outcome) { m.Published(redisq.Label(o)) }
+	wopts.Refused = m.SpecRefused
 	worker, err = redisq.NewWorker(wopts)
 	if err != nil {
 		if ln != nil {

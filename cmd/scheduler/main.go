@@ -117,7 +117,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	fleet, err := scheduler.New(scheduler.Options{
 		Workspace: ws, Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
 		Targets: cfg.Targets, AdoptAll: cfg.Adopt, Logger: log, TickEvery: d.tickEvery, RescanEvery: d.rescanEvery,
-		Version: version.String(), Unheld: fleetMetrics.Unheld,
+		Version: version.String(), Unheld: fleetMetrics.Unheld, Rejected: fleetMetrics.Rejected,
 	})
 	if err != nil {
 		_ = disp.Close()

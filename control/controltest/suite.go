@@ -19,6 +19,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -55,6 +56,7 @@ func Run(t *testing.T, factory Factory) {
 		{"a campaign is for a workload", workloads},
 		{"operator commands and their conflicts", lifecycle},
 		{"records", records},
+		{"records are checked as worker outcomes are", checkedRecords},
 		{"an operator's note goes into the ledger and the reports", notes},
 		{"reports", reports},
 		{"one trial", trials},
@@ -325,7 +327,7 @@ func records(t *testing.T, ctx context.Context, tg Target) {
 	}
 	resp, err := s.Record(ctx, id, control.RecordRequest{Status: "failed", Description: "by hand", Source: "test",
 		Config: []byte(`{"threads_per_block": 128}`)})
-	if err != nil || resp.ID != id || len(resp.Rows) != 1 || !strings.HasPrefix(resp.Rows[0].Description, "by hand") || resp.Rows[0].Correctness != "FAIL" {
+	if err != nil || resp.ID != id || len(resp.Rows) != 1 || !strings.HasPrefix(resp.Rows[0].Description, "by hand") || !strings.Contains(resp.Rows[0].Description, campaign.RecordedMark) || resp.Rows[0].Correctness != "FAIL" {
 		t.Fatalf("record: %+v %v", resp, err)
 	}
 	if resp.Campaign.Status != campaign.StatusPaused || resp.Campaign.ExperimentsRun < 1 {
@@ -464,5 +466,80 @@ func fleet(t *testing.T, ctx context.Context, tg Target) {
 	}
 	if werr != nil || len(workers) == 0 || workers[0].Target == "" {
 		t.Fatalf("workers of a fleet with one: %+v %v", workers, werr)
+	}
+}
+
+// checkedRecords: an agent's record gets the checks a worker's outcome
+// gets. The floor and the percentage are the campaign's own, recomputed;
+// a latency below the floor, or of another kind than the campaign's device
+// measures, is refused; and what an agent recorded is marked as such in
+// results.tsv, the reports and the trajectory.
+func checkedRecords(t *testing.T, ctx context.Context, tg Target) {
+	s := tg.Service
+	id := create(t, ctx, tg, "checked")
+	st, err := s.Status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiny, above := 0.000001, floor.StreamedUS*3
+	one, forgedBound := 1.0, floor.StreamedUS/2
+	for name, req := range map[string]control.RecordRequest{
+		"a measured-gpu latency in a cpu campaign": {Status: "kept", LatencyUS: &tiny, Kind: "measured-gpu"},
+		"a measured-gpu latency above the floor":   {Status: "kept", LatencyUS: &above, Kind: "measured-gpu"},
+		"a latency below the floor":                {Status: "kept", LatencyUS: &tiny, Kind: "predicted"},
+		"a percentage without a latency":           {Status: "tried", PctOfRoofline: &one},
+	} {
+		_, err := s.Record(ctx, id, req)
+		wantKind(t, name, err, control.ErrBadValue)
+	}
+	after, err := s.Status(ctx, id)
+	if err != nil || after.Counts.Recorded != 0 || (after.BestUS != nil && *after.BestUS < floor.StreamedUS) || after.Status != campaign.StatusPaused {
+		t.Fatalf("refused records changed the campaign: %+v %v", after, err)
+	}
+	// Figures that are not the campaign's (a percentage of another floor,
+	// another floor) are replaced by its own, and the answer says so.
+	resp, err := s.Record(ctx, id, control.RecordRequest{Status: "kept", LatencyUS: &above, Kind: "predicted", Description: "by hand",
+		PctOfRoofline: &one, BoundUS: &forgedBound})
+	if err != nil || len(resp.Rows) != 1 {
+		t.Fatalf("a latency at three times the floor: %+v %v", resp, err)
+	}
+	if log := strings.Join(resp.Log, "\n"); !strings.Contains(log, "pct_of_roofline 1 replaced") || !strings.Contains(log, "bound_us") {
+		t.Errorf("the answer does not say the agent's figures were replaced: %s", log)
+	}
+	row := resp.Rows[0]
+	if want, _ := ir.PctOfRoofline(above, floor.StreamedUS); row.PctOfRoofline == nil || *row.PctOfRoofline != want {
+		t.Errorf("row pct_of_roofline %v, want %v (latency / the campaign's floor)", row.PctOfRoofline, want)
+	}
+	if !strings.Contains(row.Description, campaign.RecordedMark) {
+		t.Errorf("results.tsv row %q does not say an agent recorded it", row.Description)
+	}
+	if resp.Campaign.Status == campaign.StatusDone {
+		t.Errorf("one record flipped the campaign to done: %s", resp.Campaign.MoveOnReason)
+	}
+	wake, err := s.Report(ctx, id)
+	if err != nil || wake.BoundUS == nil || *wake.BoundUS != floor.BoundUS() {
+		t.Fatalf("report: floor %v, want the campaign's %v (%v)", wake.BoundUS, floor.BoundUS(), err)
+	}
+	recorded := 0
+	for _, p := range wake.Trajectory {
+		if p.Recorded != (p.Trial < 0) {
+			t.Errorf("trajectory point %+v: recorded %v for trial %d", p, p.Recorded, p.Trial)
+		}
+		if p.Recorded {
+			recorded++
+		}
+	}
+	if recorded != 1 || !wake.BestRecorded {
+		t.Errorf("%d trajectory points and the best (recorded: %v) are marked as an agent's, want the one record", recorded, wake.BestRecorded)
+	}
+	if md := wake.Markdown(); !strings.Contains(md, "recorded by an agent") {
+		t.Errorf("the wake-up report does not say the best was recorded by an agent:\n%s", md)
+	}
+	if md, err := s.AggregateReport(ctx, id); err != nil || !strings.Contains(md, "recorded by an agent") {
+		t.Errorf("the campaign report does not say the best was recorded by an agent: %v\n%s", err, md)
 	}
 }

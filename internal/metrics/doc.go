@@ -37,7 +37,8 @@
 //	                                                            the scheduler does not drive is exported while it has one
 //
 //	scheduler, fleet-wide:
-//	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)
+//	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed,
+//	                                                            not_issued: another spec than the trial's)
 //	  amk_scheduler_lost_workers_total                  counter trials taken back from silent workers and re-offered
 //	  amk_scheduler_outcomes_unheld_total               counter outcomes no longer held for campaigns not driven here
 //	                                                            (redelivered when the campaign resubmits the trial)
@@ -59,6 +60,8 @@
 //	  amk_worker_info{device_name, driver, version} gauge   constant 1
 //	  amk_worker_watchdog_kills_total               counter evaluations the wall-clock watchdog cancelled
 //	  amk_worker_infra_errors_total                 counter infrastructure failures (retried or final)
+//	  amk_worker_specs_refused_total{reason}        counter trial payloads refused unevaluated (unsigned: no
+//	                                                        valid fleet-secret MAC; misplaced: another trial's)
 //
 // # How values are collected
 //

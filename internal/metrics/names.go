@@ -57,6 +57,7 @@ const (
 	WorkerInfo          = "amk_worker_info"
 	WorkerWatchdogKills = "amk_worker_watchdog_kills_total"
 	WorkerInfraErrors   = "amk_worker_infra_errors_total"
+	WorkerSpecsRefused  = "amk_worker_specs_refused_total"
 )
 
 // SchedulerNames lists the scheduler's metric names.
@@ -75,5 +76,5 @@ func QueueNames() []string {
 // WorkerNames lists the worker's metric names.
 func WorkerNames() []string {
 	return []string{WorkerTrials, WorkerStageDuration, WorkerTrialDuration, WorkerBusy, WorkerInfo,
-		WorkerWatchdogKills, WorkerInfraErrors}
+		WorkerWatchdogKills, WorkerInfraErrors, WorkerSpecsRefused}
 }

@@ -30,6 +30,7 @@ type Worker struct {
 	info     *prometheus.GaugeVec
 	kills    prometheus.Counter
 	infra    prometheus.Counter
+	refused  *prometheus.CounterVec
 }
 
 // NewWorker registers a worker's series on reg, labelled with its target and
@@ -56,8 +57,11 @@ func NewWorker(reg prometheus.Registerer, target, device string) (*Worker, error
 			Help: "Evaluations the wall-clock watchdog cancelled."}),
 		infra: prometheus.NewCounter(prometheus.CounterOpts{Name: WorkerInfraErrors, ConstLabels: cl,
 			Help: "Infrastructure failures of evaluations (retried or final)."}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: WorkerSpecsRefused, ConstLabels: cl,
+			Help: "Trial payloads refused without evaluating them, by reason (unsigned: no valid fleet-secret MAC; misplaced: a signed spec of another trial)."},
+			[]string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{w.trials, w.stages, w.duration, w.busy, w.info, w.kills, w.infra} {
+	for _, c := range []prometheus.Collector{w.trials, w.stages, w.duration, w.busy, w.info, w.kills, w.infra, w.refused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -110,3 +114,6 @@ func (w *Worker) WatchdogKill() { w.kills.Inc() }
 // InfraError counts an infrastructure failure that Evaluated does not see
 // (e.g. a trial handed back before it could start).
 func (w *Worker) InfraError() { w.infra.Inc() }
+
+// SpecRefused counts one trial payload refused unevaluated.
+func (w *Worker) SpecRefused(reason string) { w.refused.WithLabelValues(reason).Inc() }

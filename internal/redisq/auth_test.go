@@ -3,8 +3,10 @@ package redisq
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,4 +106,125 @@ func FuzzOpenOutcome(f *testing.F) {
 			t.Fatalf("an accepted outcome does not reopen: %v", err)
 		}
 	})
+}
+
+// A spec replaced on the queue under an issued trial's task id (by anyone
+// who can write to Redis but has not the fleet secret) is refused by the
+// worker: it is never evaluated and nothing is published for it; the
+// dispatcher's sweep finds the archived task and enqueues the spec it
+// issued again, whose outcome is the one delivered.
+func TestAReplacedSpecIsNeverEvaluated(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := freshNamespace(t)
+	d := startDispatcher(t, srv, ns, DispatcherOptions{Secret: fleetSecret, SweepInterval: 200 * time.Millisecond})
+	issued := dispatchtest.Spec("swap", 0)
+	issued.Point = json.RawMessage(`{"threads_per_block": 128}`)
+	if err := d.Submit(context.Background(), issued); err != nil {
+		t.Fatal(err)
+	}
+	queue := TrialQueue(ns, testTarget)
+	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr})
+	defer insp.Close()
+	if err := insp.DeleteTask(queue, TaskID(issued)); err != nil {
+		t.Fatal(err)
+	}
+	forged := issued
+	forged.Point = json.RawMessage(`{"threads_per_block": 1024}`)
+	for name, payload := range map[string][]byte{
+		"unsigned":                   must(json.Marshal(forged)),
+		"signed with another secret": must(sealSpec([]byte("not-the-fleet-secret-not-the-fleet"), forged)),
+	} {
+		client := asynq.NewClient(asynq.RedisClientOpt{Addr: srv.Addr})
+		if _, err := client.Enqueue(asynq.NewTask(TypeTrial, payload), asynq.Queue(queue), asynq.TaskID(TaskID(issued))); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		client.Close()
+		var mu sync.Mutex
+		var seen []string
+		var refused atomic.Int64
+		w := startWorker(t, srv, ns, "honest", func(ctx context.Context, spec trial.Spec) trial.Outcome {
+			mu.Lock()
+			seen = append(seen, spec.Digest())
+			mu.Unlock()
+			return okVerdict(spec)
+		}, func(o *WorkerOptions) {
+			o.Secret = fleetSecret
+			o.Refused = func(string) { refused.Add(1) }
+		})
+		o := next(t, d, 30*time.Second)
+		if o.SpecDigest != issued.Digest() {
+			t.Fatalf("%s: the outcome delivered answers spec %q, not the one issued %q", name, o.SpecDigest, issued.Digest())
+		}
+		mu.Lock()
+		for _, digest := range seen {
+			if digest != issued.Digest() {
+				t.Fatalf("%s: the worker evaluated spec %s, which the dispatcher never issued", name, digest)
+			}
+		}
+		mu.Unlock()
+		if refused.Load() != 1 {
+			t.Fatalf("%s: the worker refused %d payloads, want 1", name, refused.Load())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = w.Shutdown(ctx)
+		cancel()
+		// The next round replaces the trial of another submission.
+		d.Forget(o)
+		waitUntil(t, "the trial to be forgotten", func() bool {
+			_, err := insp.GetTaskInfo(queue, TaskID(issued))
+			return errors.Is(err, asynq.ErrTaskNotFound)
+		})
+		d.Undeliver(o)
+		if err := d.Submit(context.Background(), issued); err != nil {
+			t.Fatal(err)
+		}
+		if err := insp.DeleteTask(queue, TaskID(issued)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// An outcome signed with the fleet secret, captured from a campaign that
+// was deleted and created again under the same id (another incarnation:
+// the same trial id, the same point), answers another spec: the
+// dispatcher refuses it, and the new incarnation's own outcome arrives.
+func TestACapturedOutcomeIsRefusedByANewIncarnation(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := freshNamespace(t)
+	var mu sync.Mutex
+	rejected := map[string]int{}
+	d := startDispatcher(t, srv, ns, DispatcherOptions{Secret: fleetSecret, SweepInterval: 200 * time.Millisecond,
+		OnReject: func(reason string) { mu.Lock(); rejected[reason]++; mu.Unlock() }})
+	earlier := dispatchtest.Spec("again", 0)
+	earlier.Incarnation = "first"
+	now := earlier
+	now.Incarnation = "second"
+	captured := okVerdict(earlier)
+	captured.CampaignID, captured.TrialID, captured.SpecDigest, captured.Worker = earlier.CampaignID, earlier.TrialID, earlier.Digest(), "captured"
+	sealed, err := sealOutcome(fleetSecret, captured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Submit(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	client := asynq.NewClient(asynq.RedisClientOpt{Addr: srv.Addr})
+	defer client.Close()
+	if _, err := client.Enqueue(asynq.NewTask(TypeOutcome, sealed), asynq.Queue(ResultQueue(ns)), asynq.TaskID("again/0")); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the captured outcome to be refused", func() bool { mu.Lock(); defer mu.Unlock(); return rejected[RejectNotIssued] == 1 })
+	startWorker(t, srv, ns, "honest", func(ctx context.Context, spec trial.Spec) trial.Outcome { return okVerdict(spec) },
+		func(o *WorkerOptions) { o.Secret = fleetSecret })
+	o := next(t, d, 30*time.Second)
+	if o.Worker == "captured" || o.SpecDigest != now.Digest() {
+		t.Fatalf("got %+v, want the new incarnation's own outcome", o)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

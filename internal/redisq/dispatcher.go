@@ -274,7 +274,7 @@ func (d *Dispatcher) Withdraw(ctx context.Context, spec trial.Spec) (bool, error
 // resolves what the existing task means for this submission.
 func (d *Dispatcher) enqueue(ctx context.Context, spec trial.Spec, queue string) error {
 	key := TaskID(spec)
-	payload, err := json.Marshal(spec)
+	payload, err := sealSpec(d.opts.Secret, spec)
 	if err != nil {
 		return fmt.Errorf("redisq: encode trial %s: %w", key, err)
 	}
@@ -300,7 +300,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, spec trial.Spec, queue string)
 		if err != nil {
 			return fmt.Errorf("redisq: look up existing trial %s: %w", key, err)
 		}
-		if d.settle(key, queue, info) == settleRequeue && attempt < 3 {
+		if d.settle(spec, queue, info) == settleRequeue && attempt < 3 {
 			continue
 		}
 		return nil
@@ -314,33 +314,79 @@ const (
 	settleRequeue        // the task was removed: enqueue it again
 )
 
-// settle decides what an existing task means for a trial that awaits an
-// outcome: still in flight (wait), finished (deliver the stored outcome),
-// archived (asynq gave up: deliver a crash) or unusable (delete, requeue).
-func (d *Dispatcher) settle(key, queue string, info *asynq.TaskInfo) int {
-	campaign, trialID, _ := ParseTaskID(key)
+// settle decides what an existing task means for the trial spec, which
+// awaits an outcome: still in flight (wait), finished (deliver the stored
+// outcome), archived (asynq gave up: deliver a crash) or unusable (delete,
+// requeue). A stored outcome that does not answer spec (trial.CheckBound)
+// is unusable, and so is an archived task whose payload is not the spec
+// issued (replaced on the queue: its worker refused it): the trial runs
+// again as issued.
+func (d *Dispatcher) settle(spec trial.Spec, queue string, info *asynq.TaskInfo) int {
+	key := TaskID(spec)
+	rerun := func(why string, args ...any) int {
+		d.log.Warn(why+"; running the trial again", append([]any{"task", key}, args...)...)
+		if d.insp.DeleteTask(queue, key) != nil {
+			return settleWaiting
+		}
+		// A done marker holding the same unusable outcome would answer the
+		// new attempt with it.
+		_ = d.rdb.Del(context.Background(), doneKey(d.opts.Namespace, key)).Err()
+		return settleRequeue
+	}
 	switch info.State {
 	case asynq.TaskStateCompleted:
 		out, ok := d.open(info.Result, "stored result", key)
 		if !ok || (out.Verdict == nil && out.Failure == nil) {
-			d.log.Warn("finished trial has no usable stored outcome; running it again", "task", key)
-			if d.insp.DeleteTask(queue, key) != nil {
-				return settleWaiting
-			}
-			return settleRequeue
+			return rerun("finished trial has no usable stored outcome")
 		}
-		out.CampaignID, out.TrialID = campaign, trialID
+		if err := trial.CheckBound(spec, out); err != nil {
+			d.reject(RejectNotIssued, "stored result", key, err)
+			return rerun("the trial's stored outcome does not answer the spec issued", "err", err)
+		}
 		d.deliverAsync(out)
 		return settleDone
 	case asynq.TaskStateArchived:
+		if err := d.issuedPayload(spec, info.Payload); err != nil {
+			return rerun("the trial's archived task is not the spec issued (replaced on the queue, and refused by its worker)", "err", err)
+		}
 		d.log.Error("trial archived by asynq; reporting a crash", "task", key, "last_err", info.LastErr)
-		out := trial.Outcome{CampaignID: campaign, TrialID: trialID, Failure: &trial.Failure{
+		out := trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID, SpecDigest: spec.Digest(), Failure: &trial.Failure{
 			Class: trial.FailCrash, Phase: "queue", Message: "trial abandoned after repeated failures: " + info.LastErr}}
 		_ = d.insp.DeleteTask(queue, key)
 		d.deliverAsync(out)
 		return settleDone
 	}
 	return settleWaiting
+}
+
+// issuedPayload reports whether a task's payload is spec as this
+// dispatcher enqueues it (with its MAC when there is a secret).
+func (d *Dispatcher) issuedPayload(spec trial.Spec, payload []byte) error {
+	var s signedSpec
+	if err := json.Unmarshal(payload, &s); err != nil {
+		return fmt.Errorf("malformed payload: %v", err)
+	}
+	if err := checkSpecMAC(d.opts.Secret, s); err != nil {
+		return err
+	}
+	if s.Spec.Digest() != spec.Digest() {
+		return fmt.Errorf("payload spec %s is not the spec issued", s.Spec.Digest())
+	}
+	return nil
+}
+
+// issued refuses an outcome that does not answer the spec this dispatcher
+// submitted under its trial (trial.CheckBound); an outcome of a trial not
+// submitted in this lifetime is left to its campaign, which checks it the
+// same way.
+func (d *Dispatcher) issued(out trial.Outcome) error {
+	d.mu.Lock()
+	sub, pending := d.pending[outcomeKey(out)]
+	d.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	return trial.CheckBound(sub.spec, out)
 }
 
 // receive is the asynq handler of the results queue.
@@ -353,6 +399,10 @@ func (d *Dispatcher) receive(ctx context.Context, t *asynq.Task) error {
 	out, ok := d.open(t.Payload(), "results queue", id)
 	if !ok {
 		return fmt.Errorf("outcome refused: %w", asynq.SkipRetry)
+	}
+	if err := d.issued(out); err != nil {
+		d.reject(RejectNotIssued, "results queue", id, err)
+		return fmt.Errorf("outcome refused: %v: %w", err, asynq.SkipRetry)
 	}
 	if !d.deliver(ctx, out) {
 		// Closing: wait until asynq hands the task back to the queue, so
@@ -370,11 +420,16 @@ func (d *Dispatcher) open(payload []byte, from, task string) (trial.Outcome, boo
 	if err == nil {
 		return out, true
 	}
+	d.reject(reason, from, task, err)
+	return out, false
+}
+
+// reject counts and logs (rate-limited) an outcome refused for reason.
+func (d *Dispatcher) reject(reason, from, task string, err error) {
 	if d.opts.OnReject != nil {
 		d.opts.OnReject(reason)
 	}
 	d.outage.Warn("reject:"+reason, "outcome refused", "from", from, "task", task, "reason", reason, "err", err)
-	return out, false
 }
 
 // deliverAsync delivers an outcome found while submitting or sweeping,

@@ -69,6 +69,10 @@
 // evaluator: when the task id names a trial the worker publishes a `crash`
 // outcome with phase "decode"; otherwise it logs an error and returns
 // asynq.SkipRetry, so the task is archived for an operator to look at.
+// With a fleet secret a payload that does not carry the scheduler's MAC,
+// or a signed spec under another trial's task id, is refused instead:
+// nothing is evaluated or published, the task is archived, and the
+// dispatcher's sweep enqueues the spec it issued again (auth.go).
 //
 // # Worker lost, shutdown, device lock
 //
@@ -98,8 +102,14 @@
 // With a fleet secret every outcome carries an HMAC-SHA256 of its canonical
 // JSON (auth.go); a dispatcher with a secret refuses outcomes without a
 // valid MAC from every path (results queue, doorbell, stored result) and
-// reports each refusal (DispatcherOptions.OnReject). Without a secret
-// outcomes are accepted as they come.
+// reports each refusal (DispatcherOptions.OnReject). Trial payloads are
+// signed too, and a worker with the secret evaluates only those the
+// scheduler signed. Every outcome names the digest of the spec it answers
+// (trial.Outcome.SpecDigest), and the dispatcher delivers an outcome only
+// for the spec it submitted under that trial (trial.CheckBound): an outcome
+// of a replaced spec, or captured from an earlier campaign with the same
+// id, is refused (RejectNotIssued) whatever its MAC. Without a secret
+// outcomes are accepted as they come (still bound to their spec).
 //
 // # Outages
 //

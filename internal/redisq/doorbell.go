@@ -41,6 +41,10 @@ func (d *Dispatcher) listenDoorbell(ctx context.Context) error {
 			if !ok {
 				continue // the queue copy gets the same treatment
 			}
+			if err := d.issued(out); err != nil {
+				d.reject(RejectNotIssued, "doorbell", outcomeKey(out), err)
+				continue
+			}
 			if d.deliver(stop, out) {
 				// The queue copy is no longer needed; one that is already
 				// being consumed (active) stays and is dropped as a duplicate.

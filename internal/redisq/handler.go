@@ -25,6 +25,17 @@ func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("task type %q is not %s: %w", t.Type(), TypeTrial, asynq.SkipRetry)
 	}
 	spec, err := w.decodeSpec(t.Payload(), id)
+	var refused *specRefused
+	if errors.As(err, &refused) {
+		// Nothing of a spec the scheduler did not issue is evaluated or
+		// published: the archived task is what the scheduler's sweep finds,
+		// and it enqueues the spec it issued again.
+		log.Error("trial payload refused: not evaluated, nothing published; archived", "err", err)
+		if w.opts.Refused != nil {
+			w.opts.Refused(refused.reason)
+		}
+		return fmt.Errorf("trial payload refused: %v: %w", err, asynq.SkipRetry)
+	}
 	if err != nil {
 		campaign, trialID, kerr := ParseTaskID(id)
 		if kerr != nil {
@@ -36,7 +47,7 @@ func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
 			Failure: &trial.Failure{Class: trial.FailCrash, Phase: "decode", Message: "malformed trial payload: " + err.Error()}})
 	}
 	key := TaskID(spec)
-	if settled, err := w.alreadySettled(ctx, t, key, log); settled || err != nil {
+	if settled, err := w.alreadySettled(ctx, t, spec, log); settled || err != nil {
 		return err
 	}
 	b := budgetFrom(t.Headers())
@@ -44,7 +55,7 @@ func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
 	reoffers, _ := w.rdb.HGet(ctx, lossesKey(w.opts.Namespace), key).Int()
 	if lost := max(retried-infra, reoffers); lost > 0 && lost >= b.losses {
 		log.Error("trial keeps losing its worker; reporting a crash", "lost", lost)
-		return w.publish(ctx, t, id, trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID,
+		return w.publish(ctx, t, id, trial.Outcome{CampaignID: spec.CampaignID, TrialID: spec.TrialID, SpecDigest: spec.Digest(),
 			Failure: &trial.Failure{Class: trial.FailCrash, Phase: "worker",
 				Message: fmt.Sprintf("trial lost its worker %d times (killed, hung or cut off from Redis); not retried", lost)}})
 	}
@@ -74,9 +85,17 @@ func (w *Worker) process(ctx context.Context, t *asynq.Task) error {
 // archived), and one that a live worker is evaluating right now (a re-offer
 // racing asynq's own recovery of the original task: this attempt waits for
 // that evaluation instead of running a second one).
-func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, key string, log *slog.Logger) (bool, error) {
+func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, spec trial.Spec, log *slog.Logger) (bool, error) {
+	key := TaskID(spec)
 	for {
 		if payload, ok := doneOutcome(ctx, w.rdb, w.opts.Namespace, key); ok {
+			if err := w.answers(spec, payload); err != nil {
+				// Not this spec's outcome (left by an earlier campaign with
+				// this id, or put there by hand): this attempt evaluates.
+				log.Warn("the trial's done marker does not answer this spec; evaluating it", "err", err)
+				w.rdb.Del(ctx, doneKey(w.opts.Namespace, key))
+				continue
+			}
 			if rw := t.ResultWriter(); rw != nil {
 				_, _ = rw.Write(payload)
 			}
@@ -84,9 +103,8 @@ func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, key string, 
 			return true, nil
 		}
 		if msg, _ := w.rdb.Get(ctx, poisonKey(w.opts.Namespace, key)).Result(); msg != "" {
-			campaign, trialID, _ := ParseTaskID(key)
 			log.Error("poison trial: reporting a crash and archiving it", "reason", msg)
-			if err := w.publish(ctx, t, key, poisonCrash(campaign, trialID, msg)); err != nil {
+			if err := w.publish(ctx, t, key, poisonCrash(spec.CampaignID, spec.TrialID, spec.Digest(), msg)); err != nil {
 				return true, err
 			}
 			return true, fmt.Errorf("poison trial: %s: %w", msg, asynq.SkipRetry)
@@ -100,6 +118,16 @@ func (w *Worker) alreadySettled(ctx context.Context, t *asynq.Task, key string, 
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// answers reports whether a stored outcome (a done marker) answers spec:
+// authentic (its MAC, with a secret) and bound to it (trial.CheckBound).
+func (w *Worker) answers(spec trial.Spec, payload []byte) error {
+	out, _, err := openOutcome(w.opts.Secret, payload)
+	if err != nil {
+		return err
+	}
+	return trial.CheckBound(spec, out)
 }
 
 // evaluatedElsewhere reports whether another live worker holds the trial's
@@ -121,15 +149,54 @@ func (w *Worker) evaluatedElsewhere(ctx context.Context, key string) bool {
 	return ok && m.heldBy(key, info, DefaultLostAfter)
 }
 
-// decodeSpec parses and checks a trial payload.
+// specRefused is decodeSpec's error for a payload the worker must not
+// evaluate nor answer: not signed by the fleet's scheduler, or a signed
+// spec of another trial moved under this task id.
+type specRefused struct {
+	reason string
+	err    error
+}
+
+func (e *specRefused) Error() string { return e.err.Error() }
+
+// Reasons a worker refuses a trial payload (WorkerOptions.Refused).
+const (
+	// RefuseUnsigned: with the fleet secret, the payload's MAC is missing
+	// or wrong.
+	RefuseUnsigned = "unsigned"
+	// RefuseMisplaced: a signed spec under another trial's task id.
+	RefuseMisplaced = "misplaced"
+)
+
+// decodeSpec parses and checks a trial payload. With a fleet secret a
+// payload without the scheduler's MAC, or a signed spec of another trial,
+// is a *specRefused; otherwise a payload that does not decode or check is
+// malformed (reported as a crash of the trial its task id names).
 func (w *Worker) decodeSpec(payload []byte, taskID string) (trial.Spec, error) {
-	var spec trial.Spec
+	var signed signedSpec
 	dec := json.NewDecoder(bytes.NewReader(payload))
-	if err := dec.Decode(&spec); err != nil {
-		return spec, fmt.Errorf("bad JSON: %v", err)
+	if err := dec.Decode(&signed); err != nil {
+		if len(w.opts.Secret) > 0 {
+			return signed.Spec, &specRefused{RefuseUnsigned, fmt.Errorf("bad JSON: %v", err)}
+		}
+		return signed.Spec, fmt.Errorf("bad JSON: %v", err)
 	}
+	spec := signed.Spec
 	if dec.More() {
+		if len(w.opts.Secret) > 0 {
+			return spec, &specRefused{RefuseUnsigned, errors.New("bad JSON: data after the spec object")}
+		}
 		return spec, errors.New("bad JSON: data after the spec object")
+	}
+	if err := checkSpecMAC(w.opts.Secret, signed); err != nil {
+		return spec, &specRefused{RefuseUnsigned, err}
+	}
+	if campaign, trialID, err := ParseTaskID(taskID); err == nil && (campaign != spec.CampaignID || trialID != spec.TrialID) {
+		err := fmt.Errorf("payload is trial %s but the task id is %s", TaskID(spec), taskID)
+		if len(w.opts.Secret) > 0 {
+			return spec, &specRefused{RefuseMisplaced, err}
+		}
+		return spec, err
 	}
 	switch {
 	case spec.Model == "":
@@ -144,9 +211,6 @@ func (w *Worker) decodeSpec(payload []byte, taskID string) (trial.Spec, error) {
 		return spec, fmt.Errorf("negative trial id %d", spec.TrialID)
 	case spec.TimeoutSeconds < 0:
 		return spec, fmt.Errorf("negative timeout_s %v", spec.TimeoutSeconds)
-	}
-	if campaign, trialID, err := ParseTaskID(taskID); err == nil && (campaign != spec.CampaignID || trialID != spec.TrialID) {
-		return spec, fmt.Errorf("payload is trial %s but the task id is %s", TaskID(spec), taskID)
 	}
 	return spec, nil
 }
@@ -172,7 +236,7 @@ func (w *Worker) evaluate(ctx context.Context, t *asynq.Task, taskID string, spe
 			w.log.Error("evaluator panicked", "task", key, "panic", r)
 			out = trial.Outcome{Failure: &trial.Failure{Class: trial.FailCrash, Phase: "evaluate", Message: fmt.Sprint("panic: ", r)}}
 		}
-		out.CampaignID, out.TrialID = spec.CampaignID, spec.TrialID
+		out.CampaignID, out.TrialID, out.SpecDigest = spec.CampaignID, spec.TrialID, spec.Digest()
 		if out.Verdict == nil && out.Failure == nil {
 			out.Failure = &trial.Failure{Class: trial.FailCrash, Phase: "evaluate", Message: "evaluator returned neither a verdict nor a failure"}
 		}

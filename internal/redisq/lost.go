@@ -132,9 +132,9 @@ func (w *Worker) MarkPoison(spec trial.Spec, message string) {
 	}
 }
 
-// poisonCrash is the outcome of a poison trial.
-func poisonCrash(campaign string, trialID int, message string) trial.Outcome {
-	return trial.Outcome{CampaignID: campaign, TrialID: trialID, Failure: &trial.Failure{Class: trial.FailCrash, Phase: "worker",
+// poisonCrash is the outcome of a poison trial (digest: its spec's).
+func poisonCrash(campaign string, trialID int, digest, message string) trial.Outcome {
+	return trial.Outcome{CampaignID: campaign, TrialID: trialID, SpecDigest: digest, Failure: &trial.Failure{Class: trial.FailCrash, Phase: "worker",
 		Message: "trial killed its evaluator and is not handed to another: " + message}}
 }
 
@@ -255,13 +255,18 @@ func (d *Dispatcher) reoffer(ctx context.Context, key string, m running) error {
 	}
 	poison, _ := d.rdb.Get(ctx, poisonKey(d.opts.Namespace, key)).Result()
 	budget := budgetFrom(m.Headers)
+	// The crash answers the spec the lost worker held (its marker keeps
+	// the payload the worker was handed).
+	var held signedSpec
+	_ = json.Unmarshal(m.Payload, &held)
+	digest := held.Spec.Digest()
 	switch {
 	case poison != "":
 		d.log.Error("lost worker's trial is poison; reporting a crash", "task", key, "worker", m.Worker)
-		return d.publishCrash(ctx, poisonCrash(campaign, trialID, poison))
+		return d.publishCrash(ctx, poisonCrash(campaign, trialID, digest, poison))
 	case int(losses) >= budget.losses:
 		d.log.Error("trial keeps losing its worker; reporting a crash", "task", key, "lost", losses)
-		return d.publishCrash(ctx, trial.Outcome{CampaignID: campaign, TrialID: trialID, Failure: &trial.Failure{
+		return d.publishCrash(ctx, trial.Outcome{CampaignID: campaign, TrialID: trialID, SpecDigest: digest, Failure: &trial.Failure{
 			Class: trial.FailCrash, Phase: "worker",
 			Message: fmt.Sprintf("trial lost its worker %d times (killed, hung or cut off from Redis); not retried", losses)}})
 	}

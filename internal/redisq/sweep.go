@@ -72,7 +72,7 @@ func (d *Dispatcher) sweepOlderThan(age time.Duration) {
 		case err != nil:
 			d.outage.Warn("sweep_check", "cannot check on pending trial", "task", e.key, "err", err)
 		default:
-			requeue = d.settle(e.key, e.sub.queue, info) == settleRequeue
+			requeue = d.settle(e.sub.spec, e.sub.queue, info) == settleRequeue
 		}
 		if requeue {
 			d.mu.Lock()

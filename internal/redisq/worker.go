@@ -68,8 +68,12 @@ type WorkerOptions struct {
 	MemoryBytes int64
 	MetricsAddr string
 	// Secret is the fleet secret; when set every outcome carries its MAC
-	// (see auth.go).
+	// and only trial payloads with the scheduler's MAC are evaluated (see
+	// auth.go).
 	Secret []byte
+	// Refused, when set, is told the reason (Refuse*) of every trial
+	// payload the worker refused to evaluate (for a metric).
+	Refused func(reason string)
 }
 
 // Worker consumes one target's trial queue with concurrency 1 and publishes

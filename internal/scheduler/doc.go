@@ -35,7 +35,19 @@
 // unless Options.AdoptAll (the scheduler's --adopt) has it drive every one. A driver that fails (e.g. Redis is unreachable) is restarted
 // with backoff — at once, and with the backoff started over, as soon as the
 // transport answers again; operator commands wait for it up to the API's
-// timeout.
+// timeout. A driver whose ledger a failed write stopped (a full or
+// read-only disk) loads the ledger again from its files at each restart
+// (runner.Ledger.Heal), so the campaign goes on by itself once the disk
+// recovers; until then Health (/healthz) says "campaign <id> stalled:
+// <error>" and commands answer at once that the campaign is stalled.
+//
+// An outcome must answer the spec its campaign issued for its trial
+// (campaign.Campaign.CheckOutcome, trial.CheckBound: the spec's digest,
+// which names the campaign's incarnation, and the verdict's model,
+// position, batch and point): one that does not (a spec replaced on the
+// queue, an outcome of an earlier campaign with the same id) is refused,
+// counted (amk_scheduler_outcomes_rejected_total{reason="not_issued"}),
+// and the trial is submitted again.
 //
 // Outcomes from the transport are not trusted for what the scheduler can
 // compute itself (trust.go): every verdict's floors — bound_us, the
@@ -45,9 +57,11 @@
 // streamed-bytes floor) are recomputed from the campaign's model, target,
 // position and batch (one lowering per campaign), and a latency below the
 // streamed-bytes floor, not finite or without a correctness PASS is
-// withheld. Create refuses (400) a campaign whose model no live worker of
-// its target could hold (trial.EstimateMemory against each worker's
-// announced memory). Campaign ids from requests follow campaign.ValidID.
+// withheld, and so is a latency of another kind than the campaign's (a
+// measurement in a predicted campaign). Create refuses (400) a campaign
+// whose model no live worker of its target could hold (trial.EstimateMemory
+// against each worker's announced memory), and a device cuda campaign whose
+// live workers of its target all evaluate on the CPU. Campaign ids from requests follow campaign.ValidID.
 //
 // The number of trials a campaign keeps in flight is a driver setting, not
 // campaign state: it is stored beside the ledger in scheduler.json, whose

@@ -16,6 +16,7 @@ import (
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -68,6 +69,10 @@ type Options struct {
 	// outcome it recorded durably (runner.Driver.Recorded); it must not
 	// block.
 	Recorded func(trial.Outcome)
+	// Rejected, when set, counts outcomes a campaign refused because they
+	// do not answer the spec issued for their trial (reason
+	// RejectNotIssued; the metric amk_fleet_outcomes_rejected_total).
+	Rejected func(reason string)
 	// Unheld, when set, counts outcomes the fleet stopped holding for
 	// campaigns it does not drive (MuxOptions bounds them; the metric
 	// amk_scheduler_outcomes_unheld_total).
@@ -92,7 +97,7 @@ type Fleet struct {
 	local *control.Local
 
 	floorsMu sync.Mutex
-	floors   map[string]floor // campaign id -> its streamed-bytes and all-weights floors
+	floors   map[string]floor // campaign id -> its floors and latency kind
 
 	// The warning about outcomes no longer held is rate-limited; unheldMu
 	// guards its counts.
@@ -286,7 +291,26 @@ func (f *Fleet) Drives(id string) bool { return f.local.Run(id) != nil }
 func (f *Fleet) runOptions(id string, workers int) control.RunOptions {
 	return control.RunOptions{Dispatcher: f.mux.For, Workers: workers,
 		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
-		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded, Refused: f.forget}
+		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded, Refused: f.forget,
+		Unbound: f.unbound}
+}
+
+// RejectNotIssued is the reason Options.Rejected is given for an outcome a
+// campaign refused because it does not answer the spec issued for its
+// trial (trial.CheckBound).
+const RejectNotIssued = "not_issued"
+
+// unbound is every driver's Unbound: an outcome the campaign refused as
+// not answering its trial's spec. A transport that remembers deliveries
+// forgets this one, so that the driver's resubmission fetches the trial's
+// own outcome (or runs it again); the refusal is counted.
+func (f *Fleet) unbound(o trial.Outcome) {
+	if t, ok := f.opts.Transport.(undeliverer); ok {
+		t.Undeliver(o)
+	}
+	if f.opts.Rejected != nil {
+		f.opts.Rejected(RejectNotIssued)
+	}
 }
 
 // launch starts a campaign's supervised driver; f.mu is held.
@@ -545,7 +569,7 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		}
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
 	}
-	if err := f.checkMemory(ctx, req); err != nil {
+	if err := f.checkWorkers(ctx, req); err != nil {
 		return "", false, 0, err
 	}
 	workers := req.Workers
@@ -578,19 +602,44 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 	return id, run.Created, workers, nil
 }
 
-// checkMemory refuses a campaign whose model no live worker of its target
-// could hold (trial.EstimateMemory against the memory each worker
-// announced). With no worker announcing its memory it cannot tell, and lets
-// the campaign start: each worker still refuses such a trial before
-// allocating anything.
-func (f *Fleet) checkMemory(ctx context.Context, req control.CreateRequest) error {
+// checkWorkers refuses a campaign the live workers of its target cannot
+// serve: a device cuda campaign when every one of them evaluates on the
+// CPU (its latencies would be predictions where measurements are promised:
+// the workers refuse such trials), and a model none of them could hold
+// (trial.EstimateMemory against the memory each worker announced). With no
+// live worker of the target, or none announcing its memory, it cannot tell,
+// and lets the campaign start: its trials wait for a worker, and each
+// worker still refuses a trial it cannot take before allocating anything.
+func (f *Fleet) checkWorkers(ctx context.Context, req control.CreateRequest) error {
 	target := req.GPU
 	if f.opts.Workers == nil {
 		return nil
 	}
 	workers, err := f.opts.Workers(ctx)
 	if err != nil {
-		f.log.Warn("cannot list workers to check the model's memory need", "err", err)
+		f.log.Warn("cannot list workers to check they can serve the campaign", "err", err)
+		return nil
+	}
+	var largest int64
+	served, gpus, cpus := 0, 0, 0
+	for _, w := range workers {
+		if w.Target != target {
+			continue
+		}
+		served++
+		switch {
+		case w.Device == "cpu":
+			cpus++
+		case w.Device != "":
+			gpus++
+		}
+		largest = max(largest, w.MemoryBytes)
+	}
+	if req.Device == schedule.DeviceCUDA && served > 0 && gpus == 0 && cpus == served {
+		return control.Errorf(control.ErrBadValue, "device cuda: the %d live worker(s) serving %s evaluate on the CPU, so this campaign's latencies could not be measured on a GPU; create it with device cpu (predicted latencies), or start a gpuworker --device N --target %s first",
+			served, target, target)
+	}
+	if largest <= 0 {
 		return nil
 	}
 	cfg, err := model.Load(req.Model)
@@ -598,16 +647,7 @@ func (f *Fleet) checkMemory(ctx context.Context, req control.CreateRequest) erro
 		return control.Errorf(control.ErrBadValue, "%v", err)
 	}
 	need := trial.EstimateMemory(cfg, false, trial.DefaultCheckBytes)
-	var largest int64
-	known := false
-	for _, w := range workers {
-		if w.Target != target || w.MemoryBytes <= 0 {
-			continue
-		}
-		known = true
-		largest = max(largest, w.MemoryBytes)
-	}
-	if known && need.Host > largest {
+	if need.Host > largest {
 		return control.Errorf(control.ErrBadValue, "model %s needs about %d MiB of host memory per evaluator (its check runs %d of %d layers), but the largest live worker serving %s has %d MiB; add a worker with more memory (or raise its max_memory_mb)",
 			cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
 	}
@@ -639,9 +679,26 @@ func (f *Fleet) Health(ctx context.Context) error {
 		return errors.New("scheduler is not running")
 	}
 	if f.opts.Health != nil {
-		return f.opts.Health(ctx)
+		if err := f.opts.Health(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return f.stalled()
+}
+
+// stalled names the driven campaigns whose ledgers a failed write stopped
+// (control.Run.Stalled): "stalled: <error>" until their drivers load them
+// again.
+func (f *Fleet) stalled() error {
+	var errs []error
+	for _, id := range f.local.Runs() {
+		if run := f.local.Run(id); run != nil {
+			if err := run.Stalled(); err != nil {
+				errs = append(errs, fmt.Errorf("campaign %s stalled: %w", id, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Samples reads, for the metrics collector, every driven campaign and

@@ -7,10 +7,9 @@ import (
 	"sync"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/ir"
-	"github.com/amk-dev/amk/model"
-	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -40,20 +39,23 @@ type floor struct {
 	// positions (streamedUS and streamedBytes are then their weighted
 	// means, as trial.Evaluate states them).
 	steps []trial.StepFloor
+	// kind is the campaign's latency kind: a latency of another kind is
+	// withheld.
+	kind trial.LatencyKind
 }
 
 // recomputing is the fleet's transport with every outcome's derived figures
 // recomputed.
 type recomputing struct {
 	under dispatch.Dispatcher
-	floor func(campaignID string) (floor, bool)
+	floor func(campaignID string) (floor, trial.LatencyKind, bool)
 	out   chan trial.Outcome
 	done  chan struct{}
 	wg    sync.WaitGroup
 	once  sync.Once
 }
 
-func newRecomputing(under dispatch.Dispatcher, floorOf func(string) (floor, bool)) *recomputing {
+func newRecomputing(under dispatch.Dispatcher, floorOf func(string) (floor, trial.LatencyKind, bool)) *recomputing {
 	r := &recomputing{under: under, floor: floorOf, out: make(chan trial.Outcome), done: make(chan struct{})}
 	r.wg.Add(1)
 	go r.run()
@@ -70,11 +72,11 @@ func (r *recomputing) run() {
 			if !ok {
 				return
 			}
-			f, known := r.floor(o.CampaignID)
+			f, kind, known := r.floor(o.CampaignID)
 			if !known {
 				f = floor{streamedUS: math.NaN(), allWeightsUS: math.NaN()} // strip what cannot be checked
 			}
-			recompute(&o, f)
+			recompute(&o, f, kind)
 			select {
 			case r.out <- o:
 			case <-r.done:
@@ -102,7 +104,7 @@ func (r *recomputing) Close() error {
 }
 
 // recompute replaces o's derived figures with the scheduler's own.
-func recompute(o *trial.Outcome, f floor) {
+func recompute(o *trial.Outcome, f floor, kind trial.LatencyKind) {
 	if o.Ratio != nil && !positiveFinite(*o.Ratio) {
 		o.Ratio = nil
 	}
@@ -142,6 +144,8 @@ func recompute(o *trial.Outcome, f floor) {
 		why = "no streamed-bytes floor known to the scheduler for this campaign"
 	case lat < f.streamedUS:
 		why = fmt.Sprintf("latency %.4fus is below the streamed-bytes floor %.4fus (recomputed by the scheduler)", lat, f.streamedUS)
+	case kind != "" && (v.LatencyKind == nil || *v.LatencyKind != kind):
+		why = fmt.Sprintf("latency of kind %s, not this campaign's %s", kindName(v.LatencyKind), kind)
 	}
 	if why != "" {
 		v.LatencyUS, v.LatencyKind = nil, nil
@@ -189,67 +193,45 @@ func recomputeSteps(v *trial.Verdict, f floor) bool {
 	return ok
 }
 
+// kindName is a verdict's latency kind, for messages.
+func kindName(k *trial.LatencyKind) string {
+	if k == nil {
+		return "none"
+	}
+	return string(*k)
+}
+
 func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 
 // floorOf computes (once per campaign) the floors of a driven campaign.
-func (f *Fleet) floorOf(id string) (floor, bool) {
+func (f *Fleet) floorOf(id string) (floor, trial.LatencyKind, bool) {
 	f.floorsMu.Lock()
 	defer f.floorsMu.Unlock()
 	if fl, ok := f.floors[id]; ok {
-		return fl, true
+		return fl, fl.kind, true
 	}
 	var st campaign.State
 	if err := f.Read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
-		return floor{}, false
+		return floor{}, "", false
 	}
 	fl, err := floorFor(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
 	if err != nil {
 		f.log.Warn("no floor for the campaign's outcomes", "campaign", id, "err", err)
-		return floor{}, false
+		return floor{}, st.LatencyKind, false
 	}
+	fl.kind = st.LatencyKind
 	f.floors[id] = fl
-	return fl, true
+	return fl, fl.kind, true
 }
 
-// floorFor lowers the default schedule point of model on gpu at decode
-// position pos for batch sequences (0 means one) — or, for a workload, at
-// each of its positions with its context (trial.StepFloors) — and states
-// its floors at the target's spec HBM bandwidth, exactly as trial.Evaluate
-// does for the point it evaluates.
+// floorFor is the campaign's floors as control.FloorOf states them (one
+// implementation with record's check): the overall pair and, for a
+// workload, each position's.
 func floorFor(modelName, gpu string, pos, batch int, w *trial.Workload) (floor, error) {
-	cfg, err := model.Load(modelName)
+	fl, err := control.FloorOf(modelName, gpu, pos, batch, w)
 	if err != nil {
 		return floor{}, err
 	}
-	target, err := ir.Target(gpu)
-	if err != nil {
-		return floor{}, err
-	}
-	var fl floor
-	if w != nil {
-		if cfg, err = trial.ContextConfig(cfg, modelName, *w); err != nil {
-			return floor{}, err
-		}
-		if fl.steps, fl.weightBytes, err = trial.StepFloors(cfg, target, *w); err != nil {
-			return floor{}, err
-		}
-		var bytes float64
-		for _, s := range fl.steps {
-			fl.streamedUS += s.Weight * s.StreamedUS
-			bytes += s.Weight * float64(s.StreamedBytes)
-		}
-		fl.streamedBytes = int64(math.Round(bytes))
-	} else {
-		prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
-		if err != nil {
-			return floor{}, fmt.Errorf("lowering the default point: %w", err)
-		}
-		fl.streamedBytes, fl.weightBytes = prog.StreamedBytes(), prog.TotalWeightBytes()
-		fl.streamedUS = target.BandwidthBoundUS(fl.streamedBytes)
-	}
-	fl.allWeightsUS = target.BandwidthBoundUS(fl.weightBytes)
-	if !positiveFinite(fl.streamedUS) {
-		return floor{}, fmt.Errorf("target %s gives no streamed-bytes floor (HBM bandwidth unknown?)", target.Name)
-	}
-	return fl, nil
+	return floor{streamedUS: fl.StreamedUS, allWeightsUS: fl.AllWeightsUS, streamedBytes: fl.StreamedBytes,
+		weightBytes: fl.WeightBytes, steps: fl.Steps}, nil
 }

@@ -143,7 +143,7 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 			BoundUS: &forged, AllWeightsBoundUS: &forged, PctOfRoofline: &forged, WeightMB: 1, StreamedMB: 1}
 	}
 	between := trial.Outcome{Verdict: verdict(120)}
-	recompute(&between, f)
+	recompute(&between, f, trial.KindPredicted)
 	v := between.Verdict
 	switch {
 	case v.BoundUS == nil || *v.BoundUS != 100, v.AllWeightsBoundUS == nil || *v.AllWeightsBoundUS != 130:
@@ -154,7 +154,7 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 		t.Errorf("a latency between the floors: latency %v, pct %v; want 120us at 120%%", value(v.LatencyUS), value(v.PctOfRoofline))
 	}
 	below := trial.Outcome{Verdict: verdict(99)}
-	recompute(&below, f)
+	recompute(&below, f, trial.KindPredicted)
 	v = below.Verdict
 	if v.LatencyUS != nil || v.LatencyKind != nil || v.PctOfRoofline != nil {
 		t.Errorf("a latency below the streamed-bytes floor was kept: latency %v, pct %v", value(v.LatencyUS), value(v.PctOfRoofline))
@@ -162,8 +162,14 @@ func TestRecomputeAgainstTheStreamedFloor(t *testing.T) {
 	if len(v.Notes) == 0 || !strings.Contains(v.Notes[len(v.Notes)-1], "below the streamed-bytes floor") {
 		t.Errorf("withheld without saying why: %q", v.Notes)
 	}
+	measured := trial.Outcome{Verdict: verdict(500)}
+	*measured.Verdict.LatencyKind = trial.KindMeasuredGPU
+	recompute(&measured, f, trial.KindPredicted)
+	if v := measured.Verdict; v.LatencyUS != nil || v.PctOfRoofline != nil || !strings.Contains(v.Notes[len(v.Notes)-1], "not this campaign's") {
+		t.Errorf("a measured-gpu latency in a predicted campaign was kept: latency %v, notes %q", value(v.LatencyUS), v.Notes)
+	}
 	unknown := trial.Outcome{Verdict: verdict(500)}
-	recompute(&unknown, floor{streamedUS: math.NaN(), allWeightsUS: math.NaN()})
+	recompute(&unknown, floor{streamedUS: math.NaN(), allWeightsUS: math.NaN()}, "")
 	if v := unknown.Verdict; v.LatencyUS != nil || v.BoundUS != nil || v.AllWeightsBoundUS != nil || v.PctOfRoofline != nil {
 		t.Errorf("with no floor known, figures were kept: %+v", v)
 	}
@@ -221,7 +227,7 @@ func TestWorkloadFloorsMatchTheTrialPipeline(t *testing.T) {
 	}
 	want := *v
 	want.Positions = append([]trial.PositionVerdict(nil), v.Positions...)
-	recompute(&out, fl)
+	recompute(&out, fl, trial.KindPredicted)
 	if v.LatencyUS == nil || *v.LatencyUS != *want.LatencyUS {
 		t.Fatalf("the scheduler withheld a sound workload latency: %v", v.Notes)
 	}
@@ -233,7 +239,7 @@ func TestWorkloadFloorsMatchTheTrialPipeline(t *testing.T) {
 	// A position below its floor withholds the whole latency.
 	low := trial.Outcome{Verdict: &want}
 	want.Positions[1].LatencyUS = new(*want.Positions[1].BoundUS / 2)
-	recompute(&low, fl)
+	recompute(&low, fl, trial.KindPredicted)
 	if low.Verdict.LatencyUS != nil || low.Verdict.Positions[0].LatencyUS != nil {
 		t.Errorf("a position below its floor kept the latencies: %+v", low.Verdict)
 	}
@@ -245,18 +251,4 @@ func value(x *float64) any {
 		return nil
 	}
 	return *x
-}
-
-// BenchmarkFloorFor is what the scheduler spends, once per campaign, on
-// its floors: a model load and one lowering of the default point.
-func BenchmarkFloorFor(b *testing.B) {
-	for _, name := range []string{"small", "llama-1b"} {
-		b.Run(name, func(b *testing.B) {
-			for b.Loop() {
-				if _, err := floorFor(name, "h200", 200, 1, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
@@ -65,5 +67,37 @@ func TestCampaignPageShowsBothFloorsNamed(t *testing.T) {
 		if m[1] != want.value {
 			t.Errorf("%s shows %q, want %q", want.label, m[1], want.value)
 		}
+	}
+}
+
+// An experiment an agent recorded is marked as the agent's in the results
+// table, and so is the best when it is one.
+func TestCampaignPageMarksAgentRecords(t *testing.T) {
+	s := startSite(t, "toy", 400, 10*time.Millisecond)
+	svc := s.fleet.Campaigns()
+	ctx := context.Background()
+	if _, err := svc.Command(ctx, s.id, campaign.OpPause, control.CommandRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	st := s.status(t)
+	floor, err := control.FloorOf(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := get(t, s.srv.URL+"/ui/c/"+s.id).body
+	if strings.Contains(page, `id="best-recorded"`) {
+		t.Fatal("the best is marked as an agent's before any record")
+	}
+	// Faster than anything the campaign evaluated, and above the floor.
+	lat := floor.StreamedUS * 1.0001
+	if _, err := svc.Record(ctx, s.id, control.RecordRequest{Status: "kept", LatencyUS: &lat, Kind: "predicted", Description: "by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	page = get(t, s.srv.URL+"/ui/c/"+s.id).body
+	if !strings.Contains(page, `id="best-recorded"`) {
+		t.Error("the best an agent recorded is not marked as the agent's")
+	}
+	if !regexp.MustCompile(`<tr class="kept recorded"><td class="n">\d+</td><td class="n"><span class="agent"`).MatchString(page) {
+		t.Error("the recorded experiment's row is not marked as the agent's")
 	}
 }

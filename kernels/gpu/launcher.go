@@ -144,6 +144,9 @@ func New(ctx context.Context, c Client, opts Options) (*Launcher, error) {
 // Name implements trial.Launcher.
 func (l *Launcher) Name() string { return l.name }
 
+// OnGPU implements trial.GPULauncher: the launcher times on a GPU.
+func (l *Launcher) OnGPU() bool { return true }
+
 // Device describes the live GPU.
 func (l *Launcher) Device() launch.Info { return l.info }
 
