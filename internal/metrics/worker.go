@@ -72,6 +72,9 @@ func NewWorker(reg prometheus.Registerer, target, device string) (*Worker, error
 	for _, s := range Stages {
 		w.stages.WithLabelValues(s)
 	}
+	for _, r := range SpecRefusalReasons {
+		w.refused.WithLabelValues(r)
+	}
 	return w, nil
 }
 
@@ -114,6 +117,11 @@ func (w *Worker) WatchdogKill() { w.kills.Inc() }
 // InfraError counts an infrastructure failure that Evaluated does not see
 // (e.g. a trial handed back before it could start).
 func (w *Worker) InfraError() { w.infra.Inc() }
+
+// SpecRefusalReasons are the reasons a worker refuses a trial payload
+// unevaluated (internal/redisq's Refuse* values): each has a series from
+// the start, at 0, so a healthy fleet's panels and rates have data.
+var SpecRefusalReasons = []string{"unsigned", "misplaced"}
 
 // SpecRefused counts one trial payload refused unevaluated.
 func (w *Worker) SpecRefused(reason string) { w.refused.WithLabelValues(reason).Inc() }
