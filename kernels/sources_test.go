@@ -199,3 +199,49 @@ func TestInlinePTXOnlyInPtxCuh(t *testing.T) {
 		t.Errorf("cuda/ptx.cuh: %d asm statements for %d device wrappers", n, len(d))
 	}
 }
+
+// TestEmulatorSourcesEmbedTheWholeTree: every file of emu/ is embedded, the
+// files the emulator build names exist, and the kernel translation unit
+// includes the entry file.
+func TestEmulatorSourcesEmbedTheWholeTree(t *testing.T) {
+	var embedded []string
+	_ = fs.WalkDir(EmulatorSources(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			embedded = append(embedded, path)
+		}
+		return nil
+	})
+	err := filepath.WalkDir("emu", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("emu", path)
+		if !slices.Contains(embedded, filepath.ToSlash(rel)) {
+			t.Errorf("%s exists but is not embedded", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{EmulatorRuntimeFile, EmulatorShimFile, EmulatorKernelFile, EmulatorIncludeDir + "/cuda_fp16.h"} {
+		if !slices.Contains(embedded, want) {
+			t.Errorf("%s is not embedded (have %v)", want, embedded)
+		}
+	}
+	tu, err := fs.ReadFile(EmulatorSources(), EmulatorKernelFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tu), `#include "`+filepath.Base(EntryFile)+`"`) {
+		t.Errorf("%s does not include %s", EmulatorKernelFile, EntryFile)
+	}
+	for _, f := range embedded {
+		data, _ := fs.ReadFile(EmulatorSources(), f)
+		for _, bad := range []string{"/work/", "/tmp/", "/home/", "/root/"} {
+			if strings.Contains(string(data), bad) {
+				t.Errorf("emu/%s mentions %s", f, bad)
+			}
+		}
+	}
+}

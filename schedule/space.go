@@ -56,18 +56,26 @@ var (
 )
 
 // Device is the kind of evaluator a schedule is searched for: DeviceCPU
-// (the cost model's latency, labelled predicted) or DeviceCUDA (a GPU run,
-// measured). It is a string so specs and state files keep their JSON.
+// (the cost model's latency, labelled predicted), DeviceCUDA (a GPU run,
+// measured) or DeviceEmu (the CUDA kernels on amk's CPU emulator: checked
+// against the reference VM like a GPU run, with the cost model's latency,
+// predicted). It is a string so specs and state files keep their JSON.
 type Device string
 
 // Devices.
 const (
 	DeviceCPU  Device = "cpu"
 	DeviceCUDA Device = "cuda"
+	DeviceEmu  Device = "emu"
 )
 
 // Valid reports whether d is one of the devices.
-func (d Device) Valid() bool { return d == DeviceCPU || d == DeviceCUDA }
+func (d Device) Valid() bool { return d == DeviceCPU || d == DeviceCUDA || d == DeviceEmu }
+
+// RunsKernels reports whether d runs amk's CUDA kernels (a GPU, or the CPU
+// emulator): then the kernel build knobs and the device lowering change what
+// runs, and the space offers them.
+func (d Device) RunsKernels() bool { return d == DeviceCUDA || d == DeviceEmu }
 
 // ParseDevice reads a device name as a user writes it: case and surrounding
 // spaces do not matter, and an empty name is DeviceCPU.
@@ -77,14 +85,15 @@ func ParseDevice(s string) (Device, error) {
 		return DeviceCPU, nil
 	}
 	if !d.Valid() {
-		return "", fmt.Errorf("%q is not cpu or cuda", s)
+		return "", fmt.Errorf("%q is not cpu, emu or cuda", s)
 	}
 	return d, nil
 }
 
-// Space is the search space as data (docs/spec/rules.md R15) for a target and a device ("cpu"
-// or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
-// are effective only on "cuda": the CPU evaluator's cost model does not
+// Space is the search space as data (docs/spec/rules.md R15) for a target and a device ("cpu",
+// "emu" or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
+// are effective only where the kernels run ("cuda", and "emu", whose check
+// runs every variant's kernel): the CPU evaluator's cost model does not
 // model them, so on "cpu" they are neither drawn nor presented as levers.
 // The space is per vendor: threads_per_block offers multiples of the
 // target's warp/wavefront only, and an AMD target has no kernel_knobs.*
@@ -92,7 +101,7 @@ func ParseDevice(s string) (Device, error) {
 // and no kernel build, so on AMD every point is predicted.
 func Space(t *ir.GpuTarget, device Device) []Knob {
 	amd := t != nil && t.IsAMD()
-	cuda := device == DeviceCUDA && !amd
+	cuda := device.RunsKernels() && !amd
 	smemCap, wave := 0, 32
 	if t != nil {
 		smemCap, wave = t.DynamicSmemBytes(), t.Wavefront()

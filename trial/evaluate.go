@@ -182,8 +182,8 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
 		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
 	}
-	if batch > 1 && spec.Device == schedule.DeviceCUDA {
-		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher binds one sequence", batch)
+	if batch > 1 && spec.Device.RunsKernels() {
+		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher (and the emulator) binds one sequence", batch)
 	}
 	done = st.start(StageLower)
 	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos, B: batch})

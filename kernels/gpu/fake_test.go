@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 	}
 	mode, ok := os.LookupEnv("AMK_GPU_FAKE_CHILD")
 	if !ok {
-		os.Exit(m.Run())
+		code := m.Run()
+		removeEmuCache()
+		os.Exit(code)
 	}
 	srv := &launch.Server{Device: newVMDevice(mode), Modules: fakeModules{}, Weights: &WeightProvider{}}
 	if err := launch.Serve(context.Background(), os.Stdin, os.Stdout, srv); err != nil {

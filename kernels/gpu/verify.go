@@ -53,8 +53,8 @@ func (l *Launcher) verify(ctx context.Context, req trial.TimeRequest, ws launch.
 	if !cmp.Pass {
 		return nil, &trial.MismatchError{Device: l.name, Comparison: cmp}
 	}
-	notes = append(notes, fmt.Sprintf("GPU logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
-		req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
+	notes = append(notes, fmt.Sprintf("%s logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
+		l.what(), req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
 	return &checked{isCandidate: !truncated, logits: logits, notes: notes}, nil
 }
 
@@ -139,7 +139,7 @@ func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSour
 	if err != nil {
 		return nil, err
 	}
-	notes := loadNotes(handle, resp)
+	notes := l.loadNotes(handle, resp)
 	var carry map[string]launch.WireTensor
 	var prev []float32
 	for pos := 0; pos <= last; pos++ {

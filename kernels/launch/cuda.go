@@ -24,12 +24,6 @@ const (
 	attrSmemOptin         = cu.DeviceAttribute(97)
 )
 
-// abort flag at +0 of the status block, amk_diag_t at +8.
-const (
-	statusBytes = 64
-	diagOffset  = 8
-)
-
 // cudaDevice runs every CUDA call on one goroutine locked to one OS thread
 // with the device's primary context current (cu's free functions act on the
 // calling thread's context).
