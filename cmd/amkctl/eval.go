@@ -17,7 +17,7 @@ func init() { addVerb(newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|cuda] [--token-id T] [--pos P] [--weights F]",
+		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|emu|cuda] [--token-id T] [--pos P] [--weights F]",
 		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
@@ -51,11 +51,12 @@ otherwise.`,
 		} else {
 			point = []byte(schedulePointJSON(schedule.Default()))
 		}
-		launcher, dev, err := launcherFor(*device)
+		launcher, dev, err := launcherFor(*device, *gpu)
 		if err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)
 			return exitBadInput
 		}
+		defer closeLauncher(launcher)
 		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
 		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
 		if out.Verdict != nil {

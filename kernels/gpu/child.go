@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -83,6 +84,33 @@ func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) 
 	}
 	l.close = sup.Close
 	return l, nil
+}
+
+// OpenEmulated starts this executable's supervised launcher child (its
+// hidden ChildCommand) serving the CPU emulator that stands in for target,
+// with the operator's toolchain (build.ToolchainFromEnv: AMK_CXX and
+// AMK_CXX_ARGS, AMK_EMU_OPT) and the host's build cache
+// (build.CacheDirFromEnv), and returns its Launcher. A target without a
+// CUDA record or a missing C++ compiler is refused here, before any child
+// starts.
+func OpenEmulated(ctx context.Context, target string, log io.Writer) (*Launcher, error) {
+	if _, err := launch.EmulatorInfo(target); err != nil {
+		return nil, err
+	}
+	tc := build.ToolchainFromEnv()
+	if _, err := (&build.Builder{Toolchain: tc}).CompilerVersion(ctx); err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := build.CacheDirFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, ChildConfig{Executable: exe, Subcommand: []string{ChildCommand}, Toolchain: tc, CacheDir: cache,
+		Log: log, Emulate: target}, Options{})
 }
 
 // ChildMain is the body of the hidden launcher subcommand: it opens CUDA

@@ -9,6 +9,7 @@ import (
 	"github.com/amk-dev/amk/kernels/launch"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/trial"
 	"github.com/amk-dev/amk/validate"
 	"github.com/amk-dev/amk/vm"
@@ -213,4 +214,36 @@ func logitsOf(res *launch.RunResponse) ([]float32, error) {
 		return nil, &trial.LaunchError{Class: trial.FailCrash, Phase: "run", Message: "decoding the device logits: " + err.Error()}
 	}
 	return t.Floats(), nil
+}
+
+// RunProgram implements trial.ProgramDevice: it loads prog with m's
+// weights (the default kernel variant at the program's block size), binds
+// the KV caches kv (nil: zeros), launches the step of token at pos once and
+// returns its logits. The handle is unloaded afterwards.
+func (l *Launcher) RunProgram(ctx context.Context, prog *ir.Program, m *trial.LoadedModel, token int32, pos int, kv map[string]*tensor.Tensor) ([]float32, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer func() { _ = l.unload(ctx, handleCheck) }()
+	if _, err := l.load(ctx, handleCheck, prog, weightSource(m), kernels.Variant{}); err != nil {
+		return nil, err
+	}
+	inputs, err := stepInputs(token, pos)
+	if err != nil {
+		return nil, err
+	}
+	for name, t := range kv {
+		if inputs[name], err = launch.ToWire(t); err != nil {
+			return nil, err
+		}
+	}
+	rctx, cancel := context.WithTimeout(ctx, l.opts.RunTimeout)
+	res, err := l.c.Run(rctx, &launch.RunRequest{Handle: handleCheck, Inputs: inputs})
+	cancel()
+	if err != nil {
+		return nil, classify(err, "run")
+	}
+	if err := statusError(res, fmt.Sprintf("run pos %d", pos)); err != nil {
+		return nil, err
+	}
+	return logitsOf(res)
 }
