@@ -223,13 +223,20 @@ const char* collective_name(int kind) {
     }
 }
 
+/* One warp collective in progress: the lanes of its mask arrive, the last one computes every
+ * lane's result. A warp may have several in progress at once when their masks differ (lanes
+ * 0-15 shuffling among themselves while lanes 16-31 already wait at a full __syncwarp). */
 struct Collective {
     uint32_t arrived = 0, mask = 0;
-    uint32_t exited = 0; /* lanes that have exited */
     int kind = 0, mode = 0, width = 32;
     Site site;
     uint64_t bits[32];
     int arg[32];
+};
+
+struct Warp {
+    std::vector<Collective> pending;
+    uint32_t exited = 0; /* lanes that have exited */
 };
 
 struct Mbarrier {
@@ -256,7 +263,7 @@ struct Stats {
 struct Block {
     unsigned idx = 0;
     std::vector<Fiber> fibers;
-    std::vector<Collective> warps;
+    std::vector<Warp> warps;
     Context sched;
     const void* sched_stack = nullptr;
     size_t sched_stack_bytes = 0;
@@ -397,6 +404,11 @@ std::string ranges(const std::vector<unsigned>& ids) {
     return out;
 }
 
+/* "thread 5 waits" or "threads 0-4, 6-63 wait" */
+std::string who(const std::vector<unsigned>& ids, const char* noun, const char* verb_one, const char* verb_many) {
+    return std::string(noun) + (ids.size() == 1 ? " " : "s ") + ranges(ids) + " " + (ids.size() == 1 ? verb_one : verb_many);
+}
+
 std::string task_text(const Block& b) {
     const int32_t task = b.task.load(), op = b.op.load();
     if (task < 0) return "before its first task";
@@ -409,10 +421,10 @@ std::string waits_text(const Block& b) {
     for (const Fiber& f : b.fibers) {
         std::string what;
         switch (f.state) {
-            case State::AtBarrier: what = "wait at __syncthreads " + site_text(f.site); break;
-            case State::AtWarp:    what = "wait at a warp collective " + site_text(f.site); break;
-            case State::Done:      what = "have exited"; break;
-            case State::Ready:     what = "are runnable"; break;
+            case State::AtBarrier: what = "at __syncthreads " + site_text(f.site); break;
+            case State::AtWarp:    what = "at a warp collective " + site_text(f.site); break;
+            case State::Done:      what = "exited"; break;
+            case State::Ready:     what = "runnable"; break;
         }
         auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == what; });
         if (it == groups.end())
@@ -423,7 +435,12 @@ std::string waits_text(const Block& b) {
     std::string out;
     for (auto& g : groups) {
         if (!out.empty()) out += "; ";
-        out += "threads " + ranges(g.second) + " " + g.first;
+        if (g.first == "exited")
+            out += who(g.second, "thread", "has exited", "have exited");
+        else if (g.first == "runnable")
+            out += who(g.second, "thread", "is runnable", "are runnable");
+        else
+            out += who(g.second, "thread", "waits ", "wait ") + g.first;
     }
     return out;
 }
@@ -557,13 +574,13 @@ void fiber_main() {
     --b.live;
     b.warps[f.tid / 32].exited |= 1u << (f.tid % 32);
     if (b.bar_arrived > 0)
-        fail_here(format("thread %u exited while %d thread(s) wait at __syncthreads %s (the barrier would never complete "
-                         "for them on every GPU)",
+        fail_here(format("thread %u exited while %d thread(s) wait at __syncthreads %s (undefined on a GPU: the barrier may "
+                         "never complete)",
                          f.tid, b.bar_arrived, site_text(b.bar_site).c_str()));
-    const Collective& w = b.warps[f.tid / 32];
-    if (w.arrived != 0 && (w.mask >> (f.tid % 32) & 1u))
-        fail_here(format("thread %u exited while lanes of its warp wait for it at %s %s", f.tid, collective_name(w.kind),
-                         site_text(w.site).c_str()));
+    for (const Collective& c : b.warps[f.tid / 32].pending)
+        if (c.mask >> (f.tid % 32) & 1u)
+            fail_here(format("thread %u exited while lanes of its warp wait for it at %s %s", f.tid, collective_name(c.kind),
+                             site_text(c.site).c_str()));
     asan_before_switch(nullptr, b.sched_stack, b.sched_stack_bytes);
     context_switch(f.ctx, b.sched);
     fail_here("a finished thread was resumed");
@@ -685,10 +702,9 @@ int barrier(int kind, int pred, const char* file, int line) {
         std::vector<unsigned> waiting;
         for (const Fiber& o : b.fibers)
             if (o.state == State::AtBarrier) waiting.push_back(o.tid);
-        fail_here(format("barrier divergence in block %u (%s): thread %u reached __syncthreads at %s while threads %s wait "
-                         "at %s",
-                         b.idx, task_text(b).c_str(), f.tid, site_text(site).c_str(), ranges(waiting).c_str(),
-                         site_text(b.bar_site).c_str()),
+        fail_here(format("barrier divergence in block %u (%s): thread %u reached __syncthreads at %s while %s at %s",
+                         b.idx, task_text(b).c_str(), f.tid, site_text(site).c_str(),
+                         who(waiting, "thread", "waits", "wait").c_str(), site_text(b.bar_site).c_str()),
                   site_text(site));
     }
     switch (kind) {
@@ -768,7 +784,7 @@ uint64_t collective(int kind, unsigned mask, int mode, int arg, int width, uint6
     Fiber& f = *tl_fiber;
     const unsigned lane = f.tid % 32, w = f.tid / 32;
     const Site site{file, line};
-    Collective& c = b.warps[w];
+    Warp& wp = b.warps[w];
     if (!(mask >> lane & 1u))
         fail_here(format("lane %u of warp %u calls %s at %s with mask 0x%08x, which leaves it out", lane, w,
                          collective_name(kind), site_text(site).c_str(), mask),
@@ -776,26 +792,34 @@ uint64_t collective(int kind, unsigned mask, int mode, int arg, int width, uint6
     if (width < 1 || width > 32 || (width & (width - 1)))
         fail_here(format("a warp shuffle at %s with width %d (want a power of two up to 32)", site_text(site).c_str(), width),
                   site_text(site));
-    if (c.arrived == 0) {
-        c.kind = kind;
-        c.mask = mask;
-        c.mode = mode;
-        c.width = width;
-        c.site = site;
-    } else if (c.kind != kind || c.mask != mask || c.mode != mode || c.width != width || c.site != site) {
-        std::vector<unsigned> waiting;
-        for (unsigned l = 0; l < 32; ++l)
-            if (c.arrived >> l & 1u) waiting.push_back(l);
-        fail_here(format("warp divergence in block %u warp %u (%s): lane %u reached %s at %s (mask 0x%08x) while lanes %s "
-                         "wait at %s %s (mask 0x%08x)",
-                         b.idx, w, task_text(b).c_str(), lane, collective_name(kind), site_text(site).c_str(), mask,
-                         ranges(waiting).c_str(), collective_name(c.kind), site_text(c.site).c_str(), c.mask),
-                  site_text(site));
-    }
-    if (const uint32_t gone = mask & c.exited)
+    if (const uint32_t gone = mask & wp.exited)
         fail_here(format("%s at %s waits for lane %d of warp %u, which has exited (mask 0x%08x)", collective_name(kind),
                          site_text(site).c_str(), __builtin_ctz(gone), w, mask),
                   site_text(site));
+    /* The collective of this mask in progress, if any: the lanes of one mask must reach the same
+     * call site (a GPU might pair differing sites up; amk's kernels never mean to). */
+    size_t ci = 0;
+    while (ci < wp.pending.size() && wp.pending[ci].mask != mask) ++ci;
+    if (ci == wp.pending.size()) {
+        Collective fresh;
+        fresh.kind = kind;
+        fresh.mask = mask;
+        fresh.mode = mode;
+        fresh.width = width;
+        fresh.site = site;
+        wp.pending.push_back(fresh);
+    }
+    Collective& c = wp.pending[ci];
+    if (c.kind != kind || c.mode != mode || c.width != width || c.site != site || (c.arrived >> lane & 1u)) {
+        std::vector<unsigned> waiting;
+        for (unsigned l = 0; l < 32; ++l)
+            if (c.arrived >> l & 1u) waiting.push_back(l);
+        fail_here(format("warp divergence in block %u warp %u (%s): lane %u reached %s at %s (mask 0x%08x) while %s at "
+                         "%s %s with the same mask",
+                         b.idx, w, task_text(b).c_str(), lane, collective_name(kind), site_text(site).c_str(), mask,
+                         who(waiting, "lane", "waits", "wait").c_str(), collective_name(c.kind), site_text(c.site).c_str()),
+                  site_text(site));
+    }
     c.bits[lane] = bits;
     c.arg[lane] = arg;
     c.arrived |= 1u << lane;
@@ -837,9 +861,10 @@ uint64_t collective(int kind, unsigned mask, int mode, int arg, int width, uint6
             b.ready.push_back(o.tid);
         }
     }
-    c.arrived = 0;
+    const uint64_t mine = f.result;
+    wp.pending.erase(wp.pending.begin() + (long)ci);
     if (g_cfg.seed) yield_to_scheduler();
-    return f.result;
+    return mine;
 }
 }  // namespace
 
