@@ -61,6 +61,7 @@
 #if AMK_EMU_ASAN
 extern "C" void __sanitizer_start_switch_fiber(void** fake_stack_save, const void* bottom, size_t size);
 extern "C" void __sanitizer_finish_switch_fiber(void* fake_stack_save, const void** bottom_old, size_t* size_old);
+extern "C" void __asan_unpoison_memory_region(void const volatile* addr, size_t size);
 #endif
 
 #if !defined(__x86_64__) && !defined(AMK_EMU_UCONTEXT)
@@ -608,13 +609,17 @@ void* run_block(void* arg) {
         pthread_attr_destroy(&attr);
     }
 #endif
-    /* the fault handler's stack */
+    /* the fault handler's stack (AddressSanitizer installs and removes its own) */
     stack_t alt;
-    alt.ss_sp = malloc(64 << 10);
     alt.ss_size = 64 << 10;
     alt.ss_flags = 0;
-    sigaltstack(&alt, nullptr);
+    alt.ss_sp = AMK_EMU_ASAN ? nullptr : mmap(nullptr, alt.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (alt.ss_sp && alt.ss_sp != MAP_FAILED) sigaltstack(&alt, nullptr);
 
+#if AMK_EMU_ASAN
+    /* glibc places static TLS just above the thread's stack; stale stack poison may cover it */
+    __asan_unpoison_memory_region(amk_dyn_smem, sizeof amk_dyn_smem);
+#endif
     memset(amk_dyn_smem, kPoison, sizeof amk_dyn_smem); /* shared memory starts undefined */
     const unsigned n = g_cfg.threads;
     b.fibers.resize(n);
@@ -663,7 +668,14 @@ void* run_block(void* arg) {
     munmap(b.stacks, kStackBytes * n);
     b.finished.store(true);
     wake_sleepers(nullptr);
-    sigaltstack(nullptr, nullptr);
+    if (alt.ss_sp && alt.ss_sp != MAP_FAILED) {
+        stack_t off;
+        off.ss_sp = nullptr;
+        off.ss_size = 0;
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, nullptr);
+        munmap(alt.ss_sp, alt.ss_size);
+    }
     return nullptr;
 }
 
@@ -1154,13 +1166,15 @@ int main(int argc, char** argv) {
     }
     close(fd);
 
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigaction(SIGSEGV, &sa, nullptr);
-    sigaction(SIGBUS, &sa, nullptr);
-    sigaction(SIGFPE, &sa, nullptr);
+    if (!AMK_EMU_ASAN) { /* AddressSanitizer reports faults itself, with more detail */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fault;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigaction(SIGSEGV, &sa, nullptr);
+        sigaction(SIGBUS, &sa, nullptr);
+        sigaction(SIGFPE, &sa, nullptr);
+    }
 
     block_dim = uint3{g_cfg.threads, 1u, 1u};
     grid_dim = uint3{g_cfg.grid, 1u, 1u};

@@ -39,6 +39,14 @@
 // incumbent never fails the candidate: a refusal times the candidate alone
 // with a note, a child failure is "infra" (retried).
 //
+// On the CPU emulator (OpenEmulated; the child's device reports
+// launch.Info.Emulator) Time checks exactly as above, then launches the
+// checked step once more, under the next thread schedule, and requires the
+// same logits bit for bit; the latency is the cost model's, labelled
+// predicted, and the verdict's notes say the kernels ran on the emulator.
+// RunProgram (trial.ProgramDevice) runs a program file's step from given KV
+// caches, for amkctl verify.
+//
 // Devices are matched to a target record at start (launch.MatchTarget, docs/spec/rules.md R1):
 // a GPU without one is refused. A trial for another target is measured and
 // labelled with the trial's target, and the verdict notes the difference.

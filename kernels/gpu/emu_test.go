@@ -27,8 +27,10 @@ import (
 
 // The megakernel's CUDA source on the CPU emulator (kernels/emu), checked
 // buffer by buffer against the reference VM. The emulator builds of one test
-// run share a build cache (emuCacheDir; $AMK_EMU_TEST_CACHE keeps one across
-// runs) so that a variant compiles once however many tests use it.
+// run share a build cache ($AMK_EMU_TEST_CACHE keeps one across runs) so
+// that a variant compiles once however many tests use it. With
+// AMK_EMU_SANITIZE=address,undefined (and AMK_CXX=clang++ or g++) every
+// emulator is built with those sanitizers.
 
 var emuCache struct {
 	once    sync.Once
@@ -84,7 +86,7 @@ func emuExecutable(t *testing.T, arch string, v kernels.Variant, src fs.FS) stri
 func emuBuildWith(t *testing.T, b *build.Builder, arch string, v kernels.Variant) string {
 	t.Helper()
 	start := time.Now()
-	a, err := b.BuildEmulator(context.Background(), build.EmulatorRequest{Arch: arch, Variant: v})
+	a, err := b.BuildEmulator(context.Background(), build.EmulatorRequest{Arch: arch, Variant: v, Sanitize: os.Getenv("AMK_EMU_SANITIZE")})
 	if err != nil {
 		t.Fatalf("building the emulator (%s %s): %v", arch, v, err)
 	}
@@ -112,7 +114,8 @@ func prebuild(t *testing.T, cases []emuCase) {
 				bb = &build.Builder{Toolchain: b.Toolchain, Dir: b.Dir, Sources: c.src}
 			}
 			// errors surface again (and fail) when the case builds
-			_, _ = bb.BuildEmulator(context.Background(), build.EmulatorRequest{Arch: c.arch, Variant: c.variant})
+			_, _ = bb.BuildEmulator(context.Background(), build.EmulatorRequest{Arch: c.arch, Variant: c.variant,
+				Sanitize: os.Getenv("AMK_EMU_SANITIZE")})
 		}()
 	}
 	wg.Wait()
@@ -575,34 +578,41 @@ func TestEmulatorCatchesSeededKernelBugs(t *testing.T) {
 	_, perTile, ring, _ := emuVariants()
 	type mutation struct {
 		c emuCase
-		// want, when set, must appear in the failure (the emulator's own
-		// diagnosis rather than a mismatch it happens to cause).
+		// want must appear in the failure: the reason it is caught for.
 		want string
 	}
 	base := func(name string, point schedule.Point, sms int, v kernels.Variant, src fs.FS) emuCase {
 		return emuCase{name: name, cfg: bf, point: point, sms: sms, arch: "sm_90a", variant: v, pos: []int{20}, src: src,
-			watchdog: uint64(2 * time.Second), timeout: time.Minute}
+			timeout: 2 * time.Minute}
+	}
+	// The bugs that hang get a short watchdog, so that they end in seconds;
+	// the others keep the emulator's default, so that a slow legitimate wait
+	// on a loaded machine is not mistaken for their catch (want names the
+	// reason each is caught for).
+	hangs := func(c emuCase) emuCase {
+		c.watchdog = uint64(2 * time.Second)
+		return c
 	}
 	muts := []mutation{
-		{c: base("a wait on the wrong counter value (threshold + 1)", schedule.DeviceDefault(), 8, perTile,
+		{c: hangs(base("a wait on the wrong counter value (threshold + 1)", schedule.DeviceDefault(), 8, perTile,
 			mutant(t, "cuda/sync.cuh", "const uint32_t need = (uint32_t)inst.wait_threshold[w];",
-				"const uint32_t need = (uint32_t)inst.wait_threshold[w] + 1u;")), want: "watchdog"},
+				"const uint32_t need = (uint32_t)inst.wait_threshold[w] + 1u;"))), want: "WATCHDOG: watchdog: task"},
 		{c: base("a missing __syncthreads after the x staging", schedule.DeviceDefault(), 8, perTile,
 			mutant(t, "cuda/ops_gemv.cuh", "        amk_stage_x(x, m * K, K, xs);\n        __syncthreads();\n",
-				"        amk_stage_x(x, m * K, K, xs);\n"))},
+				"        amk_stage_x(x, m * K, K, xs);\n")), want: "differs from the VM's"},
 		{c: base("a cp.async wait one group short", schedule.DeviceDefault(), 8, perTile,
-			mutant(t, "cuda/ops_gemv.cuh", "amk_ptx_cp_async_wait<STAGES - 1>();", "amk_ptx_cp_async_wait<STAGES>();"))},
-		{c: base("a wrong mbarrier phase parity", schedule.FullyFused(), 24, ring,
+			mutant(t, "cuda/ops_gemv.cuh", "amk_ptx_cp_async_wait<STAGES - 1>();", "amk_ptx_cp_async_wait<STAGES>();")), want: "cp.async"},
+		{c: hangs(base("a wrong mbarrier phase parity", schedule.FullyFused(), 24, ring,
 			mutant(t, "cuda/ring.cuh", "const uint32_t parity = (c / AMK_RING_STAGES) & 1u;",
-				"const uint32_t parity = (c / AMK_RING_STAGES + 1) & 1u;"))},
+				"const uint32_t parity = (c / AMK_RING_STAGES + 1) & 1u;"))), want: "streaming ring wait"},
 		{c: base("an off-by-one in a paired tile's rotation partner row", schedule.FullyFused(), 24, ring,
-			mutant(t, "cuda/ops_gemv.cuh", "ob = paired ? half + e : b;", "ob = paired ? half + e + 1 : b;"))},
+			mutant(t, "cuda/ops_gemv.cuh", "ob = paired ? half + e : b;", "ob = paired ? half + e + 1 : b;")), want: "differs from the VM's"},
 		{c: base("barrier divergence (the last warp skips the instruction load's barrier)", schedule.DeviceDefault(), 8, perTile,
 			mutant(t, "cuda/megakernel.cu", "__ldg(s + i);\n    __syncthreads();",
 				"__ldg(s + i);\n    if (threadIdx.x < AMK_THREADS - 32) __syncthreads();")), want: "barrier divergence"},
 		{c: base("a missing __syncwarp after the ring's consume cursor", schedule.FullyFused(), 24, ring,
 			mutant(t, "cuda/ring.cuh", "if (lane == 0) sh->consumed = c + 1;\n            __syncwarp();",
-				"if (lane == 0) sh->consumed = c + 1;"))},
+				"if (lane == 0) sh->consumed = c + 1;")), want: "differ"},
 	}
 	// the missing __syncwarp is a race between lanes: it shows under shuffled schedules
 	muts[len(muts)-1].c.runs = 4
@@ -618,7 +628,7 @@ func TestEmulatorCatchesSeededKernelBugs(t *testing.T) {
 			if err == nil {
 				t.Fatalf("not caught: the emulator ran the bug to a match with the VM (%.1f s)", time.Since(start).Seconds())
 			}
-			if m.want != "" && !strings.Contains(err.Error(), m.want) {
+			if !strings.Contains(err.Error(), m.want) {
 				t.Errorf("caught, but without %q in the reason: %v", m.want, err)
 			}
 			t.Logf("caught in %.1f s: %v", time.Since(start).Seconds(), err)
