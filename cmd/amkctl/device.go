@@ -46,7 +46,7 @@ func launcherFor(arg, target string) (trial.Launcher, schedule.Device, error) {
 		return trial.CPULauncher{}, device, nil
 	}
 	if device == schedule.DeviceEmu {
-		l, err := gpu.OpenEmulated(context.Background(), target, os.Stderr)
+		l, err := gpu.OpenLocal(context.Background(), 0, target, os.Stderr)
 		if err != nil {
 			return nil, "", fmt.Errorf("--device emu: %w", err)
 		}

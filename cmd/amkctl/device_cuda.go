@@ -23,16 +23,7 @@ func init() {
 }
 
 func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cache, err := build.CacheDirFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	return gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
-		Ordinal: ordinal, Toolchain: build.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+	return gpu.OpenLocal(context.Background(), ordinal, "", os.Stderr)
 }
 
 func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {

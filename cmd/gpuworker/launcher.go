@@ -35,7 +35,7 @@ func openLauncher(ordinal int, cpu bool, emulate string) (trial.Launcher, device
 		return nil, deviceInfo{Name: cpuModel()}, func() error { return nil }, nil
 	}
 	if emulate != "" {
-		l, err := gpu.OpenEmulated(context.Background(), emulate, os.Stderr)
+		l, err := gpu.OpenLocal(context.Background(), 0, emulate, os.Stderr)
 		if err != nil {
 			return nil, deviceInfo{}, nil, fmt.Errorf("--device emu: %w", err)
 		}

@@ -39,7 +39,10 @@ inline uint64_t amk_ptx_globaltimer() { return amk_emu::globaltimer_ns(); }
 inline void amk_ptx_prefetch_l2(const void* p) { amk_emu::prefetch_l2(p); }
 inline uint32_t amk_ptx_ld_acquire_gpu(const uint32_t* p) { return amk_emu::load_acquire(p); }
 inline void amk_ptx_fence_acq_rel_gpu() { amk_emu::fence_acq_rel(); }
-inline void amk_ptx_red_release_gpu_add(uint32_t* p, uint32_t v) { amk_emu::reduce_add_release(p, v); }
+template <uint32_t V>
+inline void amk_ptx_red_release_gpu_add(uint32_t* p) {
+    amk_emu::reduce_add_release(p, V);
+}
 inline void amk_ptx_cp_async_16(void* smem, const void* gmem) { amk_emu::cp_async(smem, gmem, 16); }
 inline void amk_ptx_cp_async_commit() { amk_emu::cp_async_commit(); }
 template <int N>
@@ -88,9 +91,10 @@ __device__ __forceinline__ uint32_t amk_ptx_ld_acquire_gpu(const uint32_t* p) {
 }
 /* Release/acquire fence at GPU scope. */
 __device__ __forceinline__ void amk_ptx_fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-/* *p += v as a release reduction at GPU scope (no value returned). */
-__device__ __forceinline__ void amk_ptx_red_release_gpu_add(uint32_t* p, uint32_t v) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+/* *p += V as a release reduction at GPU scope (no value returned); V is an immediate operand. */
+template <uint32_t V>
+__device__ __forceinline__ void amk_ptx_red_release_gpu_add(uint32_t* p) {
+    asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "n"(V) : "memory");
 }
 #endif
 

@@ -74,7 +74,7 @@ __device__ __forceinline__ void amk_signal(const amk_program_t& prog, int32_t co
     __syncthreads();
     if (threadIdx.x == 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-        amk_ptx_red_release_gpu_add(&prog.counters[counter], 1u);
+        amk_ptx_red_release_gpu_add<1u>(&prog.counters[counter]);
 #else
         amk_fence_acq_rel();
         atomicAdd(&prog.counters[counter], 1u);

@@ -701,22 +701,45 @@ void on_fault(int sig, siginfo_t* si, void*) {
 
 /* ---- the runtime's interface (emu.h) ------------------------------------------------------------ */
 
-int barrier(int kind, int pred, const char* file, int line) {
+namespace {
+/* The grid-wide part of the grid barrier, run by each block's last thread to arrive: it waits
+ * until the last thread of every block has arrived. */
+void grid_arrive(Block& b) {
+    const uint64_t gen = g_grid_gen.load();
+    if (g_grid_arrived.fetch_add(1) + 1 == g_cfg.grid) {
+        g_grid_arrived.store(0);
+        g_grid_gen.fetch_add(1);
+        wake_sleepers(nullptr);
+        return;
+    }
+    while (g_grid_gen.load() == gen) {
+        const uint32_t word = b.wake_word.load();
+        b.sleeping_on.store(nullptr);
+        b.sleeping.store(true);
+        if (g_grid_gen.load() == gen) futex_wait(&b.wake_word, word, 2000000);
+        b.sleeping.store(false);
+        check_deadline(&b);
+    }
+}
+
+/* A thread arrives at the block barrier of kind (grid: the block part of the grid barrier) at
+ * site; every live thread of the block must arrive at the same one. Returns the reduction. */
+int arrive(int kind, int pred, const Site& site, bool grid) {
     Block& b = *tl_block;
     Fiber& f = *tl_fiber;
-    const Site site{file, line};
+    const char* what = grid ? "the grid barrier" : "__syncthreads";
     if (b.bar_arrived == 0) {
         b.bar_kind = kind;
         b.bar_site = site;
-        b.bar_grid = false;
+        b.bar_grid = grid;
         b.bar_acc = kind == kBarAnd ? 1 : 0;
-    } else if (b.bar_site != site || b.bar_kind != kind || b.bar_grid) {
+    } else if (b.bar_site != site || b.bar_kind != kind || b.bar_grid != grid) {
         std::vector<unsigned> waiting;
         for (const Fiber& o : b.fibers)
             if (o.state == State::AtBarrier) waiting.push_back(o.tid);
-        fail_here(format("barrier divergence in block %u (%s): thread %u reached __syncthreads at %s while %s at %s",
-                         b.idx, task_text(b).c_str(), f.tid, site_text(site).c_str(),
-                         who(waiting, "thread", "waits", "wait").c_str(), site_text(b.bar_site).c_str()),
+        fail_here(format("barrier divergence in block %u (%s): thread %u reached %s at %s while %s at %s %s", b.idx,
+                         task_text(b).c_str(), f.tid, what, site_text(site).c_str(), who(waiting, "thread", "waits", "wait").c_str(),
+                         b.bar_grid ? "the grid barrier" : "__syncthreads", site_text(b.bar_site).c_str()),
                   site_text(site));
     }
     switch (kind) {
@@ -726,68 +749,28 @@ int barrier(int kind, int pred, const char* file, int line) {
         default:        break;
     }
     f.site = site;
-    if (++b.bar_arrived == b.live) {
-        const int result = b.bar_acc;
-        b.bar_arrived = 0;
-        ++b.stats.barriers;
-        for (Fiber& o : b.fibers)
-            if (o.state == State::AtBarrier) {
-                o.state = State::Ready;
-                o.result = (uint64_t)result;
-                b.ready.push_back(o.tid);
-            }
-        if (g_cfg.seed) yield_to_scheduler(); /* let another thread leave the barrier first */
-        return result;
-    }
-    f.state = State::AtBarrier;
-    yield_to_scheduler();
-    return (int)f.result;
-}
-
-void grid_sync(const char* file, int line) {
-    Block& b = *tl_block;
-    Fiber& f = *tl_fiber;
-    const Site site{file, line};
-    if (b.bar_arrived == 0) {
-        b.bar_site = site;
-        b.bar_grid = true;
-        b.bar_kind = kBarSync;
-    } else if (b.bar_site != site || !b.bar_grid) {
-        fail_here(format("barrier divergence in block %u (%s): thread %u reached the grid barrier at %s while others wait at %s",
-                         b.idx, task_text(b).c_str(), f.tid, site_text(site).c_str(), site_text(b.bar_site).c_str()),
-                  site_text(site));
-    }
-    f.site = site;
     if (++b.bar_arrived < b.live) {
         f.state = State::AtBarrier;
         yield_to_scheduler();
-        return;
+        return (int)f.result;
     }
-    /* the block's last thread: the grid-wide part */
-    const uint64_t gen = g_grid_gen.load();
-    if (g_grid_arrived.fetch_add(1) + 1 == g_cfg.grid) {
-        g_grid_arrived.store(0);
-        g_grid_gen.fetch_add(1);
-        wake_sleepers(nullptr);
-    } else {
-        while (g_grid_gen.load() == gen) {
-            const uint32_t word = b.wake_word.load();
-            b.sleeping_on.store(nullptr);
-            b.sleeping.store(true);
-            if (g_grid_gen.load() == gen) futex_wait(&b.wake_word, word, 2000000);
-            b.sleeping.store(false);
-            check_deadline(&b);
-        }
-    }
+    if (grid) grid_arrive(b);
+    const int result = b.bar_acc;
     b.bar_arrived = 0;
-    b.bar_grid = false;
     ++b.stats.barriers;
     for (Fiber& o : b.fibers)
         if (o.state == State::AtBarrier) {
             o.state = State::Ready;
+            o.result = (uint64_t)result;
             b.ready.push_back(o.tid);
         }
+    if (g_cfg.seed) yield_to_scheduler(); /* let another thread leave the barrier first */
+    return result;
 }
+}  // namespace
+
+int barrier(int kind, int pred, const char* file, int line) { return arrive(kind, pred, Site{file, line}, false); }
+void grid_sync(const char* file, int line) { (void)arrive(kBarSync, 0, Site{file, line}, true); }
 
 namespace {
 /* The lane joins its warp's collective; returns its result when every lane of the mask has. */

@@ -86,20 +86,23 @@ func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) 
 	return l, nil
 }
 
-// OpenEmulated starts this executable's supervised launcher child (its
-// hidden ChildCommand) serving the CPU emulator that stands in for target,
-// with the operator's toolchain (build.ToolchainFromEnv: AMK_CXX and
-// AMK_CXX_ARGS, AMK_EMU_OPT) and the host's build cache
-// (build.CacheDirFromEnv), and returns its Launcher. A target without a
-// CUDA record or a missing C++ compiler is refused here, before any child
-// starts.
-func OpenEmulated(ctx context.Context, target string, log io.Writer) (*Launcher, error) {
-	if _, err := launch.EmulatorInfo(target); err != nil {
-		return nil, err
-	}
+// OpenLocal starts this executable's supervised launcher child (its hidden
+// ChildCommand) for CUDA device ordinal or, with emulate set, for the CPU
+// emulator that stands in for that target, with the operator's toolchain
+// (build.ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS; AMK_CXX,
+// AMK_CXX_ARGS and AMK_EMU_OPT for the emulator) and the host's build cache
+// (build.CacheDirFromEnv), and returns its Launcher; the child's stderr goes
+// to log. For the emulator, a target without a CUDA record or a missing C++
+// compiler is refused here, before any child starts.
+func OpenLocal(ctx context.Context, ordinal int, emulate string, log io.Writer) (*Launcher, error) {
 	tc := build.ToolchainFromEnv()
-	if _, err := (&build.Builder{Toolchain: tc}).CompilerVersion(ctx); err != nil {
-		return nil, err
+	if emulate != "" {
+		if _, err := launch.EmulatorInfo(emulate); err != nil {
+			return nil, err
+		}
+		if _, err := (&build.Builder{Toolchain: tc}).CompilerVersion(ctx); err != nil {
+			return nil, err
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -109,8 +112,8 @@ func OpenEmulated(ctx context.Context, target string, log io.Writer) (*Launcher,
 	if err != nil {
 		return nil, err
 	}
-	return Open(ctx, ChildConfig{Executable: exe, Subcommand: []string{ChildCommand}, Toolchain: tc, CacheDir: cache,
-		Log: log, Emulate: target}, Options{})
+	return Open(ctx, ChildConfig{Executable: exe, Subcommand: []string{ChildCommand}, Ordinal: ordinal, Toolchain: tc,
+		CacheDir: cache, Log: log, Emulate: emulate}, Options{})
 }
 
 // ChildMain is the body of the hidden launcher subcommand: it opens CUDA

@@ -254,6 +254,12 @@ func (l *Launcher) step(ctx context.Context, handle string, token int32, pos int
 	if err != nil {
 		return nil, err
 	}
+	return l.launchOnce(ctx, handle, inputs, pos)
+}
+
+// launchOnce launches handle once with inputs (a step at pos) and returns
+// its logits; a status other than OK is a classed error.
+func (l *Launcher) launchOnce(ctx context.Context, handle string, inputs map[string]launch.WireTensor, pos int) ([]float32, error) {
 	rctx, cancel := context.WithTimeout(ctx, l.opts.RunTimeout)
 	res, err := l.c.Run(rctx, &launch.RunRequest{Handle: handle, Inputs: inputs})
 	cancel()

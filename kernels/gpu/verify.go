@@ -236,14 +236,5 @@ func (l *Launcher) RunProgram(ctx context.Context, prog *ir.Program, m *trial.Lo
 			return nil, err
 		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, l.opts.RunTimeout)
-	res, err := l.c.Run(rctx, &launch.RunRequest{Handle: handleCheck, Inputs: inputs})
-	cancel()
-	if err != nil {
-		return nil, classify(err, "run")
-	}
-	if err := statusError(res, fmt.Sprintf("run pos %d", pos)); err != nil {
-		return nil, err
-	}
-	return logitsOf(res)
+	return l.launchOnce(ctx, handleCheck, inputs, pos)
 }

@@ -99,7 +99,7 @@ func OpenEmulator(cfg EmulatorConfig) (Device, error) {
 	if cfg.Dir == "" {
 		cfg.Dir = os.TempDir()
 	}
-	return &emuDevice{cfg: cfg, info: info, progs: map[Handle]*emuProgram{}}, nil
+	return &emuDevice{cfg: cfg, info: info}, nil
 }
 
 // EmulatorModules builds emulator executables through the shared build
@@ -122,8 +122,7 @@ type emuDevice struct {
 	info Info
 
 	mu       sync.Mutex
-	progs    map[Handle]*emuProgram
-	next     Handle
+	progs    handles[*emuProgram]
 	launches uint64
 	last     *EmulatorReport
 }
@@ -161,10 +160,7 @@ func (d *emuDevice) Load(spec *LoadSpec) (Handle, LoadInfo, error) {
 	if err != nil {
 		return NoHandle, LoadInfo{}, err
 	}
-	h := d.next
-	d.next++
-	d.progs[h] = p
-	return h, LoadInfo{Grid: p.grid, BlocksPerSM: 1, Threads: p.threads, Smem: p.smem}, nil
+	return d.progs.add(p), LoadInfo{Grid: p.grid, BlocksPerSM: 1, Threads: p.threads, Smem: p.smem}, nil
 }
 
 func (d *emuDevice) load(spec *LoadSpec) (_ *emuProgram, err error) {
@@ -291,13 +287,7 @@ func (p *emuProgram) free() {
 	}
 }
 
-func (d *emuDevice) program(h Handle) (*emuProgram, error) {
-	p, ok := d.progs[h]
-	if !ok {
-		return nil, fmt.Errorf("unknown handle %d", h)
-	}
-	return p, nil
-}
+func (d *emuDevice) program(h Handle) (*emuProgram, error) { return d.progs.get(h) }
 
 func (d *emuDevice) Update(h Handle, prog *ir.Program) error {
 	d.mu.Lock()
@@ -321,12 +311,9 @@ func (d *emuDevice) Run(h Handle, inputs map[int][]byte, read []int) (*RunResult
 		return nil, err
 	}
 	for id, data := range inputs {
-		at, ok := p.ext[id]
-		if !ok {
-			return nil, fmt.Errorf("buffer %d is not host-bound", id)
-		}
-		if int64(len(data)) != p.prog.Buffers[id].NBytes() {
-			return nil, fmt.Errorf("buffer %d: %d bytes, want %d", id, len(data), p.prog.Buffers[id].NBytes())
+		at, err := inputAddress(p.prog, p.ext, id, data)
+		if err != nil {
+			return nil, err
 		}
 		if err := p.write(at, data); err != nil {
 			return nil, err
@@ -478,12 +465,9 @@ func (p *emuProgram) abortState() (kernels.AbortCode, kernels.Diag, error) {
 func (p *emuProgram) readBack(read []int) (map[int][]byte, error) {
 	out := map[int][]byte{}
 	for _, id := range read {
-		if id < 0 || id >= len(p.prog.Buffers) {
-			return nil, fmt.Errorf("read: unknown buffer %d", id)
-		}
-		at, ok := p.ext[id]
-		if !ok {
-			at = p.arena + uint64(p.tables.ArenaOffset[id])
+		at, err := bufferAddress(p.prog, p.tables, p.ext, p.arena, id)
+		if err != nil {
+			return nil, err
 		}
 		data, err := p.read(at, p.prog.Buffers[id].NBytes())
 		if err != nil {
@@ -513,22 +497,13 @@ func (d *emuDevice) TimeInterleaved(cand, inc Handle, warmup, samples int) (*Com
 func (d *emuDevice) Unload(h Handle) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	p, err := d.program(h)
-	if err != nil {
-		return err
-	}
-	p.free()
-	delete(d.progs, h)
-	return nil
+	return d.progs.remove(h)
 }
 
 func (d *emuDevice) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for h, p := range d.progs {
-		p.free()
-		delete(d.progs, h)
-	}
+	d.progs.clear()
 	return nil
 }
 

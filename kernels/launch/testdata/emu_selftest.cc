@@ -74,7 +74,7 @@ void correct_use(Record* r) {
     if (tid == 0 && blockIdx.x == 0) {
         while (amk_ptx_ld_acquire_gpu(reinterpret_cast<const uint32_t*>(&r->flag)) == 0) __nanosleep(100);
     }
-    if (tid == 0 && blockIdx.x == gridDim.x - 1) amk_ptx_red_release_gpu_add(reinterpret_cast<uint32_t*>(&r->flag), 1u);
+    if (tid == 0 && blockIdx.x == gridDim.x - 1) amk_ptx_red_release_gpu_add<1u>(reinterpret_cast<uint32_t*>(&r->flag));
     r->result[blockIdx.x * blockDim.x + tid] = bad;
 }
 
