@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/trial"
 )

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -28,9 +29,7 @@ func (r *Result) Record(prov schedule.CostProvenance) schedule.CostRecord {
 	sort.Strings(prov.Fitted)
 	sort.Strings(prov.KeptDefault)
 	params := make(map[string]float64, len(r.Overrides))
-	for k, v := range r.Overrides {
-		params[k] = v
-	}
+	maps.Copy(params, r.Overrides)
 	return schedule.CostRecord{Params: params, Provenance: prov}
 }
 

@@ -80,8 +80,15 @@ func CheckVerdict(v *trial.Verdict, target string) error {
 		return fmt.Errorf("latency_kind %s, not %s: a prediction never calibrates the model", kind, trial.KindMeasuredGPU)
 	case v.LatencyUS == nil || !(*v.LatencyUS > 0) || math.IsInf(*v.LatencyUS, 0):
 		return errors.New("no positive finite latency_us")
-	case v.ModelSpec == "" || len(v.Point) == 0 || v.Pos == nil:
+	case v.ModelSpec == "" || len(v.Point) == 0 || (v.Pos == nil && v.Workload == nil):
 		return errors.New("lacks model_spec, point or pos (written by an amk older than amkctl calibrate): evaluate the point again")
+	case v.Workload != nil && len(v.Positions) == 0:
+		return errors.New("a workload verdict without its positions: evaluate the point again")
+	}
+	for _, p := range v.Positions {
+		if p.LatencyUS == nil || !(*p.LatencyUS > 0) || math.IsInf(*p.LatencyUS, 0) {
+			return fmt.Errorf("position %d has no positive finite latency_us", p.Pos)
+		}
 	}
 	return nil
 }
@@ -106,12 +113,12 @@ func FromVerdicts(files []VerdictFile, target *ir.GpuTarget) (ms []Measurement, 
 		if total > MaxVerdictFiles {
 			return
 		}
-		m, err := measurement(name, data, target, configs)
+		m, err := measurements(name, data, target, configs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			return
 		}
-		ms = append(ms, m)
+		ms = append(ms, m...)
 	}
 	for _, f := range files {
 		if !f.IsTrialsLog() {
@@ -170,42 +177,65 @@ func trialsLogVerdicts(data []byte) (verdicts [][]byte, skipped int, err error) 
 	return verdicts, skipped, nil
 }
 
-func measurement(name string, data []byte, target *ir.GpuTarget, configs map[string]model.Config) (Measurement, error) {
+// measurements are a verdict's measured steps: the one step of a one-step
+// verdict, or each evaluated position of a workload verdict (its own
+// latency, lowered at its position with the workload's context).
+func measurements(name string, data []byte, target *ir.GpuTarget, configs map[string]model.Config) ([]Measurement, error) {
 	v, err := ParseVerdict(data)
 	if err != nil {
-		return Measurement{}, err
+		return nil, err
 	}
 	if err := CheckVerdict(v, target.Name); err != nil {
-		return Measurement{}, err
+		return nil, err
 	}
 	pt, err := schedule.ParsePoint(v.Point)
 	if err != nil {
-		return Measurement{}, fmt.Errorf("point: %w", err)
+		return nil, fmt.Errorf("point: %w", err)
 	}
 	if id := pt.ID(); id != v.ScheduleID {
-		return Measurement{}, fmt.Errorf("point hashes to %s, the verdict says %s", id, v.ScheduleID)
+		return nil, fmt.Errorf("point hashes to %s, the verdict says %s", id, v.ScheduleID)
 	}
 	cfg, ok := configs[v.ModelSpec]
 	if !ok {
 		if cfg, err = model.Load(v.ModelSpec); err != nil {
-			return Measurement{}, fmt.Errorf("model_spec: %w", err)
+			return nil, fmt.Errorf("model_spec: %w", err)
 		}
 		configs[v.ModelSpec] = cfg
 	}
 	if cfg.Name != v.Model {
-		return Measurement{}, fmt.Errorf("model_spec %q is now %s, the verdict measured %s", v.ModelSpec, cfg.Name, v.Model)
+		return nil, fmt.Errorf("model_spec %q is now %s, the verdict measured %s", v.ModelSpec, cfg.Name, v.Model)
+	}
+	type step struct {
+		pos, tasks int
+		us         float64
 	}
 	batch := max(1, v.Batch)
-	prog, err := schedule.Lower(cfg, target, pt, schedule.LowerOptions{Pos: *v.Pos, B: batch})
-	if err != nil {
-		return Measurement{}, fmt.Errorf("lowering: %w", err)
+	var steps []step
+	if w := v.Workload; w != nil {
+		if cfg, err = trial.ContextConfig(cfg, v.ModelSpec, *w); err != nil {
+			return nil, err
+		}
+		batch = w.B()
+		for _, p := range v.Positions {
+			steps = append(steps, step{p.Pos, p.Tasks, *p.LatencyUS})
+		}
+	} else {
+		steps = []step{{*v.Pos, v.Tasks, *v.LatencyUS}}
 	}
-	if len(prog.Tasks) != v.Tasks {
-		return Measurement{}, fmt.Errorf("the lowering changed since the measurement (%d tasks now, %d measured): measure again", len(prog.Tasks), v.Tasks)
+	var out []Measurement
+	for _, s := range steps {
+		prog, err := schedule.Lower(cfg, target, pt, schedule.LowerOptions{Pos: s.pos, B: batch})
+		if err != nil {
+			return nil, fmt.Errorf("lowering at pos %d: %w", s.pos, err)
+		}
+		if len(prog.Tasks) != s.tasks {
+			return nil, fmt.Errorf("the lowering changed since the measurement (%d tasks now at pos %d, %d measured): measure again", len(prog.Tasks), s.pos, s.tasks)
+		}
+		label := fmt.Sprintf("%s pos %d %s", v.ModelSpec, s.pos, v.ScheduleID)
+		if batch > 1 {
+			label = fmt.Sprintf("%s pos %d B %d %s", v.ModelSpec, s.pos, batch, v.ScheduleID)
+		}
+		out = append(out, Measurement{Label: label + " (" + name + ")", Program: prog, Point: pt, MeasuredUS: s.us, Device: v.Device})
 	}
-	label := fmt.Sprintf("%s pos %d %s", v.ModelSpec, *v.Pos, v.ScheduleID)
-	if batch > 1 {
-		label = fmt.Sprintf("%s pos %d B %d %s", v.ModelSpec, *v.Pos, batch, v.ScheduleID)
-	}
-	return Measurement{Label: label + " (" + name + ")", Program: prog, Point: pt, MeasuredUS: *v.LatencyUS, Device: v.Device}, nil
+	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -35,9 +37,7 @@ func evalVerdict(t *testing.T, gpu string, p schedule.Point, pos int) map[string
 // figure: SYNTHETIC test data, never a measurement.
 func asMeasured(v map[string]any, us float64) map[string]any {
 	out := map[string]any{}
-	for k, x := range v {
-		out[k] = x
-	}
+	maps.Copy(out, v)
 	out["latency_kind"] = string(trial.KindMeasuredGPU)
 	out["latency_us"] = us
 	out["device"] = "synthetic"
@@ -109,6 +109,49 @@ func TestFromVerdicts(t *testing.T) {
 	}
 	if _, _, err := FromVerdicts(make([]VerdictFile, MaxVerdictFiles+1), tg); err == nil || !strings.Contains(err.Error(), "over the limit") {
 		t.Errorf("too many files: %v", err)
+	}
+}
+
+// A workload verdict gives one measurement per evaluated position, each
+// lowered at its position with the workload's context (past toy's max_seq).
+func TestFromWorkloadVerdict(t *testing.T) {
+	tg := mustTarget(t, "h100")
+	raw, _ := json.Marshal(schedule.DeviceDefault())
+	w := trial.Workload{PromptLens: []int{300}, GenLen: 5, Batch: 1}
+	out := trial.Evaluate(context.Background(), trial.Spec{Model: "toy", GPU: "h100", Device: schedule.DeviceCPU, Point: raw,
+		Token: trial.DefaultToken, Workload: &w}, trial.Options{})
+	v := out.Verdict
+	if v == nil || v.LatencyUS == nil || len(v.Positions) != 3 {
+		t.Fatalf("evaluation: %+v", out)
+	}
+	kind := trial.KindMeasuredGPU // SYNTHETIC test data, never a measurement
+	v.LatencyKind, v.Device = &kind, "synthetic"
+	for i := range v.Positions {
+		v.Positions[i].LatencyUS = new(float64(30 + i))
+	}
+	b, _ := json.Marshal(v)
+	ms, _, err := FromVerdicts([]VerdictFile{{Name: "w.json", Data: b}}, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 3 {
+		t.Fatalf("%d measurements, want one per position", len(ms))
+	}
+	for i, m := range ms {
+		rows := 0
+		for _, b := range m.Program.Buffers {
+			if b.Name == schedule.KCacheName(0) {
+				rows = b.Shape[0]
+			}
+		}
+		if m.MeasuredUS != float64(30+i) || !strings.Contains(m.Label, fmt.Sprintf("toy pos %d ", v.Positions[i].Pos)) || rows != w.Context() {
+			t.Errorf("measurement %d: %s, %v us", i, m.Label, m.MeasuredUS)
+		}
+	}
+	v.Positions[1].LatencyUS = nil
+	b, _ = json.Marshal(v)
+	if _, _, err := FromVerdicts([]VerdictFile{{Name: "w.json", Data: b}}, tg); err == nil || !strings.Contains(err.Error(), "position 302") {
+		t.Errorf("a position without a latency: %v", err)
 	}
 }
 

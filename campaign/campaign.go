@@ -24,6 +24,8 @@ type Campaign struct {
 	inert     []schedule.Knob  // knobs this device cannot use
 	ranker    *flywheel.Ranker // built lazily from st.Prior; nil when stale
 	space     []modelCandidate // the enumerated search space (model proposer), built lazily
+	stats     *surrogateStats  // the model proposer's sufficient statistics, built lazily
+	priorRows *bool            // whether the observations hold prior rows, derived lazily
 }
 
 // New returns an empty campaign; its first event must be a Start.
@@ -35,6 +37,13 @@ func Load(data []byte) (*Campaign, error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return nil, fmt.Errorf("campaign state: %w", err)
 	}
+	return LoadState(st)
+}
+
+// LoadState restores a campaign from its state as State returns it (a
+// ledger that stores the state in parts puts it together first); the
+// campaign owns st's maps and slices afterwards.
+func LoadState(st State) (*Campaign, error) {
 	if st.Version != StateVersion {
 		return nil, fmt.Errorf("campaign state: version %d, want %d", st.Version, StateVersion)
 	}
@@ -177,7 +186,7 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if s.Model == "" || s.GPU == "" {
 		return c.refuse(fmt.Errorf("%w: start needs a model and a gpu", ErrInvalid))
 	}
-	if err := s.Settings.check(); err != nil {
+	if err := s.Settings.Check(); err != nil {
 		return c.refuse(fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
 	now := s.Time.Round(0).UTC()

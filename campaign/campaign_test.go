@@ -413,21 +413,73 @@ func FuzzCampaignEvents(f *testing.F) {
 }
 
 // TestBatchReachesEveryTrial: a campaign's batch setting is in every spec it
-// issues.
+// issues: a campaign saved before workloads (its batch in the settings,
+// one decode step), and a workload campaign (the workload in every spec).
+// A batch beside a workload is refused.
 func TestBatchReachesEveryTrial(t *testing.T) {
-	c := New()
+	w := trial.Workload{PromptLens: []int{64}, GenLen: 8, Batch: 4}
+	for _, tc := range []struct {
+		batch    int
+		workload *trial.Workload
+	}{{4, nil}, {0, &w}} {
+		c := New()
+		s := startEvent()
+		s.Settings.Batch, s.Settings.Workload = tc.batch, tc.workload
+		if _, err := c.Step(s); err != nil {
+			t.Fatal(err)
+		}
+		d, err := c.Step(Propose{Time: epoch, N: 3})
+		if err != nil || len(d.Enqueue) != 3 {
+			t.Fatalf("propose: %v %+v", err, d)
+		}
+		for _, spec := range d.Enqueue {
+			switch {
+			case tc.workload == nil && (spec.Batch != 4 || spec.Workload != nil):
+				t.Errorf("trial %d has batch %d, workload %v; want batch 4, one step", spec.TrialID, spec.Batch, spec.Workload)
+			case tc.workload != nil && (spec.Workload == nil || !spec.Workload.Equal(w)):
+				t.Errorf("trial %d has workload %v, want %v", spec.TrialID, spec.Workload, w)
+			}
+		}
+	}
 	s := startEvent()
 	s.Settings.Batch = 4
-	if _, err := c.Step(s); err != nil {
+	if _, err := New().Step(s); err == nil {
+		t.Error("a batch beside the default workload was accepted")
+	}
+}
+
+// An operator's note is kept with its time, in any status, shown in both
+// reports; an empty or oversized note is refused and changes nothing.
+func TestOperatorNotes(t *testing.T) {
+	c := New()
+	t0 := time.Date(2026, 3, 4, 5, 6, 0, 0, time.UTC)
+	if _, err := c.Step(Start{Time: t0, Model: "toy", GPU: "h100", Device: "cpu", Cold: true, Settings: DefaultSettings()}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := c.Step(Propose{Time: epoch, N: 3})
-	if err != nil || len(d.Enqueue) != 3 {
-		t.Fatalf("propose: %v %+v", err, d)
+	dec, err := c.Step(Command{Time: t0.Add(time.Minute), Op: OpNote, Note: "  swapped the\nfan  "})
+	if err != nil || len(dec.Log) != 1 || dec.Log[0] != "note: swapped the\nfan" {
+		t.Fatalf("note: %+v %v", dec, err)
 	}
-	for _, spec := range d.Enqueue {
-		if spec.Batch != 4 {
-			t.Errorf("trial %d has batch %d, want 4", spec.TrialID, spec.Batch)
+	if _, err := c.Step(Command{Time: t0.Add(2 * time.Minute), Op: OpStop}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Step(Command{Time: t0.Add(3 * time.Minute), Op: OpNote, Note: "after the stop"}); err != nil {
+		t.Fatalf("a note on a done campaign: %v", err)
+	}
+	for _, bad := range []string{"", " \n ", strings.Repeat("x", MaxNoteBytes+1)} {
+		if _, err := c.Step(Command{Time: t0.Add(4 * time.Minute), Op: OpNote, Note: bad}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("note of %d bytes: %v", len(bad), err)
 		}
+	}
+	notes := c.State().Notes
+	if len(notes) != 2 || notes[0].Text != "swapped the\nfan" || !notes[0].Time.Equal(t0.Add(time.Minute)) || notes[1].Text != "after the stop" {
+		t.Fatalf("notes %+v", notes)
+	}
+	wake := c.WakeUp(t0.Add(5 * time.Minute))
+	if len(wake.Notes) != 2 || !strings.Contains(wake.Markdown(), "## Operator notes\n\n- 2026-03-04 05:07 UTC: swapped the fan\n- 2026-03-04 05:09 UTC: after the stop\n") {
+		t.Errorf("wake-up report:\n%s", wake.Markdown())
+	}
+	if !strings.Contains(c.ReportMarkdown(t0.Add(5*time.Minute)), "- 2026-03-04 05:09 UTC: after the stop") {
+		t.Errorf("campaign report:\n%s", c.ReportMarkdown(t0.Add(5*time.Minute)))
 	}
 }

@@ -1,7 +1,9 @@
 package campaign
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -9,12 +11,12 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 	st := &c.st
 	var d Decision
 	if e.Budget != nil {
-		if err := e.Budget.check(); err != nil {
+		if err := e.Budget.Check(); err != nil {
 			return d, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
 	if e.MoveOn != nil {
-		if err := e.MoveOn.check(); err != nil {
+		if err := e.MoveOn.Check(); err != nil {
 			return d, fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 	}
@@ -57,6 +59,15 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 		st.Settings.MoveOn = *e.MoveOn
 		d.Log = append(d.Log, "move-on criteria set")
+	case OpNote:
+		text, err := noteText(e.Note)
+		if err != nil {
+			return d, fmt.Errorf("%w: note: %v", ErrInvalid, err)
+		}
+		st.Notes = append(st.Notes, Note{Time: now, Text: text})
+		d.Log = append(d.Log, "note: "+text)
+	case OpWithdraw:
+		d.Log = append(d.Log, c.withdraw(e.Trials)...)
 	default:
 		return d, fmt.Errorf("%w: unknown command %q", ErrInvalid, e.Op)
 	}
@@ -67,6 +78,26 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		}
 	}
 	return d, nil
+}
+
+// Note is an operator's note: free text kept in the campaign's state and
+// shown in its reports, with when it was made.
+type Note struct {
+	Time time.Time `json:"time"`
+	Text string    `json:"text"`
+}
+
+// noteText is a note's text without surrounding blanks, refused when
+// empty or longer than MaxNoteBytes.
+func noteText(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "":
+		return "", errors.New("the note is empty")
+	case len(s) > MaxNoteBytes:
+		return "", fmt.Errorf("the note has %d bytes, more than %d", len(s), MaxNoteBytes)
+	}
+	return s, nil
 }
 
 // reopen makes a done campaign live again (docs/spec/rules.md R3): the plateau counters start
@@ -88,7 +119,17 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 	st.Exhausted = false
 	if stop, reason := c.moveOn(now); stop {
 		*st = saved
-		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; change the budget or criteria", ErrInvalid, reason)
+		hint := "change the budget or criteria"
+		budget := st.Settings.Budget // the campaign's, or the one the reopen gives
+		if e.Budget != nil {
+			budget = *e.Budget
+		}
+		if budget.Iterations > 0 && st.ExperimentsRun >= budget.Iterations {
+			// The budget is a total, not an addition.
+			hint = fmt.Sprintf("a budget is a total that counts the %d experiments already run: for 20 more, reopen with a budget of %d experiments (0: unbounded)",
+				st.ExperimentsRun, st.ExperimentsRun+20)
+		}
+		return Decision{}, fmt.Errorf("%w: reopen: %s still holds; %s", ErrInvalid, reason, hint)
 	}
 	if st.DoneAt != nil {
 		st.PausedSeconds += max(0, now.Sub(*st.DoneAt).Seconds())
@@ -97,4 +138,33 @@ func (c *Campaign) reopen(now time.Time, e Command, note string) (Decision, erro
 	st.Status = StatusOptimizing
 	st.MoveOnReason = ""
 	return Decision{Log: []string{"reopened" + note}}, nil
+}
+
+// withdraw takes back trials in flight that no evaluator started: they
+// leave the campaign's trials in flight, their points may be proposed
+// again, and an opening point (a warm seed, the baseline) waits for its
+// turn again. A trial not in flight is left out (it finished meanwhile).
+func (c *Campaign) withdraw(trials []int) []string {
+	st := &c.st
+	var gone []string
+	for _, id := range trials {
+		inf, ok := st.InFlight[id]
+		if !ok {
+			continue
+		}
+		delete(st.InFlight, id)
+		if st.Tried[inf.ScheduleID] == id {
+			delete(st.Tried, inf.ScheduleID)
+		}
+		if inf.Opening {
+			if p, err := parsePoint(inf.Spec.Point); err == nil {
+				st.Queue = append([]Queued{{ScheduleID: inf.ScheduleID, Point: p, Source: inf.Spec.Source}}, st.Queue...)
+			}
+		}
+		gone = append(gone, fmt.Sprint(id))
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("withdrew %d queued trial(s) no evaluator had started (%s): no outcome of theirs will come", len(gone), strings.Join(gone, ", "))}
 }

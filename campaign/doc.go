@@ -28,12 +28,17 @@
 //     scored outcomes (a warm campaign: after the opening points), a
 //     Bayesian linear surrogate of log(score) over the
 //     searchable knobs' one-hot levels (main effects and, while the space
-//     is small enough, pairwise interactions) is fitted to the campaign's
+//     is small enough, pairwise interactions; a knob that does not apply to
+//     a point, schedule.Point.Applies, has no effect there) is fitted to
+//     the campaign's
 //     Observations — on a warm campaign also to the prior's corpus rows,
 //     weaker evidence with an offset of their own — and one posterior
 //     sample picks the untried point it predicts fastest (source "model";
-//     every untried point of a space up to 4096 points is scored, else a
-//     pool of mutations and random points). The choice is restricted to
+//     every untried point of a space up to 4096 points is scored, else the
+//     sample's optimum over the whole space, by coordinate descent, or its
+//     neighbours when it was tried, and a few random points). The fit reads
+//     sufficient statistics updated as outcomes arrive, so a proposal costs
+//     the same however long the history. The choice is restricted to
 //     the incumbent's untried one-knob neighbours on a warm campaign (all
 //     trial ids but every 8th; ranked by the posterior mean less half its
 //     standard deviation: a hill climb from the corpus's best) and, on any
@@ -45,11 +50,15 @@
 //     a trial, 2 for ≤ 1 s) × a space factor (1 for ≤ 64 untried points,
 //     2 for ≥ 4096), both logarithmic between; status and next show the
 //     effective threshold.
-//   - Keep/revert exactly as docs/spec/loop.md §3 (the reference's `_better`): only a valid,
+//   - Keep/revert as docs/spec/loop.md §3 (the reference's `_better`): only a valid,
 //     correct candidate with a latency is eligible; with no incumbent it is
 //     kept; a strict ≥ min_gain latency win is kept; within ±min_gain a
 //     measured latency beats a predicted one and, at equal kind, the simpler
-//     point (schedule.Point.Complexity) wins. When the outcome carries a
+//     point (schedule.Point.Complexity) wins if it is not slower (the
+//     reference's tie-break also took slower simpler points, and chained
+//     they walked a best up to slower than the baseline); and the canonical
+//     default, at the best's kind, is kept whenever it is faster than the
+//     best: a campaign's best is never slower than its baseline. When the outcome carries a
 //     side-by-side ratio against the incumbent it was measured with (docs/spec/rules.md R7), the
 //     ratio decides; if the incumbent changed while the trial was in flight,
 //     the ratio is chained through the incumbents' recorded scores, so
@@ -65,6 +74,16 @@
 //     id — a duplicate or unknown trial id changes nothing and is reported.
 //   - status / next / report rendering as text like the reference and as
 //     JSON, and the wake-up report (WakeUp) with a trajectory for plots.
+//
+// # Workloads
+//
+// A campaign is for a workload (Settings.Workload, trial.Workload: prompt
+// lengths, tokens generated, batch; a 512-token prompt, 128 generated
+// tokens, batch 1 by default): every spec carries it, every trial is
+// evaluated at its positions and scored by its mean time per decode step,
+// the baseline's and the best's per-position figures are kept for the
+// report (WakeUp's latency against KV length), and status names it. A
+// campaign saved before workloads has none and checks one step at Pos.
 //
 // # Row tags
 //

@@ -60,16 +60,28 @@ const (
 	OpReopen   = "reopen"
 	OpBudget   = "budget"   // replace the budget
 	OpCriteria = "criteria" // replace the move-on criteria
+	OpNote     = "note"     // keep an operator's note (Note) in the campaign
+	// OpWithdraw takes trials in flight (Trials) back: the transport took
+	// them off its queue before any evaluator started them (a stopped
+	// campaign's queued trials), so no outcome of theirs will come. Their
+	// points may be proposed again. Drivers send it; it is no operator's.
+	OpWithdraw = "withdraw"
 )
 
+// MaxNoteBytes bounds the text of an operator's note.
+const MaxNoteBytes = 4096
+
 // Command is an operator command. Budget goes with budget (and optionally
-// reopen), MoveOn with criteria (and optionally reopen); Note is free text.
+// reopen), MoveOn with criteria (and optionally reopen); Note is free text,
+// and with note the text kept (State.Notes, the reports).
 type Command struct {
 	Time   time.Time
 	Op     string
 	Budget *Budget
 	MoveOn *MoveOn
 	Note   string
+	// Trials are the trials in flight withdraw takes back.
+	Trials []int `json:",omitempty"`
 }
 
 // Record is an outside agent's own experiment (the reference's `record`).

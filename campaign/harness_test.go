@@ -64,7 +64,7 @@ func fakeCorpus(n int, shape flywheel.Shape, gpu string, device schedule.Device)
 		kind = trial.KindMeasuredGPU
 	}
 	var out []flywheel.Record
-	for i := 0; i < n; i++ {
+	for range n {
 		p := schedule.Random(rng, t, device).Normalize()
 		lat := fakeLatency(p)
 		out = append(out, flywheel.Record{Model: "toy2", GPU: gpu, Regime: flywheel.RegimeSingle,
@@ -364,7 +364,7 @@ func regions(s string) map[string]float64 {
 		return nil
 	}
 	m := map[string]float64{}
-	for _, kv := range strings.Split(s, ",") {
+	for kv := range strings.SplitSeq(s, ",") {
 		k, v, _ := strings.Cut(kv, ":")
 		f, _ := strconv.ParseFloat(v, 64)
 		m[k] = f
@@ -490,11 +490,26 @@ func pointText(p schedule.Point, device schedule.Device) string {
 	s := fmt.Sprintf("{N_tile=%s np=%s sm=%s depth=%d tpb=%d",
 		knob(p, schedule.PathNTile), knob(p, schedule.PathNPartitions), strings.Trim(knob(p, schedule.PathSMAssignment), `"`),
 		p.Config.PipeliningDepth, p.Config.ThreadsPerBlock)
+	if tps := knob(p, schedule.PathTilesPerSM); tps != "0" {
+		s += " tps=" + tps
+	}
+	if knob(p, schedule.PathKVHeadSplit) != "0" {
+		s += " split=1"
+	}
+	if knob(p, schedule.PathHeadCounters) != "0" {
+		s += " hc=1"
+	}
+	if n := len(p.Config.FusionGrouping); n > 0 {
+		s += fmt.Sprintf(" fused=%d", n)
+	}
+	if v := p.Knobs["ring_stages"]; v > 0 {
+		s += fmt.Sprintf(" ring=%dx%s", v, knob(p, "kernel_knobs.ring_tile"))
+	}
 	if device == schedule.DeviceCUDA {
 		s += fmt.Sprintf(" smem=%d cpw=%d cpa=%d st=%d cols=%d", p.Config.SmemBytesPerBlock,
 			p.Knobs["cols_per_warp"], p.Knobs["cpasync"], p.Knobs["cpa_stages"], p.Knobs["cpa_cols"])
 	}
-	return s + "}"
+	return s + fmt.Sprintf(" cx=%d}", p.Complexity())
 }
 
 func knob(p schedule.Point, path string) string {

@@ -3,6 +3,7 @@ package campaign
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/pyjson"
@@ -59,7 +60,7 @@ type Observation struct {
 // effective, with more than one choice, in Space's order.
 func (c *Campaign) searchKnobs() []schedule.Knob {
 	var out []schedule.Knob
-	for _, k := range schedule.Space(c.target, c.st.Device) {
+	for _, k := range c.searchSpace() {
 		if k.Effective && len(k.Choices) > 1 {
 			out = append(out, k)
 		}
@@ -67,11 +68,17 @@ func (c *Campaign) searchKnobs() []schedule.Knob {
 	return out
 }
 
-// levelsOf encodes a point as the choice index of every searchable knob.
+// levelsOf encodes a point as the choice index of every searchable knob,
+// -1 for a knob that does not apply to it (schedule.Point.Applies: the
+// model gives it no effect there, so that, say, the tile width is learnt
+// from the points whose lowering reads it only).
 func levelsOf(p schedule.Point, knobs []schedule.Knob) []int {
 	out := make([]int, len(knobs))
 	for i, k := range knobs {
 		out[i] = -1
+		if !p.Applies(k.Path) {
+			continue
+		}
 		v := pyjson.Compact(p.KnobValue(k.Path), true)
 		for j, ch := range k.Choices {
 			if pyjson.Compact(ch, true) == v {
@@ -116,7 +123,9 @@ type surrogate struct {
 // a main effect, of a pairwise effect and of the prior rows' offset; the
 // noise of the campaign's own log scores and of a prior row (another
 // shape's pct: weaker evidence); the largest number of columns for which
-// pairwise interactions are modelled.
+// pairwise interactions are modelled (a larger space models main effects:
+// measured no worse on small/h200, docs/results/search.md, and a proposal
+// stays cheap).
 const (
 	surrogateMainSD   = 0.3
 	surrogatePairSD   = 0.1
@@ -153,6 +162,18 @@ func newSurrogate(knobs []schedule.Knob) *surrogate {
 	return s
 }
 
+// priorPrecision is the prior precision of column i's effect.
+func (s *surrogate) priorPrecision(i int) float64 {
+	sd := surrogateMainSD
+	switch {
+	case i == s.priorC:
+		sd = surrogateOffsetSD
+	case i >= s.mainDim:
+		sd = surrogatePairSD
+	}
+	return 1 / (sd * sd)
+}
+
 // columns lists the one-hot columns set for a point's levels.
 func (s *surrogate) columns(levels []int, out []int) []int {
 	out = out[:0]
@@ -170,53 +191,74 @@ func (s *surrogate) columns(levels []int, out []int) []int {
 	return out
 }
 
-// fit computes the posterior of the effects from the scored observations
-// and draws one sample of it with rng (with a nil rng it takes the
-// posterior mean); false when there is nothing to fit or the posterior
-// cannot be factored (non-finite input).
-func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
-	n := s.dim
-	a := make([]float64, n*n) // Σ wφφᵀ/σ² + prior precision, then its Cholesky factor
-	b := make([]float64, n)   // Σ wφy/σ²
-	own := 0
-	for _, o := range obs {
-		if !o.Prior && o.Score != nil && *o.Score > 0 {
-			s.mean += math.Log(*o.Score)
-			own++
-		}
-	}
-	if own == 0 {
-		return false
-	}
-	s.mean /= float64(own)
-	var cols []int
-	for _, o := range obs {
-		if o.Score == nil || !(*o.Score > 0) || len(o.Levels) != len(s.knobs) {
+// surrogateStats are the sufficient statistics of the campaign's scored
+// observations for the surrogate: Σ wφφᵀ, Σ wφ·log(score) and Σ wφ (w the
+// precision of the row: its own rows' or the prior's, the columns of a
+// prior row including the offset column), and the sum and count of the own
+// rows' log scores (their mean centres the fit). They are updated as
+// observations arrive, so a proposal costs the same however long the
+// history (a fit factors dim x dim once); they are derived state, rebuilt
+// from Observations (in their order, so with the same sums) when a
+// campaign is loaded.
+type surrogateStats struct {
+	s        *surrogate
+	a        []float64
+	b, c     []float64
+	ownSum   float64
+	own      int
+	consumed int // observations folded in
+	scratch  []int
+}
+
+func newSurrogateStats(s *surrogate) *surrogateStats {
+	return &surrogateStats{s: s, a: make([]float64, s.dim*s.dim), b: make([]float64, s.dim), c: make([]float64, s.dim)}
+}
+
+// add folds the observations not yet consumed into the statistics.
+func (st *surrogateStats) add(obs []Observation) {
+	n := st.s.dim
+	for _, o := range obs[st.consumed:] {
+		st.consumed++
+		if o.Score == nil || !(*o.Score > 0) || math.IsInf(*o.Score, 0) || len(o.Levels) != len(st.s.knobs) {
 			continue
 		}
-		cols = s.columns(o.Levels, cols)
+		ly := math.Log(*o.Score)
+		if !o.Prior {
+			st.ownSum += ly
+			st.own++
+		}
+		cols := st.s.columns(o.Levels, st.scratch)
 		prec := 1 / (surrogateNoiseSD * surrogateNoiseSD)
 		if o.Prior {
-			cols = append(cols, s.priorC)
+			cols = append(cols, st.s.priorC)
 			prec = 1 / (surrogatePriorSD * surrogatePriorSD)
 		}
-		y := math.Log(*o.Score) - s.mean
+		st.scratch = cols
 		for _, p := range cols {
-			b[p] += prec * y
+			st.b[p] += prec * ly
+			st.c[p] += prec
 			for _, q := range cols {
-				a[p*n+q] += prec
+				st.a[p*n+q] += prec
 			}
 		}
 	}
-	for i := 0; i < n; i++ {
-		sd := surrogateMainSD
-		switch {
-		case i == s.priorC:
-			sd = surrogateOffsetSD
-		case i >= s.mainDim:
-			sd = surrogatePairSD
-		}
-		a[i*n+i] += 1 / (sd * sd)
+}
+
+// fit computes the posterior of the effects from the statistics and draws
+// one sample of it with rng (with a nil rng it takes the posterior mean);
+// false when there is nothing to fit or the posterior cannot be factored
+// (non-finite input).
+func (s *surrogate) fit(st *surrogateStats, rng *rand.Rand) bool {
+	n := s.dim
+	if st.own == 0 {
+		return false
+	}
+	s.mean = st.ownSum / float64(st.own)
+	a := slices.Clone(st.a) // + prior precision, then its Cholesky factor
+	b := make([]float64, n) // Σ wφ(log score − mean)
+	for p := range b {
+		b[p] = st.b[p] - s.mean*st.c[p]
+		a[p*n+p] += s.priorPrecision(p)
 	}
 	if !cholesky(a, n) {
 		return false
@@ -234,6 +276,30 @@ func (s *surrogate) fit(obs []Observation, rng *rand.Rand) bool {
 	z = solveUpper(a, n, z)
 	for i := range s.w {
 		s.w[i] += z[i]
+	}
+	return true
+}
+
+// cholesky factors the n×n symmetric positive definite a in place into L
+// (lower triangle, a = LLᵀ); false if a is not positive definite.
+func cholesky(a []float64, n int) bool {
+	for j := range n {
+		d := a[j*n+j]
+		for k := range j {
+			d -= a[j*n+k] * a[j*n+k]
+		}
+		if !(d > 0) {
+			return false
+		}
+		d = math.Sqrt(d)
+		a[j*n+j] = d
+		for i := j + 1; i < n; i++ {
+			v := a[i*n+j]
+			for k := range j {
+				v -= a[i*n+k] * a[j*n+k]
+			}
+			a[i*n+j] = v / d
+		}
 	}
 	return true
 }
@@ -261,36 +327,12 @@ func (s *surrogate) predict(levels []int, scratch []int) float64 {
 	return v
 }
 
-// cholesky factors the n×n symmetric positive definite a in place into L
-// (lower triangle, a = LLᵀ); false if a is not positive definite.
-func cholesky(a []float64, n int) bool {
-	for j := 0; j < n; j++ {
-		d := a[j*n+j]
-		for k := 0; k < j; k++ {
-			d -= a[j*n+k] * a[j*n+k]
-		}
-		if !(d > 0) {
-			return false
-		}
-		d = math.Sqrt(d)
-		a[j*n+j] = d
-		for i := j + 1; i < n; i++ {
-			v := a[i*n+j]
-			for k := 0; k < j; k++ {
-				v -= a[i*n+k] * a[j*n+k]
-			}
-			a[i*n+j] = v / d
-		}
-	}
-	return true
-}
-
 // solveLower solves Lx = b for the factor in a's lower triangle.
 func solveLower(a []float64, n int, b []float64) []float64 {
 	x := make([]float64, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		v := b[i]
-		for k := 0; k < i; k++ {
+		for k := range i {
 			v -= a[i*n+k] * x[k]
 		}
 		x[i] = v / a[i*n+i]
@@ -312,10 +354,14 @@ func solveUpper(a []float64, n int, b []float64) []float64 {
 }
 
 // enumerateLimit is the largest searchable space the model proposer scores
-// in full; above it, it scores a pool of modelPool drawn candidates.
+// in full; above it, it scores the sample's optimum over the whole space,
+// that optimum's one-knob neighbours and modelRandom uniform random points.
 const (
 	enumerateLimit = 4096
-	modelPool      = 64
+	modelRandom    = 16
+	// optimumSweeps bounds the coordinate-descent sweeps that find the
+	// sample's optimum when the surrogate has pairwise effects.
+	optimumSweeps = 8
 )
 
 // modelCandidate is a point the model proposer may score, with its id and
@@ -334,60 +380,155 @@ func (c *Campaign) enumerate(knobs []schedule.Knob) []modelCandidate {
 		return c.space
 	}
 	seen := map[string]bool{}
-	levels := make([]int, len(knobs))
-	for {
-		p := schedule.Default()
-		for i, k := range knobs {
-			p.SetKnob(k.Path, k.Choices[levels[i]])
-		}
+	c.space = []modelCandidate{}
+	schedule.Combinations(knobs, func(p schedule.Point) {
 		p = c.project(p)
 		if id := p.ID(); !seen[id] {
 			seen[id] = true
 			c.space = append(c.space, modelCandidate{p: p, id: id, levels: levelsOf(p, knobs)})
 		}
-		i := 0
-		for ; i < len(knobs); i++ {
-			if levels[i]++; levels[i] < len(knobs[i].Choices) {
-				break
+	})
+	return c.space
+}
+
+// enumerable reports whether the model proposer scores every point of the
+// space.
+func enumerable(knobs []schedule.Knob) bool { return schedule.SpaceSize(knobs) <= enumerateLimit }
+
+// pool collects untried candidates, each once.
+type pool struct {
+	c     *Campaign
+	knobs []schedule.Knob
+	seen  map[string]bool
+	out   []modelCandidate
+}
+
+func (c *Campaign) newPool(knobs []schedule.Knob) *pool {
+	return &pool{c: c, knobs: knobs, seen: map[string]bool{}}
+}
+
+// add projects p and keeps it when it is untried and new to the pool.
+func (pl *pool) add(p schedule.Point) {
+	p = pl.c.project(p)
+	id := p.ID()
+	if _, tried := pl.c.st.Tried[id]; tried || pl.seen[id] {
+		return
+	}
+	pl.seen[id] = true
+	pl.out = append(pl.out, modelCandidate{p: p, id: id, levels: levelsOf(p, pl.knobs)})
+}
+
+// neighboursOf adds every one-knob move of p: each searchable knob set to
+// each of its other choices.
+func (pl *pool) neighboursOf(p schedule.Point) {
+	pl.seen[pl.c.project(p).ID()] = true // p itself is not its own neighbour
+	for _, k := range pl.knobs {
+		cur := pyjson.Compact(p.KnobValue(k.Path), true)
+		for _, v := range k.Choices {
+			if pyjson.Compact(v, true) == cur {
+				continue
 			}
-			levels[i] = 0
-		}
-		if i == len(knobs) {
-			return c.space
+			q := p.Clone()
+			q.SetKnob(k.Path, v)
+			pl.add(q)
 		}
 	}
 }
 
-// modelCandidates lists the untried candidates the model proposer scores:
-// every untried point of a small space, else a pool of one-knob mutations
-// of the anchor and uniform random points (alternating).
-func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point) []modelCandidate {
-	var out []modelCandidate
-	if schedule.SpaceSize(knobs) <= enumerateLimit {
-		for _, mc := range c.enumerate(knobs) {
-			if _, tried := c.st.Tried[mc.id]; !tried {
-				out = append(out, mc)
-			}
-		}
-		return out
+// localCandidates are the anchor's untried one-knob neighbours (every
+// candidate of a small space when none is left).
+func (c *Campaign) localCandidates(knobs []schedule.Knob, anchor schedule.Point) []modelCandidate {
+	if enumerable(knobs) {
+		return neighbours(c.untried(knobs), levelsOf(anchor, knobs))
 	}
-	seen := map[string]bool{}
-	for i := 0; i < modelPool; i++ {
-		var p schedule.Point
-		if i%2 == 0 {
-			p = schedule.Mutate(anchor, c.rng, c.target, c.st.Device)
-		} else {
-			p = c.random()
+	pl := c.newPool(knobs)
+	pl.neighboursOf(anchor)
+	return pl.out
+}
+
+// untried lists the untried points of a small space.
+func (c *Campaign) untried(knobs []schedule.Knob) []modelCandidate {
+	var out []modelCandidate
+	for _, mc := range c.enumerate(knobs) {
+		if _, tried := c.st.Tried[mc.id]; !tried {
+			out = append(out, mc)
 		}
-		p = c.project(p)
-		id := p.ID()
-		if _, tried := c.st.Tried[id]; tried || seen[id] {
-			continue
-		}
-		seen[id] = true
-		out = append(out, modelCandidate{p: p, id: id, levels: levelsOf(p, knobs)})
 	}
 	return out
+}
+
+// globalCandidates are what a global step scores: every untried point of a
+// small space; else the sample's optimum over the whole space (or, when it
+// was tried, its one-knob neighbours) and modelRandom uniform random
+// points (the projection may move the optimum off the sample's best).
+func (c *Campaign) globalCandidates(knobs []schedule.Knob, s *surrogate) []modelCandidate {
+	if enumerable(knobs) {
+		return c.untried(knobs)
+	}
+	pl := c.newPool(knobs)
+	opt := c.pointOf(knobs, s.optimum())
+	if pl.add(opt); len(pl.out) == 0 {
+		pl.neighboursOf(opt)
+	}
+	for range modelRandom {
+		pl.add(c.random())
+	}
+	return pl.out
+}
+
+// pointOf is the default point with every searchable knob at a level.
+func (c *Campaign) pointOf(knobs []schedule.Knob, levels []int) schedule.Point {
+	p := schedule.Default()
+	for i, k := range knobs {
+		p.SetKnob(k.Path, k.Choices[levels[i]])
+	}
+	return p
+}
+
+// optimum is the levels the sampled model predicts fastest over the whole
+// space: each knob's best main effect, then, with pairwise effects,
+// coordinate descent (each knob in turn to its best level given the
+// others) until a sweep changes nothing or optimumSweeps sweeps.
+func (s *surrogate) optimum() []int { return s.optimumWith(-1, 0) }
+
+// optimumWith is optimum with knob fixed at level (knob < 0: none fixed).
+func (s *surrogate) optimumWith(knob, level int) []int {
+	levels := make([]int, len(s.knobs))
+	for i, k := range s.knobs {
+		for l := range k.Choices {
+			if s.w[s.offset[i]+l] < s.w[s.offset[i]+levels[i]] {
+				levels[i] = l
+			}
+		}
+	}
+	if knob >= 0 {
+		levels[knob] = level
+	}
+	if len(s.pairs) == 0 {
+		return levels
+	}
+	var scratch []int
+	for range optimumSweeps {
+		changed := false
+		for i, k := range s.knobs {
+			if i == knob {
+				continue
+			}
+			best, bestV := levels[i], s.predict(levels, scratch)
+			for l := range k.Choices {
+				levels[i] = l
+				if v := s.predict(levels, scratch); v < bestV {
+					best, bestV = l, v
+				}
+			}
+			changed = changed || best != levels[i]
+			levels[i] = best
+		}
+		if !changed {
+			break
+		}
+	}
+	return levels
 }
 
 // modelNext is the model-based proposal. Until modelStartup of the
@@ -398,45 +539,48 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 // corpus rows, as weaker evidence with an offset of their own — draws one
 // sample of its posterior, and proposes the untried candidate the sample
 // predicts fastest (source "model"): Thompson sampling, which explores
-// where the model is unsure and exploits where it is confident. A local
-// step (see probeNeighbours) only ranks the incumbent's untried one-knob
-// neighbours, on a warm campaign by the posterior mean less localOptimism
-// standard deviations. Every draw comes from the campaign's PCG generator,
-// so proposals are a function of the persisted state.
+// where the model is unsure and exploits where it is confident. On a space
+// too large to score in full the candidates are the sample's optimum over
+// the whole space, its neighbours and a few random points
+// (globalCandidates). A local step (see probeNeighbours) only ranks the
+// incumbent's untried one-knob neighbours, on a warm campaign by the
+// posterior mean less localOptimism standard deviations. Every draw comes
+// from the campaign's PCG generator, so proposals are a function of the
+// persisted state; the fit reads sufficient statistics kept as outcomes
+// arrive, so a proposal costs the same however long the history.
 func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 	knobs := c.searchKnobs()
-	scored := 0
-	for _, o := range c.st.Observations {
-		if o.Score != nil && !o.Prior {
-			scored++
-		}
-	}
+	st := c.surrogateStats(knobs)
 	warm := c.hasPriorRows()
-	if scored < modelStartup && !(warm && scored > 0) {
-		return c.fresh(SourceRandom, c.random)
-	}
-	pool := c.modelCandidates(knobs, anchor)
-	if len(pool) == 0 {
+	if st.own < modelStartup && !(warm && st.own > 0) {
 		return c.fresh(SourceRandom, c.random)
 	}
 	rng := c.rng
 	optimism := 0.0
-	if c.probeNeighbours(warm) {
-		pool = neighbours(pool, levelsOf(anchor, knobs))
-		if warm {
-			// The corpus rows make the posterior worth exploiting: rank by
-			// its mean, less a share of its spread so that knob levels
-			// nobody tried still come up.
-			rng, optimism = nil, localOptimism
-		}
+	local := c.probeNeighbours(warm)
+	if local && warm {
+		// The corpus rows make the posterior worth exploiting: rank by its
+		// mean, less a share of its spread so that knob levels nobody
+		// tried still come up.
+		rng, optimism = nil, localOptimism
 	}
 	s := newSurrogate(knobs)
-	if !s.fit(c.st.Observations, rng) {
+	if !s.fit(st, rng) {
+		return c.fresh(SourceRandom, c.random)
+	}
+	var cands []modelCandidate
+	if local {
+		cands = c.localCandidates(knobs, anchor)
+	}
+	if len(cands) == 0 {
+		cands = c.globalCandidates(knobs, s)
+	}
+	if len(cands) == 0 {
 		return c.fresh(SourceRandom, c.random)
 	}
 	best, bestScore := 0, math.Inf(1)
 	var scratch []int
-	for i, mc := range pool {
+	for i, mc := range cands {
 		v := s.predict(mc.levels, scratch)
 		if optimism > 0 {
 			v -= optimism * s.spread(mc.levels, scratch)
@@ -445,12 +589,24 @@ func (c *Campaign) modelNext(anchor schedule.Point) (candidate, bool) {
 			best, bestScore = i, v
 		}
 	}
-	return candidate{p: pool[best].p, id: pool[best].id, source: SourceModel}, true
+	return candidate{p: cands[best].p, id: cands[best].id, source: SourceModel}, true
+}
+
+// surrogateStats returns the campaign's sufficient statistics with every
+// observation folded in (built from the whole history once per loaded
+// campaign, then kept up to date).
+func (c *Campaign) surrogateStats(knobs []schedule.Knob) *surrogateStats {
+	if c.stats == nil {
+		c.stats = newSurrogateStats(newSurrogate(knobs))
+	}
+	c.stats.add(c.st.Observations)
+	return c.stats
 }
 
 // observePrior records a warm campaign's corpus rows for the model
 // proposer.
 func (c *Campaign) observePrior(points []flywheel.PriorPoint) {
+	c.priorRows = nil
 	knobs := c.searchKnobs()
 	for _, pp := range points {
 		c.st.Observations = append(c.st.Observations,
@@ -464,14 +620,15 @@ func (c *Campaign) remainingPoints() float64 {
 }
 
 // hasPriorRows reports whether the model learns from a prior's corpus rows
-// (a warm campaign whose corpus had rows for this GPU and latency kind).
+// (a warm campaign whose corpus had rows for this GPU and latency kind);
+// derived once from the observations (prior rows are recorded at the
+// start only).
 func (c *Campaign) hasPriorRows() bool {
-	for _, o := range c.st.Observations {
-		if o.Prior {
-			return true
-		}
+	if c.priorRows == nil {
+		has := slices.ContainsFunc(c.st.Observations, func(o Observation) bool { return o.Prior })
+		c.priorRows = &has
 	}
-	return false
+	return *c.priorRows
 }
 
 // probeNeighbours reports whether the next model proposal is a local step:

@@ -18,6 +18,10 @@ type proposal struct {
 	point   schedule.Point
 	// distance is how many search knobs differ from the incumbent's.
 	distance int
+	// neighbour: the point is one knob move from the incumbent (a move the
+	// normalisation follows up, as tiles_per_sm resetting the tile width,
+	// is one move).
+	neighbour bool
 	// untriedNeighbour: an untried one-knob neighbour of the incumbent
 	// existed.
 	untriedNeighbour bool
@@ -39,13 +43,13 @@ func driveModel(t *testing.T, s Start, n int) []proposal {
 	var out []proposal
 	for len(out) < n && c.Status() == StatusOptimizing {
 		incumbent := levelsOf(c.anchorPoint(), knobs)
-		untried := false
-		for _, mc := range c.enumerate(knobs) {
-			if _, tried := c.st.Tried[mc.id]; !tried && differingKnobs(mc.levels, incumbent) == 1 {
-				untried = true
-				break
-			}
+		moves := map[string]bool{}
+		pl := c.newPool(knobs)
+		pl.neighboursOf(c.anchorPoint())
+		for _, mc := range pl.out {
+			moves[mc.id] = true
 		}
+		untried := len(moves) > 0
 		limit := c.plateauThreshold()
 		near := limit > 0 && float64(c.st.ConsecutiveReverts) >= probeFraction*float64(limit)
 		d, err := c.Step(Propose{Time: now, N: 1})
@@ -61,7 +65,8 @@ func driveModel(t *testing.T, s Start, n int) []proposal {
 			t.Fatal(err)
 		}
 		out = append(out, proposal{trialID: spec.TrialID, source: spec.Source, point: p,
-			distance: differingKnobs(levelsOf(c.project(p), knobs), incumbent), untriedNeighbour: untried, nearPlateau: near})
+			distance: differingKnobs(levelsOf(c.project(p), knobs), incumbent), neighbour: moves[c.project(p).ID()],
+			untriedNeighbour: untried, nearPlateau: near})
 		lat := fakeLatency(p)
 		yes, kind, bound := true, c.st.LatencyKind, 1.0
 		now = now.Add(time.Minute)
@@ -124,7 +129,7 @@ func TestModelWarmOpensWithCorpusBest(t *testing.T) {
 			if p.source != SourceModel || p.trialID%warmGlobalEvery == 0 || !p.untriedNeighbour {
 				continue
 			}
-			if p.distance != 1 {
+			if !p.neighbour {
 				t.Errorf("seed %d: trial %d is %d knobs from the incumbent, want a one-knob neighbour", seed, p.trialID, p.distance)
 			}
 			local++
@@ -149,8 +154,8 @@ func TestModelProbesNeighboursNearPlateau(t *testing.T) {
 				continue
 			}
 			probes++
-			if p.distance != 1 {
-				t.Errorf("seed %d: trial %d near the plateau is %d knobs from the incumbent, want 1", seed, p.trialID, p.distance)
+			if !p.neighbour {
+				t.Errorf("seed %d: trial %d near the plateau is %d knobs from the incumbent, want a one-knob neighbour", seed, p.trialID, p.distance)
 			}
 		}
 	}
@@ -160,15 +165,18 @@ func TestModelProbesNeighboursNearPlateau(t *testing.T) {
 }
 
 // TestModelColdFarFromIncumbent guards the probe test above from passing
-// vacuously: before the plateau nears, a cold campaign's model proposals
-// are global, and some land more than one knob from the incumbent.
+// vacuously: before the plateau nears, cold campaigns' model proposals are
+// global, and some land more than one knob from the incumbent (over seeds
+// 1..8: a campaign whose reverts near the plateau at once has none).
 func TestModelColdFarFromIncumbent(t *testing.T) {
-	s := startEvent()
-	s.Seed = 3
 	far := 0
-	for _, p := range driveModel(t, s, 200) {
-		if p.source == SourceModel && !p.nearPlateau && p.distance > 1 {
-			far++
+	for seed := uint64(1); seed <= 8; seed++ {
+		s := startEvent()
+		s.Seed = seed
+		for _, p := range driveModel(t, s, 200) {
+			if p.source == SourceModel && !p.nearPlateau && !p.neighbour && p.distance > 1 {
+				far++
+			}
 		}
 	}
 	if far == 0 {

@@ -30,8 +30,9 @@ type result struct {
 	score       *float64 // what keep/revert compared (nil: no latency)
 	description string
 	regions     map[string]float64
-	region      int  // the search region the trial was proposed in
-	infra       bool // no evaluation happened: the point is not tried
+	positions   []trial.PositionVerdict // a workload trial's per-position figures
+	region      int                     // the search region the trial was proposed in
+	infra       bool                    // no evaluation happened: the point is not tried
 	opening     bool
 	worker      string
 	newBest     bool // the result becomes the best
@@ -175,7 +176,9 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 	case positive(v.PctOfRoofline):
 		r.pct = new(*v.PctOfRoofline)
 	case r.bound != nil:
-		r.pct = new(lat / *r.bound * 100)
+		if pct, ok := ir.PctOfRoofline(lat, *r.bound); ok {
+			r.pct = &pct
+		}
 	}
 	score, how := lat, ""
 	if positive(o.Ratio) && inf.IncumbentID != "" {
@@ -188,7 +191,8 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		}
 	}
 	r.score = new(score)
-	keep, why := c.better(score, kind, r.complexity)
+	r.positions = v.Positions
+	keep, why := c.better(score, kind, r.complexity, r.scheduleID == c.defaultID)
 	if keep {
 		r.tag, r.newBest = flywheel.TagKept, true
 		r.description = r.source + ": kept"
@@ -199,7 +203,25 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		r.tag = flywheel.TagTried
 		r.description = r.source + ": tried (not faster)"
 	}
-	r.description += how
+	r.description += how + perStep(v.Positions)
+}
+
+// perStep sums up a workload trial's per-position latencies for a row:
+// "; per step at kv_len 513/576/640: 240.12/245.3/250.2 us" ("" for a
+// one-step trial).
+func perStep(ps []trial.PositionVerdict) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	kv, lat := make([]string, len(ps)), make([]string, len(ps))
+	for i, p := range ps {
+		kv[i] = fmt.Sprint(p.KVLen)
+		lat[i] = "-"
+		if p.LatencyUS != nil {
+			lat[i] = fmt.Sprint(ir.RoundTo(*p.LatencyUS, 2))
+		}
+	}
+	return "; per step at kv_len " + strings.Join(kv, "/") + ": " + strings.Join(lat, "/") + " us"
 }
 
 // kindRank orders latency kinds: a measurement outranks a prediction.
@@ -213,10 +235,15 @@ func kindRank(kind trial.LatencyKind) int {
 	return 2
 }
 
-// better is docs/spec/loop.md's keep rule for a correct candidate with a latency:
-// no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain a measured
-// latency beats a predicted one, then the simpler point wins.
-func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int) (bool, string) {
+// better is docs/spec/loop.md's keep rule for a correct candidate with a
+// latency: no incumbent → keep; a ≥ min_gain win → keep; within ±min_gain
+// a measured latency beats a predicted one, then the simpler point wins if
+// it is not slower (a tie-break never gives up speed: chained, slower
+// simpler points let the best drift above points the campaign had found,
+// up to a best slower than the baseline); and the canonical default, at the
+// best's kind, is kept whenever it is faster than the best, so the best is
+// never slower than the baseline.
+func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int, isDefault bool) (bool, string) {
 	b := c.st.Best
 	if b == nil {
 		return true, "first correct point"
@@ -225,14 +252,17 @@ func (c *Campaign) better(score float64, kind trial.LatencyKind, complexity int)
 	if score < b.Score*(1-g) {
 		return true, ""
 	}
+	kr, br := kindRank(kind), kindRank(b.Kind)
 	if score <= b.Score*(1+g) {
-		kr, br := kindRank(kind), kindRank(b.Kind)
 		if kr < br {
 			return true, "tie-break: measured beats predicted"
 		}
-		if kr == br && complexity < b.Complexity {
+		if kr == br && complexity < b.Complexity && score <= b.Score {
 			return true, "tie-break: simpler"
 		}
+	}
+	if isDefault && kr == br && score < b.Score {
+		return true, "the baseline is faster than the best"
 	}
 	return false, ""
 }
@@ -338,7 +368,7 @@ func (c *Campaign) resultOf(exp int, r result) *Result {
 	return &Result{
 		Trial: r.trial, Experiment: exp, LatencyUS: *r.latency, Kind: r.kind, Score: *r.score,
 		PctOfRoofline: r.pct, BoundUS: r.bound, ScheduleID: r.scheduleID, Point: r.sched,
-		Source: r.source, Complexity: r.complexity, Regions: r.regions,
+		Source: r.source, Complexity: r.complexity, Regions: r.regions, Positions: r.positions,
 	}
 }
 
@@ -381,9 +411,17 @@ func (c *Campaign) corpusRecord(now time.Time, r result) (flywheel.Record, bool)
 	bound, pct := r.bound, r.pct
 	switch {
 	case bound == nil && pct != nil:
-		bound = new(*r.latency * 100 / *pct)
+		b, ok := ir.FloorFromPct(*r.latency, *pct)
+		if !ok {
+			return flywheel.Record{}, false
+		}
+		bound = &b
 	case bound != nil && pct == nil:
-		pct = new(*r.latency / *bound * 100)
+		p, ok := ir.PctOfRoofline(*r.latency, *bound)
+		if !ok {
+			return flywheel.Record{}, false
+		}
+		pct = &p
 	case bound == nil:
 		return flywheel.Record{}, false
 	}

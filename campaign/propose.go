@@ -61,7 +61,7 @@ func (c *Campaign) issue(now time.Time, cand candidate) trial.Spec {
 	spec := trial.Spec{
 		CampaignID: c.st.ID, TrialID: id, Model: c.st.Model, Weights: c.st.Weights,
 		GPU: c.st.GPU, Device: c.st.Device, Point: pointJSON(cand.p), Source: cand.source,
-		Token: s.Token, Pos: s.Pos, Batch: s.Batch, TimeoutSeconds: s.TrialTimeoutS,
+		Token: s.Token, Pos: s.Pos, Batch: s.Batch, Workload: s.Workload, TimeoutSeconds: s.TrialTimeoutS,
 	}
 	inf := &InFlight{ScheduleID: cand.id, Region: c.st.Region, Opening: cand.opening, IssuedAt: now}
 	if c.st.Device == schedule.DeviceCUDA && c.st.Best != nil && c.st.Best.Point != nil {
@@ -97,7 +97,7 @@ func (c *Campaign) next() (candidate, []string, bool) {
 		cand, ok := c.fresh(SourceRandom, c.random)
 		return cand, nil, ok
 	}
-	mutate := func() schedule.Point { return schedule.Mutate(anchor, c.rng, c.target, c.st.Device) }
+	mutate := func() schedule.Point { return schedule.MutateIn(anchor, c.rng, c.searchSpace()) }
 	if r := c.rankerFor(); r.Trained() && c.rng.Float64() >= s.Epsilon {
 		if cand, ok := c.ranked(mutate); ok {
 			return cand, nil, true
@@ -125,7 +125,14 @@ func (c *Campaign) restart() (candidate, []string, bool) {
 }
 
 func (c *Campaign) random() schedule.Point {
-	return schedule.Random(c.rng, c.target, c.st.Device)
+	return schedule.RandomIn(c.rng, c.searchSpace())
+}
+
+// searchSpace is the campaign's search space: its target and device, with the
+// quantised kernels' knobs for a model spec that names a quantization
+// scheme (schedule.SpaceFor).
+func (c *Campaign) searchSpace() []schedule.Knob {
+	return schedule.SpaceFor(c.target, c.st.Device, schedule.QuantizedSpec(c.st.Model))
 }
 
 // fresh draws from gen until an untried point turns up, then falls back to

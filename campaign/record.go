@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -101,7 +102,7 @@ func (c *Campaign) classifyRecord(e Record) (result, error) {
 		r.baseline = true
 		r.score = new(*r.latency)
 		r.tag = flywheel.TagTried
-		if keep, _ := c.better(*r.score, r.kind, r.complexity); keep {
+		if keep, _ := c.better(*r.score, r.kind, r.complexity, true); keep {
 			r.tag, r.newBest = flywheel.TagKept, true
 		}
 	case flywheel.TagTried, flywheel.TagFailed:
@@ -148,7 +149,9 @@ func (c *Campaign) recordNumbers(r *result, e Record) error {
 	case e.PctOfRoofline != nil:
 		r.pct = new(*e.PctOfRoofline)
 	case r.latency != nil && r.bound != nil:
-		r.pct = new(*r.latency / *r.bound * 100)
+		if pct, ok := ir.PctOfRoofline(*r.latency, *r.bound); ok {
+			r.pct = &pct
+		}
 	}
 	return nil
 }

@@ -50,7 +50,48 @@ type StatusReport struct {
 	SearchSpacePoints    int      `json:"search_space_points"`
 	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
 	Widen                []string `json:"widen,omitempty"`
+	// Workload names what the campaign tunes for ("" for a campaign that
+	// checks one decode step; settings.workload has it as data).
+	Workload string `json:"workload,omitempty"`
+	// LastEventAt is when the campaign's ledger last took an event (a
+	// driver ticks a running campaign every few seconds), and Alerts what
+	// is wrong with the campaign where it lives: both are filled by the
+	// control plane, which knows who drives the campaign and which
+	// workers serve it (the campaign alone knows neither).
+	LastEventAt string  `json:"last_event_at,omitempty"`
+	Alerts      []Alert `json:"alerts,omitempty"`
 }
+
+// Alert is something wrong with a campaign that whoever reads its status
+// must know, and what to do about it.
+type Alert struct {
+	// Kind is one of the Alert* constants; Title says it in a few words.
+	Kind  string `json:"kind"`
+	Title string `json:"title"`
+	// Message says what is wrong; Fix what to do, as commands where there
+	// are some.
+	Message string `json:"message"`
+	Fix     string `json:"fix"`
+}
+
+// The kinds of alerts.
+const (
+	// AlertNoDriver: the campaign is optimizing but no process drives it
+	// (the run that drove it was killed, or it was never run).
+	AlertNoDriver = "no_driver"
+	// AlertUnserved: no live worker serves the campaign's GPU target, so
+	// its trials wait in the queue.
+	AlertUnserved = "unserved"
+	// AlertStalled: a process holds the campaign but its ledger has taken
+	// no event for a while (the driver is stuck, or failing and retrying).
+	AlertStalled = "stalled"
+	// AlertStuckTrials: a trial has been in flight far longer than a trial
+	// may take.
+	AlertStuckTrials = "stuck_trials"
+)
+
+// AlertKinds lists every kind, for metrics that report each.
+var AlertKinds = []string{AlertNoDriver, AlertUnserved, AlertStalled, AlertStuckTrials}
 
 // Status reports the campaign at now.
 func (c *Campaign) StatusReport(now time.Time) StatusReport {
@@ -69,6 +110,9 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	}
 	if st.Status == StatusDone {
 		r.MoveOn = Criterion{Stop: true, Reason: st.MoveOnReason}
+	}
+	if w := st.Settings.Workload; w != nil {
+		r.Workload = w.String()
 	}
 	if b := st.Baseline; b != nil {
 		r.BaselineUS, r.BaselineKind = new(b.LatencyUS), b.Kind
@@ -98,6 +142,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 	line(rule)
 	line("  campaign     : %s / %s", st.Label, st.GPU)
 	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
+	if w := st.Settings.Workload; w != nil {
+		line("  workload     : %s (mean time per decode step at KV lengths %s)", w, kvLens(w.Positions()))
+	}
 	line("  status       : %s", strings.ToUpper(string(st.Status)))
 	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
 	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
@@ -290,6 +337,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("```json")
 	add("%s", c.bestConfigIndented())
 	add("```")
+	if len(st.Notes) > 0 {
+		add("%s", strings.TrimSuffix(notesMarkdown(st.Notes), "\n"))
+	}
 	add("")
 	return strings.Join(l, "\n")
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // MoveOn holds the move-on criteria (the reference's MOVE_ON_CRITERIA,
@@ -66,8 +67,14 @@ type Settings struct {
 	PlateauScaling bool `json:"plateau_scaling,omitempty"`
 	// Batch is the decode batch every trial lowers and checks (B > 1:
 	// GEMM tiles, each sequence checked against its own eager decode); 0
-	// and 1 mean one sequence.
+	// and 1 mean one sequence. A campaign with a Workload has its batch
+	// there and this 0.
 	Batch int `json:"batch,omitempty"`
+	// Workload is what the campaign tunes for (trial.Workload: prompt
+	// lengths, tokens generated, batch): every trial is evaluated at its
+	// positions and scored by its mean time per decode step. A campaign
+	// saved before workloads existed has none and checks one step at Pos.
+	Workload *trial.Workload `json:"workload,omitempty"`
 }
 
 // DefaultSettings returns the Python reference's defaults for the proposer
@@ -76,11 +83,13 @@ func DefaultSettings() Settings {
 	return Settings{
 		MoveOn: DefaultMoveOn(), MinGain: 0.01, Explore: 0.35, Epsilon: 0.30,
 		RestartAfter: 6, WarmSeeds: 3, RankPool: 12, MaxDraws: 1024, Token: 7,
-		Proposer: ProposerModel, PlateauScaling: true,
+		Proposer: ProposerModel, PlateauScaling: true, Workload: new(trial.DefaultWorkload()),
 	}
 }
 
-func (s *Settings) check() error {
+// Check refuses settings a campaign cannot run with (the same check New
+// makes; control checks a request's settings with it before creating).
+func (s *Settings) Check() error {
 	fin := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 	unit := func(x float64) bool { return fin(x) && x >= 0 && x <= 1 }
 	switch {
@@ -102,21 +111,30 @@ func (s *Settings) check() error {
 		return fmt.Errorf("proposer %q must be %q or %q", s.Proposer, ProposerModel, ProposerReference)
 	case s.Batch < 0 || s.Batch > schedule.MaxBatch:
 		return fmt.Errorf("batch %d must be in [1, %d] (0 means 1)", s.Batch, schedule.MaxBatch)
+	case s.Workload != nil && s.Batch > 1:
+		return fmt.Errorf("batch %d outside the workload: a campaign with a workload has its batch there", s.Batch)
 	}
-	if err := s.Budget.check(); err != nil {
+	if s.Workload != nil {
+		if err := s.Workload.Check(); err != nil {
+			return err
+		}
+	}
+	if err := s.Budget.Check(); err != nil {
 		return err
 	}
-	return s.MoveOn.check()
+	return s.MoveOn.Check()
 }
 
-func (b Budget) check() error {
+// Check refuses a negative or non-finite budget.
+func (b Budget) Check() error {
 	if b.Iterations < 0 || math.IsNaN(b.Minutes) || math.IsInf(b.Minutes, 0) || b.Minutes < 0 {
 		return fmt.Errorf("budget (%d iterations, %v minutes) must be non-negative", b.Iterations, b.Minutes)
 	}
 	return nil
 }
 
-func (m MoveOn) check() error {
+// Check refuses a negative or non-finite threshold.
+func (m MoveOn) Check() error {
 	for _, x := range []float64{m.PctRooflineTarget, m.MaxMinutes, m.SpeedupTarget} {
 		if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
 			return fmt.Errorf("move-on threshold %v must be a non-negative number", x)

@@ -123,6 +123,8 @@ type State struct {
 	TrialSeconds float64 `json:"trial_seconds,omitempty"`
 	TimedTrials  int     `json:"timed_trials,omitempty"`
 	Exhausted    bool    `json:"exhausted"`
+	// Notes are the operators' notes, oldest first.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // Result is an evaluated point the campaign keeps: the baseline or the best.
@@ -141,6 +143,9 @@ type Result struct {
 	Source        string             `json:"source"`
 	Complexity    int                `json:"complexity"`
 	Regions       map[string]float64 `json:"region_breakdown,omitempty"`
+	// Positions are a workload trial's per-position figures (its
+	// verdict's), for the report's latency against KV length.
+	Positions []trial.PositionVerdict `json:"positions,omitempty"`
 }
 
 // Anchor is the exploration incumbent.

@@ -44,6 +44,15 @@ type WakeUp struct {
 	SearchSpacePoints    int      `json:"search_space_points"`
 	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
 	Widen                []string `json:"widen,omitempty"`
+	// Workload is what the campaign tunes for (nil for a campaign that
+	// checks one decode step); BaselinePositions and BestPositions are the
+	// baseline's and the best's figures at its evaluated positions, for
+	// the latency against KV length.
+	Workload          *trial.Workload         `json:"workload,omitempty"`
+	BaselinePositions []trial.PositionVerdict `json:"baseline_positions,omitempty"`
+	BestPositions     []trial.PositionVerdict `json:"best_positions,omitempty"`
+	// Notes are the operators' notes, oldest first.
+	Notes []Note `json:"notes,omitempty"`
 }
 
 // Milestone is one kept experiment.
@@ -80,6 +89,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
+		Notes: st.Notes,
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -87,12 +97,14 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if w.Trajectory == nil {
 		w.Trajectory = []TrajectoryPoint{}
 	}
+	w.Workload = st.Settings.Workload
 	if b := st.Baseline; b != nil {
-		w.BaselineUS = new(b.LatencyUS)
+		w.BaselineUS, w.BaselinePositions = new(b.LatencyUS), b.Positions
 	}
 	if b := st.Best; b != nil {
 		kind := b.Kind
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
+		w.BestPositions = b.Positions
 		if b.Point != nil {
 			w.BestConfig = pointJSON(*b.Point)
 		}
@@ -122,6 +134,9 @@ func (w WakeUp) Markdown() string {
 		status += " (" + w.MoveOnReason + ")"
 	}
 	add("%s", status)
+	if w.Workload != nil {
+		add("- Workload: **%s**; latencies are its mean time per decode step, evaluated at KV lengths %s", w.Workload, kvLens(w.Workload.Positions()))
+	}
 	if w.SearchSpaceExhausted {
 		add("")
 		add("## Search space exhausted")
@@ -154,9 +169,23 @@ func (w WakeUp) Markdown() string {
 	if w.BoundUS != nil {
 		s := fmt.Sprintf("- Streamed-bytes floor: %.3f us (the bytes a step streams: weights once, the gathered embedding rows, the KV window)", *w.BoundUS)
 		if w.AllWeightsBoundUS != nil {
-			s += fmt.Sprintf("; all-weights floor (every weight byte, the seed's figure): %.3f us", *w.AllWeightsBoundUS)
+			s += fmt.Sprintf("; all-weights floor (every weight byte, a second, looser floor): %.3f us", *w.AllWeightsBoundUS)
 		}
 		add("%s", s)
+	}
+	if len(w.BestPositions) > 0 {
+		add("")
+		add("## Time per decode step against KV length")
+		add("")
+		add("| KV length | weight | baseline (us) | best (us) | streamed-bytes floor (us) |")
+		add("|---:|---:|---:|---:|---:|")
+		base := map[int]*float64{}
+		for _, p := range w.BaselinePositions {
+			base[p.KVLen] = p.LatencyUS
+		}
+		for _, p := range w.BestPositions {
+			add("| %d | %.3f | %s | %s | %s |", p.KVLen, p.Weight, optUS(base[p.KVLen]), optUS(p.LatencyUS), optUS(p.BoundUS))
+		}
 	}
 	if len(w.ImprovementMilestones) > 0 {
 		add("")
@@ -172,7 +201,7 @@ func (w WakeUp) Markdown() string {
 			add("| %d | %d | %.1f | %.3f | %s |", m.Iter, m.Trial, m.Minutes, m.BestUS, m.Source)
 		}
 	}
-	add("")
+	add("%s", notesMarkdown(w.Notes))
 	add("## Best config")
 	add("")
 	add("```json")
@@ -186,4 +215,37 @@ func (w WakeUp) Markdown() string {
 	return strings.Join(l, "\n")
 }
 
+// notesMarkdown is the operators' notes section (a blank line when there
+// are none), one line per note, a note's own line breaks folded.
+func notesMarkdown(notes []Note) string {
+	if len(notes) == 0 {
+		return ""
+	}
+	l := []string{"", "## Operator notes", ""}
+	for _, n := range notes {
+		l = append(l, fmt.Sprintf("- %s: %s", n.Time.UTC().Format("2006-01-02 15:04 UTC"), strings.Join(strings.Fields(n.Text), " ")))
+	}
+	return strings.Join(append(l, ""), "\n")
+}
+
 func trimFloat(f float64) string { return fmt.Sprintf("%.1f", f) }
+
+// optUS writes a latency, "-" when there is none.
+func optUS(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", *v)
+}
+
+// kvLens lists the KV lengths of positions: "513, 576 and 640".
+func kvLens(ps []trial.WorkloadPosition) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p.Pos + 1)
+	}
+	if len(s) == 1 {
+		return s[0]
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/trial"
 )
 
 var keep = flag.String("chart.keep", "", "also write the test's pictures to this directory")
@@ -79,5 +80,38 @@ func TestGrid(t *testing.T) {
 	}
 	if b := img.Bounds(); b.Dx() != 800 || b.Dy() < 600 {
 		t.Errorf("grid is %v, want 800 wide and over 600 high", b)
+	}
+}
+
+// A workload campaign's report draws the latency against KV length beside
+// the trajectory: baseline, best and the floor at each evaluated position.
+func TestReportDrawsLatencyAgainstKVLength(t *testing.T) {
+	w := sample()
+	if _, ok := ContextLatency(w); ok {
+		t.Fatal("a campaign without per-position figures got a KV-length chart")
+	}
+	at := func(kv int, lat, floor float64) trial.PositionVerdict {
+		return trial.PositionVerdict{Pos: kv - 1, KVLen: kv, LatencyUS: new(lat), BoundUS: new(floor)}
+	}
+	w.Workload = &trial.Workload{PromptLens: []int{2048}, GenLen: 128, Batch: 1}
+	w.BaselinePositions = []trial.PositionVerdict{at(2049, 990, 105), at(2112, 1010, 106), at(2176, 1030, 106)}
+	w.BestPositions = []trial.PositionVerdict{at(2049, 190, 105), at(2112, 192, 106), at(2176, 194, 106)}
+	c, ok := ContextLatency(w)
+	if !ok || len(c.Lines) != 3 || len(c.Lines[1].Points) != 3 || c.Lines[2].Points[0] != (Point{2049, 105}) {
+		t.Fatalf("chart %+v", c)
+	}
+	svg, err := ReportSVG(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"KV length", "2048-token prompt", "best so far", "baseline (default schedule)"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("the report picture lacks %q", want)
+		}
+	}
+	if *keep != "" {
+		if err := os.WriteFile(*keep+"/report-context.svg", svg, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -25,6 +25,24 @@ type Dispatcher interface {
 	Close() error
 }
 
+// Withdrawer is a Dispatcher that can take back a trial no evaluator has
+// started (a stopped campaign's queued trials). Withdraw reports whether it
+// did: a withdrawn trial yields no outcome, and its task is gone from the
+// transport; a trial that runs, finished or is unknown is left as it is
+// (false).
+type Withdrawer interface {
+	Withdraw(ctx context.Context, spec trial.Spec) (bool, error)
+}
+
+// Withdraw takes back a trial no evaluator has started, where d can
+// (Withdrawer); a dispatcher that cannot withdraws nothing.
+func Withdraw(ctx context.Context, d Dispatcher, spec trial.Spec) (bool, error) {
+	if w, ok := d.(Withdrawer); ok {
+		return w.Withdraw(ctx, spec)
+	}
+	return false, nil
+}
+
 // Evaluator evaluates one trial. It must respect ctx and never panic; a
 // failure is reported in the Outcome.
 type Evaluator func(ctx context.Context, spec trial.Spec) trial.Outcome

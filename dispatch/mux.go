@@ -204,6 +204,13 @@ func (v *muxView) Submit(ctx context.Context, spec trial.Spec) error {
 	return v.m.under.Submit(ctx, spec)
 }
 
+// Withdraw takes back a trial of the view's campaign from the shared
+// dispatcher, where it can.
+func (v *muxView) Withdraw(ctx context.Context, spec trial.Spec) (bool, error) {
+	spec.CampaignID = v.id
+	return Withdraw(ctx, v.m.under, spec)
+}
+
 func (v *muxView) Outcomes() <-chan trial.Outcome { return v.out }
 
 // Close of a view only detaches it; the shared dispatcher stays open.

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/amk-dev/amk/dispatch"
@@ -18,7 +19,7 @@ func TestMuxRoutesByCampaign(t *testing.T) {
 	m := dispatch.NewMux(dispatch.NewLocal(2, dispatchtest.EchoEvaluator(&calls)))
 	defer m.Close()
 	a, b := m.For("a"), m.For("b")
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		if err := a.Submit(context.Background(), dispatchtest.Spec("ignored", i)); err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +31,7 @@ func TestMuxRoutesByCampaign(t *testing.T) {
 		d  dispatch.Dispatcher
 		id string
 	}{{a, "a"}, {b, "b"}} {
-		for i := 0; i < 5; i++ {
+		for range 5 {
 			select {
 			case o := <-v.d.Outcomes():
 				if o.CampaignID != v.id {
@@ -43,41 +44,48 @@ func TestMuxRoutesByCampaign(t *testing.T) {
 	}
 }
 
+// In a synctest bubble synctest.Wait returns once every goroutine of the
+// Mux and the evaluators is blocked: the outcomes have arrived where the
+// test looks, with no sleeping and polling.
 func TestMuxHoldsOutcomesUntilAViewOpens(t *testing.T) {
-	var calls atomic.Int64
-	under := dispatch.NewLocal(1, dispatchtest.EchoEvaluator(&calls))
-	m := dispatch.NewMux(under)
-	defer m.Close()
-	if err := under.Submit(context.Background(), dispatchtest.Spec("late", 1)); err != nil {
-		t.Fatal(err)
-	}
-	for calls.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	select {
-	case o := <-m.For("late").Outcomes():
-		if o.TrialID != 1 {
-			t.Fatalf("got trial %d", o.TrialID)
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		under := dispatch.NewLocal(1, dispatchtest.EchoEvaluator(&calls))
+		m := dispatch.NewMux(under)
+		defer m.Close()
+		if err := under.Submit(context.Background(), dispatchtest.Spec("late", 1)); err != nil {
+			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("held outcome not delivered")
-	}
+		synctest.Wait()
+		if calls.Load() != 1 || m.Held() != 1 {
+			t.Fatalf("%d evaluations, %d outcomes held; want 1 and 1", calls.Load(), m.Held())
+		}
+		select {
+		case o := <-m.For("late").Outcomes():
+			if o.TrialID != 1 {
+				t.Fatalf("got trial %d", o.TrialID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("held outcome not delivered")
+		}
+	})
 }
 
-// waitFor polls cond until it holds (or fails the test after a long while).
-func waitFor(t *testing.T, what string, cond func() bool) {
+// settle waits until every goroutine of the test's synctest bubble is
+// blocked (the outcomes submitted have gone where they go) and checks cond.
+func settle(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond)
+	synctest.Wait()
+	if !cond() {
+		t.Fatalf("once settled, not so: %s", what)
 	}
 }
 
 func TestMuxHoldsAtMostMaxHeldOutcomes(t *testing.T) {
+	synctest.Test(t, testMuxHoldsAtMostMaxHeldOutcomes)
+}
+
+func testMuxHoldsAtMostMaxHeldOutcomes(t *testing.T) {
 	var calls atomic.Int64
 	under := dispatch.NewLocal(1, dispatchtest.EchoEvaluator(&calls))
 	var mu sync.Mutex
@@ -95,7 +103,10 @@ func TestMuxHoldsAtMostMaxHeldOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "two outcomes dropped", func() bool { return m.Dropped() == 2 })
+	synctest.Wait()
+	if n := m.Dropped(); n != 2 {
+		t.Fatalf("dropped %d outcomes, want 2", n)
+	}
 	if n := m.Held(); n != 3 {
 		t.Fatalf("holding %d outcomes, want the cap of 3", n)
 	}
@@ -121,6 +132,10 @@ func TestMuxHoldsAtMostMaxHeldOutcomes(t *testing.T) {
 }
 
 func TestMuxDropsOutcomesHeldPastHoldFor(t *testing.T) {
+	synctest.Test(t, testMuxDropsOutcomesHeldPastHoldFor)
+}
+
+func testMuxDropsOutcomesHeldPastHoldFor(t *testing.T) {
 	var calls atomic.Int64
 	under := dispatch.NewLocal(1, dispatchtest.EchoEvaluator(&calls))
 	var now atomic.Int64
@@ -135,12 +150,12 @@ func TestMuxDropsOutcomesHeldPastHoldFor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "two outcomes held", func() bool { return m.Held() == 2 })
+	settle(t, "two outcomes held", func() bool { return m.Held() == 2 })
 	now.Add(int64(59 * time.Minute))
 	if err := under.Submit(context.Background(), dispatchtest.Spec("late", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "three outcomes held", func() bool { return m.Held() == 3 })
+	settle(t, "three outcomes held", func() bool { return m.Held() == 3 })
 	if m.Dropped() != 0 {
 		t.Fatal("dropped an outcome held for less than HoldFor")
 	}
@@ -148,7 +163,7 @@ func TestMuxDropsOutcomesHeldPastHoldFor(t *testing.T) {
 	if err := under.Submit(context.Background(), dispatchtest.Spec("later", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the two expired outcomes dropped", func() bool { return gone.Load() == 2 })
+	settle(t, "the two expired outcomes dropped", func() bool { return gone.Load() == 2 })
 	if n := m.Held(); n != 2 {
 		t.Fatalf("holding %d outcomes, want the 2 younger than HoldFor", n)
 	}

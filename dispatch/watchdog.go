@@ -15,6 +15,10 @@ import (
 // before the device counts as wedged.
 const DefaultStopGrace = 30 * time.Second
 
+// DefaultTrialTimeout is the wall-clock limit of a trial whose spec sets
+// none: a gpuworker's default trial_timeout and an embedded run's limit.
+const DefaultTrialTimeout = 10 * time.Minute
+
 // WatchdogObserver is told what a Watchdog does (a gpuworker passes its
 // Prometheus metrics).
 type WatchdogObserver interface {
@@ -28,7 +32,8 @@ type WatchdogObserver interface {
 
 // WatchdogOptions configure a Watchdog.
 type WatchdogOptions struct {
-	// Limit is the wall-clock limit of a spec that sets no timeout_s.
+	// Limit is the wall-clock limit of a spec that sets no timeout_s
+	// (DefaultTrialTimeout is the usual one).
 	Limit time.Duration
 	// StopGrace is how long a cancelled evaluation may take to return
 	// before the device counts as wedged; 0 means DefaultStopGrace.

@@ -15,6 +15,11 @@ const (
 	AxisVar   = "var"
 )
 
+// QuantOnlyDTypes are effective dtypes a quantization:* tag may name that
+// are no tensor dtype of the format: int4 weights travel packed, two per
+// int8 byte.
+var QuantOnlyDTypes = []string{"int4"}
+
 // DTypes is the fixed list of tensor dtypes the format allows.
 var DTypes = []string{"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
 	"int64", "int32", "int16", "int8", "bool"}
@@ -23,6 +28,23 @@ var DTypes = []string{"float32", "float16", "bfloat16", "float8_e4m3fn", "float8
 // public dataset and in the format's own examples (grouped_gemm, gqa), so an
 // unlisted op_type is a warning, not a broken rule.
 var OpTypes = []string{"gqa_ragged", "gqa_paged", "mla_ragged", "mla_paged", "gemm", "rmsnorm", "fused_add_rmsnorm"}
+
+// amk's own op types: the categories Export writes beyond the format's
+// list. The validator knows them, so an export validates without warnings.
+const (
+	OpTypeEmbedding        = "embedding"
+	OpTypeRoPE             = "rope"
+	OpTypeKVAppend         = "kv_append"
+	OpTypeGQAContiguous    = "gqa_contiguous"
+	OpTypeAttentionCombine = "attention_combine"
+	OpTypeSiLUMul          = "silu_mul"
+	OpTypeAdd              = "add"
+	OpTypeDecodeStep       = "decode_step"
+)
+
+// AMKOpTypes lists amk's own op types.
+var AMKOpTypes = []string{OpTypeEmbedding, OpTypeRoPE, OpTypeKVAppend, OpTypeGQAContiguous,
+	OpTypeAttentionCombine, OpTypeSiLUMul, OpTypeAdd, OpTypeDecodeStep}
 
 // Axis is one symbolic dimension: const (with its value) or var (bound by a
 // workload).

@@ -3,6 +3,7 @@ package fib
 import (
 	"crypto/sha1"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,6 +48,41 @@ type Exported struct {
 type ExportOptions struct {
 	Batches   []int // default 1 and 4
 	KVLengths []int // default 128 and the model's max_seq
+	// Target, when set, is the GPU target record the export is for: every
+	// Definition carries it as an amk_target: tag, and Loop 1 on the
+	// dataset (tune-instruction --fib) runs for it (DatasetTargets).
+	Target string
+}
+
+// TargetTag is the namespace of the tag that names the GPU target record a
+// Definition was exported for (amk_target:h200).
+const TargetTag = "amk_target"
+
+// DatasetTargets returns the GPU target records a dataset names, sorted and
+// each once: its Definitions' amk_target: tags and its Traces' amk_target
+// libs entry (what Export and the Traces it writes record).
+func DatasetTargets(ds *Dataset) []string {
+	seen := map[string]bool{}
+	for _, d := range ds.Definitions {
+		for _, tag := range d.Tags {
+			if ns, v, ok := strings.Cut(tag, ":"); ok && ns == TargetTag && v != "" {
+				seen[v] = true
+			}
+		}
+	}
+	for _, ts := range ds.Traces {
+		for _, t := range ts {
+			if t.Evaluation != nil && t.Evaluation.Environment.Libs[TargetTag] != "" {
+				seen[t.Evaluation.Environment.Libs[TargetTag]] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for v := range seen {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // DTypeName is the seed-003 spelling of an amk storage dtype.
@@ -112,15 +148,18 @@ func Export(slug string, cfg model.Config, opts ExportOptions) ([]Exported, erro
 		}
 	}
 	x := exporter{cfg: cfg, dt: dt, tags: []string{"model:" + slug, "stage:decode", "status:draft"}, opts: opts}
+	if opts.Target != "" {
+		x.tags = append(x.tags, TargetTag+":"+opts.Target)
+	}
 	x.embedding()
 	x.rmsnorm()
 	H, qd, kd, I, V := cfg.Hidden, cfg.QDim(), cfg.KVDim(), cfg.Intermediate, cfg.Vocab
-	x.gemm(qd, H, RoleQProj)
-	x.gemm(kd, H, RoleKVProj)
-	x.gemm(H, qd, RoleOProj)
-	x.gemm(I, H, RoleGateUp)
-	x.gemm(H, I, RoleDown)
-	x.gemm(V, H, RoleLMHead)
+	x.gemm(qd, H, RoleQProj, cfg.Quant.On())
+	x.gemm(kd, H, RoleKVProj, cfg.Quant.On())
+	x.gemm(H, qd, RoleOProj, cfg.Quant.On())
+	x.gemm(I, H, RoleGateUp, cfg.Quant.On())
+	x.gemm(H, I, RoleDown, cfg.Quant.On())
+	x.gemm(V, H, RoleLMHead, cfg.Quant.QuantizesRole(model.RoleLMHead))
 	x.rope()
 	x.kvAppend()
 	x.attention()
@@ -241,7 +280,7 @@ func pyFloat(f float64) string {
 func (x *exporter) embedding() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("embedding_v%d_h%d", c.Vocab, c.Hidden), OpType: "embedding",
+		Name: fmt.Sprintf("embedding_v%d_h%d", c.Vocab, c.Hidden), OpType: OpTypeEmbedding,
 		Description: "Token embedding lookup: one table row per token (amk EMBED).",
 		Axes:        axes("batch_size", varAxis, "vocab_size", c.Vocab, "hidden_size", c.Hidden),
 		Inputs: Ordered[TensorSpec]{{"token_ids", spec("int32", "batch_size")},
@@ -271,7 +310,11 @@ func (x *exporter) rmsnorm() {
 	x.add(d, []ir.Op{ir.OpRMSNORM}, []string{RoleNorm}, "batch_size", "", nil)
 }
 
-func (x *exporter) gemm(n, k int, role string) {
+func (x *exporter) gemm(n, k int, role string, quant bool) {
+	if quant {
+		x.quantGEMM(n, k, role)
+		return
+	}
 	d := &Definition{
 		Name: fmt.Sprintf("gemm_n%d_k%d", n, k), OpType: "gemm",
 		Description: "General matrix multiply C = A @ B.T with float32 accumulation (amk GEMV_TILE for M = 1, GEMM_TILE for M > 1, column tiles of B).",
@@ -288,7 +331,7 @@ func (x *exporter) gemm(n, k int, role string) {
 func (x *exporter) rope() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("rope_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: "rope",
+		Name: fmt.Sprintf("rope_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: OpTypeRoPE,
 		Description: fmt.Sprintf("Llama rotate-half rotary embedding of q and k at each sequence's position, theta %s (amk ROPE).", pyFloat(c.RopeTheta)),
 		Axes: axes("batch_size", varAxis, "num_qo_heads", c.NHeads, "num_kv_heads", c.NKVHeads,
 			"head_dim", c.HeadDim),
@@ -316,7 +359,7 @@ func (x *exporter) rope() {
 func (x *exporter) kvAppend() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("kv_append_kv%d_d%d_s%d", c.NKVHeads, c.HeadDim, c.MaxSeq), OpType: "kv_append",
+		Name: fmt.Sprintf("kv_append_kv%d_d%d_s%d", c.NKVHeads, c.HeadDim, c.MaxSeq), OpType: OpTypeKVAppend,
 		Description: "Write each sequence's new key (or value) rows into its contiguous cache at position pos (amk KV_APPEND; amk writes in place, the Definition returns the new cache).",
 		Axes: axes("batch_size", varAxis, "num_kv_heads", c.NKVHeads, "head_dim", c.HeadDim,
 			"max_seq_len", c.MaxSeq),
@@ -336,7 +379,7 @@ func (x *exporter) kvAppend() {
 func (x *exporter) attention() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("gqa_contiguous_decode_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: "gqa_contiguous",
+		Name: fmt.Sprintf("gqa_contiguous_decode_h%d_kv%d_d%d", c.NHeads, c.NKVHeads, c.HeadDim), OpType: OpTypeGQAContiguous,
 		Description: fmt.Sprintf("Grouped-query decode attention of one query token per sequence over its first kv_len cache rows (a contiguous cache, no paging), scale 1/sqrt(%d) (amk ATTENTION_TILE).", c.HeadDim),
 		Axes: axes("batch_size", varAxis, "kv_len", varAxis, "num_qo_heads", c.NHeads, "num_kv_heads", c.NKVHeads,
 			"head_dim", c.HeadDim),
@@ -365,7 +408,7 @@ func (x *exporter) attention() {
 func (x *exporter) combine() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("attention_combine_h%d_d%d", c.NHeads, c.HeadDim), OpType: "attention_combine",
+		Name: fmt.Sprintf("attention_combine_h%d_d%d", c.NHeads, c.HeadDim), OpType: OpTypeAttentionCombine,
 		Description: "Merge split-KV flash-attention partials: each partial holds per head [acc = sum exp(s - m) v | m = max s | l = sum exp(s - m)] (amk ATTENTION_COMBINE, used when one sequence's KV is split over several SMs).",
 		Axes:        axes("num_partials", varAxis, "num_qo_heads", c.NHeads, "head_dim", c.HeadDim, "partial_width", c.HeadDim+2),
 		Constraints: []string{"partial_width == head_dim + 2"},
@@ -393,7 +436,7 @@ func (x *exporter) combine() {
 func (x *exporter) swiglu() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("silu_mul_i%d", c.Intermediate), OpType: "silu_mul",
+		Name: fmt.Sprintf("silu_mul_i%d", c.Intermediate), OpType: OpTypeSiLUMul,
 		Description: "SwiGLU activation silu(gate) * up (amk SILU_MUL).",
 		Axes:        axes("batch_size", varAxis, "intermediate_size", c.Intermediate),
 		Inputs: Ordered[TensorSpec]{{"gate", spec(x.dt, "batch_size", "intermediate_size")},
@@ -410,7 +453,7 @@ func (x *exporter) swiglu() {
 func (x *exporter) residual() {
 	c := x.cfg
 	d := &Definition{
-		Name: fmt.Sprintf("add_h%d", c.Hidden), OpType: "add",
+		Name: fmt.Sprintf("add_h%d", c.Hidden), OpType: OpTypeAdd,
 		Description: "Residual add (amk ADD).",
 		Axes:        axes("batch_size", varAxis, "hidden_size", c.Hidden),
 		Inputs: Ordered[TensorSpec]{{"a", spec(x.dt, "batch_size", "hidden_size")},
@@ -430,7 +473,7 @@ func StepName(slug string, cfg model.Config) string {
 func (x *exporter) step(slug string) {
 	c := x.cfg
 	d := &Definition{
-		Name: StepName(slug, c), OpType: "decode_step",
+		Name: StepName(slug, c), OpType: OpTypeDecodeStep,
 		Description: fmt.Sprintf("One Llama-family decode step of %s for a batch of sequences at position pos: embedding, %d layers of (RMSNorm, "+
 			"q/k/v projections, RoPE, KV append, GQA attention over rows [0, pos], o projection, residual, RMSNorm, SwiGLU MLP, residual), "+
 			"final RMSNorm and lm_head. amk runs it as one persistent megakernel; the caches are updated in place at row pos. "+
@@ -441,7 +484,7 @@ func (x *exporter) step(slug string) {
 			"intermediate_size", c.Intermediate, "vocab_size", c.Vocab, "max_seq_len", c.MaxSeq),
 		Constraints: []string{"q_dim == num_qo_heads * head_dim", "kv_dim == num_kv_heads * head_dim",
 			"num_qo_heads % num_kv_heads == 0"},
-		Inputs: Ordered[TensorSpec]{
+		Inputs: x.quantStepInputs(Ordered[TensorSpec]{
 			{"token_ids", spec("int32", "batch_size")},
 			{"pos", scalar("int32")},
 			{"embed", spec(x.dt, "vocab_size", "hidden_size")},
@@ -458,9 +501,12 @@ func (x *exporter) step(slug string) {
 			{"lm_head", spec(x.dt, "vocab_size", "hidden_size")},
 			{"k_cache", spec(x.dt, "num_layers", "batch_size", "max_seq_len", "num_kv_heads", "head_dim")},
 			{"v_cache", spec(x.dt, "num_layers", "batch_size", "max_seq_len", "num_kv_heads", "head_dim")},
-		},
+		}),
 		Outputs:   Ordered[TensorSpec]{{"logits", spec(x.dt, "batch_size", "vocab_size")}},
 		Reference: stepReference(c),
+	}
+	if c.Quant.On() {
+		x.quantStep(d)
 	}
 	pos := c.MaxSeq / 2
 	x.add(d, nil, []string{RoleStep}, "batch_size", "",

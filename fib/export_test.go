@@ -72,3 +72,23 @@ func TestExportSharesSquareProjections(t *testing.T) {
 	}
 	t.Fatal("no gemm_n4096_k4096 for llama-8b")
 }
+
+// amk's own op types are known to the validator: an export draws no
+// warning about its op_type.
+func TestExportDrawsNoOpTypeWarning(t *testing.T) {
+	cfg, err := model.Preset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Export("small", cfg, ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range out {
+		for _, p := range Validate(e.Definition) {
+			if p.Field == "op_type" {
+				t.Errorf("%s: %s", e.Definition.Name, p)
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -394,12 +395,7 @@ func (p *parser) unexpected(want string) error {
 func isCompare(s string) bool { return contains([]string{"==", "!=", "<", "<=", ">", ">="}, s) }
 
 func contains(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(xs, s)
 }
 
 // Value is an expression's value: an int, a float or a bool.

@@ -77,7 +77,7 @@ func WriteMappings(w io.Writer, ms []Mapping) {
 	for _, m := range ms {
 		if m.Mapped() {
 			mapped++
-			fmt.Fprintf(w, "[MAPPED]   %s (%s) -> %s, %d Loop-1 case(s)\n", m.Definition, m.OpType, m.Op, len(m.Cases))
+			fmt.Fprintf(w, "[MAPPED]   %s (%s) -> %s, %d kernel-tuning case(s)\n", m.Definition, m.OpType, m.Op, len(m.Cases))
 			for _, c := range m.Cases {
 				note := ""
 				if c.Note != "" {
@@ -161,7 +161,9 @@ func RunExport(req ExportRequest) (*ExportSummary, error) {
 	if strings.ContainsAny(req.Model, `/\`) || strings.HasSuffix(req.Model, ".json") {
 		slug = ModelSlug(cfg.Name)
 	}
-	exported, err := Export(slug, cfg, req.Options)
+	opts := req.Options
+	opts.Target = target.Name
+	exported, err := Export(slug, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
 	}
@@ -197,7 +199,7 @@ func RunExport(req ExportRequest) (*ExportSummary, error) {
 	}
 	if req.Results != "" {
 		if req.Model != CaseModel {
-			return nil, fmt.Errorf("%w: Loop-1 cases are cut from the %s preset; export %s to attach Loop-1 results", ErrBadRequest, CaseModel, CaseModel)
+			return nil, fmt.Errorf("%w: kernel-tuning cases are cut from the %s preset; export %s to attach kernel-tuning results", ErrBadRequest, CaseModel, CaseModel)
 		}
 		rows, err := flywheel.ReadRows(req.Results)
 		if err != nil {
@@ -209,7 +211,7 @@ func RunExport(req ExportRequest) (*ExportSummary, error) {
 			return nil, err
 		}
 		traces, sols = append(traces, t...), append(sols, s...)
-		sum.Notes = append(sum.Notes, fmt.Sprintf("%s: %d Loop-1 verdicts as Traces (measured-gpu), %d without a latency left out, %d of ops with no Definition", req.Results, len(t), skipped, unmatched))
+		sum.Notes = append(sum.Notes, fmt.Sprintf("%s: %d kernel-tuning verdicts as Traces (measured-gpu), %d without a latency left out, %d of ops with no Definition", req.Results, len(t), skipped, unmatched))
 	}
 	if len(traces) > 0 {
 		more, err := WriteTraces(req.Out, Author, defs, traces, dedupeSolutions(sols))

@@ -84,7 +84,7 @@ func TestEveryRule(t *testing.T) {
 		{"tag namespace value", func(m map[string]any) { m["tags"] = []string{"stage:"} }, `error: tags[0]: "stage:": a namespaced tag is <namespace>:<value>`},
 		{"tag value charset", func(m map[string]any) { m["tags"] = []string{"model:llama 3"} }, `error: tags[0]: "model:llama 3": the value of a model: tag has no spaces`},
 		{"tag flag", func(m map[string]any) { m["tags"] = []string{"fused", "hot path"} }, `error: tags[1]: "hot path": a flag has no spaces`},
-		{"stage value", func(m map[string]any) { m["tags"] = []string{"stage:train"} }, `warning: tags[0]: stage "train" is neither of the seed's stages`},
+		{"stage value", func(m map[string]any) { m["tags"] = []string{"stage:train"} }, `warning: tags[0]: stage "train" is neither of the format's stages`},
 		{"quantization value", func(m map[string]any) { m["tags"] = []string{"quantization:int3"} }, `warning: tags[0]: quantization "int3" is not a dtype`},
 		{"naming: op_type in name", func(m map[string]any) { m["name"] = "attention_h32_kv8_d128" }, `warning: name: "attention_h32_kv8_d128" does not follow {op_type}_{props}_{constants}`},
 		{"naming: charset", func(m map[string]any) { m["name"] = "gqa-contiguous h32" }, "error: name: \"gqa-contiguous h32\": a name is letters, digits and underscores"},

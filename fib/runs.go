@@ -2,6 +2,7 @@ package fib
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/amk-dev/amk/flywheel"
@@ -130,7 +131,7 @@ func InstructionTraces(exported []Exported, target string, env flywheel.Env, tim
 		t, s, sk, err := TracesFromFacts(e.Definition, *w, RunInfo{Kind: KindMeasuredGPU, Target: target, Env: env,
 			Timestamp: timestamp}, FactsFromRows(byOp[op]))
 		if err != nil {
-			return nil, nil, 0, 0, fmt.Errorf("Loop-1 rows of %s: %w", op, err)
+			return nil, nil, 0, 0, fmt.Errorf("kernel-tuning rows of %s: %w", op, err)
 		}
 		traces, sols, skipped = append(traces, t...), append(sols, s...), skipped+sk
 	}
@@ -138,10 +139,5 @@ func InstructionTraces(exported []Exported, target string, env flywheel.Env, tim
 }
 
 func containsString(xs []string, s string) bool {
-	for _, x := range xs {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(xs, s)
 }

@@ -104,7 +104,7 @@ func TracesFromFacts(def *Definition, w Workload, run RunInfo, facts []Fact) (tr
 		return nil, nil, 0, fmt.Errorf("latency kind %q is neither %s nor %s", run.Kind, KindMeasuredGPU, KindPredicted)
 	}
 	env := Environment{Hardware: hardwareName(run.Target, run.Kind), Libs: map[string]string{
-		"amk_latency_kind": run.Kind, "amk_target": run.Target, "go": runtime.Version()}}
+		"amk_latency_kind": run.Kind, TargetTag: run.Target, "go": runtime.Version()}}
 	for k, v := range map[string]string{"amk": run.Env.AMKVersion, "amk_device": run.Env.Device,
 		"amk_device_name": run.Env.DeviceName, "cuda_driver": run.Env.Driver, "cuda": run.Env.Toolkit} {
 		if v != "" {
@@ -159,7 +159,7 @@ func factLog(f Fact) string {
 
 func amkSolution(def *Definition, name, id string, run RunInfo) *Solution {
 	desc, _ := json.Marshal(map[string]string{"amk_id": id, "latency_kind": run.Kind, "target": run.Target,
-		"note": "amk's megakernel schedule or Loop-1 kernel variant; built and launched by amk (amkctl eval / tune-instruction), not by flashinfer-bench"})
+		"note": "amk's megakernel schedule or tuned kernel variant; built and launched by amk (amkctl eval / tune-instruction), not by flashinfer-bench"})
 	return &Solution{Name: name, Definition: def.Name, Author: Author,
 		Description: "amk schedule " + id,
 		Spec: BuildSpec{Language: "cuda", TargetHardware: []string{hardwareName(run.Target, KindMeasuredGPU)},
@@ -180,7 +180,7 @@ func Facts(traces []Trace) ([]Fact, error) {
 			return nil, fmt.Errorf("trace %d: not an amk verdict (log starts %q)", i, first)
 		}
 		kv := map[string]string{}
-		for _, field := range strings.Fields(rest) {
+		for field := range strings.FieldsSeq(rest) {
 			k, v, _ := strings.Cut(field, "=")
 			kv[k] = v
 		}

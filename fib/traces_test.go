@@ -9,8 +9,6 @@ import (
 	"github.com/amk-dev/amk/model"
 )
 
-func lat(v float64) *float64 { return &v }
-
 func stepExport(t *testing.T) (*Definition, Workload, map[string]*Definition, []Exported) {
 	t.Helper()
 	cfg, err := model.Preset("small")
@@ -38,8 +36,8 @@ func stepExport(t *testing.T) (*Definition, Workload, map[string]*Definition, []
 func TestTracesRoundTrip(t *testing.T) {
 	def, w, defs, exported := stepExport(t)
 	rows := []flywheel.Row{
-		{Experiment: 0, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(812.25), ScheduleID: "s-base"},
-		{Experiment: 1, Tag: flywheel.TagRevert, Correctness: flywheel.CorrectPass, LatencyUS: lat(901.5), ScheduleID: "s-1"},
+		{Experiment: 0, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(812.25), ScheduleID: "s-base"},
+		{Experiment: 1, Tag: flywheel.TagRevert, Correctness: flywheel.CorrectPass, LatencyUS: new(901.5), ScheduleID: "s-1"},
 		{Experiment: 2, Tag: flywheel.TagFailed, Correctness: flywheel.CorrectFail, ScheduleID: "s-2"},
 		{Experiment: 3, Tag: flywheel.TagRejected, Correctness: flywheel.CorrectRejected, ScheduleID: "s-3"},
 		{Experiment: 4, Tag: flywheel.TagCrash, Correctness: flywheel.CorrectCrash, ScheduleID: "s-4"},
@@ -100,7 +98,7 @@ func TestTracesRoundTrip(t *testing.T) {
 func TestTracesRefuseDishonestInput(t *testing.T) {
 	def, w, _, _ := stepExport(t)
 	run := RunInfo{Kind: KindPredicted, Target: "h200", Timestamp: "t"}
-	if _, _, _, err := TracesFromFacts(def, w, run, []Fact{{Correctness: flywheel.CorrectFail, LatencyUS: lat(3)}}); err == nil {
+	if _, _, _, err := TracesFromFacts(def, w, run, []Fact{{Correctness: flywheel.CorrectFail, LatencyUS: new(float64(3))}}); err == nil {
 		t.Error("a latency on a FAIL was exported")
 	}
 	run.Kind = "guessed"
@@ -114,7 +112,7 @@ func TestTracesRefuseDishonestInput(t *testing.T) {
 func TestFactsCatchBlurredKinds(t *testing.T) {
 	def, w, _, _ := stepExport(t)
 	run := RunInfo{Kind: KindPredicted, Target: "h200", Timestamp: "t"}
-	traces, _, _, err := TracesFromFacts(def, w, run, []Fact{{Correctness: flywheel.CorrectPass, LatencyUS: lat(5), Solution: "x"}})
+	traces, _, _, err := TracesFromFacts(def, w, run, []Fact{{Correctness: flywheel.CorrectPass, LatencyUS: new(float64(5)), Solution: "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +125,11 @@ func TestFactsCatchBlurredKinds(t *testing.T) {
 func TestCampaignAndLoop1Traces(t *testing.T) {
 	_, _, defs, exported := stepExport(t)
 	rows := []flywheel.Row{
-		{Experiment: 0, Loop: flywheel.LoopSchedule, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(700), ScheduleID: "a"},
+		{Experiment: 0, Loop: flywheel.LoopSchedule, Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(float64(700)), ScheduleID: "a"},
 		{Experiment: 1, Loop: flywheel.LoopSchedule, Tag: flywheel.TagFailed, Correctness: flywheel.CorrectFail, ScheduleID: "b"},
-		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:rmsnorm", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(2.5), KernelID: "rmsnorm[v0]"},
-		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:gemm_tile", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(90), KernelID: "gemm_tile[v0]"},
-		{Experiment: 1, Loop: flywheel.LoopInstruction, Model: "inst:attention_combine", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: lat(3), KernelID: "attention_combine[v0]"},
+		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:rmsnorm", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(2.5), KernelID: "rmsnorm[v0]"},
+		{Experiment: 0, Loop: flywheel.LoopInstruction, Model: "inst:gemm_tile", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(float64(90)), KernelID: "gemm_tile[v0]"},
+		{Experiment: 1, Loop: flywheel.LoopInstruction, Model: "inst:attention_combine", Tag: flywheel.TagKept, Correctness: flywheel.CorrectPass, LatencyUS: new(float64(3)), KernelID: "attention_combine[v0]"},
 	}
 	traces, sols, w, skipped, err := CampaignTraces(exported, CampaignRun{Kind: KindPredicted, Target: "h200", Pos: 127, Timestamp: "t", Rows: rows})
 	if err != nil || skipped != 0 || len(traces) != 2 || len(sols) != 2 {

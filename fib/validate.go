@@ -3,6 +3,7 @@ package fib
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -72,8 +73,8 @@ func Validate(d *Definition) []Problem {
 func validateNaming(ps *problems, d *Definition) {
 	if d.OpType != "" && !opTypeCharset.MatchString(d.OpType) {
 		ps.addf("op_type", "%q: use lower-case letters, digits and underscores", d.OpType)
-	} else if d.OpType != "" && !slices.Contains(OpTypes, d.OpType) {
-		ps.warn("op_type", fmt.Sprintf("%q is not in the format's list of op_types", d.OpType))
+	} else if d.OpType != "" && !slices.Contains(OpTypes, d.OpType) && !slices.Contains(AMKOpTypes, d.OpType) {
+		ps.warn("op_type", fmt.Sprintf("%q is neither in the format's list of op_types nor one of amk's", d.OpType))
 	}
 	if d.Name == "" {
 		return
@@ -143,14 +144,14 @@ func validateTags(ps *problems, tags []string) {
 		switch ns {
 		case "stage":
 			if !slices.Contains(stageValues, value) {
-				ps.warn(field, fmt.Sprintf("stage %q is neither of the seed's stages (%s)", value, strings.Join(stageValues, ", ")))
+				ps.warn(field, fmt.Sprintf("stage %q is neither of the format's stages (%s)", value, strings.Join(stageValues, ", ")))
 			}
 		case "status":
 			if !slices.Contains(statusValues, value) {
-				ps.warn(field, fmt.Sprintf("status %q is none of the seed's (%s)", value, strings.Join(statusValues, ", ")))
+				ps.warn(field, fmt.Sprintf("status %q is none of the format's (%s)", value, strings.Join(statusValues, ", ")))
 			}
 		case "quantization":
-			if !slices.Contains(DTypes, value) {
+			if !slices.Contains(DTypes, value) && !slices.Contains(QuantOnlyDTypes, value) {
 				ps.warn(field, fmt.Sprintf("quantization %q is not a dtype of the allowed list", value))
 			}
 		}
@@ -254,9 +255,7 @@ func validateConstraints(ps *problems, d *Definition) {
 // listed in needData.
 func (d *Definition) CheckConstraints(vars map[string]int64) (broken []Problem, needData []string) {
 	env := d.ConstAxes()
-	for k, v := range vars {
-		env[k] = v
-	}
+	maps.Copy(env, vars)
 	var ps problems
 	for i, c := range d.Constraints {
 		e, err := ParseExpr(c)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
 )
@@ -140,7 +142,7 @@ func ParseCorpus(data []byte) (recs []Record, skipped int) {
 	if i < 0 {
 		return nil, 0
 	}
-	for _, line := range bytes.Split(data[:i], []byte("\n")) {
+	for line := range bytes.SplitSeq(data[:i], []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
@@ -286,7 +288,7 @@ func ImportReference(r io.Reader) (recs []Record, skipped int, err error) {
 // corpusPath; it returns how many it appended and how many lines it
 // skipped. Nothing is appended when no line is usable.
 func ImportReferenceFile(corpusPath, referencePath string) (imported, skipped int, err error) {
-	f, err := os.Open(referencePath)
+	f, _, err := inputfile.Open(referencePath) // regular files only, never blocks
 	if err != nil {
 		return 0, 0, err
 	}
@@ -348,9 +350,9 @@ func importLine(line []byte) (Record, bool) {
 	pct, hasPct := number("pct_of_roofline")
 	switch {
 	case bound > 0 && !(hasPct && pct > 0):
-		pct = lat / bound * 100
+		pct, _ = ir.PctOfRoofline(lat, bound)
 	case !(bound > 0) && hasPct && pct > 0:
-		bound = lat * 100 / pct
+		bound, _ = ir.FloorFromPct(lat, pct)
 	case !(bound > 0):
 		return Record{}, false
 	}
@@ -386,11 +388,8 @@ func importShape(rec, sched pyjson.Value, model string) (Shape, string) {
 func keepKeys(v pyjson.Value, keys []string) pyjson.Value {
 	out := pyjson.ObjectValue()
 	for _, m := range v.Obj {
-		for _, k := range keys {
-			if m.Key == k {
-				out.Set(m.Key, m.Val)
-				break
-			}
+		if slices.Contains(keys, m.Key) {
+			out.Set(m.Key, m.Val)
 		}
 	}
 	return out

@@ -59,6 +59,29 @@ func TryLock(path, holder string) (*FileLock, error) {
 	return &FileLock{f: f}, nil
 }
 
+// LockHolder says whether another open file holds the lock at path, and
+// what its holder wrote about itself, without writing to the file. A
+// missing file is a lock no one holds. The look takes the lock for the
+// moment it lasts when it is free (a TryLock at that moment finds it held).
+func LockHolder(path string) (holder string, held bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	switch err := tryLockFile(f); {
+	case errors.Is(err, errLockHeld):
+		data, _ := os.ReadFile(path)
+		return strings.TrimSpace(string(data)), true, nil
+	case err != nil:
+		return "", false, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return "", false, nil
+}
+
 // Close releases the lock.
 func (l *FileLock) Close() error {
 	if l == nil || l.f == nil {

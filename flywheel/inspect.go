@@ -201,7 +201,7 @@ func ImportReferenceState(data []byte) (st ReferenceState, rec Record, ok bool, 
 // amk record, else as a reference (AMK) corpus line (ImportReference's
 // rules); skipped counts lines that are neither.
 func ParseAnyCorpus(data []byte) (recs []Record, skipped int) {
-	for _, line := range bytes.Split(data, []byte("\n")) {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue

@@ -95,8 +95,14 @@ func randomExamples(n int, seed uint64) ([]Example, []schedule.Point) {
 	target := mustTarget("h200")
 	var ex []Example
 	var pts []schedule.Point
-	for i := 0; i < n; i++ {
+	for range n {
 		p := schedule.Random(rng, target, "cpu")
+		for _, k := range schedule.Space(target, "cpu") { // the reference's knobs only: a landscape of N_tile
+			if k.Path != schedule.PathNTile && k.Path != schedule.PathNPartitions && k.Path != schedule.PathSMAssignment &&
+				k.Path != schedule.PathDepth && k.Path != schedule.PathTPB {
+				p.SetKnob(k.Path, k.Default)
+			}
+		}
 		nt := float64(nTile(p))
 		pct := 1000 * (1 + math.Abs(math.Log2(nt)-5))
 		ex = append(ex, ExampleOf(toyShape, p, pct))
@@ -127,9 +133,9 @@ func TestRankerUntrainedIsIdentity(t *testing.T) {
 }
 
 func TestRankerLearnsAndIsDeterministic(t *testing.T) {
-	ex, _ := randomExamples(60, 2)
+	ex, _ := randomExamples(200, 2)
 	r1, r2 := NewRanker(ex), NewRanker(ex)
-	if !r1.Trained() || r1.Size() != 60 {
+	if !r1.Trained() || r1.Size() != 200 {
 		t.Fatalf("trained=%v size=%d", r1.Trained(), r1.Size())
 	}
 	_, cands := randomExamples(40, 3)

@@ -26,18 +26,16 @@ type Ranker struct {
 	logPct []float64
 }
 
-// NewRanker trains on the examples with a finite positive pct and the
-// common feature length (the first usable example's).
+// NewRanker trains on the examples with a finite positive pct and today's
+// feature length (ExampleOf's): an example a campaign recorded before
+// schedule.Features grew a column is left out.
 func NewRanker(examples []Example) *Ranker {
 	r := &Ranker{}
-	dim := -1
+	dim := exampleDim()
 	var rows [][]float64
 	for _, e := range examples {
 		if !(ir.Finite(e.Pct) && e.Pct > 0) || !allFinite(e.X) {
 			continue
-		}
-		if dim < 0 {
-			dim = len(e.X)
 		}
 		if len(e.X) != dim {
 			continue
@@ -78,6 +76,9 @@ func NewRanker(examples []Example) *Ranker {
 	}
 	return r
 }
+
+// exampleDim is the length of ExampleOf's feature vectors.
+func exampleDim() int { return len(Shape{}.Features()) + len(schedule.FeatureNames()) }
 
 func allFinite(xs []float64) bool {
 	for _, x := range xs {

@@ -177,7 +177,7 @@ func TestHelperAppender(t *testing.T) {
 }
 
 func appendMany(t *testing.T, path, who string, n int) {
-	for i := 0; i < n; i++ {
+	for i := range n {
 		r := Row{Experiment: i, Tag: TagTried, Correctness: CorrectPass, LatencyUS: new(float64(i)),
 			Description: who + "\tline\n" + strconv.Itoa(i)}
 		if err := AppendRows(path, r); err != nil {
@@ -191,7 +191,7 @@ func TestConcurrentAppenders(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared", "results.tsv")
 	const goroutines, perWriter, children = 6, 25, 2
 	var cmds []*exec.Cmd
-	for i := 0; i < children; i++ {
+	for range children {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAppender$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "AMK_FLYWHEEL_APPEND_PATH="+path)
 		if err := proctest.Start(t, cmd); err != nil {
@@ -200,12 +200,10 @@ func TestConcurrentAppenders(t *testing.T) {
 		cmds = append(cmds, cmd)
 	}
 	var wg sync.WaitGroup
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for g := range goroutines {
+		wg.Go(func() {
 			appendMany(t, path, "goroutine"+strconv.Itoa(g), perWriter)
-		}()
+		})
 	}
 	wg.Wait()
 	for _, cmd := range cmds {

@@ -179,8 +179,6 @@ func (p Panel) withRange(lo, hi *float64) Panel {
 	return p
 }
 
-func num(v float64) *float64 { return &v }
-
 // withDecimals fixes the number of decimals shown.
 func (p Panel) withDecimals(n int) Panel {
 	p.FieldConfig.Defaults.Decimals = &n

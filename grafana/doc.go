@@ -15,11 +15,12 @@
 //
 //   - "Campaign roofline progress" (uid amk-campaign-roofline): per campaign,
 //     the best latency over time against the streamed-bytes floor (the
-//     roofline; the seed's all-weights floor beside it, named as such), the
+//     roofline; the all-weights floor beside it, named as such; every latency
+//     series named predicted or measured-gpu, variable latency_kind), the
 //     percentage of that floor (100 = at the floor, lower is better), the
 //     speedup over the
 //     baseline, trials per hour by results.tsv tag, and the time since the
-//     last improvement. Variables: campaign, target.
+//     last improvement. Variables: campaign, target, latency_kind.
 //   - "Fleet" (uid amk-fleet): the workers and their state (busy, idle,
 //     down), per-device utilisation, trial-duration percentiles by pipeline
 //     stage, queue depth and latency, failures by class. Variable: target.

@@ -51,10 +51,10 @@ func Fleet() Dashboard {
 
 	utilisationRow := []Panel{
 		timeseries("Device utilisation", "Fraction of time each device spends evaluating.", "percentunit", 16, 8,
-			series(utilisation("$__rate_interval"), "{{instance}} ({{device}})")).withRange(num(0), num(1)),
+			series(utilisation("$__rate_interval"), "{{instance}} ({{device}})")).withRange(new(float64(0)), new(float64(1))),
 		bargauge("Utilisation over the range", "Fraction of the dashboard's time range each device spent evaluating.",
 			"percentunit", 8, 8, instant(utilisation("$__range"), "{{instance}} ({{device}})")).
-			withRange(num(0), num(1)).withThresholds("red", from(0.5, "yellow"), from(0.8, "green")),
+			withRange(new(float64(0)), new(float64(1))).withThresholds("red", from(0.5, "yellow"), from(0.8, "green")),
 	}
 
 	stages := []Panel{
@@ -94,7 +94,13 @@ func Fleet() Dashboard {
 			withOverride(".* failed$", Property{ID: "color", Value: map[string]any{"mode": "fixed", "fixedColor": "red"}}),
 	}
 
+	health := []Panel{
+		table("Campaigns with each alert", "How many campaigns have each alert now: no_driver (nothing drives it), unserved (no live worker serves its target), stalled (its driver writes nothing), stuck_trials (a trial in flight far too long). amkctl campaigns names them, amkctl status CAMPAIGN says what to do.",
+			24, 6, []string{"Time", "__name__"},
+			tableOf(`sum by (kind) (amk_scheduler_campaign_alert)`)),
+	}
+
 	return newDashboard("amk-fleet", "Fleet",
-		"amk's workers and devices: who is busy, how long each evaluation stage takes, how the queues and failures look.",
-		vars, headline, workers, utilisationRow, stages, failures, queues)
+		"amk's workers and devices: who is busy, how long each evaluation stage takes, how the queues and failures look, which campaigns are in trouble.",
+		vars, headline, workers, utilisationRow, stages, failures, queues, health)
 }

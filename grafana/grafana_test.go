@@ -287,3 +287,34 @@ func TestLabelValues(t *testing.T) {
 		t.Error("want an error for a query_result variable")
 	}
 }
+
+// TestLatencyPanelsNameTheKind: a fleet can mix CPU workers (predicted
+// latencies) and CUDA workers (measured-gpu ones). Every query of a latency
+// series keeps the latency_kind label, every legend shows it and every such
+// panel says what the kinds mean, so the two are never one "best latency".
+func TestLatencyPanelsNameTheKind(t *testing.T) {
+	latency := []string{metrics.SchedulerBestLatency, metrics.SchedulerBestRoofline, metrics.SchedulerSpeedup}
+	seen := 0
+	for name, d := range loadAll(t) {
+		for _, p := range d.Panels {
+			for _, tg := range p.Targets {
+				if !slices.ContainsFunc(MetricNames(tg.Expr), func(m string) bool { return slices.Contains(latency, m) }) {
+					continue
+				}
+				seen++
+				if !strings.Contains(tg.Expr, "latency_kind)") || !strings.Contains(tg.Expr, `latency_kind=~"$latency_kind"`) {
+					t.Errorf("%s: %q: %s drops the latency kind", name, p.Title, tg.Expr)
+				}
+				if !strings.Contains(tg.LegendFormat, "{{latency_kind}}") {
+					t.Errorf("%s: %q: legend %q does not name the latency kind", name, p.Title, tg.LegendFormat)
+				}
+				if !strings.Contains(p.Description, "predicted") || !strings.Contains(p.Description, "measured-gpu") {
+					t.Errorf("%s: %q: the description does not say what the kinds are", name, p.Title)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no dashboard shows a latency")
+	}
+}

@@ -152,7 +152,7 @@ var (
 func (d *decoder) onlyKeys(obj pyjson.Value, path string, known []string) {
 	for _, m := range obj.Obj {
 		if !slices.Contains(known, m.Key) {
-			d.fail(join(path, m.Key), "unknown key (seed 000 drops unknown keys only in target and config)")
+			d.fail(join(path, m.Key), "unknown key (only target and config may hold keys this amk does not know)")
 			return
 		}
 	}

@@ -102,13 +102,13 @@ func TestDirectDecoderGivesUpOnWhatItDoesNotHandle(t *testing.T) {
 		`, "params": {"a": 1, "a": 2}`,
 		`, "params": {"a": {"b": 1, "b": 2}}`,
 	} {
-		doc := []byte(fmt.Sprintf(base, extra))
+		doc := fmt.Appendf(nil, base, extra)
 		if _, ok := decodeDirect(doc, Limits{}.withDefaults()); ok {
 			t.Errorf("direct decoder accepted %s", doc)
 		}
 		sameDecoding(t, doc, Limits{})
 	}
-	if _, ok := decodeDirect([]byte(fmt.Sprintf(base, `, "params": {"a": -0, "b": "x", "c": [1.5]}`)), Limits{}.withDefaults()); !ok {
+	if _, ok := decodeDirect(fmt.Appendf(nil, base, `, "params": {"a": -0, "b": "x", "c": [1.5]}`), Limits{}.withDefaults()); !ok {
 		t.Error("direct decoder gave up on plain params")
 	}
 }

@@ -1,5 +1,7 @@
 package ir
 
+import "slices"
+
 import "testing"
 
 // The pattern table is consistent: ids are positions, every pattern has a
@@ -11,12 +13,7 @@ func TestFusedPatternTable(t *testing.T) {
 		t.Fatalf("table starts with %+v", pats[0])
 	}
 	has := func(xs []string, x string) bool {
-		for _, y := range xs {
-			if y == x {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(xs, x)
 	}
 	for i, p := range pats[1:] {
 		id := i + 1

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +38,7 @@ func TestDependencyEdges(t *testing.T) {
 	// Tasks 0 and 1 share counter 0 (two producers); 2 waits on it twice and
 	// on 3's counter; 3 waits on its own counter (a self-edge, kept).
 	p := NewProgram()
-	for i := 0; i < 4; i++ {
+	for range 4 {
 		p.AddCounter("")
 	}
 	p.AddTask(Task{Op: OpNOP, OutCounter: 0})
@@ -100,7 +101,7 @@ func TestFindCycle5000(t *testing.T) {
 	}
 	for i, x := range cyc {
 		next := cyc[(i+1)%len(cyc)]
-		if !containsInt32(g.Succ(int(x)), next) {
+		if !slices.Contains(g.Succ(int(x)), next) {
 			t.Fatalf("witness step %d -> %d is not an edge", x, next)
 		}
 	}
@@ -110,15 +111,6 @@ func TestFindCycle5000(t *testing.T) {
 	if BuildGraph(dag(nil, []int{0})).FindCycle() != nil {
 		t.Fatal("acyclic graph reported a cycle")
 	}
-}
-
-func containsInt32(xs []int32, x int32) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func TestSimulateCounters(t *testing.T) {

@@ -47,7 +47,7 @@ func parseHeader(t *testing.T, src string) header {
 	for _, m := range reEnum.FindAllStringSubmatch(src, -1) {
 		vals := map[string]int64{}
 		next := int64(0)
-		for _, item := range strings.Split(m[1], ",") {
+		for item := range strings.SplitSeq(m[1], ",") {
 			item = strings.TrimSpace(item)
 			if item == "" {
 				continue
@@ -70,7 +70,7 @@ func parseHeader(t *testing.T, src string) header {
 	}
 	for _, m := range reStruct.FindAllStringSubmatch(src, -1) {
 		var fields []string
-		for _, decl := range strings.Split(m[1], ";") {
+		for decl := range strings.SplitSeq(m[1], ";") {
 			decl = strings.TrimSpace(decl)
 			if decl == "" {
 				continue
@@ -79,7 +79,7 @@ func parseHeader(t *testing.T, src string) header {
 			if fm == nil {
 				t.Fatalf("struct %s: cannot parse %q", m[2], decl)
 			}
-			for _, name := range strings.Split(fm[1], ",") {
+			for name := range strings.SplitSeq(fm[1], ",") {
 				name = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(name), "*"))
 				if i := strings.IndexByte(name, '['); i >= 0 {
 					name = name[:i]

@@ -57,7 +57,7 @@ func attentionProgram(hd, nh, nkv int, flags int64) *ir.Program {
 	v := p.AddBuffer(ir.Buffer{Name: "v", Kind: ir.KVCache, DType: ir.BF16, Shape: []int{16, nkv, hd}})
 	o := p.AddBuffer(ir.Buffer{Name: "o", Kind: ir.IOOutput, DType: ir.F32, Shape: []int{1, nh * hd}})
 	c := p.AddCounter("attn")
-	p.AddTask(ir.Task{Op: ir.OpAttentionTile, Inputs: []int{q, k, v}, Outputs: []int{o}, OutCounter: c, SM: sm(0),
+	p.AddTask(ir.Task{Op: ir.OpAttentionTile, Inputs: []int{q, k, v}, Outputs: []int{o}, OutCounter: c, SM: new(0),
 		Params: ir.Params{ir.IntParam("head_dim", int64(hd)), ir.IntParam("kv_start", 0), ir.IntParam("kv_len", 4),
 			ir.FloatParam("scale", 0.125), ir.IntParam("n_heads", int64(nh)), ir.IntParam("n_kv_heads", int64(nkv)),
 			ir.IntParam("flags", flags)}})
@@ -80,7 +80,7 @@ func TestCheckDeviceSoftmaxAndGemm(t *testing.T) {
 	p := miniProgram()
 	a := p.AddBuffer(ir.Buffer{Name: "probs", Kind: ir.IOOutput, DType: ir.F32, Shape: []int{1, 16}})
 	c := p.AddCounter("softmax")
-	p.AddTask(ir.Task{Op: ir.OpSOFTMAX, Inputs: []int{6}, Outputs: []int{a}, OutCounter: c, SM: sm(0),
+	p.AddTask(ir.Task{Op: ir.OpSOFTMAX, Inputs: []int{6}, Outputs: []int{a}, OutCounter: c, SM: new(0),
 		Waits: []ir.Wait{{Counter: 2, Threshold: 2}}, Params: ir.Params{ir.IntParam("dim", 0)}})
 	if err := CheckDevice(p); err == nil || !strings.Contains(err.Error(), "softmax over dim 0") {
 		t.Errorf("softmax dim 0: %v", err)

@@ -41,7 +41,7 @@ var knobSpace = []Knob{
 	// the nvcc check forbids; the VM refuses threads_per_block=512 anyway (schedule.Space).
 	{Name: "threads", Macro: "AMK_THREADS", Default: 256, Choices: []int64{128, 256},
 		Min: 64, Max: 1024, Multiple: 32, Scope: ScopeConfig,
-		Note: "block size every entry kernel is built for (__launch_bounds__); the VM takes it from ScheduleConfig.threads_per_block, Loop 1 tunes it"},
+		Note: "block size every entry kernel is built for (__launch_bounds__); the VM takes it from ScheduleConfig.threads_per_block, kernel tuning tunes it"},
 	{Name: "cols_per_warp", Macro: "AMK_GEMV_COLS_PER_WARP", Default: 1, Choices: []int64{1, 2, 4},
 		Min: 1, Max: 16, Ops: gemvOps, Scope: ScopeSearch,
 		Note: "weight rows one warp streams at once in the register GEMV path (x reuse, memory-level parallelism)"},

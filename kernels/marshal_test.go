@@ -10,33 +10,29 @@ import (
 	"github.com/amk-dev/amk/pyjson"
 )
 
-func sm(i int) *int { return &i }
-
-func src(s string) *string { return &s }
-
 // miniProgram: EMBED -> RMSNORM -> two GEMV tiles of one all-join counter ->
 // SAMPLE_ARGMAX, spread over two queues.
 func miniProgram() *ir.Program {
 	p := ir.NewProgram()
 	tok := p.AddBuffer(ir.Buffer{Name: "token_id", Kind: ir.IOInput, DType: ir.I32, Shape: []int{1}})
-	emb := p.AddBuffer(ir.Buffer{Name: "emb", Kind: ir.Weight, DType: ir.BF16, Shape: []int{16, 8}, Source: src("emb.weight")})
+	emb := p.AddBuffer(ir.Buffer{Name: "emb", Kind: ir.Weight, DType: ir.BF16, Shape: []int{16, 8}, Source: new("emb.weight")})
 	h0 := p.AddBuffer(ir.Buffer{Name: "h0", Kind: ir.Activation, DType: ir.BF16, Shape: []int{1, 8}})
-	nw := p.AddBuffer(ir.Buffer{Name: "norm.w", Kind: ir.Weight, DType: ir.BF16, Shape: []int{8}, Source: src("norm.weight")})
+	nw := p.AddBuffer(ir.Buffer{Name: "norm.w", Kind: ir.Weight, DType: ir.BF16, Shape: []int{8}, Source: new("norm.weight")})
 	hn := p.AddBuffer(ir.Buffer{Name: "hn", Kind: ir.Activation, DType: ir.BF16, Shape: []int{1, 8}, Space: ir.GlobalScratch})
-	w := p.AddBuffer(ir.Buffer{Name: "lm_head", Kind: ir.Weight, DType: ir.BF16, Shape: []int{16, 8}, Source: src("lm_head.weight")})
+	w := p.AddBuffer(ir.Buffer{Name: "lm_head", Kind: ir.Weight, DType: ir.BF16, Shape: []int{16, 8}, Source: new("lm_head.weight")})
 	logits := p.AddBuffer(ir.Buffer{Name: "logits", Kind: ir.IOOutput, DType: ir.F32, Shape: []int{1, 16}})
 	next := p.AddBuffer(ir.Buffer{Name: "next", Kind: ir.IOOutput, DType: ir.I32, Shape: []int{1}})
 	c0, c1, c2, c3 := p.AddCounter("embed"), p.AddCounter("norm"), p.AddCounter("lm_head (2 tiles)"), p.AddCounter("argmax")
-	p.AddTask(ir.Task{Op: ir.OpEMBED, Inputs: []int{tok, emb}, Outputs: []int{h0}, OutCounter: c0, SM: sm(0),
+	p.AddTask(ir.Task{Op: ir.OpEMBED, Inputs: []int{tok, emb}, Outputs: []int{h0}, OutCounter: c0, SM: new(0),
 		Params: ir.Params{ir.IntParam("hidden", 8)}, Label: "embed"})
-	p.AddTask(ir.Task{Op: ir.OpRMSNORM, Inputs: []int{h0, nw}, Outputs: []int{hn}, OutCounter: c1, SM: sm(1),
+	p.AddTask(ir.Task{Op: ir.OpRMSNORM, Inputs: []int{h0, nw}, Outputs: []int{hn}, OutCounter: c1, SM: new(1),
 		Waits: []ir.Wait{{Counter: c0, Threshold: 1}}, Params: ir.Params{ir.FloatParam("eps", 1e-5), ir.IntParam("hidden", 8)}, Label: "norm"})
-	for i := 0; i < 2; i++ {
-		p.AddTask(ir.Task{Op: ir.OpGEMVTile, Inputs: []int{hn, w}, Outputs: []int{logits}, OutCounter: c2, SM: sm(i),
+	for i := range 2 {
+		p.AddTask(ir.Task{Op: ir.OpGEMVTile, Inputs: []int{hn, w}, Outputs: []int{logits}, OutCounter: c2, SM: new(i),
 			Waits:  []ir.Wait{{Counter: c1, Threshold: 1}},
 			Params: ir.Params{ir.IntParam("K", 8), ir.IntParam("N_tile", 8), ir.IntParam("n_off", int64(8*i))}, Label: "lm_head"})
 	}
-	p.AddTask(ir.Task{Op: ir.OpSampleArgmax, Inputs: []int{logits}, Outputs: []int{next}, OutCounter: c3, SM: sm(1),
+	p.AddTask(ir.Task{Op: ir.OpSampleArgmax, Inputs: []int{logits}, Outputs: []int{next}, OutCounter: c3, SM: new(1),
 		Waits: []ir.Wait{{Counter: c2, Threshold: 2}}, Label: "argmax"})
 	p.Config = &ir.ScheduleConfig{PipeliningDepth: 3, ThreadsPerBlock: 256}
 	return p
@@ -153,7 +149,7 @@ func TestBindAndProgramRecord(t *testing.T) {
 	if len(rec) != ProgramRecordSize {
 		t.Fatalf("record %d bytes", len(rec))
 	}
-	for k := 0; k < 9; k++ {
+	for k := range 9 {
 		if le.Uint64(rec[8*k:]) != uint64(k+1) {
 			t.Errorf("pointer field %d = %d", k, le.Uint64(rec[8*k:]))
 		}
@@ -173,7 +169,7 @@ func TestMarshalRejects(t *testing.T) {
 		want   string
 	}{
 		{"unassigned sm", func(p *ir.Program) { p.Tasks[2].SM = nil }, MarshalOptions{}, "no SM assignment"},
-		{"negative sm", func(p *ir.Program) { p.Tasks[2].SM = sm(-1) }, MarshalOptions{}, "negative sm"},
+		{"negative sm", func(p *ir.Program) { p.Tasks[2].SM = new(-1) }, MarshalOptions{}, "negative sm"},
 		{"sm beyond grid", func(p *ir.Program) {}, MarshalOptions{Queues: 1}, "only 1 co-resident"},
 		{"bad counter", func(p *ir.Program) { p.Tasks[1].Waits[0].Counter = 9 }, MarshalOptions{}, "unknown counter 9"},
 		{"bad buffer", func(p *ir.Program) { p.Tasks[1].Inputs[1] = 99 }, MarshalOptions{}, "unknown buffer 99"},
@@ -198,6 +194,17 @@ func TestMarshalRejects(t *testing.T) {
 			p.Tasks[1].ID, p.Tasks[4].ID = 1, 4
 			p.Tasks[1].Waits = append(p.Tasks[1].Waits, ir.Wait{Counter: 1, Threshold: 1})
 		}, MarshalOptions{}, "before its producer"},
+		{"queue order through another queue", func(p *ir.Program) {
+			// embed and argmax swap places in the list, both on queue 0; the
+			// rest on queue 1. No dependency joins two tasks of queue 0
+			// directly, but queue 0 runs argmax first, which waits (through
+			// queue 1's norm and tiles) for the embed behind it.
+			p.Tasks[0], p.Tasks[4] = p.Tasks[4], p.Tasks[0]
+			p.Tasks[0].ID, p.Tasks[4].ID = 0, 4
+			for i, q := range []int{0, 1, 1, 1, 0} {
+				p.Tasks[i].SM = new(q)
+			}
+		}, MarshalOptions{}, "queue 0 runs task 0:argmax before task 4:embed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -229,9 +236,9 @@ func TestParamDefaultsAndRemarshal(t *testing.T) {
 	s := p.AddBuffer(ir.Buffer{Name: "probs", Kind: ir.IOOutput, DType: ir.F32, Shape: []int{1, 16}})
 	c := p.AddCounter("mul")
 	d := p.AddCounter("softmax")
-	p.AddTask(ir.Task{Op: ir.OpMUL, Inputs: []int{6}, Outputs: []int{a}, OutCounter: c, SM: sm(0),
+	p.AddTask(ir.Task{Op: ir.OpMUL, Inputs: []int{6}, Outputs: []int{a}, OutCounter: c, SM: new(0),
 		Waits: []ir.Wait{{Counter: 2, Threshold: 2}}})
-	p.AddTask(ir.Task{Op: ir.OpSOFTMAX, Inputs: []int{a}, Outputs: []int{s}, OutCounter: d, SM: sm(0),
+	p.AddTask(ir.Task{Op: ir.OpSOFTMAX, Inputs: []int{a}, Outputs: []int{s}, OutCounter: d, SM: new(0),
 		Waits: []ir.Wait{{Counter: c, Threshold: 1}}})
 	tb, err := MarshalProgram(p, MarshalOptions{})
 	if err != nil {
@@ -253,7 +260,7 @@ func TestParamDefaultsAndRemarshal(t *testing.T) {
 	if got := i32at(tb.Instructions[3*InstructionSize:], instParams+4*14); got != 5 {
 		t.Errorf("pos after remarshal = %d", got)
 	}
-	p.Tasks[3].SM = sm(0)
+	p.Tasks[3].SM = new(0)
 	if err := tb.RemarshalInstructions(p); err == nil {
 		t.Error("remarshal accepted a task that moved queue")
 	}

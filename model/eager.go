@@ -53,10 +53,15 @@ func NewEager(cfg Config, w Weights) (*Eager, error) {
 	}
 	e := &Eager{cfg: cfg, dt: cfg.DType, workers: runtime.GOMAXPROCS(0)}
 	names := KeyNames(cfg)
-	mat := func(key string) *matrix { return newMatrix(w[key]) }
-	e.embed = mat(names.Embed)
+	mat := func(key string) *matrix {
+		if t := w[key]; t.DType == ir.I8 || t.DType == ir.I4 { // Check found its scales
+			return newQuantMatrix(t, w[key+ir.ScalesSuffix], cfg.Quant.GroupOf(t.Shape[1]))
+		}
+		return newMatrix(w[key])
+	}
+	e.embed = newMatrix(w[names.Embed])
 	e.lmHead = e.embed
-	if !cfg.TiedEmbeddings {
+	if !cfg.LMHeadShared() {
 		e.lmHead = mat(names.LMHead)
 	}
 	for _, ln := range names.Layers {
@@ -91,6 +96,34 @@ func (e *Eager) Reset() {
 		e.kc[l] = e.kc[l][:0]
 		e.vc[l] = e.vc[l][:0]
 	}
+}
+
+// Prefill replaces the KV cache with n rows per layer: k[l] and v[l] hold
+// layer l's rows 0..n-1 of n_kv·head_dim values each, at the dtype (as a
+// decode would have stored them). The next step is at position n. It lets
+// the oracle start a step from a cache filled to any length without running
+// the steps that would have filled it.
+func (e *Eager) Prefill(k, v [][]float32) error {
+	cfg := &e.cfg
+	kd := cfg.KVDim()
+	if len(k) != cfg.NLayers || len(v) != cfg.NLayers {
+		return fmt.Errorf("eager: prefill with %d K and %d V layers, the model has %d", len(k), len(v), cfg.NLayers)
+	}
+	n := len(k[0]) / kd
+	for l := range k {
+		if len(k[l]) != n*kd || len(v[l]) != n*kd {
+			return fmt.Errorf("eager: prefill layer %d holds %d K and %d V values, want %d rows of %d", l, len(k[l]), len(v[l]), n, kd)
+		}
+	}
+	if n >= cfg.MaxSeq {
+		return fmt.Errorf("eager: prefill of %d rows leaves no position below max_seq %d", n, cfg.MaxSeq)
+	}
+	for l := range k {
+		e.kc[l] = append(e.kc[l][:0], k[l]...)
+		e.vc[l] = append(e.vc[l][:0], v[l]...)
+	}
+	e.n = n
+	return nil
 }
 
 // padded is x extended to its padded length (zeros past len(x)).
@@ -159,6 +192,11 @@ func (e *Eager) StepContext(ctx context.Context, token int32, pos int) ([]float3
 // decodes maxTokens tokens greedily (Argmax), returning only the generated
 // tokens. It needs len(prompt)+maxTokens−1 ≤ max_seq positions.
 func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
+	return e.GreedyContext(context.Background(), prompt, maxTokens)
+}
+
+// GreedyContext is Greedy that gives up with ctx's error between steps.
+func (e *Eager) GreedyContext(ctx context.Context, prompt []int32, maxTokens int) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("eager: greedy decoding needs a non-empty prompt")
 	}
@@ -176,7 +214,7 @@ func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
 	var logits []float32
 	var err error
 	for i, tok := range prompt {
-		if logits, err = e.Step(tok, i); err != nil {
+		if logits, err = e.StepContext(ctx, tok, i); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +225,7 @@ func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
 		if len(out) == maxTokens {
 			return out, nil
 		}
-		if logits, err = e.Step(next, e.n); err != nil {
+		if logits, err = e.StepContext(ctx, next, e.n); err != nil {
 			return nil, err
 		}
 	}

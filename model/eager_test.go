@@ -205,7 +205,7 @@ func toyEager(t *testing.T, preset string, seed uint64) *Eager {
 func TestEagerKVCacheAndPositions(t *testing.T) {
 	e := toyEager(t, "toy-2L", 0)
 	var steps [][]float32
-	for pos := 0; pos < 5; pos++ {
+	for pos := range 5 {
 		logits, err := e.Step(9, pos)
 		if err != nil {
 			t.Fatal(err)
@@ -231,6 +231,41 @@ func TestEagerKVCacheAndPositions(t *testing.T) {
 	other, _ := e.Step(9, 1)
 	if slices.Equal(other, steps[1]) {
 		t.Error("logits at pos 1 ignore the cached position 0")
+	}
+}
+
+// A cache put in place by Prefill is the cache the steps would have left:
+// the next step's logits are the same, and bad shapes are refused.
+func TestEagerPrefill(t *testing.T) {
+	a := toyEager(t, "toy-2L", 0)
+	for pos := range 6 {
+		if _, err := a.Step(int32(pos+3), pos); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, v := slices.Clone(a.kc), slices.Clone(a.vc)
+	want, err := a.Step(11, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := toyEager(t, "toy-2L", 0)
+	if err := b.Prefill(k, v); err != nil || b.Len() != 6 {
+		t.Fatalf("prefill: %v, Len %d", err, b.Len())
+	}
+	got, err := b.Step(11, 6)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("the step after Prefill differs from the decoded one (err %v)", err)
+	}
+	kd := b.cfg.KVDim()
+	for _, bad := range [][2][][]float32{
+		{k[:1], v[:1]},
+		{{k[0], k[1][:kd]}, v},
+		{k, {v[0][:kd], v[1]}},
+		{{make([]float32, 256*kd), make([]float32, 256*kd)}, {make([]float32, 256*kd), make([]float32, 256*kd)}},
+	} {
+		if err := b.Prefill(bad[0], bad[1]); err == nil {
+			t.Errorf("a prefill of %d/%d layers, %d K values passed", len(bad[0]), len(bad[1]), len(bad[0][0]))
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ func parallelFor(n int, fn func(i int)) { parallelForN(runtime.GOMAXPROCS(0), n,
 func parallelForN(workers, n int, fn func(i int)) {
 	workers = min(workers, n)
 	if workers <= 1 {
-		for i := 0; i < n; i++ {
+		for i := range n {
 			fn(i)
 		}
 		return

@@ -22,7 +22,7 @@ func BenchmarkSimulate4Wave(b *testing.B) {
 func BenchmarkTune(b *testing.B) {
 	tg := target(b, "mi355x")
 	for b.Loop() {
-		if _, err := Tune(tg); err != nil {
+		if _, err := Tune(tg, 0); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -74,7 +74,7 @@ func TestSimulateRefuses(t *testing.T) {
 }
 
 func TestTuneProvesAndRanks(t *testing.T) {
-	cs, err := Tune(target(t, "mi355x"))
+	cs, err := Tune(target(t, "mi355x"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestRenderings(t *testing.T) {
 
 func TestSummarise(t *testing.T) {
 	tg := target(t, "mi355x")
-	cs, err := Tune(tg)
+	cs, err := Tune(tg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,16 +180,22 @@ type Candidate struct {
 	Timing   *Timing // nil unless safe
 }
 
-// Tune is Loop 1 for the pipeline schedule: enumerate the variants, prove
-// each with the checker, simulate the safe ones on the target and rank
-// them by predicted MMA utilisation (best first, then fewer cycles per
-// iteration, then the name); the rejected follow, by name.
-func Tune(t *ir.GpuTarget) ([]Candidate, error) {
+// Tune is Loop 1 for the pipeline schedule: take budget variants (all of
+// them when budget <= 0 or beyond the space), the seed's 4-wave variant
+// first and then in Variants' order, prove each with the checker, simulate
+// the safe ones on the target and rank them by predicted MMA utilisation
+// (best first, then fewer cycles per iteration, then the name); the
+// rejected follow, by name.
+func Tune(t *ir.GpuTarget, budget int) ([]Candidate, error) {
 	if t == nil || t.Pipeline == nil {
 		return nil, fmt.Errorf("target has no pipeline timing data (the AMD targets have it)")
 	}
+	variants := append([]Variant{Seed4Wave}, slices.DeleteFunc(Variants(), func(v Variant) bool { return v == Seed4Wave })...)
+	if budget > 0 && budget < len(variants) {
+		variants = variants[:budget]
+	}
 	var out []Candidate
-	for _, v := range Variants() {
+	for _, v := range variants {
 		s := v.Schedule()
 		c := Candidate{Variant: v, Schedule: s, Hazards: Check(s).Hazards()}
 		if len(c.Hazards) == 0 {

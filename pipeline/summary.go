@@ -6,6 +6,9 @@ import "github.com/amk-dev/amk/ir"
 // its pipeline schedule (amkctl tune-instruction gemm_pipeline).
 const TuneOp = "gemm_pipeline"
 
+// ReportedBest is how many of the best safe variants a tuning summary lists.
+const ReportedBest = 10
+
 // RankedVariant is one safe variant of a tuning run.
 type RankedVariant struct {
 	Rank               int     `json:"rank"`
@@ -19,7 +22,8 @@ type TuneSummary struct {
 	Op          string            `json:"op"`
 	Target      string            `json:"target"`
 	LatencyKind string            `json:"latency_kind"` // always "predicted"
-	Variants    int               `json:"variants"`
+	Variants    int               `json:"variants"`     // proved (and, when safe, simulated): the budget
+	Space       int               `json:"space"`        // variants in the whole space
 	Safe        int               `json:"safe"`
 	Rejected    int               `json:"rejected"`
 	RejectedBy  map[string]int    `json:"rejected_by_first_hazard"`
@@ -33,7 +37,7 @@ type TuneSummary struct {
 // hazard's rule of every rejected variant, the top safe variants and where
 // the seed's 4-wave variant ranks.
 func Summarise(cs []Candidate, t *ir.GpuTarget, top int) TuneSummary {
-	s := TuneSummary{Op: TuneOp, Target: t.Name, LatencyKind: "predicted", Variants: len(cs),
+	s := TuneSummary{Op: TuneOp, Target: t.Name, LatencyKind: "predicted", Variants: len(cs), Space: len(Variants()),
 		RejectedBy: map[string]int{}, Best: []RankedVariant{},
 		Note: "every variant is proved by the hazard checker before it is simulated; utilisations are " +
 			"predictions from the target's pipeline timing (estimates), no AMD device was used"}

@@ -64,7 +64,7 @@ func writeIndented(b *strings.Builder, v Value, level int) {
 
 func newline(b *strings.Builder, level int) {
 	b.WriteByte('\n')
-	for i := 0; i < level; i++ {
+	for range level {
 		b.WriteString("  ")
 	}
 }

@@ -4,11 +4,17 @@
 //
 // The ledger is the truth; the transport only carries work. A workspace holds
 //
-//	campaigns/<id>/ledger.json     the snapshot: campaign state, the sequence
-//	                               number of the last event it holds, and that
-//	                               event's outbox (rows, corpus lines, trials
-//	                               lines), written atomically (temp file,
-//	                               fsync, rename)
+//	campaigns/<id>/ledger.json     the snapshot: campaign state (less its
+//	                               growing lists), the sequence number of the
+//	                               last event it holds, that event's outbox
+//	                               (rows, corpus lines, trials lines) and how
+//	                               much of the history it continues, written
+//	                               atomically (temp file, fsync, rename)
+//	campaigns/<id>/ledger.history  the state's growing lists (trajectory,
+//	                               observations, prior examples, tried set):
+//	                               what each snapshot added, one checksummed
+//	                               line each (history.go), so a snapshot
+//	                               writes O(events since the last one) bytes
 //	campaigns/<id>/ledger.journal  the events since the snapshot, one
 //	                               checksummed line each (journal.go)
 //	campaigns/<id>/results.tsv     one row per experiment (flywheel format)
@@ -23,7 +29,8 @@
 // its outbox — rows, the trials.jsonl line, corpus records — is appended
 // and trials are enqueued. Every SnapshotEvery events, or once the events
 // since the last snapshot took replayBudget of state machine time, and on
-// Close, the state goes to ledger.json atomically and the journal is
+// Close, what the history lacks of the state is appended to it (fsynced),
+// the rest of the state goes to ledger.json atomically and the journal is
 // emptied; trials.jsonl is fsynced first, as its lines are not fsynced one
 // by one.
 //
@@ -49,5 +56,8 @@
 // between reading ledger.json and the journal is met by reading again.
 //
 // A version 1 ledger.json (before the journal) opens as a snapshot holding
-// every event; binaries from before the journal refuse version 2.
+// every event; binaries from before the journal refuse version 2, and
+// binaries from before the history refuse version 3. A ledger.json without
+// a history mark (versions 1 and 2) holds the whole state; its next
+// snapshot moves the growing lists into the history.
 package runner

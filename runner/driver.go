@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/chart"
 	"github.com/amk-dev/amk/dispatch"
-	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -79,7 +79,7 @@ func (d *Driver) requests() chan request {
 // Do applies an event (an operator command, an agent's record) to the
 // campaign from outside the driver's loop, serialised with it; trials the
 // event asks for are submitted. It fails if ctx ends first (e.g. the driver
-// is not running).
+// is not running) and the driver has not taken the event.
 func (d *Driver) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, error) {
 	r := request{ev: ev, reply: make(chan reply, 1)}
 	select {
@@ -91,18 +91,27 @@ func (d *Driver) Do(ctx context.Context, ev campaign.Event) (campaign.Decision, 
 	case rep := <-r.reply:
 		return rep.dec, rep.err
 	case <-ctx.Done():
+		// A driver that took the event has replied by the time it stops:
+		// its answer wins over a cancellation that came with it.
+		select {
+		case rep := <-r.reply:
+			return rep.dec, rep.err
+		default:
+		}
 		return campaign.Decision{}, ctx.Err()
 	}
 }
 
-// RunSummary is what one run did.
+// RunSummary is what one run did: the trials it proposed, the outcomes it
+// recorded, the trials a previous run left in flight that it sent again,
+// the campaign's status (and why) at the end, and why the run stopped.
 type RunSummary struct {
-	Proposed   int
-	Recorded   int
-	Resubmited int
-	Status     campaign.Status
-	Reason     string
-	StopReason string
+	Proposed    int             `json:"proposed"`
+	Recorded    int             `json:"recorded"`
+	Resubmitted int             `json:"resubmitted"`
+	Status      campaign.Status `json:"status"`
+	Reason      string          `json:"reason,omitempty"`
+	StopReason  string          `json:"stop_reason"`
 }
 
 func (d *Driver) now() time.Time {
@@ -137,7 +146,7 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 		if err := d.submit(ctx, spec); err != nil {
 			return sum, err
 		}
-		sum.Resubmited++
+		sum.Resubmitted++
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
@@ -184,6 +193,13 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 						break
 					}
 					sum.Proposed++
+				}
+				if cmd, ok := r.ev.(campaign.Command); ok && err == nil && cmd.Op == campaign.OpStop {
+					lines, werr := d.withdrawQueued(ctx)
+					if werr != nil {
+						lines = append(lines, "withdrawing the queued trials: "+werr.Error())
+					}
+					dec.Log = append(dec.Log, lines...)
 				}
 				d.Progress.logLines(dec.Log)
 			}
@@ -265,25 +281,32 @@ func (d *Driver) record(o trial.Outcome) error {
 }
 
 // WriteReport writes report.json, report.md and report.svg (the wake-up
-// report and its trajectory plot) into the campaign directory.
+// report and its picture: the trajectory, and for a workload campaign the
+// latency against KV length) into the campaign directory.
 func (d *Driver) WriteReport() error {
 	return WriteReport(d.Ledger.Dir(), d.Ledger.Campaign(), d.now())
 }
 
 // WriteReport writes a campaign's wake-up report files into dir.
 func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
-	w := c.WakeUp(now)
+	return WriteWakeUp(dir, c.WakeUp(now))
+}
+
+// WriteWakeUp writes a wake-up report's files into dir: report.json,
+// report.md and its plot report.svg. A client of a scheduler writes them
+// from the report the scheduler sends, as the scheduler writes its own.
+func WriteWakeUp(dir string, w campaign.WakeUp) error {
 	js, err := json.MarshalIndent(w, "", "  ")
 	if err != nil {
 		return err
 	}
-	svg, err := chart.TrajectorySVG(w)
+	svg, err := chart.ReportSVG(w)
 	if err != nil {
 		return err
 	}
 	files := map[string][]byte{
 		"report.json": append(js, '\n'),
-		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
+		"report.md":   []byte(w.Markdown() + "\n![trajectory and latency against KV length](report.svg)\n"),
 		"report.svg":  svg,
 	}
 	for name, data := range files {
@@ -306,13 +329,17 @@ type Progress struct {
 
 // NewProgress detects whether w is a terminal.
 func NewProgress(w io.Writer, target int) *Progress {
-	term := false
-	if f, ok := w.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			term = true
-		}
+	return &Progress{W: w, Terminal: IsTerminal(w), Target: target, started: time.Now()}
+}
+
+// IsTerminal reports whether w is a terminal (a character device).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
 	}
-	return &Progress{W: w, Terminal: term, Target: target, started: time.Now()}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (p *Progress) logLines(lines []string) {
@@ -396,6 +423,30 @@ func target(n int) string {
 }
 
 // inFlightSpecs lists the specs of trials in flight, in trial order.
+// withdrawQueued takes the trials of a stopped campaign that no evaluator
+// has started off the transport (where it can: dispatch.Withdrawer), and
+// out of the campaign's trials in flight, so that nothing of the campaign
+// waits in a queue for a worker that may never come. Trials that run are
+// left to finish; their outcomes are recorded.
+func (d *Driver) withdrawQueued(ctx context.Context) ([]string, error) {
+	var ids []int
+	for _, spec := range inFlightSpecs(d.Ledger.Campaign().State()) {
+		ok, err := dispatch.Withdraw(ctx, d.Dispatcher, spec)
+		if err != nil {
+			d.Progress.logLines([]string{fmt.Sprintf("trial %d: could not withdraw it from the queue: %v", spec.TrialID, err)})
+			continue
+		}
+		if ok {
+			ids = append(ids, spec.TrialID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	dec, err := d.Ledger.Apply(campaign.Command{Time: d.now(), Op: campaign.OpWithdraw, Trials: ids})
+	return dec.Log, err
+}
+
 func inFlightSpecs(st campaign.State) []trial.Spec {
 	ids := make([]int, 0, len(st.InFlight))
 	for id := range st.InFlight {

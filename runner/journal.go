@@ -201,16 +201,44 @@ func decisionChecksum(d campaign.Decision, ob outbox) string {
 	return fmt.Sprintf("%08x", h.Sum32())
 }
 
-// encodeJournalRecord is rec's line, newline included.
-func encodeJournalRecord(rec journalRecord) ([]byte, error) {
-	body, err := json.Marshal(rec)
+// checksummedLine is v as a line of the journal or the history: the
+// CRC-32C of its JSON (8 lowercase hex digits), a space, the JSON and a
+// newline.
+func checksummedLine(v any) ([]byte, error) {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	line := make([]byte, 0, len(body)+10)
 	line = fmt.Appendf(line, "%08x ", crc32.Checksum(body, castagnoli))
 	line = append(line, body...)
-	line = append(line, '\n')
+	return append(line, '\n'), nil
+}
+
+// checkedBody is the JSON of one checksummedLine (given without its
+// newline), once its checksum checks.
+func checkedBody(line []byte, what string) ([]byte, error) {
+	if len(line) < 10 || line[8] != ' ' {
+		return nil, fmt.Errorf("not a %s record (want a checksum, a space and JSON)", what)
+	}
+	var sum [4]byte
+	if _, err := hex.Decode(sum[:], line[:8]); err != nil {
+		return nil, fmt.Errorf("checksum: %w", err)
+	}
+	body := line[9:]
+	want := uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
+	if got := crc32.Checksum(body, castagnoli); got != want {
+		return nil, fmt.Errorf("checksum %08x, want %08x", got, want)
+	}
+	return body, nil
+}
+
+// encodeJournalRecord is rec's line, newline included.
+func encodeJournalRecord(rec journalRecord) ([]byte, error) {
+	line, err := checksummedLine(rec)
+	if err != nil {
+		return nil, err
+	}
 	if len(line) > maxJournalRecord {
 		return nil, fmt.Errorf("%w: a journal record of %d bytes (at most %d)", campaign.ErrInvalid, len(line), maxJournalRecord)
 	}
@@ -220,17 +248,9 @@ func encodeJournalRecord(rec journalRecord) ([]byte, error) {
 // decodeJournalLine checks and decodes one line (without its newline).
 func decodeJournalLine(line []byte) (journalRecord, error) {
 	var rec journalRecord
-	if len(line) < 10 || line[8] != ' ' {
-		return rec, errors.New("not a journal record (want a checksum, a space and JSON)")
-	}
-	var sum [4]byte
-	if _, err := hex.Decode(sum[:], line[:8]); err != nil {
-		return rec, fmt.Errorf("checksum: %w", err)
-	}
-	body := line[9:]
-	want := uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])
-	if got := crc32.Checksum(body, castagnoli); got != want {
-		return rec, fmt.Errorf("checksum %08x, want %08x", got, want)
+	body, err := checkedBody(line, "journal")
+	if err != nil {
+		return rec, err
 	}
 	if err := json.Unmarshal(body, &rec); err != nil {
 		return rec, err

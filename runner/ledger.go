@@ -5,23 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/amk-dev/amk/atomicfile"
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/atomicfile"
 	"github.com/amk-dev/amk/pyjson"
+	"github.com/amk-dev/amk/trial"
 )
 
 // ledgerVersion is the on-disk format of ledger.json: 2 since the events
 // after the snapshot live in the journal (a version 1 ledger has no journal
 // and opens as one whose snapshot holds every event; earlier binaries
-// refuse version 2 rather than miss the journal's events).
-const ledgerVersion = 2
+// refuse version 2 rather than miss the journal's events), 3 since the
+// growing parts of the state live in the history (history.go; a ledger.json
+// without a history mark holds the whole state, as versions 1 and 2 do).
+const ledgerVersion = 3
 
 // SnapshotEvery is how many journalled events pass between two snapshots
 // (ledger.json rewritten, the journal emptied); Close snapshots too.
@@ -85,6 +89,13 @@ func (w *Workspace) IDs() ([]string, error) {
 	return ids, nil
 }
 
+// ResultsPaths are the results.tsv files of the workspace's campaigns
+// (those that have one).
+func (w *Workspace) ResultsPaths() []string {
+	paths, _ := filepath.Glob(filepath.Join(w.Dir, "campaigns", "*", "results.tsv"))
+	return paths
+}
+
 // Exists reports whether the campaign has a ledger; an id outside the
 // shared grammar (campaign.ValidID) never exists.
 func (w *Workspace) Exists(id string) bool {
@@ -111,6 +122,7 @@ type Ledger struct {
 	// stepTime is the state machine's time on the events since snapSeq.
 	stepTime time.Duration
 	last     outbox // the last event's outbox (snapshots carry it)
+	hist     history
 	// broken is set when a write failed after the state machine moved:
 	// memory is ahead of the disk, so nothing more is written (reopen).
 	broken error
@@ -124,6 +136,10 @@ type ledgerFile struct {
 	Seq    uint64          `json:"seq,omitempty"`
 	State  json.RawMessage `json:"state"`
 	Outbox outbox          `json:"outbox"`
+	// History, when set, says how much of the history (ledger.history)
+	// State continues: the state's trajectory, observations, prior and
+	// tried set are there, not in State.
+	History *historyMark `json:"history,omitempty"`
 }
 
 type outbox struct {
@@ -177,17 +193,18 @@ func (w *Workspace) Create(start campaign.Start) (l *Ledger, created bool, err e
 	return l, true, nil
 }
 
-// readLedgerFile reads and checks a campaign's ledger.json.
-func readLedgerFile(path string) (ledgerFile, error) {
+// readLedgerFile reads and checks a campaign's ledger.json from f, opened
+// at path (named in errors).
+func readLedgerFile(path string, f *os.File) (ledgerFile, error) {
 	var lf ledgerFile
-	data, err := os.ReadFile(path)
+	data, err := io.ReadAll(f)
 	if err != nil {
 		return lf, err
 	}
 	if err := json.Unmarshal(data, &lf); err != nil {
 		return lf, fmt.Errorf("%s: corrupt ledger: %w", path, err)
 	}
-	if lf.Version != ledgerVersion && lf.Version != 1 {
+	if lf.Version < 1 || lf.Version > ledgerVersion {
 		return lf, fmt.Errorf("%s: ledger version %d, want %d", path, lf.Version, ledgerVersion)
 	}
 	return lf, nil
@@ -196,6 +213,7 @@ func readLedgerFile(path string) (ledgerFile, error) {
 // replayed is the state a snapshot and its journal rebuild.
 type replayed struct {
 	c       *campaign.Campaign
+	hist    history // the snapshot's history (what the next snapshot continues)
 	snapSeq uint64
 	seq     uint64
 	// outboxes are the snapshot's and every replayed event's, in order.
@@ -206,23 +224,44 @@ type replayed struct {
 	stepTime time.Duration
 }
 
-// errJournalMoved means the journal holds no record right after the
-// snapshot although it holds later ones: read without the lock, a snapshot
-// was taken in between, so read again.
+// errJournalMoved means that, read without the lock, a snapshot was taken
+// between reading the snapshot and reading the journal (the journal holds
+// no record right after the snapshot although it holds later ones, or
+// ledger.json was replaced meanwhile), so read again.
 var errJournalMoved = errors.New("the journal moved on past the snapshot read")
 
 // replay loads the snapshot and replays the journal's newer records.
 func (w *Workspace) replay(id string) (replayed, error) {
 	dir := w.CampaignDir(id)
-	lf, err := readLedgerFile(filepath.Join(dir, "ledger.json"))
+	snapPath := filepath.Join(dir, "ledger.json")
+	// The snapshot stays open until the journal is read: while it is open
+	// its file cannot be freed, so a snapshot file at snapPath that is not
+	// this one afterwards was written in between.
+	snap, err := os.Open(snapPath)
 	if err != nil {
 		return replayed{}, err
 	}
-	c, err := campaign.Load(lf.State)
+	defer snap.Close()
+	lf, err := readLedgerFile(snapPath, snap)
 	if err != nil {
 		return replayed{}, err
 	}
-	r := replayed{c: c, snapSeq: lf.Seq, seq: lf.Seq, outboxes: []outbox{lf.Outbox}}
+	var st campaign.State
+	if err := json.Unmarshal(lf.State, &st); err != nil {
+		return replayed{}, fmt.Errorf("campaign state: %w", err)
+	}
+	var hist history
+	if lf.History != nil {
+		if err := readHistory(filepath.Join(dir, historyName), *lf.History, &st); err != nil {
+			return replayed{}, err
+		}
+		hist.committed(*lf.History, &st)
+	}
+	c, err := campaign.LoadState(st)
+	if err != nil {
+		return replayed{}, err
+	}
+	r := replayed{c: c, hist: hist, snapSeq: lf.Seq, seq: lf.Seq, outboxes: []outbox{lf.Outbox}}
 	path := filepath.Join(dir, journalName)
 	data, err := readJournalFile(path)
 	if err != nil {
@@ -233,6 +272,15 @@ func (w *Workspace) replay(id string) (replayed, error) {
 		return replayed{}, fmt.Errorf("%s: %w", path, err)
 	}
 	r.good, r.size = good, len(data)
+	// Read without the lock, a snapshot may have replaced ledger.json and
+	// emptied the journal after the snapshot was read: the journal then
+	// lacks events the old snapshot needs, and the state would be older
+	// than one a reader has already seen.
+	if replaced, err := replacedSince(snap, snapPath); err != nil {
+		return replayed{}, err
+	} else if replaced {
+		return replayed{}, fmt.Errorf("%s: %w (a newer snapshot was written while the journal was read)", path, errJournalMoved)
+	}
 	for _, rec := range recs {
 		if rec.Seq <= r.seq {
 			continue // already in the snapshot (a crash before the journal was emptied)
@@ -250,6 +298,20 @@ func (w *Workspace) replay(id string) (replayed, error) {
 		r.seq = rec.Seq
 	}
 	return r, nil
+}
+
+// replacedSince reports whether the file at path is no longer f (an
+// atomic write replaced it).
+func replacedSince(f *os.File, path string) (bool, error) {
+	held, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	now, err := os.Stat(path)
+	if err != nil {
+		return false, err
+	}
+	return !os.SameFile(held, now), nil
 }
 
 // replayRecord applies one journalled event and checks that the campaign
@@ -294,7 +356,7 @@ func (w *Workspace) Open(id string) (*Ledger, error) {
 	if err != nil {
 		return fail(err)
 	}
-	l.c, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
+	l.c, l.hist, l.seq, l.snapSeq, l.last, l.stepTime = r.c, r.hist, r.seq, r.snapSeq, r.outboxes[len(r.outboxes)-1], r.stepTime
 	// Cut a torn tail off before anything is appended after it.
 	if r.good < r.size {
 		if err := os.Truncate(l.path(journalName), int64(r.good)); err != nil {
@@ -324,8 +386,11 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 	if !w.Exists(id) {
 		return nil, fmt.Errorf("%w: %s in %s", ErrNoCampaign, id, w.Dir)
 	}
+	// A driver snapshots at most every event (when events are slow to
+	// replay): backing off a little longer each time lets a read fit between
+	// two snapshots; 64 tries wait about 0.2 s in all.
 	var err error
-	for range 8 {
+	for try := range 64 {
 		var r replayed
 		if r, err = w.replay(id); err == nil {
 			return r.c, nil
@@ -333,14 +398,30 @@ func (w *Workspace) View(id string) (*campaign.Campaign, error) {
 		if !errors.Is(err, errJournalMoved) {
 			break
 		}
+		time.Sleep(time.Duration(try) * 100 * time.Microsecond)
 	}
 	return nil, fmt.Errorf("campaign %s: %w", id, err)
 }
 
+// Driver says whether a process (this one included) drives the campaign:
+// whether its ledger's lock is held, and by whom ("pid 12").
+func (w *Workspace) Driver(id string) (holder string, held bool, err error) {
+	return flywheel.LockHolder(filepath.Join(w.CampaignDir(id), "lock"))
+}
+
+// lockRetry is how long lockNew waits before its second try: a look at
+// the lock (Driver) holds it for a moment.
+const lockRetry = 20 * time.Millisecond
+
 func (w *Workspace) lockNew(id string) (*Ledger, error) {
 	dir := w.CampaignDir(id)
-	lock, err := flywheel.TryLock(filepath.Join(dir, "lock"), fmt.Sprintf("pid %d", os.Getpid()))
+	lockPath, holder := filepath.Join(dir, "lock"), fmt.Sprintf("pid %d", os.Getpid())
+	lock, err := flywheel.TryLock(lockPath, holder)
 	var held *flywheel.HeldError
+	if errors.As(err, &held) {
+		time.Sleep(lockRetry)
+		lock, err = flywheel.TryLock(lockPath, holder)
+	}
 	if errors.As(err, &held) {
 		return nil, fmt.Errorf("%w: %s (holder: %s)", ErrLocked, id, held.Holder)
 	}
@@ -536,12 +617,13 @@ func (l *Ledger) appendJournal(line []byte) error {
 	return nil
 }
 
-// encodeSnapshot is ledger.json's content: a ledgerFile, written field by
-// field so that the state, the bulk of it, is encoded once (json.Marshal
+// encodeSnapshot is ledger.json's content: a ledgerFile with the state less
+// its growing lists (stripGrowing) and the history mark that holds them,
+// written field by field so that the state is encoded once (json.Marshal
 // of a ledgerFile would re-scan it as a raw message).
-func (l *Ledger) encodeSnapshot() ([]byte, error) {
-	st := l.c.State()
-	state, err := json.Marshal(&st) // compact; campaign.Load reads it as it reads Marshal's
+func (l *Ledger) encodeSnapshot(st campaign.State, mark historyMark) ([]byte, error) {
+	head := stripGrowing(st)
+	state, err := json.Marshal(&head) // compact; the state is put together again when read
 	if err != nil {
 		return nil, err
 	}
@@ -549,8 +631,14 @@ func (l *Ledger) encodeSnapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data := make([]byte, 0, len(state)+len(ob)+64)
-	data = fmt.Appendf(data, `{"version":%d,"seq":%d,"state":`, ledgerVersion, l.seq)
+	hm, err := json.Marshal(mark)
+	if err != nil {
+		return nil, err
+	}
+	data := make([]byte, 0, len(state)+len(ob)+len(hm)+64)
+	data = fmt.Appendf(data, `{"version":%d,"seq":%d,"history":`, ledgerVersion, l.seq)
+	data = append(data, hm...)
+	data = append(data, `,"state":`...)
 	data = append(data, state...)
 	data = append(data, `,"outbox":`...)
 	data = append(data, ob...)
@@ -567,15 +655,25 @@ const (
 var snapshotHook = func(stage, dir string, seq uint64, data []byte) {}
 
 // snapshot fsyncs trials.jsonl (results.tsv and the corpus are fsynced on
-// every append), writes the state with the last event's outbox to
-// ledger.json atomically, then empties the journal. A crash between the two leaves
+// every append), appends what the history lacks of the state to it (fsynced),
+// writes the rest of the state with the last event's outbox and the
+// history's new mark to ledger.json atomically, then empties the journal. A crash between the two leaves
 // records the snapshot already holds; their sequence numbers say so, and
 // they are skipped.
 func (l *Ledger) snapshot() error {
 	if err := l.syncTrialLog(); err != nil {
 		return err
 	}
-	data, err := l.encodeSnapshot()
+	st := l.c.State()
+	rec, err := l.hist.record(l.seq, &st)
+	if err != nil {
+		return err
+	}
+	mark, err := l.hist.append(l.path(historyName), rec, &st)
+	if err != nil {
+		return err
+	}
+	data, err := l.encodeSnapshot(st, mark)
 	if err != nil {
 		return err
 	}
@@ -583,6 +681,7 @@ func (l *Ledger) snapshot() error {
 	if err := atomicfile.Write(l.path("ledger.json"), data); err != nil {
 		return fmt.Errorf("writing the ledger: %w", err)
 	}
+	l.hist.committed(mark, &st)
 	snapshotHook(snapshotWritten, l.dir, l.seq, data)
 	if err := l.journal.Truncate(0); err != nil {
 		return fmt.Errorf("emptying the journal: %w", err)
@@ -638,7 +737,7 @@ func (l *Ledger) flush(ob outbox, repair bool, recs []flywheel.Record) error {
 			return err
 		}
 		present := map[string]bool{}
-		for _, ln := range bytes.Split(data, []byte("\n")) {
+		for ln := range bytes.SplitSeq(data, []byte("\n")) {
 			present[string(ln)] = true
 		}
 		var keep []string
@@ -750,13 +849,35 @@ func (l *Ledger) syncTrialLog() error {
 // readTrialLog returns the trial ids of trials.jsonl's well-formed lines
 // and those lines, in order (a missing file is empty).
 func (l *Ledger) readTrialLog() (map[int]bool, [][]byte, error) {
-	data, err := os.ReadFile(l.path("trials.jsonl"))
+	return readTrialLogFile(l.path("trials.jsonl"))
+}
+
+// TrialOutcome returns the outcome trials.jsonl in a campaign's directory
+// holds for one trial, and false when it holds none (the trial has not
+// finished, or never existed).
+func TrialOutcome(dir string, trialID int) (trial.Outcome, bool, error) {
+	_, lines, err := readTrialLogFile(filepath.Join(dir, "trials.jsonl"))
+	if err != nil {
+		return trial.Outcome{}, false, err
+	}
+	for _, ln := range lines {
+		var out trial.Outcome
+		if err := json.Unmarshal(ln, &out); err == nil && out.TrialID == trialID {
+			return out, true, nil
+		}
+	}
+	return trial.Outcome{}, false, nil
+}
+
+// readTrialLogFile is readTrialLog on a trials.jsonl file.
+func readTrialLogFile(path string) (map[int]bool, [][]byte, error) {
+	data, err := os.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("trials log: %w", err)
 	}
 	ids := map[int]bool{}
 	var lines [][]byte
-	for _, ln := range bytes.Split(data, []byte("\n")) {
+	for ln := range bytes.SplitSeq(data, []byte("\n")) {
 		var t trialLogLine
 		if len(ln) == 0 || json.Unmarshal(ln, &t) != nil || t.TrialID == nil {
 			continue
@@ -789,7 +910,7 @@ func (l *Ledger) repairTrialLog() error {
 	seen := map[int]bool{}
 	var out bytes.Buffer
 	dropped := 0
-	for _, ln := range bytes.Split(data, []byte("\n")) {
+	for ln := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(ln) == 0 {
 			continue
 		}

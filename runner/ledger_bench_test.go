@@ -72,8 +72,8 @@ func recordTrial(step func(campaign.Event) (campaign.Decision, error), k int, si
 // benchHistory is a campaign with n recorded trials, made in memory: its
 // ledger.json, results.tsv, trials.jsonl and corpus lines.
 type benchHistory struct {
-	id                           string
-	ledger, results, log, corpus []byte
+	id                                    string
+	ledger, history, results, log, corpus []byte
 }
 
 type benchHistoryKey struct {
@@ -85,10 +85,6 @@ var (
 	benchHistoriesMu sync.Mutex
 	benchHistories   = map[benchHistoryKey]*benchHistory{}
 )
-
-func makeBenchHistory(b *testing.B, n int) *benchHistory {
-	return makeBenchHistoryWith(b, n, campaign.ProposerReference)
-}
 
 func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 	benchHistoriesMu.Lock()
@@ -116,17 +112,33 @@ func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 		}
 		return c.Step(ev)
 	}
-	for k := 0; k < n; k++ {
+	for k := range n {
 		if err := recordTrial(step, k, sink); err != nil {
 			b.Fatal(err)
 		}
 	}
-	state, err := c.Marshal()
+	// The files a ledger that recorded the history holds: its growing
+	// lists in the history, the rest in ledger.json.
+	st := c.State()
+	var hist history
+	rec, err := hist.record(0, &st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mark, err := hist.append(filepath.Join(tmp, historyName), rec, &st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	head := stripGrowing(st)
+	state, err := json.Marshal(&head)
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := &benchHistory{id: c.ID(), log: log.Bytes()}
-	if h.ledger, err = json.Marshal(ledgerFile{Version: ledgerVersion, State: state}); err != nil {
+	if h.ledger, err = json.Marshal(ledgerFile{Version: ledgerVersion, State: state, History: &mark}); err != nil {
+		b.Fatal(err)
+	}
+	if h.history, err = os.ReadFile(filepath.Join(tmp, historyName)); err != nil {
 		b.Fatal(err)
 	}
 	if err := flywheel.AppendRows(filepath.Join(tmp, "results.tsv"), rows...); err != nil {
@@ -143,6 +155,16 @@ func makeBenchHistoryWith(b *testing.B, n int, proposer string) *benchHistory {
 	return h
 }
 
+// campaign is the history's campaign, loaded from its files.
+func (h *benchHistory) campaign(b *testing.B) *campaign.Campaign {
+	ws := h.install(b)
+	c, err := ws.View(h.id)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
 // install writes the history into a fresh workspace.
 func (h *benchHistory) install(b *testing.B) *Workspace {
 	ws, err := OpenWorkspace(b.TempDir())
@@ -152,6 +174,7 @@ func (h *benchHistory) install(b *testing.B) *Workspace {
 	dir := ws.CampaignDir(h.id)
 	files := map[string][]byte{
 		filepath.Join(dir, "ledger.json"):  h.ledger,
+		filepath.Join(dir, historyName):    h.history,
 		filepath.Join(dir, "results.tsv"):  h.results,
 		filepath.Join(dir, "trials.jsonl"): h.log,
 		ws.CorpusPath():                    h.corpus,
@@ -189,7 +212,7 @@ func writtenBytes(b *testing.B) int64 {
 	if err != nil {
 		b.Skipf("no /proc/self/io: %v", err)
 	}
-	for _, ln := range strings.Split(string(data), "\n") {
+	for ln := range strings.SplitSeq(string(data), "\n") {
 		if v, ok := strings.CutPrefix(ln, "wchar: "); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {
@@ -213,70 +236,87 @@ const benchWindow = 128
 // Propose and a Finished event through Ledger.Apply, with the files they
 // append) on a campaign with 100, 1,000 and 10,000 trials behind it.
 // Reported: CPU-µs/trial (process CPU per trial), step-CPU-µs/trial (the
-// same events through the bare state machine: the campaign's own share),
-// ledger-CPU-µs/trial (the difference), B/event (bytes passed to write
-// calls per event, every file included) and ns/op (wall time per trial,
-// fsyncs included).
+// same events through the bare state machine, loaded afresh per window as
+// the ledger is: the campaign's own share), ledger-CPU-µs/trial (the
+// difference), steady-step-CPU-µs/trial (the state machine loaded once and
+// stepping on: the campaign's cost per trial in a long run), B/event (bytes
+// passed to write calls per event, every file included) and ns/op (wall
+// time per trial, fsyncs included).
 func BenchmarkLedgerRecord(b *testing.B) {
 	for _, history := range []int{100, 1000, 10000} {
-		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) {
-			h := makeBenchHistory(b, history)
-			var cpu, stepCPU time.Duration
-			var written int64
-			var sys time.Duration
-			b.ResetTimer()
-			b.StopTimer()
-			for done := 0; done < b.N; {
-				n := min(benchWindow, b.N-done)
-				// The state machine alone, on the same events.
-				lf := struct {
-					State json.RawMessage `json:"state"`
-				}{}
-				if err := json.Unmarshal(h.ledger, &lf); err != nil {
-					b.Fatal(err)
-				}
-				twin, err := campaign.Load(lf.State)
-				if err != nil {
-					b.Fatal(err)
-				}
-				c0 := processCPU(b)
-				for k := 0; k < n; k++ {
-					if err := recordTrial(twin.Step, history+k, func(campaign.Decision) {}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				stepCPU += processCPU(b) - c0
-				// The same events through the ledger.
-				ws := h.install(b)
-				l, err := ws.Open(h.id)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				c0, w0, s0 := processCPU(b), writtenBytes(b), sysCPU()
-				for k := 0; k < n; k++ {
-					if err := recordTrial(l.Apply, history+k, func(campaign.Decision) {}); err != nil {
-						b.Fatal(err)
-					}
-				}
-				// Close is counted: it may write what the window left.
-				if err := l.Close(); err != nil {
-					b.Fatal(err)
-				}
-				cpu += processCPU(b) - c0
-				written += writtenBytes(b) - w0
-				sys += sysCPU() - s0
-				b.StopTimer()
-				done += n
-			}
-			trials := float64(b.N)
-			b.ReportMetric(float64(cpu.Microseconds())/trials, "CPU-µs/trial")
-			b.ReportMetric(float64(stepCPU.Microseconds())/trials, "step-CPU-µs/trial")
-			b.ReportMetric(float64((cpu-stepCPU).Microseconds())/trials, "ledger-CPU-µs/trial")
-			b.ReportMetric(float64(written)/(2*trials), "B/event")
-			b.ReportMetric(float64(sys.Microseconds())/trials, "sys-CPU-µs/trial")
-		})
+		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) { benchLedgerRecord(b, history, campaign.ProposerReference) })
 	}
+}
+
+// BenchmarkProposerRecord is BenchmarkLedgerRecord with the model proposer
+// (the default) on campaigns with 1,000 and 10,000 trials behind it: its
+// step-CPU-µs/trial is the proposer's cost per trial as the history grows.
+func BenchmarkProposerRecord(b *testing.B) {
+	for _, history := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("history=%d", history), func(b *testing.B) { benchLedgerRecord(b, history, campaign.ProposerModel) })
+	}
+}
+
+func benchLedgerRecord(b *testing.B, history int, proposer string) {
+	h := makeBenchHistoryWith(b, history, proposer)
+	// steady is the campaign stepping on through every window, loaded once:
+	// a driver's campaign between two resumes (each window's ledger and
+	// twin are loaded afresh, and rebuild what a loaded campaign derives).
+	steady := h.campaign(b)
+	var cpu, stepCPU, steadyCPU time.Duration
+	var written int64
+	var sys time.Duration
+	b.ResetTimer()
+	b.StopTimer()
+	for done := 0; done < b.N; {
+		n := min(benchWindow, b.N-done)
+		// The state machine alone, on the same events, loaded as the
+		// ledger loads it.
+		twin := h.campaign(b)
+		c0 := processCPU(b)
+		for k := range n {
+			if err := recordTrial(twin.Step, history+k, func(campaign.Decision) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		stepCPU += processCPU(b) - c0
+		c0 = processCPU(b)
+		for k := range n {
+			if err := recordTrial(steady.Step, history+done+k, func(campaign.Decision) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		steadyCPU += processCPU(b) - c0
+		// The same events through the ledger.
+		ws := h.install(b)
+		l, err := ws.Open(h.id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		c0, w0, s0 := processCPU(b), writtenBytes(b), sysCPU()
+		for k := range n {
+			if err := recordTrial(l.Apply, history+k, func(campaign.Decision) {}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Close is counted: it may write what the window left.
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		cpu += processCPU(b) - c0
+		written += writtenBytes(b) - w0
+		sys += sysCPU() - s0
+		b.StopTimer()
+		done += n
+	}
+	trials := float64(b.N)
+	b.ReportMetric(float64(cpu.Microseconds())/trials, "CPU-µs/trial")
+	b.ReportMetric(float64(stepCPU.Microseconds())/trials, "step-CPU-µs/trial")
+	b.ReportMetric(float64((cpu-stepCPU).Microseconds())/trials, "ledger-CPU-µs/trial")
+	b.ReportMetric(float64(written)/(2*trials), "B/event")
+	b.ReportMetric(float64(sys.Microseconds())/trials, "sys-CPU-µs/trial")
+	b.ReportMetric(float64(steadyCPU.Microseconds())/trials, "steady-step-CPU-µs/trial")
 }
 
 // BenchmarkViewFullJournal is Workspace.View (status and report while a

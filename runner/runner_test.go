@@ -108,7 +108,7 @@ func TestOutboxIsRepairedExactlyOnce(t *testing.T) {
 	if err := os.WriteFile(results, data[:cut], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2; i++ { // repairing twice must not duplicate
+	for range 2 { // repairing twice must not duplicate
 		l, err := ws.Open(id)
 		if err != nil {
 			t.Fatal(err)
@@ -160,8 +160,8 @@ func TestCancelledRunLeavesTrialsInFlightForTheNextRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Resubmited != 2 || sum.Recorded != 5 {
-		t.Fatalf("resubmitted %d recorded %d, want 2 and 5", sum.Resubmited, sum.Recorded)
+	if sum.Resubmitted != 2 || sum.Recorded != 5 {
+		t.Fatalf("resubmitted %d recorded %d, want 2 and 5", sum.Resubmitted, sum.Recorded)
 	}
 }
 
@@ -258,7 +258,7 @@ func trialLogIDs(t testing.TB, path string) []int {
 		t.Fatal(err)
 	}
 	var ids []int
-	for _, ln := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+	for ln := range strings.SplitSeq(strings.TrimRight(string(data), "\n"), "\n") {
 		var o trial.Outcome
 		if err := json.Unmarshal([]byte(ln), &o); err != nil {
 			t.Fatalf("trials.jsonl line %q: %v", ln, err)
@@ -298,7 +298,7 @@ func TestCrashLeftoversAreRepairedOnOpen(t *testing.T) {
 	if err := os.WriteFile(logPath, []byte(damaged), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		l, err := ws.Open(id)
 		if err != nil {
 			t.Fatal(err)

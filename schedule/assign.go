@@ -159,7 +159,7 @@ func (h *loadHeap) add(sm int, t *ir.Task) {
 
 func lpt(p *ir.Program, order []int32, sms []int, pinned []bool, numSMs int) {
 	h := &loadHeap{loads: make([]smLoad, numSMs), heap: make([]int, numSMs), pos: make([]int, numSMs)}
-	for s := 0; s < numSMs; s++ {
+	for s := range numSMs {
 		h.loads[s].sm = s
 		h.heap[s], h.pos[s] = s, s
 	}

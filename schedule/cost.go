@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"maps"
 	"math"
 	"strings"
 
@@ -97,15 +98,11 @@ func PredictWith(p *ir.Program, t *ir.GpuTarget, pt Point, costs CostParams) Cos
 		c.RegionUS[RegionOther] = c.MakespanUS
 	case s.deadlocked:
 		c.MakespanUS = s.work
-		for r, v := range regionWork {
-			c.RegionUS[r] = v
-		}
+		maps.Copy(c.RegionUS, regionWork)
 		c.Notes = append(c.Notes, "the per-SM queues deadlock in simulation; the serial work is used")
 	default:
 		c.MakespanUS = s.makespan
-		for r, v := range s.chain {
-			c.RegionUS[r] = v
-		}
+		maps.Copy(c.RegionUS, s.chain)
 	}
 	c.PredictedUS = max(c.MakespanUS, c.BandwidthBoundUS, c.BytesBoundUS)
 	if c.PredictedUS > c.MakespanUS && c.MakespanUS > 0 {

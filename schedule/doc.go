@@ -20,25 +20,35 @@
 //
 // # Search space (docs/spec/rules.md R15)
 //
-// Space lists every knob with its choices, its default and whether it is
-// effective. Effective: tiling.gemv.N_tile and tiling.attention.n_partitions
-// (lowering: tile widths and counts, split-KV shards — the latter only
-// once kv_len > 16), sm_assignment (the lowering sets Task.sm; the cost
-// model runs those queues), pipelining_depth and threads_per_block (cost
-// model; the kernels read both from the program's config). On "cuda" only:
-// smem_bytes_per_block and the kernel knobs (kernel build and launch; the
-// cost model does not model them, so a CPU campaign neither draws nor
-// features them), and the device lowering's tiling.gemv.tiles_per_sm,
+// Space lists every knob with its choices (what a search draws), its range
+// (what eval accepts), its default and whether it is effective on the
+// target and device: whether eval applies it there, which
+// TestSpaceMatchesEval derives knob by knob from the lowering, the launch
+// check, the cost model and the kernel build. Effective everywhere:
+// tiling.gemv.N_tile and tiling.attention.n_partitions (lowering: tile
+// widths and counts, split-KV shards — the latter only once kv_len > 16),
+// the device lowering's tiling.gemv.tiles_per_sm,
 // tiling.attention.kv_head_split, tiling.attention.head_counters and
-// fusion_grouping (they change the
-// program everywhere, but the cost model has no calibrated hop or
-// streaming costs yet; AMD targets have no device kernels for them). Per
-// vendor: threads_per_block offers whole warps (NVIDIA, 32) or wavefronts
-// (AMD, 64) only, and an AMD target has no kernel_knobs.* (CUDA -D knobs:
-// cp.async rings and the like) and no kernel build at all. Reserved
-// (recorded, normalised to their defaults, never drawn, not features, not
-// in Complexity): tiling.attention.kv_block, page_allocation. A fusion
-// group that matches no entry of Fusions is recorded and normalised away.
+// fusion_grouping (the cost model predicts the programs they lower, on AMD
+// targets too), sm_assignment (the lowering sets Task.sm; the cost model
+// runs those queues), pipelining_depth and threads_per_block (cost model;
+// the kernels read both from the program's config). On NVIDIA targets the
+// streaming ring's kernel_knobs.ring_stages and ring_tile (the kernels
+// build it; the cost model streams its look-ahead), offered only in
+// combinations that fit the dynamic shared memory cap (CheckLaunch refuses
+// a ring that does not). On "cuda" only: smem_bytes_per_block and the other
+// kernel knobs (kernel build and launch; the cost model does not model
+// them, so a CPU campaign neither draws nor features them). Per vendor:
+// threads_per_block offers whole warps (NVIDIA, 32) or wavefronts (AMD, 64)
+// only, and an AMD target has no kernel_knobs.* (CUDA -D knobs) and no
+// kernel build at all. Reserved (recorded, normalised to their defaults,
+// never drawn, not features, not in Complexity): tiling.attention.kv_block,
+// page_allocation. Normalize also drops what a program never reads, so one
+// program has one id: a fusion group that matches no entry of Fusions,
+// N_tile under tiles_per_sm, head_counters without kv_head_split and the
+// RoPE epilogue, reshape_view with the RoPE epilogue, ring_tile with the
+// ring off. SpaceSize counts the distinct normalised points; Mutate never
+// returns a move the normalisation undoes.
 //
 // # Device lowering
 //
@@ -77,6 +87,20 @@
 // shards keeping their SM and counting their load, docs/spec/rules.md R17) and rejects
 // positions outside [0, max_seq) (docs/spec/rules.md R28). Reposition re-targets a lowered
 // program to another position when the result equals a fresh lowering.
+//
+// # Quantized models
+//
+// A model with quantized weights (model.Quantization, docs/spec/quantization.md)
+// lowers every quantized projection as an I8/I4 WEIGHT [N, K] followed by
+// its F16 scales [N, groups] (source KEY.scales); its GEMV/GEMM and fused
+// tiles take the scales as their last input and params qdtype and group
+// (withScales), and their est_bytes count the stored width plus the
+// scales, so the streamed-bytes floor is the quantized model's. The cost
+// model caps a quantized tile's per-SM stream at the ALU rate of its
+// dequantization (CostParams.ALUGOpsPerSM, DequantOpsI8, DequantOpsI4;
+// first-principles, uncalibrated). On cuda a quantized model's space
+// (SpaceFor, QuantizedSpec: a "NAME:SCHEME" model) also draws
+// kernel_knobs.qc, the weight rows a warp of the quantized GEMV streams.
 //
 // # Cost model
 //

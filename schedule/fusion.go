@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
@@ -77,10 +78,14 @@ func sameSet(a, b []string) bool {
 }
 
 // canonicalFusion writes the fusions that are on as groups in table order:
-// what Normalize keeps of fusion_grouping.
+// what Normalize keeps of fusion_grouping. reshape_view is left out with
+// rope_epilogue, which leaves no ROPE task to read a view.
 func canonicalFusion(on fusionSet) [][]string {
 	out := [][]string{}
 	for _, f := range Fusions {
+		if f.Name == FuseReshapeView && on[FuseRoPEEpi] {
+			continue
+		}
 		if on[f.Name] {
 			out = append(out, slices.Clone(f.Group))
 		}
@@ -107,21 +112,37 @@ func AllFusions() []string {
 }
 
 // fusionChoices are the search's fusion_grouping values: none, all, and
-// all but one (so every fusion can be turned off on its own).
+// all but one (so every fusion can be turned off on its own), each once in
+// its canonical form (all but reshape_view is all: see canonicalFusion).
 func fusionChoices() []pyjson.Value {
+	fusionChoicesOnce.Do(func() { fusionChoiceValues = makeFusionChoices() })
+	return fusionChoiceValues
+}
+
+var (
+	fusionChoicesOnce  sync.Once
+	fusionChoiceValues []pyjson.Value
+)
+
+func makeFusionChoices() []pyjson.Value {
 	all := AllFusions()
 	lists := [][][]string{{}, FusionGrouping(all...)}
 	for i := range all {
 		rest := slices.Delete(slices.Clone(all), i, i+1)
 		lists = append(lists, FusionGrouping(rest...))
 	}
-	out := make([]pyjson.Value, len(lists))
-	for i, groups := range lists {
+	var out []pyjson.Value
+	seen := map[string]bool{}
+	for _, groups := range lists {
 		gs := make([]pyjson.Value, len(groups))
 		for j, g := range groups {
 			gs[j] = pyjson.ArrayValue(strs(g...)...)
 		}
-		out[i] = pyjson.ArrayValue(gs...)
+		v := pyjson.ArrayValue(gs...)
+		if key := pyjson.Compact(v, true); !seen[key] {
+			seen[key] = true
+			out = append(out, v)
+		}
 	}
 	return out
 }

@@ -13,8 +13,9 @@ import (
 // blocks deadlock the cooperative grid sync), the SMEM opt-in must be
 // within [0, the target's dynamic shared memory cap] (ir.GpuTarget.DynamicSmemBytes:
 // the per-block opt-in cap less the kernels' static reserve, the limit the
-// launcher plans against; the reference allows the whole opt-in cap), and explicit SM pins must
-// name SMs of the target.
+// launcher plans against; the reference allows the whole opt-in cap), the
+// streaming ring of an NVIDIA point must fit that cap as the kernels plan it,
+// and explicit SM pins must name SMs of the target.
 func CheckLaunch(p Point, t *ir.GpuTarget) error {
 	if t == nil {
 		return fmt.Errorf("no GPU target to check the launch configuration against")
@@ -40,6 +41,10 @@ func CheckLaunch(p Point, t *ir.GpuTarget) error {
 		return fmt.Errorf("smem_bytes_per_block=%d exceeds target '%s' dynamic shared memory cap %d (the opt-in cap %d less %d for the kernels' static shared memory)",
 			smem, t.Name, t.DynamicSmemBytes(), t.SmemBytesPerBlockOptin, t.SmemBytesPerBlockOptin-t.DynamicSmemBytes())
 	}
+	if ring := ringBytes(p); ring > 0 && !t.IsAMD() && ring+ringReserve > t.DynamicSmemBytes() {
+		return fmt.Errorf("the streaming ring (%d warps x ring_stages %d x ring_tile %d = %d bytes) does not fit target '%s' dynamic shared memory cap %d",
+			tpb/32, p.knob("ring_stages"), p.knob("ring_tile"), ring, t.Name, t.DynamicSmemBytes())
+	}
 	if t.MaxThreadsPerSM > 0 && tpb > t.MaxThreadsPerSM {
 		return fmt.Errorf("threads_per_block=%d exceeds target '%s' limit of %d threads per SM", tpb, t.Name,
 			t.MaxThreadsPerSM)
@@ -51,4 +56,18 @@ func CheckLaunch(p Point, t *ir.GpuTarget) error {
 		}
 	}
 	return nil
+}
+
+// ringReserve is what the kernels' shared-memory plan keeps beside the
+// streaming ring (kernels.PlanSmem: the ring plus 16 bytes must fit).
+const ringReserve = 16
+
+// ringBytes is the streaming ring's shared memory per block (warps x
+// ring_stages x ring_tile, kernels.RingBytes); 0 when it is off.
+func ringBytes(p Point) int {
+	stages := p.knob("ring_stages")
+	if stages <= 0 {
+		return 0
+	}
+	return max(p.Config.ThreadsPerBlock/32, 1) * stages * p.knob("ring_tile")
 }

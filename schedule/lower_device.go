@@ -202,7 +202,7 @@ func (l *lowerer) emitHeadPhase(name string, ph *phase, waits []ir.Wait, shared 
 	nkv := l.m.NKVHeads
 	heads := make([][]tensor, nkv)
 	next := make([]int, len(ph.projs)) // tile labels count on across the groups
-	for g := 0; g < nkv; g++ {
+	for g := range nkv {
 		// KV head g's columns of each projection: q rep heads, k and v one.
 		tiles := make([][]tileSpan, len(ph.projs))
 		total := 0
@@ -319,7 +319,7 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 	var q, k, v, kc, vc tensor
 	if f[FuseRoPEEpi] {
 		qb := l.activation(pre+".qr", qShape)
-		kc, vc = l.cache(pre+".kcache"), l.cache(pre+".vcache")
+		kc, vc = l.cache(KCacheName(layer)), l.cache(VCacheName(layer))
 		rope := []ir.Param{ir.IntParam("head_dim", int64(hd)), ir.FloatParam("theta", m.RopeTheta)}
 		app := func(extra ...ir.Param) []ir.Param {
 			return append(append(append([]ir.Param{}, st.params...), extra...),
@@ -369,8 +369,8 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 			q = l.rope(pre+".rope_q", pre+".qr", q, qShape, m.NHeads)
 			kr = l.rope(pre+".rope_k", pre+".kr", k, l.shape(l.b, m.NKVHeads, hd), m.NKVHeads)
 		}
-		kc = l.kvAppend(pre+".k_append", pre+".kcache", kr)
-		vc = l.kvAppend(pre+".v_append", pre+".vcache", v)
+		kc = l.kvAppend(pre+".k_append", KCacheName(layer), kr)
+		vc = l.kvAppend(pre+".v_append", VCacheName(layer), v)
 	}
 	attn := l.attention(pre+".attention", pre+".attn", q, kc, vc)
 	l.headWaits = nil
@@ -397,10 +397,11 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 	return l.residualProjection(pre+".down_proj", pre+".d", pre+".mlp_residual", pre+".h_mlp", keys.Down, act, hAttn, I, f)
 }
 
-// proj adds the projection's weight and binds it into its tile builder.
+// proj adds the projection's weight and binds it into its tile builder (a
+// quantised weight's tiles read its scales too, withScales).
 func (l *lowerer) proj(name, key string, n, k int, build func(off, w, weight int) ir.Task) projection {
 	wb := l.weight(key, n, k)
-	return projection{name: name, key: key, n: n, k: k, task: func(off, w int) ir.Task { return build(off, w, wb) }}
+	return projection{name: name, key: key, n: n, k: k, task: func(off, w int) ir.Task { return l.withScales(build(off, w, wb), wb) }}
 }
 
 // residualProjection is out = resid + x @ W.T: GEMV_ADD tiles with
@@ -491,7 +492,7 @@ func (l *lowerer) deviceHead(h tensor, f fusionSet) {
 			st.flops(l), st.params...)
 	}
 	var pr projection
-	if m.TiedEmbeddings {
+	if m.LMHeadShared() {
 		pr = projection{name: "lm_head", n: m.Vocab, k: m.Hidden, task: func(off, w int) ir.Task { return build(off, w, l.embedW) }}
 	} else {
 		pr = l.proj("lm_head", l.keys.LMHead, m.Vocab, m.Hidden, build)

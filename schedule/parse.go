@@ -36,6 +36,10 @@ var configKeys = []string{"tiling", "fusion_grouping", "sm_assignment", "pipelin
 var tileSizes = map[string][]string{"gemv": {"N_tile", "base_width", "tiles_per_sm"},
 	"attention": {"kv_block", "n_partitions", "kv_head_split", "head_counters"}}
 
+// offSizes are the tiling entries where 0 is a value (off, as when absent):
+// the device lowering's switches and counts.
+var offSizes = map[string]bool{"gemv.tiles_per_sm": true, "attention.kv_head_split": true, "attention.head_counters": true}
+
 // IgnoredKeys names what a config dict holds that amk reads past without an
 // error: unknown top-level keys (dropped, docs/spec/ir.md's forward compatibility)
 // and tiling entries no lowering consumes (kept in the record, no effect),
@@ -170,7 +174,7 @@ func (c *checker) tiling(t pyjson.Value) []ir.TilingEntry {
 			if !ok {
 				continue
 			}
-			if n < 1 {
+			if n < 1 && !(n == 0 && offSizes[arch.Key+"."+s.Key]) {
 				c.addf("%s=%d must be a positive int", name, n)
 				continue
 			}

@@ -163,8 +163,8 @@ func TestPointRoundTrip(t *testing.T) {
 	if r.ID() != s.ID() {
 		t.Errorf("kunroll=1 and no kunroll differ: %s vs %s", r.ID(), s.ID())
 	}
-	if p.Complexity() != 3+1+1 {
-		t.Errorf("complexity = %d, want depth 3 + smem + explicit map = 5", p.Complexity())
+	if p.Complexity() != 1+3+1+1 {
+		t.Errorf("complexity = %d, want gate_up + depth 3 + smem + explicit map = 6", p.Complexity())
 	}
 	if Default().Complexity() != 2 {
 		t.Errorf("default complexity = %d, want 2", Default().Complexity())

@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/amk-dev/amk/ir"
@@ -47,24 +48,27 @@ type kernelKnob struct {
 	// its id) only when it differs from its default, so adding one leaves
 	// every existing id unchanged.
 	drawn []int
+	// quantOnly: drawn only in the space of a model with quantised
+	// weights (SpaceFor): only the quantised kernels read it.
+	quantOnly bool
 }
 
 // kernelKnobs lists every known knob; the first four are the searched ones,
 // always embedded in a point.
 var kernelKnobs = []kernelKnob{
-	{"cols_per_warp", 1, 1, 16, []int{1, 2, 4}, nil},
-	{"cpasync", 1, 0, 1, []int{0, 1}, nil},
-	{"cpa_stages", 4, 1, 16, []int{2, 3, 4}, nil},
-	{"cpa_cols", 2, 1, 16, []int{2, 4}, nil},
-	{"kunroll", 1, 1, 64, nil, nil},
-	{"lb_maxthreads", 0, 0, 1024, nil, nil},
-	{"lb_minblocks", 0, 0, 32, nil, nil},
-	{"gemv_max_k", 0, 0, 65536, nil, nil},
-	{"cpa_vpl", 1, 1, 8, nil, nil},
-	{"qc", 4, 1, 16, nil, nil},
-	{"qcpasync", 0, 0, 1, nil, nil},
-	{"ring_stages", 0, 0, 32, nil, []int{0, 8, 12}},
-	{"ring_tile", 2048, 512, 8192, nil, []int{1024, 2048}},
+	{"cols_per_warp", 1, 1, 16, []int{1, 2, 4}, nil, false},
+	{"cpasync", 1, 0, 1, []int{0, 1}, nil, false},
+	{"cpa_stages", 4, 1, 16, []int{2, 3, 4}, nil, false},
+	{"cpa_cols", 2, 1, 16, []int{2, 4}, nil, false},
+	{"kunroll", 1, 1, 64, nil, nil, false},
+	{"lb_maxthreads", 0, 0, 1024, nil, nil, false},
+	{"lb_minblocks", 0, 0, 32, nil, nil, false},
+	{"gemv_max_k", 0, 0, 65536, nil, nil, false},
+	{"cpa_vpl", 1, 1, 8, nil, nil, false},
+	{"qc", 2, 1, 16, nil, []int{1, 2, 4}, true}, // the kernels' default (kernels/cuda/common.cuh AMK_QGEMV_COLS)
+	{"qcpasync", 0, 0, 1, nil, nil, false},
+	{"ring_stages", 0, 0, 32, nil, []int{0, 8, 12}, false},
+	{"ring_tile", 2048, 512, 8192, nil, []int{1024, 2048}, false},
 }
 
 func findKernelKnob(name string) (kernelKnob, bool) {
@@ -123,9 +127,7 @@ func (p Point) Clone() Point {
 	out := Point{Config: *p.Config.Clone()}
 	if p.Knobs != nil {
 		out.Knobs = make(map[string]int, len(p.Knobs))
-		for k, v := range p.Knobs {
-			out.Knobs[k] = v
-		}
+		maps.Copy(out.Knobs, p.Knobs)
 	}
 	return out
 }
@@ -148,12 +150,20 @@ func (p Point) Normalize() Point {
 		ThreadsPerBlock:   c.ThreadsPerBlock,
 		SmemBytesPerBlock: c.SmemBytesPerBlock,
 	}
-	if nt, ok := c.Tile("gemv", "N_tile"); ok {
+	tps, _ := c.Tile("gemv", "tiles_per_sm")
+	switch nt, ok := c.Tile("gemv", "N_tile"); {
+	case tps > 0:
+		// The device lowering sizes every phase's tiles from tiles_per_sm:
+		// the width is unused, so it is the default (one program, one id).
+		out.SetTile("gemv", "N_tile", defaultNTile)
+	case ok:
 		out.SetTile("gemv", "N_tile", nt)
-	} else if bw, ok := c.Tile("gemv", "base_width"); ok {
-		out.SetTile("gemv", "base_width", bw)
+	default:
+		if bw, ok := c.Tile("gemv", "base_width"); ok {
+			out.SetTile("gemv", "base_width", bw)
+		}
 	}
-	if tps, ok := c.Tile("gemv", "tiles_per_sm"); ok {
+	if tps > 0 {
 		out.SetTile("gemv", "tiles_per_sm", min(tps, maxTilesPerSM))
 	}
 	if v, ok := c.Tile("attention", "kv_head_split"); ok && v > 0 {
@@ -182,6 +192,10 @@ func (p Point) Normalize() Point {
 		if k.choices != nil || v != k.def {
 			knobs[name] = v
 		}
+	}
+	if knobs["ring_stages"] <= 0 {
+		// The ring is off: its slot size builds nothing.
+		delete(knobs, "ring_tile")
 	}
 	return Point{Config: out, Knobs: knobs}
 }
@@ -232,11 +246,12 @@ func (p Point) Value() pyjson.Value {
 }
 
 // Complexity is the seed-001 simplicity score counting only effective knobs:
-// pipelining depth, +1 for a non-zero SMEM opt-in, +1 for an explicit SM
-// map. (The reference also counted fusion groups and a non-default page
-// policy; those knobs are reserved in amk, docs/spec/rules.md R15.)
+// the number of fused lowerings on (seed 001's fusion groups), pipelining
+// depth, +1 for a non-zero SMEM opt-in, +1 for an explicit SM map. (The
+// reference also counted a non-default page policy; that knob is reserved
+// in amk, docs/spec/rules.md R15.)
 func (p Point) Complexity() int {
-	n := p.Config.PipeliningDepth
+	n := len(canonicalFusion(fusionsOf(&p.Config))) + p.Config.PipeliningDepth
 	if p.Config.SmemBytesPerBlock != 0 {
 		n++
 	}
@@ -281,4 +296,25 @@ func (p *Point) UnmarshalJSON(data []byte) error {
 	}
 	*p = q
 	return nil
+}
+
+// Applies reports whether the knob at path changes the normalised point p
+// (Normalize): false for the knobs the normalisation sets aside given the
+// others — the tile width under tiles_per_sm, head counters without the
+// KV-head split and the RoPE epilogue, the ring's slot size with the ring
+// off — and true for every other knob. A model of the search space gives
+// a knob that does not apply no effect for the point.
+func (p Point) Applies(path string) bool {
+	c := &p.Config
+	switch path {
+	case PathNTile:
+		tps, _ := c.Tile("gemv", "tiles_per_sm")
+		return tps <= 0
+	case PathHeadCounters:
+		split, _ := c.Tile("attention", "kv_head_split")
+		return split > 0 && fusionsOf(c)[FuseRoPEEpi]
+	case knobPrefix + "ring_tile":
+		return p.knob("ring_stages") > 0
+	}
+	return true
 }

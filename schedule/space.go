@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -15,9 +18,18 @@ type Knob struct {
 	Path      string         // "tiling.gemv.N_tile", "pipelining_depth", "kernel_knobs.cols_per_warp", ...
 	Choices   []pyjson.Value // legal values to draw from
 	Default   pyjson.Value
-	Effective bool   // false = reserved: recorded, never drawn, not a feature, normalised to default
-	Scope     string // "lowering", "cost-model", "kernel-build", or "" for reserved
-	Note      string
+	Effective bool   // false = inert here: recorded, never drawn, not a feature, normalised to default
+	Scope     string // "lowering", "cost-model", "kernel-build", or "" for an inert knob
+	// Range is the values eval accepts for an integer knob (nil for the
+	// others): a value outside it is rejected, or clamped where Note says.
+	Range *Range
+	Note  string
+}
+
+// Range is the closed interval of values a knob accepts.
+type Range struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
 }
 
 // Scopes of an effective knob.
@@ -90,87 +102,183 @@ func ParseDevice(s string) (Device, error) {
 	return d, nil
 }
 
-// Space is the search space as data (docs/spec/rules.md R15) for a target and a device ("cpu",
-// "emu" or "cuda"). Kernel-build knobs (smem_bytes_per_block and kernel_knobs.*)
-// are effective only where the kernels run ("cuda", and "emu", whose check
-// runs every variant's kernel): the CPU evaluator's cost model does not
-// model them, so on "cpu" they are neither drawn nor presented as levers.
-// The space is per vendor: threads_per_block offers multiples of the
-// target's warp/wavefront only, and an AMD target has no kernel_knobs.*
-// (they are the CUDA kernels' -D knobs: cp.async rings, per-warp columns)
-// and no kernel build, so on AMD every point is predicted.
-func Space(t *ir.GpuTarget, device Device) []Knob {
+// Space is the search space as data (docs/spec/rules.md R15) for a target
+// and a device ("cpu", "emu" or "cuda"): every knob eval reads, with its choices,
+// its range and whether it changes what eval produces on this target and
+// device (TestSpaceMatchesEval derives that from the lowering, the cost model
+// and the kernel build, knob by knob). The lowering's knobs (the reference's
+// and the device lowering's: tiles per SM, the KV-head split, per-KV-head
+// counters, the fused lowerings) and the cost model's (pipelining depth,
+// block size) are effective everywhere: the cost model predicts every
+// program they lower. The streaming ring's knobs are effective on NVIDIA
+// targets on both devices (the kernels build it; the cost model streams it
+// across waits). The other kernel-build knobs (smem_bytes_per_block and
+// kernel_knobs.*) are effective only where the kernels run ("cuda", and
+// "emu", whose check runs every variant's kernel): the cost model does not
+// model them, so on "cpu" they are listed as inert and neither drawn nor
+// features. The space is per vendor: threads_per_block offers multiples of
+// the target's warp/wavefront only, and an AMD target has no kernel_knobs.*
+// (they are the CUDA kernels' -D knobs) and no kernel build, so on AMD every
+// point is predicted. It is the space of a model with float weights
+// (SpaceFor).
+func Space(t *ir.GpuTarget, device Device) []Knob { return SpaceFor(t, device, false) }
+
+// QuantizedSpec reports whether a model argument names a quantization
+// scheme ("small:w4a16", model.SplitModelSpec): its campaigns search the
+// quantised kernels' knobs too (SpaceFor).
+func QuantizedSpec(modelSpec string) bool {
+	_, q, err := model.SplitModelSpec(modelSpec)
+	return err == nil && q.On()
+}
+
+// SpaceFor is Space for a model whose projection weights are quantised
+// (quant) or not: on cuda, a quantised model's space also draws the
+// quantised GEMV's knobs (kernel_knobs.qc: weight rows a warp streams at
+// once), which a float model's kernels never read.
+func SpaceFor(t *ir.GpuTarget, device Device, quant bool) []Knob {
+	key := spaceCacheKey{device: device, quant: quant}
+	if t != nil {
+		key.known, key.amd, key.smemCap, key.wave = true, t.IsAMD(), t.DynamicSmemBytes(), t.Wavefront()
+	}
+	if knobs, ok := spaces.Load(key); ok {
+		return slices.Clone(knobs.([]Knob))
+	}
+	knobs := space(t, device, quant)
+	spaces.Store(key, knobs)
+	return slices.Clone(knobs)
+}
+
+// spaces caches SpaceFor by what it reads of the target, the device and
+// the quantisation: the space is data, and a search asks for it on every
+// draw. The knobs' choices are shared; no caller changes them.
+var spaces sync.Map
+
+type spaceCacheKey struct {
+	known, amd, quant bool
+	smemCap, wave     int
+	device            Device
+}
+
+func space(t *ir.GpuTarget, device Device, quant bool) []Knob {
 	amd := t != nil && t.IsAMD()
 	cuda := device.RunsKernels() && !amd
 	smemCap, wave := 0, 32
 	if t != nil {
 		smemCap, wave = t.DynamicSmemBytes(), t.Wavefront()
 	}
+	positive := &Range{Min: 1, Max: math.MaxInt32}
 	knobs := []Knob{
 		{Path: PathNTile, Choices: ints(nTileChoices...), Default: intV(defaultNTile), Effective: true,
-			Scope: ScopeLowering, Note: "GEMV output-column tile width (clamped to the projection, at most 64 tiles " +
-				"per projection): thinner tiles = more parallel weight streams but more tasks and sync transitions"},
+			Scope: ScopeLowering, Range: positive, Note: "GEMV output-column tile width of the reference lowering " +
+				"(clamped to the projection, at most 64 tiles per projection): thinner tiles = more parallel weight " +
+				"streams but more tasks and sync transitions; unused (normalised to 64) when tiles_per_sm > 0"},
 		{Path: PathNPartitions, Choices: ints(partitionChoices...), Default: intV(1), Effective: true,
-			Scope: ScopeLowering, Note: "split-KV attention shards (P = min(8, SMs, n_partitions, ceil(kv_len/16)), " +
-				"pinned to SMs, plus one ATTENTION_COMBINE); no effect while kv_len <= 16"},
-		{Path: PathKVBlock, Choices: ints(kvBlockChoices...), Default: intV(defaultKVBlock),
+			Scope: ScopeLowering, Range: &Range{Min: 1, Max: maxPartitions}, Note: "split-KV attention shards " +
+				"(P = min(8, SMs, n_partitions, ceil(kv_len/16)), pinned to SMs, plus one ATTENTION_COMBINE); " +
+				"no effect while kv_len <= 16; larger values are clamped to 8"},
+		{Path: PathKVBlock, Choices: ints(kvBlockChoices...), Default: intV(defaultKVBlock), Range: positive,
 			Note: "reserved: attention is whole-window (or split by n_partitions); recorded only"},
-		{Path: PathTilesPerSM, Choices: ints(tilesPerSMChoices...), Default: intV(0), Effective: cuda,
-			Scope: deviceLoweringScope(cuda), Note: "tiles per SM in every projection phase (q|k|v, gate|up, o, down, " +
-				"lm_head): the tile count is a multiple of the SM count so every SM streams; 0 = the " +
-				"reference's N_tile rule (at most 64 tiles per projection)"},
-		{Path: PathKVHeadSplit, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
-			Scope: deviceLoweringScope(cuda), Note: "1: one attention task per KV head (x split-KV shard) on " +
-				"distinct SMs, the GQA group's query heads sharing its K/V rows; 0: all heads in one task"},
-		{Path: PathHeadCounters, Choices: ints(0, 1), Default: intV(0), Effective: cuda,
-			Scope: deviceLoweringScope(cuda), Note: "1: with rope_epilogue and kv_head_split, one q|k|v " +
-				"counter per KV head (tiles cut at head-group boundaries), each attention slice waiting " +
-				"for its own heads' tiles only; 0: one all-join counter over the phase"},
-		{Path: PathFusion, Choices: fusionChoices(), Default: pyjson.ArrayValue(), Effective: cuda,
-			Scope: deviceLoweringScope(cuda), Note: "fused lowerings (schedule.Fusions): none, all, or all " +
-				"but one; each removes hops per layer (fused tasks are ir.FusedPatterns)"},
+		{Path: PathTilesPerSM, Choices: ints(tilesPerSMChoices...), Default: intV(0), Effective: true,
+			Scope: ScopeLowering, Range: &Range{Min: 0, Max: maxTilesPerSM}, Note: "tiles per SM in every " +
+				"projection phase (q|k|v, gate|up, o, down, lm_head) of the device lowering: the tile count is a " +
+				"multiple of the SM count so every SM streams; 0 = the reference's N_tile rule; larger values " +
+				"are clamped to 16"},
+		{Path: PathKVHeadSplit, Choices: ints(0, 1), Default: intV(0), Effective: true,
+			Scope: ScopeLowering, Range: &Range{Min: 0, Max: 1}, Note: "1: one attention task per KV head " +
+				"(x split-KV shard) on distinct SMs, the GQA group's query heads sharing its K/V rows; 0: all " +
+				"heads in one task; larger values mean 1"},
+		{Path: PathHeadCounters, Choices: ints(0, 1), Default: intV(0), Effective: true,
+			Scope: ScopeLowering, Range: &Range{Min: 0, Max: 1}, Note: "1: with rope_epilogue and " +
+				"kv_head_split, one q|k|v counter per KV head (tiles cut at head-group boundaries), each " +
+				"attention slice waiting for its own heads' tiles only; 0: one all-join counter over the phase; " +
+				"no effect (normalised to 0) without both; larger values mean 1"},
+		{Path: PathFusion, Choices: fusionChoices(), Default: pyjson.ArrayValue(), Effective: true,
+			Scope: ScopeLowering, Note: "fused lowerings (schedule.Fusions): none, all, or all but one; each " +
+				"removes hops per layer (fused tasks are ir.FusedPatterns); a group that names no fused " +
+				"lowering is recorded and has no effect, and reshape_view has none with rope_epilogue"},
 		{Path: PathSMAssignment, Choices: strs(smPolicyChoices...), Default: pyjson.StringValue(PolicyLoadBalance),
 			Effective: true, Scope: ScopeLowering, Note: "the lowering sets every Task.sm: round_robin over the " +
-				"topological order, or LPT load balance by (bytes, flops, count); the cost model runs the per-SM queues"},
+				"topological order, or LPT load balance by (bytes, flops, count); the cost model runs the per-SM " +
+				"queues; a {task_id: sm} map pins tasks"},
 		{Path: PathDepth, Choices: ints(depthChoices...), Default: intV(defaultDepth), Effective: true,
-			Scope: ScopeCostModel, Note: "weight prefetch look-ahead while a task waits (the kernels read " +
-				"config.pipelining_depth); hides part of each sync transition, costs issue slots per task"},
+			Scope: ScopeCostModel, Range: &Range{Min: 0, Max: maxPipeliningDepth}, Note: "weight prefetch " +
+				"look-ahead while a task waits (the kernels read config.pipelining_depth); hides part of each " +
+				"sync transition, costs issue slots per task"},
 		{Path: PathPages, Choices: strs(pagePolicies...), Default: pyjson.StringValue(defaultPagePolicy),
 			Note: "reserved: no page allocation is produced; activations live in one linear arena"},
 		{Path: PathTPB, Choices: ints(multiplesOf(tpbChoices, wave)...), Default: intV(defaultTPB), Effective: true,
-			Scope: ScopeCostModel, Note: "persistent VM block size; warps per block bound each SM's in-flight " +
-				"weight loads (512 deadlocks the cooperative grid sync and is rejected, R24)"},
+			Scope: ScopeCostModel, Range: &Range{Min: tpbChoices[0], Max: tpbChoices[len(tpbChoices)-1]},
+			Note: "persistent VM block size, 128 or 256 only (512 deadlocks the cooperative grid sync and is " +
+				"rejected, R24); warps per block bound each SM's in-flight weight loads"},
 		{Path: PathSmem, Choices: ints(smemChoices(smemCap)...), Default: intV(0), Effective: cuda,
-			Scope: kernelScope(cuda), Note: "dynamic SMEM opt-in per block, bytes (<= the target's dynamic shared memory cap)"},
+			Scope: kernelScope(cuda), Range: &Range{Min: 0, Max: smemCap}, Note: "dynamic SMEM opt-in per " +
+				"block, bytes (<= the target's dynamic shared memory cap); the cost model does not model it"},
 	}
 	for _, k := range kernelKnobs {
 		if k.choices == nil || amd {
 			continue
 		}
 		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.choices...), Default: intV(k.def),
-			Effective: cuda, Scope: kernelScope(cuda), Note: "GEMV build variant (nvcc -D); measured on the GPU only"})
+			Effective: cuda, Scope: kernelScope(cuda), Range: &Range{Min: k.min, Max: k.max},
+			Note: "GEMV build variant (nvcc -D): measured on the GPU only; the cost model does not model it"})
 	}
+	stages, tiles := ringChoices(smemCap, multiplesOf(tpbChoices, wave))
 	for _, k := range kernelKnobs {
-		if k.drawn == nil || !cuda {
+		if k.drawn == nil || amd || (k.quantOnly && !quant) {
 			continue
 		}
-		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.drawn...), Default: intV(k.def),
-			Effective: true, Scope: ScopeKernelBuild, Note: "streaming weight ring (nvcc -D, kernels/cuda/ring.cuh; " +
-				"ring_stages 0 = off): cuda only; the cost model streams the ring across waits, the GPU decides"})
+		if k.quantOnly {
+			if cuda {
+				knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.drawn...), Default: intV(k.def),
+					Effective: true, Scope: ScopeKernelBuild, Range: &Range{Min: k.min, Max: k.max}, Note: "quantised " +
+						"GEMV (nvcc -D, kernels/cuda/ops_gemv.cuh amk_gemv_q_row): weight rows one warp streams at " +
+						"once; cuda only, quantised models only; the GPU decides"})
+			}
+			continue
+		}
+		scope := ScopeCostModel
+		if cuda {
+			scope = ScopeKernelBuild
+		}
+		drawn := tiles
+		if k.name == "ring_stages" {
+			drawn = stages
+		}
+		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(drawn...), Default: intV(k.def),
+			Effective: true, Scope: scope, Range: &Range{Min: k.min, Max: k.max}, Note: "streaming weight ring " +
+				"(nvcc -D, kernels/cuda/ring.cuh; ring_stages 0 = off, and then ring_tile is normalised to its " +
+				"default): the kernels build it on cuda, the cost model streams its look-ahead across waits"})
 	}
 	return knobs
 }
 
-// deviceLoweringScope scopes the device lowering's knobs (tiles_per_sm,
-// fusion_grouping): they change the program on every device, but the cost
-// model has no costs for hops or per-SM streaming yet (until it is
-// calibrated on the GPU), so a CPU campaign neither draws nor features
-// them; an explicit config still lowers with them everywhere.
-func deviceLoweringScope(cuda bool) string {
-	if cuda {
-		return ScopeLowering
+// ringChoices are the streaming ring's stage counts and slot sizes a
+// target offers: every combination of them, at the largest block size on
+// offer, fits the dynamic shared memory cap as CheckLaunch requires (the
+// stage counts that fit with the default slot, then the slots that fit
+// with the most stages kept); 0 stages (off) and the default slot are
+// always offered. A nil target (no cap known) offers every drawn value.
+func ringChoices(smemCap int, tpbs []int) (stages, tiles []int) {
+	st, _ := findKernelKnob("ring_stages")
+	tl, _ := findKernelKnob("ring_tile")
+	if smemCap <= 0 || len(tpbs) == 0 {
+		return st.drawn, tl.drawn
 	}
-	return ""
+	warps := slices.Max(tpbs) / 32
+	fits := func(s, t int) bool { return warps*s*t+ringReserve <= smemCap }
+	most := 0
+	for _, s := range st.drawn {
+		if s == 0 || fits(s, tl.def) {
+			stages = append(stages, s)
+			most = max(most, s)
+		}
+	}
+	for _, t := range tl.drawn {
+		if t == tl.def || (most > 0 && fits(most, t)) {
+			tiles = append(tiles, t)
+		}
+	}
+	return stages, tiles
 }
 
 // multiplesOf keeps the choices that are whole numbers of warps/wavefronts.
@@ -370,8 +478,13 @@ func cutPrefix(s, prefix string) (string, bool) {
 // Random draws every effective knob of the space uniformly; reserved and
 // device-ineffective knobs stay at their defaults.
 func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
+	return RandomIn(rng, Space(t, device))
+}
+
+// RandomIn is Random over a space (SpaceFor).
+func RandomIn(rng *rand.Rand, space []Knob) Point {
 	p := Default()
-	for _, k := range Space(t, device) {
+	for _, k := range space {
 		if k.Effective && len(k.Choices) > 0 {
 			p.SetKnob(k.Path, k.Choices[rng.IntN(len(k.Choices))])
 		}
@@ -380,30 +493,56 @@ func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
 }
 
 // Mutate returns a copy of p with exactly one effective knob changed to a
-// different legal value (a knob is picked uniformly among those with more
-// than one choice, then a value uniformly among the other choices).
+// different legal value that changes the normalised point (a knob is picked
+// uniformly among those with more than one choice, then a value uniformly
+// among the other choices; a draw the normalisation undoes — a tile width
+// under tiles_per_sm, head counters without the KV-head split — is drawn
+// again). It returns p unchanged when no move changes it.
 func Mutate(p Point, rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
-	out := p.Clone()
+	return MutateIn(p, rng, Space(t, device))
+}
+
+// MutateIn is Mutate over a space (SpaceFor).
+func MutateIn(p Point, rng *rand.Rand, space []Knob) Point {
 	var movable []Knob
-	for _, k := range Space(t, device) {
+	for _, k := range space {
 		if k.Effective && len(k.Choices) > 1 {
 			movable = append(movable, k)
 		}
 	}
 	if len(movable) == 0 {
-		return out
+		return p.Clone()
 	}
-	k := movable[rng.IntN(len(movable))]
-	cur := pyjson.Compact(out.KnobValue(k.Path), true)
-	others := make([]pyjson.Value, 0, len(k.Choices))
-	for _, c := range k.Choices {
-		if pyjson.Compact(c, true) != cur {
-			others = append(others, c)
+	id := p.Normalize().ID()
+	for range mutateDraws {
+		k := movable[rng.IntN(len(movable))]
+		cur := pyjson.Compact(p.KnobValue(k.Path), true)
+		others := make([]pyjson.Value, 0, len(k.Choices))
+		for _, c := range k.Choices {
+			if pyjson.Compact(c, true) != cur {
+				others = append(others, c)
+			}
+		}
+		out := p.Clone()
+		out.SetKnob(k.Path, others[rng.IntN(len(others))])
+		if out.Normalize().ID() != id {
+			return out
 		}
 	}
-	out.SetKnob(k.Path, others[rng.IntN(len(others))])
-	return out
+	for _, k := range movable { // every draw undone: take the first move that is not
+		for _, c := range k.Choices {
+			out := p.Clone()
+			out.SetKnob(k.Path, c)
+			if out.Normalize().ID() != id {
+				return out
+			}
+		}
+	}
+	return p.Clone()
 }
+
+// mutateDraws bounds Mutate's random draws before it scans for a move.
+const mutateDraws = 32
 
 // FeatureNames names the columns of Features.
 func FeatureNames() []string {
@@ -413,13 +552,16 @@ func FeatureNames() []string {
 			names = append(names, k.name)
 		}
 	}
-	return names
+	return append(names, "tiles_per_sm", "kv_head_split", "head_counters", "fused_lowerings", "ring_stages", "ring_tile_kib")
 }
 
 // Features encodes the point's effective knobs for the prior's ranker (docs/spec/rules.md R15:
-// reserved knobs are not features). sm_policy: round_robin 0, load_balance
-// 1, explicit map 2. The kernel knobs are constant on CPU campaigns.
+// reserved knobs are not features), of the normalised point. sm_policy:
+// round_robin 0, load_balance 1, explicit map 2. The kernel knobs are
+// constant on CPU campaigns. The device lowering's and the ring's columns
+// come last, so an older example (without them) is a prefix.
 func Features(p Point) []float64 {
+	p = p.Normalize()
 	c := &p.Config
 	width, _ := gemvWidth(c)
 	np := 1
@@ -445,18 +587,99 @@ func Features(p Point) []float64 {
 		}
 		f = append(f, float64(v))
 	}
-	return f
+	tps, _ := c.Tile("gemv", "tiles_per_sm")
+	split, _ := c.Tile("attention", "kv_head_split")
+	counters, _ := c.Tile("attention", "head_counters")
+	return append(f, float64(tps), float64(split), float64(counters), float64(len(fusionsOf(c))),
+		float64(p.knob("ring_stages")), float64(p.knob("ring_tile"))/1024)
 }
 
 // SpaceSize is the number of distinct points of a space: the product of the
-// effective knobs' choice counts (reserved knobs are normalised away, so
-// they add no points).
+// effective knobs' choice counts, with the knobs the normalisation couples
+// (coupledKnobs: a tile width unused under tiles_per_sm, head counters
+// without the KV-head split and the RoPE epilogue, reshape_view under the
+// RoPE epilogue, a ring slot size with the ring off) counted together as
+// the distinct normalised combinations of their choices. Reserved knobs
+// are normalised away, so they add no points. The count is computed once
+// per distinct space.
 func SpaceSize(knobs []Knob) int {
+	key := spaceKey(knobs)
+	if n, ok := spaceSizes.Load(key); ok {
+		return n.(int)
+	}
 	n := 1
+	var coupled []Knob
 	for _, k := range knobs {
-		if k.Effective && len(k.Choices) > 0 {
+		switch {
+		case !k.Effective || len(k.Choices) == 0:
+		case slices.Contains(coupledKnobs, k.Path):
+			coupled = append(coupled, k)
+		default:
 			n *= len(k.Choices)
 		}
 	}
+	n *= distinctCombinations(coupled)
+	spaceSizes.Store(key, n)
 	return n
+}
+
+// coupledKnobs are the knobs whose values Normalize reads together.
+var coupledKnobs = []string{PathNTile, PathTilesPerSM, PathKVHeadSplit, PathHeadCounters, PathFusion,
+	knobPrefix + "ring_stages", knobPrefix + "ring_tile"}
+
+// spaceSizes caches SpaceSize by spaceKey.
+var spaceSizes sync.Map
+
+// spaceKey identifies a space by its effective knobs and their choices.
+func spaceKey(knobs []Knob) string {
+	var b strings.Builder
+	for _, k := range knobs {
+		if k.Effective {
+			b.WriteString(k.Path)
+			for _, c := range k.Choices {
+				b.WriteString(" " + pyjson.Compact(c, true))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// distinctCombinations counts the distinct normalised points among every
+// combination of the knobs' choices (the other knobs at their defaults).
+func distinctCombinations(knobs []Knob) int {
+	seen := map[string]bool{}
+	Combinations(knobs, func(p Point) {
+		p = p.Normalize()
+		var b strings.Builder
+		for _, k := range knobs {
+			b.WriteString(pyjson.Compact(p.KnobValue(k.Path), true) + "|")
+		}
+		seen[b.String()] = true
+	})
+	return len(seen)
+}
+
+// Combinations calls fn with every combination of the knobs' choices (the
+// other knobs at their defaults), not normalised, the first knob varying
+// fastest: the product of the knobs' choice counts calls.
+func Combinations(knobs []Knob, fn func(p Point)) {
+	levels := make([]int, len(knobs))
+	for {
+		p := Default()
+		for i, k := range knobs {
+			p.SetKnob(k.Path, k.Choices[levels[i]])
+		}
+		fn(p)
+		i := 0
+		for ; i < len(knobs); i++ {
+			if levels[i]++; levels[i] < len(knobs[i].Choices) {
+				break
+			}
+			levels[i] = 0
+		}
+		if i == len(knobs) {
+			return
+		}
+	}
 }

@@ -53,12 +53,13 @@ func TestSpaceShape(t *testing.T) {
 			t.Errorf("%s should be reserved", path)
 		}
 	}
-	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB} {
+	for _, path := range []string{PathNTile, PathNPartitions, PathSMAssignment, PathDepth, PathTPB, PathFusion,
+		PathTilesPerSM, PathKVHeadSplit, PathHeadCounters, "kernel_knobs.ring_stages", "kernel_knobs.ring_tile"} {
 		if !effective["cpu"][path] || !effective["cuda"][path] {
 			t.Errorf("%s should be effective on both devices", path)
 		}
 	}
-	for _, path := range []string{PathSmem, PathFusion, PathTilesPerSM, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
+	for _, path := range []string{PathSmem, "kernel_knobs.cols_per_warp", "kernel_knobs.cpasync",
 		"kernel_knobs.cpa_stages", "kernel_knobs.cpa_cols"} {
 		if effective["cpu"][path] || !effective["cuda"][path] {
 			t.Errorf("%s should be effective on cuda only", path)
@@ -86,7 +87,7 @@ func TestRandomAndMutateDrawOnlyEffectiveLegalKnobs(t *testing.T) {
 			space := Space(tg, dev)
 			moved := map[string]bool{}
 			p := Default()
-			for i := 0; i < 300; i++ {
+			for range 300 {
 				r := Random(rng, tg, dev)
 				checkLegal(t, space, r, dev, tg)
 				for _, k := range changedKnobs(space, Default(), r) {
@@ -139,17 +140,32 @@ func TestSpaceSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := SpaceSize(Space(h200, "cpu")); n != 560 {
-		t.Errorf("cpu space of h200 has %d points, want 7x4x2x5x2 = 560", n)
+	// The reference's knobs: N_tile 7 x n_partitions 4 x sm_assignment 2 x
+	// depth 5 x threads 2 = 560 points; the device lowering's: tiles_per_sm
+	// {0, 1, 2} (N_tile is unused, so one width, when it is not 0),
+	// kv_head_split 2, head_counters 2 (distinct only with the KV-head split
+	// and the RoPE epilogue), fusion_grouping 8 (none, all, all but one of 7
+	// less "all but reshape_view", which is all); the streaming ring:
+	// ring_stages {0, 8, 12} x ring_tile {1 KiB, 2 KiB}, the slot size
+	// distinct only with the ring on.
+	perHop := 2 * 5 * 2 * 4 // sm_assignment, depth, threads, n_partitions
+	fusion := 0
+	for _, f := range fusionChoices() {
+		p := Default()
+		p.SetKnob(PathFusion, f)
+		if fusionsOf(&p.Config)[FuseRoPEEpi] {
+			fusion += 3 // head_counters acts with kv_head_split 1: (split 0), (split 1, hc 0), (split 1, hc 1)
+		} else {
+			fusion += 2 // kv_head_split only
+		}
 	}
-	// cuda adds SMEM (3 choices on h200), the four kernel knobs (3x2x3x2)
-	// and the device lowering's knobs: tiles_per_sm (3), kv_head_split (2),
-	// head_counters (2)
-	// and fusion_grouping (none, all, or all but one of 7: 9), and the
-	// streaming ring (issue 11): ring_stages {0, 8, 12} x ring_tile {1 KiB,
-	// 2 KiB} (6; ring_tile is a no-op while ring_stages is 0, which the
-	// product counts anyway).
-	if want := 560 * 3 * 36 * 3 * 2 * 2 * 9 * 6; SpaceSize(Space(h200, "cuda")) != want {
+	widths := 7 + 2 // tiles_per_sm 0: seven widths; 1 and 2: one each
+	ring := 1 + 2*2
+	if want := perHop * widths * fusion * ring; SpaceSize(Space(h200, "cpu")) != want {
+		t.Errorf("cpu space of h200 has %d points, want %d", SpaceSize(Space(h200, "cpu")), want)
+	}
+	// cuda adds SMEM (3 choices on h200) and the four kernel knobs (3x2x3x2).
+	if want := SpaceSize(Space(h200, "cpu")) * 3 * 36; SpaceSize(Space(h200, "cuda")) != want {
 		t.Errorf("cuda space of h200 has %d points, want %d", SpaceSize(Space(h200, "cuda")), want)
 	}
 	// the emulator runs the same kernels: the same space

@@ -231,7 +231,7 @@ func (t *Tensor) Floats() []float32 {
 	case t.DType == ir.I4:
 		n := t.Numel()
 		out := make([]float32, n)
-		for i := 0; i < n; i++ {
+		for i := range n {
 			out[i] = float32(Nibble(t.Packed, i))
 		}
 		return out

@@ -41,7 +41,7 @@ func TestF16Conversions(t *testing.T) {
 			t.Errorf("FloatToF16(%v) = %#x, want %#x", c.in, got, c.want)
 		}
 	}
-	for h := 0; h < 0x7c00; h++ {
+	for h := range 0x7c00 {
 		if got := FloatToF16(F16ToFloat(uint16(h))); got != uint16(h) {
 			t.Fatalf("f16 round trip of %#x gave %#x", h, got)
 		}

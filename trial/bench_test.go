@@ -180,14 +180,12 @@ func parallelEach(n int, f func(int) uint64) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := make(chan int, n)
-	for j := 0; j < n; j++ {
+	for j := range n {
 		next <- j
 	}
 	close(next)
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var acc uint64
 			for j := range next {
 				acc ^= f(j)
@@ -195,7 +193,7 @@ func parallelEach(n int, f func(int) uint64) {
 			mu.Lock()
 			sink ^= acc
 			mu.Unlock()
-		}()
+		})
 	}
 	wg.Wait()
 }

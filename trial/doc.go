@@ -6,6 +6,28 @@
 // asks a Launcher for a latency (a cost-model prediction on the CPU, a timed
 // launch on a GPU). No latency without correct=true; none below the floor.
 //
+// A spec with a Workload is evaluated at the workload's positions
+// (Workload.Positions: the first, middle and last generated position of
+// each prompt length), each lowered with the workload's context
+// (ContextConfig: a preset's max_seq grows to it), validated, checked from
+// the seeded KV cache (seeded.go: the reference VM and the eager oracle
+// start the step from the same cache filled to that position, so a long
+// context costs one step; a GPU launcher starts from it too, TimeRequest.KV;
+// the step decodes a token whose eager logits have a clear top,
+// LoadedModel.checkToken, so that a near tie does not fail a correct
+// schedule)
+// and timed; the verdict's latency and floor are the workload's weighted
+// means and Verdict.Positions keeps each position's figures. StepFloors
+// states the floors of a workload's positions for a reader that trusts no
+// worker (the fleet's scheduler).
+//
+// A model named "NAME:SCHEME" (or whose weights file holds int8/int4
+// weights) is quantized (docs/spec/quantization.md): seeded weights are
+// the float model's, mapped or generated once, quantized in memory; a
+// float checkpoint is quantized on load. ModelQuality compares such a model
+// with its float twin (the verdict's model_quality, asked for by amkctl
+// eval --quality).
+//
 // Launchers report their failures as values the pipeline maps onto the
 // verdict: a *MismatchError (the device's logits disagree with the reference
 // VM) makes the verdict correct=false with no latency; a *LaunchError carries

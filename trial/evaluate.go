@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/validate"
 )
 
@@ -27,8 +30,11 @@ type Options struct {
 	// means a private cache per call (slow for big models).
 	Models *ModelCache
 	// Environment is the evaluator's fingerprint stamped on the verdict and
-	// the outcome; empty means Environment(Launcher.Name()).
+	// the outcome; empty means Environment(Launcher.Name(), Version).
 	Environment string
+	// Version is the amk build that evaluates (the binary's version), for
+	// the fingerprint; empty reads "unknown".
+	Version string
 }
 
 // Timing is a launcher's answer for one correct program.
@@ -64,6 +70,23 @@ type TimeRequest struct {
 	Token    int
 	Pos      int
 	Batch    int // sequences in the program (>= 1)
+	// Config is the model as Program was lowered (Model.Config, or with a
+	// workload's context, ContextConfig).
+	Config model.Config
+	// KV, on a workload trial, are the seeded KV caches of the check model
+	// (Model.Check with Config's context) the reference VM started the
+	// step from: a device checks the same step from the same caches
+	// instead of running the positions before it. Nil: the step follows
+	// the history tokens of HistoryToken from position 0.
+	KV map[string]*tensor.Tensor
+}
+
+// lowering is the model config the request's programs are lowered with.
+func (req TimeRequest) lowering() model.Config {
+	if req.Config.Name == "" && req.Model != nil {
+		return req.Model.Config
+	}
+	return req.Config
 }
 
 // CPULauncher returns the cost model's prediction, labelled predicted.
@@ -77,7 +100,7 @@ func (CPULauncher) Time(ctx context.Context, req TimeRequest) (Timing, error) {
 	c := schedule.Predict(req.Program, req.Target, req.Point)
 	t := Timing{LatencyUS: c.PredictedUS, Kind: KindPredicted}
 	if req.Incumbent != nil {
-		inc, err := schedule.Lower(req.Model.Config, req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos, B: req.Batch})
+		inc, err := schedule.Lower(req.lowering(), req.Target, *req.Incumbent, schedule.LowerOptions{Pos: req.Pos, B: req.Batch})
 		if err == nil {
 			ic := schedule.Predict(inc, req.Target, *req.Incumbent).PredictedUS
 			ratio := c.PredictedUS / ic
@@ -106,7 +129,7 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 		opts.Models = NewModelCache(0)
 	}
 	if opts.Environment == "" {
-		opts.Environment = Environment(opts.Launcher.Name())
+		opts.Environment = Environment(opts.Launcher.Name(), opts.Version)
 	}
 	out.Worker = opts.Environment // also on a failure, which has no verdict
 	st := stages{}
@@ -124,16 +147,28 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 	return out
 }
 
+// step is one decode step a trial evaluates: its position, its weight in
+// the verdict's means, and what became of it.
+type step struct {
+	pos    int
+	weight float64
+	prog   *ir.Program
+	bound  float64 // the streamed-bytes floor, µs (NaN without one)
+	check  *checkResult
+	kv     map[string]*tensor.Tensor // the seeded caches it started from (workload trials)
+	timing *Timing
+}
+
 func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict, *Timing, map[string]float64, *Failure) {
 	var regions map[string]float64
 	v := &Verdict{GPU: spec.GPU, Model: spec.Model, Device: opts.Launcher.Name(), Notes: []string{}, Environment: opts.Environment,
-		ModelSpec: spec.Model, Pos: &spec.Pos, Batch: spec.Batch}
+		ModelSpec: spec.Model, Pos: &spec.Pos, Batch: spec.Batch, Workload: spec.Workload}
 	// reject writes a seed-001 rejected verdict: valid and correct false, no
 	// latency and no floor, the reason, and a note saying where it stopped.
 	reject := func(note, format string, args ...any) (*Verdict, *Timing, map[string]float64, *Failure) {
 		reason := fmt.Sprintf(format, args...)
 		incorrect := false
-		v.Valid, v.Correct, v.BoundUS = false, &incorrect, nil
+		v.Valid, v.Correct, v.BoundUS, v.Positions = false, &incorrect, nil, nil
 		v.RejectedReason = &reason
 		v.Notes = append(v.Notes, note)
 		return v, nil, nil, nil
@@ -162,6 +197,12 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	if raw, err := json.Marshal(point); err == nil {
 		v.Point = raw
 	}
+	if w := spec.Workload; w != nil {
+		v.Pos, v.Batch = nil, w.Batch
+		if err := w.Check(); err != nil {
+			return reject(NoteWorkload, "%v", err)
+		}
+	}
 	lm, release, err := opts.Models.acquire(ctx, spec.Model, spec.Weights)
 	defer release() // the verdict holds no reference to the weights
 	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
@@ -175,94 +216,223 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteModel, "model: %v", err)
 	}
 	v.Model = lm.Config.Name
-	if spec.Pos < 0 || spec.Pos >= lm.Config.MaxSeq {
-		return reject(NotePosition, "position %d outside [0, %d)", spec.Pos, lm.Config.MaxSeq)
+	cfg, batch := lm.Config, max(1, spec.Batch)
+	steps := []*step{{pos: spec.Pos, weight: 1}}
+	if w := spec.Workload; w != nil {
+		if cfg, err = ContextConfig(lm.Config, spec.Model, *w); err != nil {
+			return reject(NotePosition, "%v", err)
+		}
+		batch, steps = w.B(), nil
+		for _, p := range w.Positions() {
+			steps = append(steps, &step{pos: p.Pos, weight: p.Weight})
+		}
+	} else if spec.Pos < 0 || spec.Pos >= cfg.MaxSeq {
+		return reject(NotePosition, "position %d outside [0, %d)", spec.Pos, cfg.MaxSeq)
 	}
-	batch := max(1, spec.Batch)
 	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
 		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
 	}
-	if batch > 1 && spec.Device.RunsKernels() {
-		return reject(NoteBatch, "batched lowering (B=%d) is checked and timed on --device cpu only: the CUDA launcher (and the emulator) binds one sequence", batch)
+	var streamed float64
+	bound, boundOK := 0.0, true
+	for i, s := range steps {
+		done = st.start(StageLower)
+		s.prog, err = schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: s.pos, B: batch})
+		done()
+		if err != nil {
+			return reject(NoteLowering, "lowering failed%s: %v", at(spec, s.pos), err)
+		}
+		sb := s.prog.StreamedBytes()
+		streamed += s.weight * float64(sb)
+		s.bound = target.BandwidthBoundUS(sb)
+		if math.IsNaN(s.bound) || !(s.bound > 0) {
+			boundOK = false
+		}
+		bound += s.weight * s.bound
+		if i == 0 {
+			v.Tasks, v.NBuffers, v.NCounters = len(s.prog.Tasks), len(s.prog.Buffers), len(s.prog.Counters)
+			wb := s.prog.TotalWeightBytes()
+			v.WeightMB = ir.RoundTo(float64(wb)/1e6, 4)
+			if all := target.BandwidthBoundUS(wb); !math.IsNaN(all) && all > 0 {
+				b := ir.RoundTo(all, 4)
+				v.AllWeightsBoundUS = &b
+			}
+		}
+		done = st.start(StageValidate)
+		rep := validate.Validate(s.prog)
+		done()
+		if !rep.OK {
+			return reject(NoteValidate, "%s%s", rep.Reason(4), at(spec, s.pos))
+		}
 	}
-	done = st.start(StageLower)
-	prog, err := schedule.Lower(lm.Config, target, point, schedule.LowerOptions{Pos: spec.Pos, B: batch})
-	done()
-	if err != nil {
-		return reject(NoteLowering, "lowering failed: %v", err)
-	}
-	v.Tasks, v.NBuffers, v.NCounters = len(prog.Tasks), len(prog.Buffers), len(prog.Counters)
-	wb, sb := prog.TotalWeightBytes(), prog.StreamedBytes()
-	v.WeightMB, v.StreamedMB = ir.RoundTo(float64(wb)/1e6, 4), ir.RoundTo(float64(sb)/1e6, 4)
-	bound := target.BandwidthBoundUS(sb)
-	if !math.IsNaN(bound) && bound > 0 {
+	v.StreamedMB = ir.RoundTo(streamed/1e6, 4)
+	if boundOK {
 		b := ir.RoundTo(bound, 4)
 		v.BoundUS = &b
-	}
-	if all := target.BandwidthBoundUS(wb); !math.IsNaN(all) && all > 0 {
-		b := ir.RoundTo(all, 4)
-		v.AllWeightsBoundUS = &b
-	}
-	done = st.start(StageValidate)
-	rep := validate.Validate(prog)
-	done()
-	if !rep.OK {
-		return reject(NoteValidate, "%s", rep.Reason(4))
 	}
 	if err := schedule.CheckLaunch(point, target); err != nil {
 		return reject(NoteLaunch, "%v", err)
 	}
 	v.Valid = true
-	regions = regionShares(schedule.Predict(prog, target, point))
+	regions = stepRegions(steps, target, point)
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, ctxFailure(err, "validate")
 	}
+	if spec.Workload != nil {
+		v.Positions = make([]PositionVerdict, len(steps))
+		for i, s := range steps {
+			pv := &v.Positions[i]
+			pv.Pos, pv.KVLen, pv.Weight, pv.Tasks = s.pos, s.pos+1, ir.RoundTo(s.weight, 6), len(s.prog.Tasks)
+			pv.StreamedMB = ir.RoundTo(float64(s.prog.StreamedBytes())/1e6, 4)
+			if boundOK {
+				pv.BoundUS = new(ir.RoundTo(s.bound, 4))
+			}
+		}
+	}
 
 	done = st.start(StageReferenceVM)
-	check, err := lm.check(ctx, prog, spec.Token, spec.Pos, batch, target, point)
-	done()
-	if err != nil {
-		if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
-			return nil, nil, nil, f
+	correct, maxErr, top1 := true, 0.0, 0.0
+	for i, s := range steps {
+		if spec.Workload != nil {
+			s.check, s.kv, err = lm.checkSeeded(ctx, cfg, s.prog, spec.Token, s.pos, batch, target, point)
+		} else {
+			s.check, err = lm.check(ctx, s.prog, spec.Token, s.pos, batch, target, point)
 		}
-		correct := false
-		v.Correct = &correct
-		v.Notes = append(v.Notes, "reference VM failed: "+err.Error())
-		return v, nil, regions, nil
+		if err != nil {
+			done()
+			if f := ctxFailure(ctx.Err(), "reference-vm"); f != nil {
+				return nil, nil, nil, f
+			}
+			incorrect := false
+			v.Correct = &incorrect
+			v.Notes = append(v.Notes, "reference VM failed"+at(spec, s.pos)+": "+err.Error())
+			return v, nil, regions, nil
+		}
+		c := s.check.cmp
+		if v.Positions != nil {
+			pv := &v.Positions[i]
+			pv.Correct, pv.MaxAbsErr, pv.Top1Agreement = &c.Pass, finiteOrNil(c.MaxAbsErr), finiteOrNil(c.Top1Agreement)
+			pv.Token = s.check.token
+		}
+		maxErr, top1 = max(maxErr, c.MaxAbsErr), top1+c.Top1Agreement/float64(len(steps))
+		if i == 0 || !slices.Equal(s.check.notes, steps[0].check.notes) {
+			v.Notes = append(v.Notes, s.check.notes...)
+		}
+		if !c.Pass {
+			correct = false
+			v.Notes = append(v.Notes, "correctness FAIL"+at(spec, s.pos)+": "+c.Reason+"; no latency without a PASS")
+		}
 	}
-	v.Correct = &check.cmp.Pass
-	v.MaxAbsErr = finiteOrNil(check.cmp.MaxAbsErr)
-	v.Top1Agreement = finiteOrNil(check.cmp.Top1Agreement)
-	v.Notes = append(v.Notes, check.notes...)
-	if !check.cmp.Pass {
-		v.Notes = append(v.Notes, "correctness FAIL: "+check.cmp.Reason+"; no latency without a PASS")
+	done()
+	v.Correct = &correct
+	v.MaxAbsErr = finiteOrNil(maxErr)
+	v.Top1Agreement = finiteOrNil(top1)
+	if !correct {
 		return v, nil, regions, nil
 	}
 
 	done = st.start(StageTiming)
-	timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: prog,
-		Incumbent: incumbentPoint(spec, v), Expected: check.logits, Token: spec.Token, Pos: spec.Pos, Batch: batch})
-	done()
-	if err != nil {
-		if f := ctxFailure(ctx.Err(), "timing"); f != nil {
-			return nil, nil, nil, f
+	incumbent := incumbentPoint(spec, v)
+	for i, s := range steps {
+		token := spec.Token
+		if spec.Workload != nil {
+			token = s.check.token
 		}
-		return launcherOutcome(v, regions, err)
+		timing, err := opts.Launcher.Time(ctx, TimeRequest{Model: lm, Target: target, Point: point, Program: s.prog,
+			Incumbent: incumbent, Expected: s.check.logits, Token: token, Pos: s.pos, Batch: batch, Config: cfg, KV: s.kv})
+		if err != nil {
+			done()
+			if f := ctxFailure(ctx.Err(), "timing"); f != nil {
+				return nil, nil, nil, f
+			}
+			var mm *MismatchError
+			if errors.As(err, &mm) && v.Positions != nil {
+				v.Positions[i].Correct = new(false) // the device disagreed here
+				v.Notes = append(v.Notes, fmt.Sprintf("the device's logits differ from the reference VM's at pos %d", s.pos))
+			}
+			return launcherOutcome(v, regions, err)
+		}
+		s.timing = &timing
+		for _, n := range timing.Notes {
+			if spec.Workload != nil {
+				n = fmt.Sprintf("pos %d: %s", s.pos, n)
+			}
+			v.Notes = append(v.Notes, n)
+		}
 	}
-	v.Notes = append(v.Notes, timing.Notes...)
+	done()
+	timing := combineTimings(steps)
 	if v.BoundUS == nil {
 		v.Notes = append(v.Notes, "no streamed-bytes floor for this target; latency withheld")
-		return v, &timing, regions, nil
+		return v, timing, regions, nil
 	}
-	if timing.LatencyUS < bound || math.IsNaN(timing.LatencyUS) {
-		v.Notes = append(v.Notes, fmt.Sprintf("latency %.4fus is below the streamed-bytes floor %.4fus: a measurement artifact, withheld", timing.LatencyUS, bound))
-		return v, &timing, regions, nil
+	for _, s := range steps {
+		if lat := s.timing.LatencyUS; lat < s.bound || math.IsNaN(lat) {
+			v.Notes = append(v.Notes, fmt.Sprintf("latency %.4fus%s is below the streamed-bytes floor %.4fus: a measurement artifact, withheld", lat, at(spec, s.pos), s.bound))
+			return v, timing, regions, nil
+		}
 	}
 	lat := ir.RoundTo(timing.LatencyUS, 4)
 	kind := timing.Kind
-	pct := ir.RoundTo(timing.LatencyUS/bound*100, 3)
+	pct, _ := ir.PctOfRoofline(timing.LatencyUS, bound)
 	v.LatencyUS, v.LatencyKind, v.PctOfRoofline = &lat, &kind, &pct
-	return v, &timing, regions, nil
+	for i, s := range steps {
+		if v.Positions == nil {
+			break
+		}
+		pv := &v.Positions[i]
+		pv.LatencyUS = new(ir.RoundTo(s.timing.LatencyUS, 4))
+		pv.PctOfRoofline = new(ir.RoundTo(s.timing.LatencyUS/s.bound*100, 3))
+		if s.timing.IncumbentUS != nil {
+			pv.IncumbentUS = new(ir.RoundTo(*s.timing.IncumbentUS, 4))
+		}
+	}
+	return v, timing, regions, nil
+}
+
+// at names a workload trial's decode position in a message ("" for a
+// one-step trial, whose position the verdict states).
+func at(spec Spec, pos int) string {
+	if spec.Workload == nil {
+		return ""
+	}
+	return fmt.Sprintf(" at pos %d", pos)
+}
+
+// combineTimings is the trial's timing: each step's latency weighted (the
+// workload's mean time per step), the kind of the first step (every step
+// comes from one launcher), and the incumbent's latency weighted the same
+// way, with its ratio, when every step timed it.
+func combineTimings(steps []*step) *Timing {
+	t := &Timing{Kind: steps[0].timing.Kind}
+	inc, sided := 0.0, true
+	for _, s := range steps {
+		t.LatencyUS += s.weight * s.timing.LatencyUS
+		if s.timing.IncumbentUS == nil {
+			sided = false
+		} else {
+			inc += s.weight * *s.timing.IncumbentUS
+		}
+	}
+	if len(steps) == 1 {
+		return steps[0].timing
+	}
+	if sided && inc > 0 {
+		ratio := t.LatencyUS / inc
+		t.IncumbentUS, t.Ratio = &inc, &ratio
+	}
+	return t
+}
+
+// stepRegions is the cost model's critical-chain share per region over the
+// steps, each step's region times weighted.
+func stepRegions(steps []*step, target *ir.GpuTarget, point schedule.Point) map[string]float64 {
+	sum := schedule.Cost{RegionUS: map[string]float64{}}
+	for _, s := range steps {
+		for r, us := range schedule.Predict(s.prog, target, point).RegionUS {
+			sum.RegionUS[r] += s.weight * us
+		}
+	}
+	return regionShares(sum)
 }
 
 func incumbentPoint(spec Spec, v *Verdict) *schedule.Point {
@@ -343,6 +513,9 @@ const (
 	StageReferenceVM = "reference_vm"
 	StageTiming      = "timing"
 )
+
+// Stages lists the pipeline stages in the order a trial passes them.
+var Stages = []string{StageParse, StageLower, StageValidate, StageReferenceVM, StageTiming}
 
 // stages accumulates per-stage wall time in seconds.
 type stages map[string]float64

@@ -144,7 +144,7 @@ func TestIncorrectProgramGetsNoLatency(t *testing.T) {
 	for i := range wrong {
 		wrong[i] = float32(i % 7)
 	}
-	lm.oracle[[2]int{DefaultToken, 0}] = wrong
+	lm.oracle[oracleKey{token: DefaultToken}] = wrong
 	out := evalToy(t, `{}`, Options{Models: models})
 	v := out.Verdict
 	if v == nil || !v.Valid || v.Correct == nil || *v.Correct {
@@ -320,7 +320,6 @@ func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
 		t.Error("row 0 decoded from the wrong token passed the eager comparison")
 	}
 	for _, bad := range []Spec{
-		{Model: "toy", GPU: "h100", Device: "cuda", Point: json.RawMessage(`{}`), Batch: 2},
 		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: -1},
 		{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Batch: schedule.MaxBatch + 1},
 	} {

@@ -152,7 +152,7 @@ func checkFusedSteps(t *testing.T, cfg model.Config, w model.Weights, tg *ir.Gpu
 		refPoint.Config.SetTile("attention", "n_partitions", np)
 	}
 	var kv, refKV map[string]*tensor.Tensor
-	for pos := 0; pos < steps; pos++ {
+	for pos := range steps {
 		prog, err := schedule.Lower(cfg, tg, pt, schedule.LowerOptions{Pos: pos, B: b})
 		if err != nil {
 			t.Fatal(err)
@@ -257,7 +257,7 @@ func TestReferenceLoweringOfTheTiedLlama1BShapeIsTheOracle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var kv map[string]*tensor.Tensor
-	for pos := 0; pos < 9; pos++ {
+	for pos := range 9 {
 		prog, err := schedule.Lower(cfg, tg, schedule.Default(), schedule.LowerOptions{Pos: pos, B: 1})
 		if err != nil {
 			t.Fatal(err)

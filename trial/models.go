@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -42,7 +43,7 @@ type LoadedModel struct {
 	WeightsNote string
 
 	mu     sync.Mutex
-	oracle map[[2]int][]float32 // (token, pos) -> eager logits
+	oracle map[oracleKey][]float32 // eager logits
 
 	// unmap releases the memory map Weights views (nil when the weights
 	// are in memory); the cache calls it once no trial uses the model.
@@ -240,8 +241,13 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	if err != nil {
 		return nil, err
 	}
+	if weightsPath != "" { // a quantised checkpoint states its scheme
+		if cfg, err = model.WithCheckpointQuantization(cfg, []string{weightsPath}); err != nil {
+			return nil, err
+		}
+	}
 	check := checkConfig(cfg, c.checkBytes)
-	m := &LoadedModel{Config: cfg, Check: check, oracle: map[[2]int][]float32{}}
+	m := &LoadedModel{Config: cfg, Check: check, oracle: map[oracleKey][]float32{}}
 	if weightsPath != "" && m.Truncated() {
 		return nil, fmt.Errorf("model %s needs %d MB of %s weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, cfg.WeightBytes()>>20, cfg.DType, c.checkBytes>>20)
 	}
@@ -261,8 +267,16 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, m.WeightsNote, m.unmap, err = c.seededWeights(ctx, check)
+		m.Weights, m.WeightsNote, m.unmap, err = c.seededWeights(ctx, check.Float())
 		m.Source = "seeded init"
+		if err == nil && check.Quant.On() { // amk's own float weights, quantised (docs/spec/quantization.md)
+			m.Weights, err = model.QuantizeContext(ctx, check, m.Weights)
+			m.WeightsNote += ", quantised " + check.Quant.String() + " in memory"
+			if err != nil && m.unmap != nil {
+				m.unmap()
+				m.unmap = nil
+			}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -276,8 +290,10 @@ func HistoryToken(token, p, vocab int) int32 { return int32((token*7 + p*13 + 1)
 
 type checkResult struct {
 	cmp    vm.Comparison
+	top1   float64 // summed over the batch until finish
 	logits []float32
 	notes  []string
+	token  int // the token the check decoded (row 0's; RowToken for the others)
 }
 
 // RowToken is the token sequence r of a batch decodes at the checked
@@ -306,30 +322,48 @@ func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos, b
 	if len(got) != b*v {
 		return nil, fmt.Errorf("the program produced %d logits, want %d x %d", len(got), b, v)
 	}
-	top1 := 0.0
-	for r := 0; r < b; r++ {
+	for r := range b {
 		want, err := m.eagerLogits(ctx, RowToken(token, r, v), pos)
 		if err != nil {
 			return nil, fmt.Errorf("eager oracle: %w", err)
 		}
-		c := vm.Compare(got[r*v:(r+1)*v], want, v, m.Check.DType)
-		top1 += c.Top1Agreement
-		switch {
-		case r == 0:
-			res.cmp = c
-		case !c.Pass && res.cmp.Pass:
-			c.Reason = fmt.Sprintf("batch sequence %d: %s", r, c.Reason)
-			c.MaxAbsErr = max(c.MaxAbsErr, res.cmp.MaxAbsErr)
-			res.cmp = c
-		default:
-			res.cmp.MaxAbsErr = max(res.cmp.MaxAbsErr, c.MaxAbsErr)
-		}
+		res.merge(r, vm.Compare(got[r*v:(r+1)*v], want, v, m.Check.DType))
 	}
-	res.cmp.Top1Agreement = top1 / float64(b)
+	res.finish(b)
+	return res, nil
+}
+
+// merge folds sequence r's comparison into the batch's: the first failing
+// sequence decides the verdict (and says which it was), max_abs_err is the
+// largest and top1_agreement summed (finish averages it).
+func (res *checkResult) merge(r int, c vm.Comparison) {
+	res.top1 += c.Top1Agreement
+	switch {
+	case r == 0:
+		res.cmp = c
+	case !c.Pass && res.cmp.Pass:
+		c.Reason = fmt.Sprintf("batch sequence %d: %s", r, c.Reason)
+		c.MaxAbsErr = max(c.MaxAbsErr, res.cmp.MaxAbsErr)
+		res.cmp = c
+	default:
+		res.cmp.MaxAbsErr = max(res.cmp.MaxAbsErr, c.MaxAbsErr)
+	}
+}
+
+// finish averages top1_agreement over the b sequences and notes a batch.
+func (res *checkResult) finish(b int) {
+	res.cmp.Top1Agreement = res.top1 / float64(b)
 	if b > 1 {
 		res.notes = append(res.notes, fmt.Sprintf("batch B=%d: each sequence checked against its own eager decode", b))
 	}
-	return res, nil
+}
+
+// oracleKey names a cached eager result: the token decoded at pos, after
+// the history tokens or (seeded) from sequence seq's seeded KV cache.
+type oracleKey struct {
+	token, pos int
+	seeded     bool
+	seq        int
 }
 
 // eagerLogits returns (and caches) the oracle's logits: the eager pass fed
@@ -337,7 +371,8 @@ func (m *LoadedModel) check(ctx context.Context, prog *ir.Program, token, pos, b
 func (m *LoadedModel) eagerLogits(ctx context.Context, token, pos int) ([]float32, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if l, ok := m.oracle[[2]int{token, pos}]; ok {
+	key := oracleKey{token: token, pos: pos}
+	if l, ok := m.oracle[key]; ok {
 		return l, nil
 	}
 	e, err := model.NewEager(m.Check, m.Weights)
@@ -354,8 +389,135 @@ func (m *LoadedModel) eagerLogits(ctx context.Context, token, pos int) ([]float3
 			return nil, err
 		}
 	}
-	m.oracle[[2]int{token, pos}] = logits
+	m.oracle[key] = logits
 	return logits, nil
+}
+
+// seededEagerLogits returns (and caches) the oracle's logits of one step:
+// token at pos, from sequence seq's seeded KV cache (seededPrefill) of the
+// check model lowered with context cfg.
+func (m *LoadedModel) seededEagerLogits(ctx context.Context, check model.Config, token, pos, seq int) ([]float32, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := oracleKey{token: token, pos: pos, seeded: true, seq: seq}
+	if l, ok := m.oracle[key]; ok {
+		return l, nil
+	}
+	e, err := model.NewEager(check, m.Weights)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.Prefill(seededPrefill(&check, seq, pos)); err != nil {
+		return nil, err
+	}
+	logits, err := e.StepContext(ctx, int32(token), pos)
+	if err != nil {
+		return nil, err
+	}
+	m.oracle[key] = logits
+	return logits, nil
+}
+
+// maxCheckTokenTries bounds the tokens tried for a position's check token.
+const maxCheckTokenTries = 16
+
+// checkToken is the token a workload trial checks at pos, from the spec's
+// token: the first of token, token+1, ... (mod vocab; maxCheckTokenTries at
+// most, then token itself) for which the eager oracle's logits, started
+// from the seeded cache, have a clear top one in every batch row — its lead
+// over the runner-up more than the dtype's tolerance there (vm.Tolerance:
+// atol + rtol·|max|). At a near tie a correct schedule, summing in another
+// order, may pick the other top within the tolerance and fail the top-1
+// rule; a clear top makes the rule test the schedule, not the tie. It
+// depends only on the oracle, so every evaluator checks the same token.
+func (m *LoadedModel) checkToken(ctx context.Context, check model.Config, token, pos, b int) (int, error) {
+	atol, rtol := vm.Tolerance(check.DType)
+	for try := range maxCheckTokenTries {
+		cand := (token + try) % check.Vocab
+		clear := true
+		for r := 0; r < b && clear; r++ {
+			logits, err := m.seededEagerLogits(ctx, check, RowToken(cand, r, check.Vocab), pos, r)
+			if err != nil {
+				return 0, err
+			}
+			top, second := math.Inf(-1), math.Inf(-1)
+			for _, v := range logits {
+				switch x := float64(v); {
+				case x > top:
+					top, second = x, top
+				case x > second:
+					second = x
+				}
+			}
+			clear = top-second > atol+rtol*math.Abs(top)
+		}
+		if clear {
+			return cand, nil
+		}
+	}
+	return token, nil
+}
+
+// checkModel is the check model (m.Check) with cfg's context.
+func (m *LoadedModel) checkModel(cfg model.Config) model.Config {
+	check := m.Check
+	check.MaxSeq = cfg.MaxSeq
+	return check
+}
+
+// checkSeeded runs one decode step at pos of b sequences through the
+// reference VM, from the seeded KV cache, and compares each sequence's
+// logits with the eager oracle's from the same cache; cfg is the model as
+// the trial lowers it (its context) and prog its program at pos, run as it
+// is unless the check model is a truncation. It also returns the KV caches
+// the step started from, for a device to start from the same.
+func (m *LoadedModel) checkSeeded(ctx context.Context, cfg model.Config, prog *ir.Program, token, pos, b int, target *ir.GpuTarget, point schedule.Point) (*checkResult, map[string]*tensor.Tensor, error) {
+	if token < 0 || token >= m.Check.Vocab {
+		return nil, nil, fmt.Errorf("token %d outside the vocabulary [0, %d)", token, m.Check.Vocab)
+	}
+	check := m.checkModel(cfg)
+	token, err := m.checkToken(ctx, check, token, pos, b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("eager oracle: %w", err)
+	}
+	res := &checkResult{token: token}
+	if m.Truncated() {
+		res.notes = append(res.notes, fmt.Sprintf("correctness checked on the first %d of %d layers (same per-layer schedule; full weights exceed the host check budget)", m.Check.NLayers, m.Config.NLayers))
+		if prog, err = schedule.Lower(check, target, point, schedule.LowerOptions{Pos: pos, B: b}); err != nil {
+			return nil, nil, fmt.Errorf("lowering the check model at pos %d: %w", pos, err)
+		}
+		if rep := validate.Validate(prog); !rep.OK {
+			return nil, nil, fmt.Errorf("check program rejected at pos %d: %s", pos, rep.Reason(3))
+		}
+	}
+	v := check.Vocab
+	toks := make([]int32, b)
+	for r := range toks {
+		toks[r] = int32(RowToken(token, r, v))
+	}
+	kv := seededKV(&check, pos, b)
+	start := make(map[string]*tensor.Tensor, len(kv))
+	for name, t := range kv {
+		start[name] = t.Clone() // the step appends to the caches it runs on
+	}
+	out, err := runBatchStep(ctx, prog, m.Weights, toks, pos, kv)
+	if err != nil {
+		return nil, nil, err
+	}
+	got := out.Logits
+	if len(got) != b*v {
+		return nil, nil, fmt.Errorf("the program produced %d logits, want %d x %d", len(got), b, v)
+	}
+	res.logits = got
+	for r := range b {
+		want, err := m.seededEagerLogits(ctx, check, RowToken(token, r, v), pos, r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("eager oracle: %w", err)
+		}
+		res.merge(r, vm.Compare(got[r*v:(r+1)*v], want, v, check.DType))
+	}
+	res.finish(b)
+	return res, start, nil
 }
 
 // runReference executes positions 0..pos through the reference VM, carrying

@@ -40,6 +40,12 @@ type Spec struct {
 	// projections as GEMM tiles); 0 and 1 mean one. Sequence r decodes
 	// RowToken(Token, r) and is checked against its own eager decode.
 	Batch int `json:"batch,omitempty"`
+	// Workload, when set, replaces Pos and Batch: the trial is evaluated
+	// at the workload's positions (Workload.Positions), each checked from
+	// the seeded KV cache, at its batch, and its latency is the workload's
+	// mean time per decode step. Nil: one step at Pos (the history tokens
+	// of HistoryToken before it), as specs before workloads were.
+	Workload *Workload `json:"workload,omitempty"`
 	// TimeoutSeconds bounds the trial's wall-clock time (0 = the worker's default).
 	TimeoutSeconds float64 `json:"timeout_s,omitempty"`
 }

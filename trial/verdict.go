@@ -1,6 +1,10 @@
 package trial
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/amk-dev/amk/model"
+)
 
 // LatencyKind says how a latency was obtained. A latency is "measured-gpu"
 // only when a CUDA-event-timed run on a GPU also matched the reference;
@@ -53,6 +57,44 @@ type Verdict struct {
 	Point     json.RawMessage `json:"point,omitempty"`
 	Pos       *int            `json:"pos,omitempty"`
 	Batch     int             `json:"batch,omitempty"`
+	// ModelQuality, when asked for (amkctl eval --quality N), compares a
+	// quantised model's logits with its float twin's (ModelQuality): a
+	// figure of the weights, separate from the schedule's correctness.
+	ModelQuality *model.Quality `json:"model_quality,omitempty"`
+	// Workload is set on a workload trial (Spec.Workload): its decode
+	// steps were evaluated at the positions of Positions, and then
+	// latency_us is the workload's mean time per decode step, bound_us its
+	// mean floor per step, pct_of_roofline their ratio, max_abs_err the
+	// largest and top1_agreement the mean over the positions, streamed_mb
+	// the mean per step, tasks, n_buffers and n_counters the first
+	// position's, and pos is absent.
+	Workload  *Workload         `json:"workload,omitempty"`
+	Positions []PositionVerdict `json:"positions,omitempty"`
+}
+
+// PositionVerdict is one evaluated decode position of a workload trial:
+// its figures as a one-step verdict states them, and its weight in the
+// workload's means. A latency only with a correctness PASS at every
+// position (the verdict's correct).
+type PositionVerdict struct {
+	Pos           int      `json:"pos"`
+	KVLen         int      `json:"kv_len"`
+	Weight        float64  `json:"weight"`
+	Correct       *bool    `json:"correct"`
+	MaxAbsErr     *float64 `json:"max_abs_err"`
+	Top1Agreement *float64 `json:"top1_agreement"`
+	LatencyUS     *float64 `json:"latency_us"`
+	BoundUS       *float64 `json:"bound_us"`
+	PctOfRoofline *float64 `json:"pct_of_roofline"`
+	StreamedMB    float64  `json:"streamed_mb"`
+	Tasks         int      `json:"tasks"`
+	// Token is the token the step decoded (batch row r decodes RowToken of
+	// it): the spec's, or the next one whose oracle logits have a clear top
+	// (see LoadedModel.checkToken).
+	Token int `json:"token"`
+	// IncumbentUS is the incumbent's latency at this position, timed side
+	// by side with the candidate, when the spec asked for it.
+	IncumbentUS *float64 `json:"incumbent_us,omitempty"`
 }
 
 // Notes of a rejected verdict, one per stage that can reject (docs/spec/loop.md: a
@@ -67,4 +109,5 @@ const (
 	NoteLaunch          = "launch config infeasible, REJECTED before launch (agent-safety)"
 	NoteDeviceRefused   = "the device's loader refused the program, REJECTED before launch"
 	NoteBatch           = "batch size not supported here, rejected, no launch"
+	NoteWorkload        = "workload not supported here, rejected, no launch"
 )

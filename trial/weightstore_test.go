@@ -148,7 +148,7 @@ func liveMappings(t *testing.T, dir string) int {
 		t.Skipf("no /proc/self/maps: %v", err)
 	}
 	n := 0
-	for _, line := range strings.Split(string(maps), "\n") {
+	for line := range strings.SplitSeq(string(maps), "\n") {
 		if strings.Contains(line, dir+string(filepath.Separator)) {
 			n++
 		}

@@ -63,5 +63,3 @@ func rmsParams(h int64) []ir.Param { return []ir.Param{fP("eps", 1e-6), iP("hidd
 func gemvParams(k, nTile, nOff int64) []ir.Param {
 	return []ir.Param{iP("K", k), iP("N_tile", nTile), iP("n_off", nOff)}
 }
-
-func pin(sm int) *int { return &sm }

@@ -35,7 +35,7 @@ var goldenCases = []goldenCase{
 	{name: "writers_totally_ordered", build: orderedWriters},
 	{name: "pages_separated_live_ranges", build: func(t testing.TB) *ir.Program { return pagedChain(t, false) }},
 	{name: "gemm_row_bands", build: gemmBands},
-	{name: "onchip_same_sm", build: func(t testing.TB) *ir.Program { return onChip(t, pin(0), pin(0)) }},
+	{name: "onchip_same_sm", build: func(t testing.TB) *ir.Program { return onChip(t, new(0), new(0)) }},
 	{name: "attention_prior_kv_state", build: func(t testing.TB) *ir.Program { return attention(t, 0, 10, 4, 2, 16) }},
 
 	{code: CodePartialJoin, name: "shared_counter_partial_wait", build: func(t testing.TB) *ir.Program { return tiledGEMV(t, 4, 2, 2, false) }},
@@ -66,10 +66,19 @@ var goldenCases = []goldenCase{
 	{code: CodeParamType, name: "theta_is_infinite", build: ropeInfiniteTheta},
 	{code: CodeNeverProduced, name: "reads_unwritten_activation", build: readsUnwritten},
 	{code: CodeSelfRead, name: "in_place_read_without_producer", build: inPlaceRead},
-	{code: CodeOnChipCrossSM, name: "smem_used_on_two_sms", build: func(t testing.TB) *ir.Program { return onChip(t, pin(0), pin(1)) }},
+	{code: CodeOnChipCrossSM, name: "smem_used_on_two_sms", build: func(t testing.TB) *ir.Program { return onChip(t, new(0), new(1)) }},
 	{code: CodeOnChipUnplaced, name: "smem_users_unplaced", build: func(t testing.TB) *ir.Program { return onChip(t, nil, nil) }},
 	{code: CodeSMQueueOrder, name: "consumer_listed_before_producer", build: queueOrder},
+	{code: CodeSMQueueOrder, name: "queue_deadlock_through_another_sm", build: queueDeadlockAcrossSMs},
 	{code: CodeSMRange, name: "sm_999", build: smOutOfRange},
+	{code: CodeTileBounds, name: "gemv_tile_beyond_rank_1_weight", build: gemvRank1Weight},
+	{code: CodeShapeMismatch, name: "copy_into_a_larger_buffer", build: copyBroadcast},
+	{code: CodeShapeMismatch, name: "add_into_a_larger_buffer", build: addIntoLarger},
+	{code: CodeShapeMismatch, name: "embed_from_a_scalar_table", build: embedScalarTable},
+	{code: CodeReadOnlyWrite, name: "copy_writes_weight", build: copyIntoWeight},
+	{code: CodeReadOnlyWrite, name: "norm_writes_io_input", build: normWritesInput},
+	{code: CodeReadOnlyWrite, name: "copy_writes_const", build: copyIntoConst},
+	{code: CodeCounterInit, name: "counter_init_3", build: counterInit3},
 	{code: CodePageAlias, name: "unordered_page_sharing", build: unorderedPages},
 	{code: CodePageAlias, name: "reuse_before_last_read", build: func(t testing.TB) *ir.Program { return pagedChain(t, true) }},
 	{code: CodePageBinding, name: "binding_to_missing_buffer", build: pageBindingMissing},
@@ -90,6 +99,13 @@ var goldenCases = []goldenCase{
 	{code: CodeShapeMismatch, name: "attention_head_dim_not_cache", build: func(t testing.TB) *ir.Program { return attention(t, 0, 10, 4, 2, 8) }},
 	{code: CodeDTypeMismatch, name: "float_embed_ids", build: floatEmbedIDs},
 	{code: CodeDTypeMismatch, name: "float_rope_positions", build: floatRopePositions},
+	{name: "int4_gemv_with_scales", build: func(t testing.TB) *ir.Program { return quantGEMV(t, nil) }},
+	{code: CodeQuantScales, name: "scales_one_group_short", build: func(t testing.TB) *ir.Program {
+		return quantGEMV(t, func(p *ir.Program, qs, _ int) { p.Buffers[qs].Shape = []int{16, 1} })
+	}},
+	{code: CodeQuantScales, name: "tile_reads_another_weights_scales", build: func(t testing.TB) *ir.Program {
+		return quantGEMV(t, func(p *ir.Program, _, os int) { p.Tasks[1].Inputs[2] = os })
+	}},
 }
 
 // irSmokeChain is test_ir_smoke.py's rmsnorm -> gemv -> add chain (F16).
@@ -98,9 +114,9 @@ func irSmokeChain(t testing.TB) *ir.Program {
 	b.p.SetMeta("model", pyjson.StringValue("toy"))
 	x := b.bufOf("x", ir.IOInput, ir.F16, 1, 16)
 	wn := b.bufOf("norm.w", ir.Weight, ir.F16, 16)
-	b.p.Buffers[wn].Source = strp("norm.weight")
+	b.p.Buffers[wn].Source = new("norm.weight")
 	wp := b.bufOf("proj.w", ir.Weight, ir.F16, 16, 16)
-	b.p.Buffers[wp].Source = strp("proj.weight")
+	b.p.Buffers[wp].Source = new("proj.weight")
 	h := b.bufOf("h", ir.Activation, ir.F16, 1, 16)
 	y := b.bufOf("y", ir.Activation, ir.F16, 1, 16)
 	out := b.bufOf("out", ir.IOOutput, ir.F16, 1, 16)
@@ -112,8 +128,6 @@ func irSmokeChain(t testing.TB) *ir.Program {
 	b.task(ir.OpADD, ints(y, x), ints(out), ca, waits(cp, 1), "residual")
 	return b.p
 }
-
-func strp(s string) *string { return &s }
 
 func irSmokeBackEdge(t testing.TB) *ir.Program {
 	p := irSmokeChain(t)
@@ -151,7 +165,7 @@ func tiledGEMV(t testing.TB, n, threshold, tile int, same bool) *ir.Program {
 	y := b.buf("y", ir.Activation, 1, 8)
 	o := b.buf("o", ir.IOOutput, 1, 8)
 	c, cout := b.ctr(), b.ctr()
-	for i := 0; i < n; i++ {
+	for i := range n {
 		off := int64(i * tile)
 		if same {
 			off = 0
@@ -258,8 +272,9 @@ func capacityOverflow(t testing.TB) *ir.Program {
 // config keys that the decoder must drop.
 func additiveFields(t testing.TB) *ir.Program {
 	b := newBuilder(t, "rtx5090")
+	x := b.buf("x", ir.IOInput, 1)
 	o := b.buf("o", ir.IOOutput, 1)
-	b.task(ir.OpCOPY, ints(o), ints(o), b.ctr(), nil, "x")
+	b.task(ir.OpCOPY, ints(x), ints(o), b.ctr(), nil, "x")
 	return b.p
 }
 
@@ -434,13 +449,13 @@ func queueOrder(t testing.TB) *ir.Program {
 	c0, c1 := b.ctr(), b.ctr()
 	b.task(ir.OpCOPY, ints(h), ints(o), c0, waits(c1, 1), "consumer")
 	b.task(ir.OpRMSNORM, ints(x, w), ints(h), c1, nil, "producer", rmsParams(8)...)
-	b.p.Tasks[0].SM, b.p.Tasks[1].SM = pin(3), pin(3)
+	b.p.Tasks[0].SM, b.p.Tasks[1].SM = new(3), new(3)
 	return b.p
 }
 
 func smOutOfRange(t testing.TB) *ir.Program {
 	p := normChain(t, rmsParams(8)...).p
-	p.Tasks[0].SM, p.Tasks[1].SM = pin(999), pin(0)
+	p.Tasks[0].SM, p.Tasks[1].SM = new(999), new(0)
 	return p
 }
 

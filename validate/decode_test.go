@@ -168,7 +168,7 @@ func (d *decodeBuilder) bindPages() {
 		idx[l]++
 		pa.BufferToPage = append(pa.BufferToPage, ir.PageBinding{Buffer: b, Page: (l%2)*64 + k})
 	}
-	for pg := 0; pg < 128; pg++ {
+	for pg := range 128 {
 		pa.Pages = append(pa.Pages, ir.Page{ID: pg, Space: ir.GlobalScratch, NBytes: 1 << 16, LiveStart: -1, LiveEnd: -1})
 	}
 	d.p.Pages = pa

@@ -87,7 +87,7 @@ func generated(data []byte) *ir.Program {
 		p.SetMeta("gpu", pyjson.StringValue([]string{"h100", "rtx5090", ""}[c.pick(3)]))
 	}
 	nb := c.between(1, 8)
-	for i := 0; i < nb; i++ {
+	for i := range nb {
 		shape := make([]int, c.pick(6))
 		for k := range shape {
 			shape[k] = c.between(-1, 9)
@@ -96,13 +96,13 @@ func generated(data []byte) *ir.Program {
 			Shape: shape, Space: ir.MemSpace(c.pick(4))})
 	}
 	nc := c.pick(7)
-	for i := 0; i < nc; i++ {
+	for range nc {
 		p.AddCounter("")
 	}
 	keys := []string{"K", "N_tile", "n_off", "M_tile", "m_off", "hidden", "head_dim", "n_heads", "n_kv_heads",
 		"kv_start", "kv_len", "pos", "qdtype", "group", "flags", "eps", "scale", "theta", "recipe"}
 	nt := c.between(1, 12)
-	for i := 0; i < nt; i++ {
+	for i := range nt {
 		t := ir.Task{Op: ir.Op(c.pick(21)), OutCounter: c.between(-1, nc), Label: "t" + itoa(int64(i))}
 		for k := c.pick(10); k > 0; k-- {
 			t.Inputs = append(t.Inputs, c.between(-1, nb))

@@ -94,7 +94,7 @@ func (c *checker) checkPages() {
 			continue
 		}
 		occ := pc.occ
-		for i := 0; i < len(occ); i++ {
+		for i := range occ {
 			for j := i + 1; j < len(occ); j++ {
 				a, b := occ[i], occ[j]
 				if before(a, b) || before(b, a) {

@@ -11,7 +11,7 @@ import (
 // tasks, and some tasks share a counter with their predecessor.
 func randomDAG(rng *rand.Rand, n int) *ir.Program {
 	p := ir.NewProgram()
-	for i := 0; i < n; i++ {
+	for i := range n {
 		oc := -1
 		if i > 0 && rng.Intn(5) == 0 {
 			oc = p.Tasks[i-1].OutCounter
@@ -53,7 +53,7 @@ func ancestors(g *ir.Graph, order []int32) [][]bool {
 
 func TestReachabilityIsExact(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	for round := 0; round < 6; round++ {
+	for range 6 {
 		n := 50 + rng.Intn(1400)
 		p := randomDAG(rng, n)
 		g := ir.BuildGraph(p)
@@ -72,7 +72,7 @@ func TestReachabilityIsExact(t *testing.T) {
 		b := r.newBatch()
 		type pair struct{ u, v int32 }
 		var pairs []pair
-		for k := 0; k < 3000; k++ {
+		for range 3000 {
 			u, v := pick(), pick()
 			pairs = append(pairs, pair{u, v})
 			b.add(u, v)
@@ -84,7 +84,7 @@ func TestReachabilityIsExact(t *testing.T) {
 			}
 		}
 
-		for k := 0; k < 300; k++ {
+		for range 300 {
 			us := make([]int32, 1+rng.Intn(6))
 			vs := make([]int32, 1+rng.Intn(6))
 			base := rng.Intn(n)

@@ -76,10 +76,10 @@ func TestHugeCycle(t *testing.T) {
 	const n = 5000
 	b := newBuilder(t, "rtx5090")
 	o := b.buf("o", ir.IOOutput, 1)
-	for i := 0; i < n; i++ {
+	for range n {
 		b.ctr()
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		out := o
 		if i > 0 {
 			out = b.buf("a"+itoa(int64(i)), ir.Activation, 1)
@@ -149,7 +149,7 @@ func TestMessages(t *testing.T) {
 		{func(t testing.TB) *ir.Program { return normParam(t, "eps", pyjson.BoolValue(true)) }, "task 0 param 'eps'=True must be a real number"},
 		{func(t testing.TB) *ir.Program { return normParam(t, "eps", pyjson.StringValue("x")) }, "task 0 param 'eps'='x' must be a real number"},
 		{readsUnwritten, "task 0 (copy) reads buffer #0 ('a') that is never produced"},
-		{func(t testing.TB) *ir.Program { return onChip(t, pin(0), pin(1)) },
+		{func(t testing.TB) *ir.Program { return onChip(t, new(0), new(1)) },
 			"on-chip buffer 'h'(#2, SMEM) is used across SMs [0, 1], counters give ordering, not cross-SM data; promote to GLOBAL_SCRATCH/HBM or co-locate on one SM"},
 		{queueOrder, "SM 3 queue order violates dependency 1->0 (producer must precede consumer in the same SM's serial queue)"},
 		{smOutOfRange, "task 0 assigned to SM 999 out of range [0,82)"},
@@ -158,6 +158,7 @@ func TestMessages(t *testing.T) {
 		{readsMissing, "task 1 (copy) reads missing buffer 99"},
 		{incrementsMissing, "task 1 (copy) increments missing counter 7"},
 		{rmsnormOneInput, "task 0 (RMSNORM) arity: 1 inputs, expected [2,2]"},
+		{inPlaceRead, "task 0 (accumulate) reads buffer #1 ('a') in place with no external producer (reads its own uninitialized output?): no write precedes the read, data RACE"},
 	} {
 		if got := Validate(tc.build(t)).Reason(0); got != tc.want && !strings.HasPrefix(got, tc.want+"; ") {
 			t.Errorf("reason:\n got %s\nwant %s", got, tc.want)
@@ -169,7 +170,6 @@ func TestMessages(t *testing.T) {
 	}{
 		{gpuLabel, "meta['gpu']='h100' != target.name='rtx5090' - flywheel rows derive GPU from target.name"},
 		{unknownParam, "task 0 (RMSNORM) param 'alpha' is not a known amk_params_t field (will not marshal to the device)"},
-		{inPlaceRead, "task 0 (accumulate) reads buffer #1 ('a') in place with no external producer (reads its own uninitialized output?)"},
 		{func(t testing.TB) *ir.Program { return onChip(t, nil, nil) }, "on-chip buffer 'h'(#2) requires same-SM placement (unverified until sm_assignment runs)"},
 	} {
 		rep := Validate(tc.build(t))

@@ -24,12 +24,12 @@ func TestAttentionHandCase(t *testing.T) {
 func attnRef(q, k, v []float32, heads, kvHeads, hd, start, n int, scale float64) []float64 {
 	out := make([]float64, heads*hd)
 	rep := heads / kvHeads
-	for h := 0; h < heads; h++ {
+	for h := range heads {
 		kv := h / rep
 		s := make([]float64, n)
 		m := math.Inf(-1)
 		for j := range s {
-			for d := 0; d < hd; d++ {
+			for d := range hd {
 				s[j] += float64(q[h*hd+d]) * float64(k[((start+j)*kvHeads+kv)*hd+d])
 			}
 			s[j] *= scale
@@ -41,7 +41,7 @@ func attnRef(q, k, v []float32, heads, kvHeads, hd, start, n int, scale float64)
 			l += s[j]
 		}
 		for j := range s {
-			for d := 0; d < hd; d++ {
+			for d := range hd {
 				out[h*hd+d] += s[j] / l * float64(v[((start+j)*kvHeads+kv)*hd+d])
 			}
 		}
@@ -85,7 +85,7 @@ func TestAttentionGQAAndSplitKV(t *testing.T) {
 		parts = append(parts, p)
 	}
 	empty := parts[2].F
-	for h := 0; h < heads; h++ {
+	for h := range heads {
 		row := empty[h*(hd+2) : (h+1)*(hd+2)]
 		if row[hd] != float32(math.Inf(-1)) || row[hd+1] != 0 || row[0] != 0 {
 			t.Fatalf("empty shard head %d = %v, want acc 0, m -inf, l 0", h, row)
@@ -122,7 +122,7 @@ func TestAttentionBatched(t *testing.T) {
 	}, out, attnParams(hd, 0, 3, heads, kvh)...)
 	per := seq * kvh * hd
 	var want []float64
-	for i := 0; i < b; i++ {
+	for i := range b {
 		want = append(want, attnRef(qv[i*heads*hd:(i+1)*heads*hd], kv[i*per:(i+1)*per], vv[i*per:(i+1)*per], heads, kvh, hd, 0, 3, 1/math.Sqrt(2))...)
 	}
 	near(t, "batched attention", out.F, want, 1e-6)

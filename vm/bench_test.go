@@ -124,13 +124,11 @@ func readOnce(ts []*tensor.Tensor) time.Duration {
 	workers := runtime.GOMAXPROCS(0)
 	best := time.Duration(1 << 62)
 	var sink [64]uint64
-	for rep := 0; rep < 3; rep++ {
+	for range 3 {
 		start := time.Now()
 		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		for w := range workers {
+			wg.Go(func() {
 				for i := w; i < len(ts); i += workers {
 					var s0, s1, s2, s3 uint64
 					h := ts[i].Half
@@ -143,7 +141,7 @@ func readOnce(ts []*tensor.Tensor) time.Duration {
 					}
 					sink[w%64] += s0 + s1 + s2 + s3
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		best = min(best, time.Since(start))

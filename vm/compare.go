@@ -96,7 +96,7 @@ func Compare(test, ref []float32, rowLen int, dt ir.DType) Comparison {
 	}
 	rows := len(ref) / rowLen
 	agree := 0
-	for r := 0; r < rows; r++ {
+	for r := range rows {
 		if argmax(test[r*rowLen:(r+1)*rowLen]) == argmax(ref[r*rowLen:(r+1)*rowLen]) {
 			agree++
 		}
@@ -131,7 +131,7 @@ func meanKL(p, q []float32, rowLen int) float64 {
 	rows := len(p) / rowLen
 	lp, lq := make([]float64, rowLen), make([]float64, rowLen)
 	var total float64
-	for r := 0; r < rows; r++ {
+	for r := range rows {
 		logSoftmax(p[r*rowLen:(r+1)*rowLen], lp)
 		logSoftmax(q[r*rowLen:(r+1)*rowLen], lq)
 		var kl float64

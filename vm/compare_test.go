@@ -74,7 +74,7 @@ func TestCompareFailures(t *testing.T) {
 func TestCompareTop1Floor(t *testing.T) {
 	rows := func(flips int) ([]float32, []float32) {
 		var test, ref []float32
-		for r := 0; r < 100; r++ {
+		for r := range 100 {
 			ref = append(ref, 1, 1.00001)
 			if r < flips {
 				test = append(test, 1.00001, 1)

@@ -223,7 +223,7 @@ func opCombine(in, out []*tensor.Tensor, p ir.Params) error {
 		return fmt.Errorf("output holds %d values, want %d heads × %d", out[0].Numel(), rows, hd)
 	}
 	res := make([]float32, rows*hd)
-	for r := 0; r < rows; r++ {
+	for r := range rows {
 		m := float32(math.Inf(-1))
 		for _, pt := range parts {
 			if mp := pt[r*width+hd]; mp > m || mp != mp {

@@ -182,7 +182,7 @@ func opSoftmax(in, out []*tensor.Tensor, p ir.Params) error {
 	}
 	outer := len(x) / (axis * inner)
 	row := make([]float32, axis)
-	for o := 0; o < outer; o++ {
+	for o := range outer {
 		for j := 0; j < inner; j++ {
 			base := o*axis*inner + j
 			for k := range row {

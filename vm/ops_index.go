@@ -164,7 +164,7 @@ func opKVAppend(in, out []*tensor.Tensor, p ir.Params) error {
 	if pos < 0 || pos >= seq {
 		return fmt.Errorf("KV_APPEND: position %d outside the cache's %d positions", pos, seq)
 	}
-	for b := 0; b < batch; b++ {
+	for b := range batch {
 		if err := store(cache, (b*seq+pos)*rowLen, src[b*rowLen:(b+1)*rowLen]); err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func opArgmax(in, out []*tensor.Tensor, _ ir.Params) error {
 	if out[0].Numel() != rows {
 		return fmt.Errorf("SAMPLE_ARGMAX: %d rows, output holds %d", rows, out[0].Numel())
 	}
-	for r := 0; r < rows; r++ {
+	for r := range rows {
 		idx := argmax(x[r*v : (r+1)*v])
 		if isUnpackedInt(out[0]) && r < out[0].IntCount() {
 			out[0].SetInt(r, narrowInt(out[0].DType, int64(idx)))

@@ -64,11 +64,11 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 		// Every row of the tile against each input row at once
 		// (dotBF16Rows, which may run several rows side by side).
 		tile := packed[nOff*K : (nOff+nTile)*K]
-		for m := 0; m < M; m++ {
+		for m := range M {
 			dotBF16Rows(x[m*K:(m+1)*K], tile, res[m*nTile:(m+1)*nTile])
 		}
 	}
-	for j := 0; j < nTile; j++ {
+	for j := range nTile {
 		n := nOff + j
 		var w []float32
 		if packed == nil {
@@ -78,7 +78,7 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 		if bias != nil {
 			b = bias[n]
 		}
-		for m := 0; m < M; m++ {
+		for m := range M {
 			v := res[m*nTile+j]
 			if packed == nil {
 				v = dot(x[m*K:(m+1)*K], w)
@@ -89,7 +89,7 @@ func opLinear(in, out []*tensor.Tensor, p ir.Params) error {
 			res[m*nTile+j] = v
 		}
 	}
-	for m := 0; m < M; m++ {
+	for m := range M {
 		if err := store(o, m*nOut+nOff, res[m*nTile:(m+1)*nTile]); err != nil {
 			return err
 		}

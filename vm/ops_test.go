@@ -207,7 +207,7 @@ func TestGEMVLongRows(t *testing.T) {
 	kernel(t, ir.OpGEMVTile, []*tensor.Tensor{x, wt}, whole, ip("K", K), ip("N_tile", N), ip("n_off", 0))
 	want := make([]float64, N)
 	for n := range want {
-		for k := 0; k < K; k++ {
+		for k := range K {
 			want[n] += float64(xs[k]) * float64(ws[n*K+k])
 		}
 	}

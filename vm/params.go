@@ -92,7 +92,7 @@ func (v *VM) SetPosition(pos int) error {
 			val = int64(pos) + 1
 		}
 		if err := v.SetIntParam(e.task, e.key, val); err != nil {
-			for j := 0; j < k; j++ {
+			for j := range k {
 				v.tasks[edits[j].task].params = saved[j]
 			}
 			return err

@@ -64,7 +64,7 @@ func (tb *toyBuilder) linear(name string, x ready, wkey string, n, k, out int) r
 	wb := tb.weight(wkey, tb.cfg.dt, n, k)
 	tiles := (n + tb.cfg.nTile - 1) / tb.cfg.nTile
 	c := tb.counter(fmt.Sprintf("%s (%d tiles)", name, tiles))
-	for i := 0; i < tiles; i++ {
+	for i := range tiles {
 		off := i * tb.cfg.nTile
 		width := min(tb.cfg.nTile, n-off)
 		tb.task(fmt.Sprintf("%s[t%d]", name, i), ir.OpGEMVTile, []int{x.buf, wb}, []int{out}, c, tb.waits(x),
@@ -179,7 +179,7 @@ func (e *eagerToy) matvec(key string, x []float64, n int) []float64 {
 	w, k := e.w[key], len(x)
 	out := make([]float64, n)
 	for i := range out {
-		for j := 0; j < k; j++ {
+		for j := range k {
 			out[i] += w[i*k+j] * x[j]
 		}
 	}
@@ -203,7 +203,7 @@ func (e *eagerToy) rope(x []float64, pos int) {
 	hd := e.cfg.headDim
 	half := hd / 2
 	for h := 0; h < len(x)/hd; h++ {
-		for i := 0; i < half; i++ {
+		for i := range half {
 			ang := float64(pos) / math.Pow(10000, float64(i)/float64(half))
 			a, b := x[h*hd+i], x[h*hd+half+i]
 			x[h*hd+i] = a*math.Cos(ang) - b*math.Sin(ang)
@@ -233,7 +233,7 @@ func (e *eagerToy) step(token, pos int) []float64 {
 			s := make([]float64, pos+1)
 			m := math.Inf(-1)
 			for j := range s {
-				for d := 0; d < hd; d++ {
+				for d := range hd {
 					s[j] += q[h*hd+d] * e.kc[l][j][kvh*hd+d]
 				}
 				s[j] /= math.Sqrt(float64(hd))
@@ -245,7 +245,7 @@ func (e *eagerToy) step(token, pos int) []float64 {
 				sum += s[j]
 			}
 			for j := range s {
-				for d := 0; d < hd; d++ {
+				for d := range hd {
 					attn[h*hd+d] += s[j] / sum * e.vc[l][j][kvh*hd+d]
 				}
 			}

@@ -11,24 +11,23 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
 )
 
-func init() { addVerb(newAutoresearchCmd) }
+func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--device cpu|emu|cuda] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
+		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|emu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--speedup-target X] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
-	iters := cmd.Flags().Int("iters", 0, "trials to run in this invocation; 20 when neither --iters nor --minutes is given")
+	iters := cmd.Flags().Int("iters", 0, "experiments this invocation adds (an addition, not the campaign's total); 20 when neither --iters nor --minutes is given")
 	return campaignRunCmd(cmd, "autoresearch", iters)
 }
 
@@ -37,7 +36,7 @@ func newAutoresearchCmd() *cobra.Command {
 func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command {
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "")
-	minutes := fs.Float64("minutes", 0, "wall-clock budget of this invocation, in minutes")
+	minutes := fs.Float64("minutes", 0, "wall-clock minutes of this invocation (an addition, not the campaign's total)")
 	device := addDeviceFlag(cmd, "")
 	workers := fs.Int("workers", 0, "trials evaluated at once; 0: min(4, CPUs) on cpu, 1 on emu and cuda")
 	cold := fs.Bool("cold", false, "ignore the flywheel prior (no warm start, no ranking)")
@@ -49,7 +48,9 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	name := fs.String("name", "", "optional campaign name, to run several campaigns on one model/gpu/device")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
-	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	reopen := fs.Bool("reopen", false, "when the campaign is done (a plateau, or stopped), reopen it first, so that this invocation adds experiments to it")
+	wf := addCampaignWorkloadFlags(cmd)
+	quantize := addQuantizeFlag(cmd)
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
 	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
@@ -63,11 +64,15 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if len(pos0) != 1 {
 			return fail(exitBadInput, "exactly one MODEL (a preset name or a config.json path) is required")
 		}
-		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 || *batch < 1 {
-			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1], --batch >= 1")
+		if *iters < 0 || *minutes < 0 || *restartAfter < 1 || *epsilon < 0 || *epsilon > 1 {
+			return fail(exitBadInput, "--iters/--budget and --minutes must be >= 0, --restart-after >= 1, --epsilon in [0, 1]")
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = control.DefaultIterations
+		}
+		var err error
+		if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+			return fail(exitBadInput, "%v", err)
 		}
 		if _, err := model.Load(pos0[0]); err != nil {
 			return fail(exitBadInput, "%v", err)
@@ -103,10 +108,10 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			}
 			fmt.Fprintf(stderr, "imported %d corpus records from %s\n", n, *importCorpus)
 		}
-		req := api.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
+		req := control.CreateRequest{Model: pos0[0], GPU: target.Name, Device: dev, Name: *name, Weights: *weights, Seed: *seed,
 			Cold: *cold, Overnight: *overnight, RestartAfter: restartAfter, Epsilon: epsilon, Workers: *workers}
-		if *batch > 1 {
-			req.Batch = batch
+		if err := wf.apply(&req); err != nil {
+			return fail(exitBadInput, "%v", err)
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -149,13 +154,22 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			}
 			return exitOK
 		}
+		if run.Done() && *reopen {
+			rep := ledger.Campaign().StatusReport(time.Now().UTC())
+			if _, err := run.Reopen(ctx, verb+" --reopen"); err != nil {
+				return fail(exitRejected, "campaign %s is done (%s) and was not reopened: %v", ledger.ID(), orDash(rep.MoveOnReason), err)
+			}
+			fmt.Fprintf(stderr, "campaign %s was done (%s) after %d experiments: reopened (--reopen), to add up to %s more\n",
+				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, runLength(*iters, *minutes))
+		}
 		if run.Done() {
-			// Nothing to run, and nothing rewritten: say how to go on.
+			// Nothing to run, and nothing rewritten: say how to go on, in
+			// commands that run as printed.
 			rep := ledger.Campaign().StatusReport(time.Now().UTC())
 			fmt.Fprintf(stderr, "campaign %s is done (%s) after %d experiments: nothing to run.\n"+
-				"  to continue it: amkctl reopen %s --workspace %s [--iters N] [--max-reverts N], then run this again;\n"+
+				"  to add experiments to it, run this again with --reopen, or: %s reopen %s --workspace %s, then run this again;\n"+
 				"  or start another campaign on the same model with --name NAME\n",
-				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, ledger.ID(), *workspace)
+				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, selfCommand(), ledger.ID(), shellQuote(*workspace))
 			return summary(runner.RunSummary{Status: rep.Status, Reason: rep.MoveOnReason, StopReason: "campaign already done"})
 		}
 		cfg, _ := model.Load(pos0[0])
@@ -164,7 +178,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 
 		progress := runner.NewProgress(stderr, *iters)
 		run.Driver.Progress = progress
-		sum, err := run.Driver.Run(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
+		sum, err := run.Drive(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
 		progress.Finish()
 		if err != nil {
 			return fail(exitRejected, "%v", err)
@@ -180,4 +194,16 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		return summary(sum)
 	})
 	return cmd
+}
+
+// runLength says how much one invocation runs: "20 experiments", "5
+// minutes" or both.
+func runLength(iters int, minutes float64) string {
+	switch {
+	case iters > 0 && minutes > 0:
+		return fmt.Sprintf("%d experiments or %g minutes", iters, minutes)
+	case minutes > 0:
+		return fmt.Sprintf("%g minutes", minutes)
+	}
+	return fmt.Sprintf("%d experiments", iters)
 }

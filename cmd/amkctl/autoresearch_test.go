@@ -41,6 +41,30 @@ func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
 	}
 }
 
+// autoresearch --json prints snake_case keys, the run's included.
+func TestAutoresearchJSONIsSnakeCase(t *testing.T) {
+	ws := t.TempDir()
+	code, out, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "2", "--workspace", ws, "--cold", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
+	}
+	var summary map[string]any
+	if err := json.Unmarshal([]byte(out), &summary); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	run, _ := summary["run"].(map[string]any)
+	for _, key := range []string{"proposed", "recorded", "resubmitted", "status", "stop_reason"} {
+		if _, ok := run[key]; !ok {
+			t.Errorf("the run lacks %q: %v", key, run)
+		}
+	}
+	for key := range run {
+		if key != strings.ToLower(key) {
+			t.Errorf("run key %q is not snake_case", key)
+		}
+	}
+}
+
 // The crash test: SIGKILL an overnight campaign mid-run, restart the same
 // command, and check that nothing was lost or counted twice.
 func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
@@ -80,6 +104,29 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 	before, err := flywheel.ReadRows(results)
 	if err != nil {
 		t.Fatalf("results.tsv unreadable after SIGKILL: %v", err)
+	}
+	// The morning after: status says that nothing drives the campaign and
+	// how to resume it, and its elapsed time no longer grows.
+	id := campaign.ID("toy-2L", "h100", "cpu", "")
+	deadStatus := func() campaign.StatusReport {
+		code, out, errOut := runCmd(t, "status", id, "--workspace", ws, "--json")
+		var rep campaign.StatusReport
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+			t.Fatalf("status after SIGKILL: %d %s %s", code, out, errOut)
+		}
+		return rep
+	}
+	first := deadStatus()
+	if len(first.Alerts) != 1 || first.Alerts[0].Kind != campaign.AlertNoDriver || first.Status != campaign.StatusOptimizing ||
+		!strings.Contains(first.Alerts[0].Fix, "amkctl autoresearch toy-2L --gpu h100 --device cpu --workspace "+ws) || first.LastEventAt == "" {
+		t.Errorf("status of a killed run: %s, alerts %+v, last event %q", first.Status, first.Alerts, first.LastEventAt)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if later := deadStatus(); later.ElapsedMinutes != first.ElapsedMinutes {
+		t.Errorf("elapsed grows while nothing runs: %v min, then %v", first.ElapsedMinutes, later.ElapsedMinutes)
+	}
+	if code, out, _ := runCmd(t, "status", id, "--workspace", ws); code != 0 || !strings.Contains(out, "ALERT") || !strings.Contains(out, "last event") {
+		t.Errorf("status text of a killed run:\n%s", out)
 	}
 
 	again := exec.Command(exe, args...)
@@ -133,5 +180,71 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "report.svg")); err != nil {
 		t.Fatalf("no plot: %v", err)
+	}
+}
+
+// TestAutoresearchRerunOfADoneCampaign: run again on a done campaign,
+// autoresearch runs nothing and prints commands that run as printed (this
+// program's name, not a bare amkctl that may not be on PATH; a reopen
+// without a budget, which a total budget of --iters would refuse); with
+// --reopen it adds its experiments to the campaign.
+func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
+	ws := t.TempDir()
+	args := []string{"autoresearch", "toy", "--gpu", "h200", "--iters", "3", "--workspace", ws, "--seed", "3"}
+	if code, _, errOut := runCmd(t, args...); code != 0 {
+		t.Fatalf("first run: exit %d\n%s", code, errOut)
+	}
+	id := campaign.ID("toy", "h200", "cpu", "")
+	if code, _, errOut := runCmd(t, "stop", id, "--workspace", ws); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, errOut)
+	}
+	experiments := func() int {
+		t.Helper()
+		code, out, errOut := runCmd(t, "status", id, "--workspace", ws, "--json")
+		var st campaign.StatusReport
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+			t.Fatalf("status: %d %s %s", code, out, errOut)
+		}
+		return st.ExperimentsRun
+	}
+	before := experiments()
+
+	code, _, errOut := runCmd(t, args...)
+	if code != 0 || !strings.Contains(errOut, "nothing to run") || experiments() != before {
+		t.Fatalf("rerun on a done campaign: exit %d, %d experiments (was %d)\n%s", code, experiments(), before, errOut)
+	}
+	hint := selfCommand() + " reopen " + id + " --workspace " + ws
+	if !strings.Contains(errOut, hint) || !strings.Contains(errOut, "run this again with --reopen") {
+		t.Fatalf("the hint does not say %q or --reopen:\n%s", hint, errOut)
+	}
+	if strings.Contains(errOut, "[--iters") {
+		t.Errorf("the hint offers a total budget as an addition:\n%s", errOut)
+	}
+
+	code, _, errOut = runCmd(t, append(args, "--reopen")...)
+	if code != 0 || !strings.Contains(errOut, "reopened (--reopen), to add up to 3 experiments more") {
+		t.Fatalf("--reopen: exit %d\n%s", code, errOut)
+	}
+	if after := experiments(); after <= before || after > before+3 {
+		t.Fatalf("--reopen ran %d experiments, want 1 to 3", after-before)
+	}
+}
+
+func TestSelfCommand(t *testing.T) {
+	saved := os.Args[0]
+	t.Cleanup(func() { os.Args[0] = saved })
+	for arg0, want := range map[string]string{
+		"bin/amkctl": "bin/amkctl",
+		"amkctl":     "amkctl",
+		filepath.Join(os.TempDir(), "go-build123", "b001", "exe", "amkctl"): "go run ./cmd/amkctl",
+		"/opt/my tools/amkctl": "'/opt/my tools/amkctl'",
+	} {
+		os.Args[0] = arg0
+		if got := selfCommand(); got != want {
+			t.Errorf("os.Args[0] %q: %q, want %q", arg0, got, want)
+		}
+	}
+	if got := shellQuote("it's"); got != `'it'\''s'` {
+		t.Errorf("shellQuote: %s", got)
 	}
 }

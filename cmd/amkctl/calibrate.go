@@ -14,11 +14,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/calibrate"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/schedule"
 )
 
-func init() { addVerb(newCalibrateCmd) }
+func init() { addVerb(groupGPU, newCalibrateCmd) }
 
 // defaultCostsFile is the cost records' data file, relative to the
 // repository root (schedule embeds it).
@@ -177,7 +178,7 @@ func readVerdictFiles(args []string) ([]calibrate.VerdictFile, error) {
 		if strings.HasSuffix(p, ".jsonl") {
 			limit = calibrate.MaxTrialsLogBytes
 		}
-		data, err := readInput(p, limit)
+		data, err := inputfile.Read(p, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +190,7 @@ func readVerdictFiles(args []string) ([]calibrate.VerdictFile, error) {
 // baseRecords are the records the new one joins: the data file's, when it
 // exists, else the ones built into amkctl.
 func baseRecords(path string) (schedule.CostRecords, error) {
-	data, err := readInput(path, schedule.MaxCostRecordsBytes)
+	data, err := inputfile.Read(path, schedule.MaxCostRecordsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return schedule.CalibratedCosts()
 	}

@@ -5,32 +5,38 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
 func init() {
-	addVerb(newStatusCmd)
-	addVerb(newNextCmd)
-	addVerb(newReportCmd)
-	addVerb(newRecordCmd)
-	addVerb(newCampaignsCmd)
+	addVerb(groupCampaign, newStatusCmd)
+	addVerb(groupCampaign, newNextCmd)
+	addVerb(groupCampaign, newReportCmd)
+	addVerb(groupCampaign, newRecordCmd)
+	addVerb(groupCampaign, newCampaignsCmd)
 }
 
-// The campaign verbs are written once against control.Campaigns: a local
+// The campaign verbs are written once against control.Service: a local
 // workspace (--workspace DIR, the default) or a scheduler (--server URL or
-// $AMK_SERVER).
+// $AMK_SERVER, through its api.Client).
 
 // campaignVerb builds the command of a verb that acts on one campaign.
 func campaignVerb(use, short string) (*cobra.Command, campaignFlags) {
@@ -64,25 +70,31 @@ func addCampaignFlags(cmd *cobra.Command) campaignFlags {
 // the workspace's otherwise; a workspace that does not exist is created
 // when create is set and an error otherwise. It reports failures itself
 // and returns their exit code.
-func (cf campaignFlags) open(verb string, create bool, stderr io.Writer) (control.Campaigns, int) {
+func (cf campaignFlags) open(verb string, create bool, stderr io.Writer) (control.Service, int) {
 	return openCampaigns(verb, cf.remote, *cf.workspace, create, stderr)
 }
 
-func openCampaigns(verb string, remote remoteFlags, workspace string, create bool, stderr io.Writer) (control.Campaigns, int) {
+func openCampaigns(verb string, remote remoteFlags, workspace string, create bool, stderr io.Writer) (control.Service, int) {
 	client, err := remote.client()
 	if err != nil {
 		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 		return nil, exitBadInput
 	}
 	if client != nil {
-		return control.Remote{Client: client}, exitOK
+		return client, exitOK
 	}
 	local, err := control.OpenLocal(workspace, create, flywheel.Env{AMKVersion: version.String()})
 	if err != nil {
 		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 		return nil, exitRejected
 	}
-	return local, exitOK
+	return control.New(local), exitOK
+}
+
+// isRemote says whether the campaigns are a scheduler's.
+func isRemote(cs control.Service) bool {
+	_, remote := cs.(*api.Client)
+	return remote
 }
 
 // selector is the campaign the positional arguments and flags name.
@@ -96,14 +108,14 @@ func (cf campaignFlags) selector(pos []string) control.Selector {
 
 // onCampaign opens the campaigns, resolves the one the arguments name and
 // runs fn on it, bounded by remoteTimeout.
-func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, fn func(ctx context.Context, cs control.Campaigns, id string) error) int {
+func (cf campaignFlags) onCampaign(verb string, pos []string, stderr io.Writer, fn func(ctx context.Context, cs control.Service, id string) error) int {
 	cs, code := cf.open(verb, false, stderr)
 	if cs == nil {
 		return code
 	}
 	ctx, cancel := remoteContext()
 	defer cancel()
-	id, err := cs.Resolve(ctx, cf.selector(pos))
+	id, err := control.Resolve(ctx, cs, cf.selector(pos))
 	if err == nil {
 		err = fn(ctx, cs, id)
 	}
@@ -121,10 +133,15 @@ func printJSON(w io.Writer, v any) error {
 }
 
 func newStatusCmd() *cobra.Command {
-	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
-		"print a campaign's status (baseline, best, speedup, plateau counter)")
+	cmd, cf := campaignVerb("status [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json] [--watch [--interval D]]",
+		"print a campaign's status (baseline, best, speedup, plateau counter); --watch follows it until it is done")
+	watch := cmd.Flags().BoolP("watch", "w", false, "print the status again every --interval until the campaign is done (Ctrl-C stops)")
+	interval := cmd.Flags().Duration("interval", 2*time.Second, "with --watch: time between two looks")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		if *watch {
+			return watchStatus(cf, pos, *interval, stdout, stderr)
+		}
+		return cf.onCampaign("status", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			if *cf.jsonOut {
 				rep, err := cs.Status(ctx, id)
 				if err != nil {
@@ -140,11 +157,50 @@ func newStatusCmd() *cobra.Command {
 	return cmd
 }
 
+// watchStatus is status --watch: on a terminal the screen is redrawn each
+// time; otherwise each look is printed after a line with its time (with
+// --json, one JSON object per look).
+func watchStatus(cf campaignFlags, pos []string, interval time.Duration, stdout, stderr io.Writer) int {
+	if interval <= 0 {
+		fmt.Fprintf(stderr, "amkctl status: --interval must be positive, not %s\n", interval)
+		return exitBadInput
+	}
+	cs, code := cf.open("status", false, stderr)
+	if cs == nil {
+		return code
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	resolveCtx, cancel := context.WithTimeout(ctx, remoteTimeout)
+	id, err := control.Resolve(resolveCtx, cs, cf.selector(pos))
+	cancel()
+	if err != nil {
+		return campaignFail(stderr, "status", err)
+	}
+	terminal := runner.IsTerminal(stdout)
+	err = control.Watch(ctx, cs, id, interval, func(rep campaign.StatusReport, text string) error {
+		switch {
+		case *cf.jsonOut:
+			return json.NewEncoder(stdout).Encode(rep)
+		case terminal:
+			fmt.Fprint(stdout, "\x1b[H\x1b[2J") // home, clear the screen
+		default:
+			fmt.Fprintf(stdout, "--- %s\n", time.Now().UTC().Format(time.RFC3339))
+		}
+		_, err := fmt.Fprint(stdout, text)
+		return err
+	})
+	if err != nil {
+		return campaignFail(stderr, "status", err)
+	}
+	return exitOK
+}
+
 func newNextCmd() *cobra.Command {
 	cmd, cf := campaignVerb("next [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
 		"continue-or-stop decision for a campaign (move-on criteria, hottest region)")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		return cf.onCampaign("next", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("next", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			n, err := cs.Next(ctx, id)
 			if err != nil {
 				return err
@@ -160,39 +216,53 @@ func newNextCmd() *cobra.Command {
 }
 
 func newReportCmd() *cobra.Command {
-	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--json]",
-		"write a campaign's reports (markdown, JSON, SVG plot) and print its status")
+	cmd, cf := campaignVerb("report [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--out DIR] [--json]",
+		"write a campaign's reports (markdown, JSON, SVG plot); from a scheduler, print the report and save it with --out")
+	cmd.Long = `report writes a campaign's reports: the wake-up report (report.md, report.json,
+report.svg) and the aggregate report (aggregate_report.md, every experiment).
+In a workspace they are written beside the campaign's ledger and the status is
+printed. With --server the scheduler writes its copies on its own machine, and
+report prints the wake-up report itself here; --out DIR also saves all four
+files into DIR on this machine. --json prints the wake-up report as JSON.`
+	out := cmd.Flags().String("out", "", "also save the report files into this directory on this machine")
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
-		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("report", pos, stderr, func(ctx context.Context, cs control.Service, id string) error {
 			files, err := cs.WriteReport(ctx, id)
 			if err != nil {
 				return err
 			}
-			if *cf.jsonOut {
-				wake, err := cs.Report(ctx, id)
-				if err != nil {
+			var wake campaign.WakeUp
+			if *out != "" {
+				if files, wake, err = control.SaveReports(ctx, cs, id, *out); err != nil {
 					return err
 				}
+				fmt.Fprintf(stderr, "saved %s\n", strings.Join(files.Files, ", "))
+			} else if *cf.jsonOut || isRemote(cs) {
+				if wake, err = cs.Report(ctx, id); err != nil {
+					return err
+				}
+			}
+			switch {
+			case *cf.jsonOut:
 				return printJSON(stdout, wake)
+			case isRemote(cs):
+				fmt.Fprintln(stdout, wake.Markdown())
+				return nil
 			}
 			text, err := cs.StatusText(ctx, id)
 			if err != nil {
 				return err
 			}
-			agg, wake := files.Dir, files.Dir
+			agg, report := files.Dir, files.Dir
 			for _, f := range files.Files {
 				switch {
-				case hasBase(f, control.AggregateReport):
+				case hasBase(f, control.AggregateReportFile):
 					agg = f
 				case hasBase(f, "report.md"):
-					wake = f
+					report = f
 				}
 			}
-			where := ""
-			if _, remote := cs.(control.Remote); remote {
-				where = " on the scheduler's machine"
-			}
-			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)%s\n", agg, wake, where)
+			fmt.Fprintf(stdout, "Report written to %s (wake-up report: %s)\n", agg, report)
 			fmt.Fprint(stdout, text)
 			return nil
 		})
@@ -231,11 +301,11 @@ func newRecordCmd() *cobra.Command {
 			}
 			return &v
 		}
-		req := api.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
+		req := control.RecordRequest{Status: pos[0], Correctness: *correctness, LatencyUS: opt(*latency),
 			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: trial.LatencyKind(*kind), ScheduleID: *schedID,
 			Description: *desc, Source: *source}
 		if *cfgPath != "" {
-			data, err := readInput(*cfgPath, 1<<20)
+			data, err := inputfile.Read(*cfgPath, 1<<20)
 			if err != nil {
 				fmt.Fprintln(stderr, "amkctl record:", err)
 				return exitBadInput
@@ -253,7 +323,7 @@ func newRecordCmd() *cobra.Command {
 				return exitBadInput
 			}
 		}
-		return cf.onCampaign("record", pos[1:], stderr, func(ctx context.Context, cs control.Campaigns, id string) error {
+		return cf.onCampaign("record", pos[1:], stderr, func(ctx context.Context, cs control.Service, id string) error {
 			resp, err := cs.Record(ctx, id, req)
 			if err != nil {
 				return err
@@ -274,7 +344,7 @@ func newRecordCmd() *cobra.Command {
 
 func parseRegions(s string) (map[string]float64, error) {
 	out := map[string]float64{}
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok {
 			return nil, fmt.Errorf("--regions: %q is not region=fraction", part)
@@ -333,12 +403,21 @@ func newCampaignsCmd() *cobra.Command {
 // printCampaignTable prints one line per campaign.
 func printCampaignTable(stdout io.Writer, reports []campaign.StatusReport) {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP")
+	fmt.Fprintln(tw, "ID\tSTATUS\tEXPERIMENTS\tKEPT\tBEST US\tKIND\tSPEEDUP\tALERTS")
+	anyAlert := false
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
-			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"))
+		var alerts []string
+		for _, a := range r.Alerts {
+			alerts = append(alerts, a.Title)
+		}
+		anyAlert = anyAlert || len(alerts) > 0
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", r.ID, r.Status, r.ExperimentsRun, r.ExperimentsKept,
+			optFloat(r.BestUS, "%.3f"), orDash(string(r.BestKind)), optFloat(r.Speedup, "%.3fx"), orDash(strings.Join(alerts, "; ")))
 	}
 	tw.Flush()
+	if anyAlert {
+		fmt.Fprintln(stdout, "amkctl status CAMPAIGN says what is wrong and what to do")
+	}
 }
 
 func optFloat(f *float64, format string) string {

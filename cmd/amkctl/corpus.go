@@ -3,20 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 )
 
-func init() { addVerb(newCorpusCmd) }
+func init() { addVerb(groupCampaign, newCorpusCmd) }
 
-// maxCorpusBytes bounds a corpus, results.tsv or state file read by corpus.
-const maxCorpusBytes = 256 << 20
+// maxCorpusBytes bounds a corpus or state file read by corpus.
+const maxCorpusBytes = flywheel.MaxInspectBytes
 
 // corpusFlags are the flags every corpus subcommand shares.
 type corpusFlags struct {
@@ -100,7 +99,7 @@ func newCorpusMergeCmd() *cobra.Command {
 		}
 		var srcs [][]flywheel.Record
 		for _, f := range files {
-			data, err := readInput(f, maxCorpusBytes)
+			data, err := inputfile.Read(f, maxCorpusBytes)
 			if err != nil {
 				fmt.Fprintln(stderr, "amkctl corpus merge:", err)
 				return exitBadInput
@@ -142,7 +141,7 @@ summarised, not added). AMK's corpus.jsonl is imported with corpus merge.`,
 			fmt.Fprintln(stderr, "amkctl corpus import: --state FILE is required and no arguments are taken")
 			return exitBadInput
 		}
-		data, err := readInput(*state, maxCorpusBytes)
+		data, err := inputfile.Read(*state, maxCorpusBytes)
 		if err != nil {
 			fmt.Fprintln(stderr, "amkctl corpus import:", err)
 			return exitBadInput
@@ -197,16 +196,14 @@ func corpusRecordID(r flywheel.Record) string {
 	return p.ID()
 }
 
+// readAnyCorpus reads a corpus (amk's or AMK's format); a missing one is
+// empty.
 func readAnyCorpus(path string, stderr io.Writer) ([]flywheel.Record, int) {
-	data, err := readInput(path, maxCorpusBytes)
-	if os.IsNotExist(err) {
-		return nil, exitOK
-	}
+	recs, skipped, err := flywheel.ReadAnyCorpusFile(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl corpus:", err)
 		return nil, exitBadInput
 	}
-	recs, skipped := flywheel.ParseAnyCorpus(data)
 	if skipped > 0 {
 		fmt.Fprintf(stderr, "amkctl corpus: %s: skipped %d lines that are not corpus records\n", path, skipped)
 	}
@@ -220,22 +217,13 @@ func readResults(path, workspace string, stderr io.Writer) ([]flywheel.Row, int)
 	if path == "" {
 		paths = nil
 		if workspace != "" {
-			paths, _ = filepath.Glob(filepath.Join(workspace, "campaigns", "*", "results.tsv"))
+			paths = (&runner.Workspace{Dir: workspace}).ResultsPaths()
 		}
 	}
-	var rows []flywheel.Row
-	for _, p := range paths {
-		data, err := readInput(p, maxCorpusBytes)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl corpus:", err)
-			return nil, exitBadInput
-		}
-		r, err := flywheel.ParseRows(data)
-		if err != nil {
-			fmt.Fprintf(stderr, "amkctl corpus: %s: %v\n", p, err)
-			return nil, exitBadInput
-		}
-		rows = append(rows, r...)
+	rows, err := flywheel.ReadResultsFiles(paths...)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl corpus:", err)
+		return nil, exitBadInput
 	}
 	return rows, exitOK
 }

@@ -12,13 +12,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/internal/web"
 )
 
-func init() { addVerb(newDashboardCmd) }
+func init() { addVerb(groupCampaign, newDashboardCmd) }
 
 func newDashboardCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -38,7 +39,7 @@ func newDashboardCmd() *cobra.Command {
 	cmd.RunE = runVerb(func(_ []string, stdout, stderr io.Writer) int {
 		token := strings.TrimSpace(os.Getenv(envToken))
 		if *tokenFile != "" {
-			data, err := os.ReadFile(*tokenFile)
+			data, err := inputfile.ReadFile(*tokenFile, maxTokenFileBytes)
 			if err != nil {
 				fmt.Fprintf(stderr, "amkctl dashboard: --token-file: %v\n", err)
 				return exitBadInput
@@ -50,7 +51,7 @@ func newDashboardCmd() *cobra.Command {
 			fmt.Fprintf(stderr, "amkctl dashboard: %v\n", err)
 			return exitBadInput
 		}
-		h, err := web.Handler(web.Options{Campaigns: local, Token: token, Where: "workspace " + local.Workspace.Dir})
+		h, err := web.Handler(web.Options{Campaigns: control.New(local), Token: token, Where: "workspace " + local.Workspace.Dir})
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl dashboard: internal error: %v\n", err)
 			return exitInternal

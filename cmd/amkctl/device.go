@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
@@ -22,7 +22,7 @@ var openCUDALauncher func(ordinal int) (trial.Launcher, error)
 // The supervised launcher process behind --device emu (every build) and
 // --device cuda (a -tags cuda build).
 func init() {
-	addVerb(func() *cobra.Command {
+	addVerb(groupGPU, func() *cobra.Command {
 		return &cobra.Command{
 			Use:                gpu.ChildCommand,
 			Short:              "(internal) the supervised launcher process behind --device emu and --device cuda",

@@ -19,9 +19,11 @@
 // # Adding a verb
 //
 // One verb is one file, named after the verb (fib.go for "amkctl fib"), that
-// builds its *cobra.Command and registers the constructor from init:
+// builds its *cobra.Command and registers the constructor from init, in
+// one of the groups --help lists (main.go: groupCampaign, groupFleet,
+// groupFormats, groupGPU):
 //
-//	func init() { addVerb(newFibCmd) }
+//	func init() { addVerb(groupFormats, newFibCmd) }
 //
 //	func newFibCmd() *cobra.Command {
 //		cmd := &cobra.Command{
@@ -62,9 +64,10 @@
 //     themselves;
 //   - a verb that acts on one campaign starts from campaignVerb(use, short)
 //     (campaigns.go), which adds the campaign selectors, --workspace, --json
-//     and the remote flags, and runs its body with cf.onCampaign against
-//     internal/control.Campaigns: written once, it works on a local
-//     workspace and, with --server, on a scheduler;
+//     and the remote flags, and runs its body with cf.onCampaign against a
+//     control.Service: written once, it works on a local workspace and, with
+//     --server, on a scheduler; the operation itself is control's (an
+//     operator command is one line: see the note verb in lifecycle.go);
 //   - a verb that can act on a scheduler calls addRemoteFlags(cmd) (remote.go):
 //     that adds --server, --token and --token-file and lets
 //     "amkctl --server URL VERB" put those flags before the verb;

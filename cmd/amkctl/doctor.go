@@ -10,16 +10,18 @@ import (
 	"github.com/amk-dev/amk/internal/doctor"
 )
 
-func init() { addVerb(newDoctorCmd) }
+func init() { addVerb(groupGPU, newDoctorCmd) }
 
 func newDoctorCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "doctor [--workspace DIR] [--json]",
 		Short: "check this machine: runtime, memory, workspace, CUDA toolchain and device, reference numerics",
 		Long: `doctor checks what amk needs here: the build and runtime, CPUs and available
-memory, the workspace (writable, free space), nvcc (AMK_NVCC or PATH), whether
-this binary can open a GPU (a cuda build opens the device), and that the
-reference VM matches the eager oracle on the toy model.
+memory, the workspace (writable, free space), nvcc (the one the kernel tests
+use: AMK_NVCC, else the CUDA 12.4 compiler that make test installs into the
+checkout's .cache/cuda-12.4, else PATH), whether this binary can open a GPU
+(a cuda build opens the device), and that the reference VM matches the eager
+oracle on the toy model.
 Exit status: 0 ready (CPU-only included), 1 some check failed.`,
 	}
 	workspace := cmd.Flags().String("workspace", "workspace", "workspace directory to check")

@@ -9,22 +9,27 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
+	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newEvalCmd) }
+func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|emu|cuda] [--token-id T] [--pos P] [--weights F]",
+		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|emu|cuda] [--token-id T] [--pos P | --prompt-len N --gen-len N | --workload F] [--batch B] [--weights F] [--quantize w8a16|w4a16] [--quality N]",
 		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
-JSON on stdout (nothing else goes to stdout). Unknown config keys are not an
-error (seed 000's forward compatibility) but each is named in the verdict's
-notes and on stderr. Exit 0 iff the program is valid and correct, 1
-otherwise.`,
+JSON on stdout (nothing else goes to stdout). With --prompt-len, --gen-len
+or --workload it evaluates a decode workload instead: the start, middle and
+end of each generation, each checked from the same seeded KV cache, and
+the verdict's latency is the workload's mean time per decode step (its
+"positions" keep each one's figures). Unknown config keys are not an error
+(a newer amk may add knobs) but each is named in the verdict's notes
+and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 		ValidArgsFunction: completeModels,
 	}
 	fs := cmd.Flags()
@@ -35,7 +40,11 @@ otherwise.`,
 	flagAliases(fs, map[string]string{"token": "token-id"})
 	pos := fs.Int("pos", 0, "decode position of the checked step")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)")
-	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked; --device cpu)")
+	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked)")
+	wf := addWorkloadFlags(cmd, "; without a workload flag eval checks one step at --pos")
+	quantize := addQuantizeFlag(cmd)
+	quality := fs.Int("quality", 0, "with a quantised model: also compare its logits with the float model's over N greedy tokens "+
+		"(verdict model_quality; a figure of the weights, not of the schedule)")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 {
 			fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
@@ -44,7 +53,7 @@ otherwise.`,
 		var point []byte
 		if *cfgPath != "" {
 			var err error
-			if point, err = readInput(*cfgPath, 1<<20); err != nil {
+			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
 				fmt.Fprintln(stderr, "amkctl eval:", err)
 				return exitBadInput
 			}
@@ -57,8 +66,37 @@ otherwise.`,
 			return exitBadInput
 		}
 		defer closeLauncher(launcher)
-		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
-		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher}, stderr)
+		name, err := quantizedModel(args[0], *quantize)
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		if *quality < 0 {
+			fmt.Fprintln(stderr, "amkctl eval: --quality must be a token count >= 0")
+			return exitBadInput
+		}
+		spec := trial.Spec{Model: name, Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
+		if spec.Workload, err = wf.resolve(*batch); err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		if spec.Workload != nil {
+			if cmd.Flags().Changed("pos") {
+				fmt.Fprintln(stderr, "amkctl eval: --pos and a workload: the workload's positions are evaluated; give one or the other")
+				return exitBadInput
+			}
+			spec.Pos, spec.Batch = 0, 0
+		}
+		models := trial.NewModelCache(0)
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Models: models, Version: version.String()}, stderr)
+		if *quality > 0 && out.Verdict != nil {
+			q, err := trial.ModelQuality(context.Background(), models, name, *weights, trial.DefaultQualityPrompt, *quality)
+			if err != nil {
+				fmt.Fprintln(stderr, "amkctl eval: --quality:", err)
+				return exitBadInput
+			}
+			out.Verdict.ModelQuality = q
+		}
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
 				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -57,7 +57,7 @@ func TestQueuesExplainsProcessedCounts(t *testing.T) {
 	}))
 	defer srv.Close()
 	code, out, errOut := runCmd(t, "--server", srv.URL, "queues")
-	if code != 0 || !strings.Contains(out, "trials:h200") || !strings.Contains(out, api.QueueCountsNote) {
+	if code != 0 || !strings.Contains(out, "trials:h200") || !strings.Contains(out, control.QueueCountsNote) {
 		t.Fatalf("queues: code %d\n%s\n%s", code, out, errOut)
 	}
 }

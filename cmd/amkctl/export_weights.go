@@ -12,7 +12,7 @@ import (
 	"github.com/amk-dev/amk/model"
 )
 
-func init() { addVerb(newExportWeightsCmd) }
+func init() { addVerb(groupFormats, newExportWeightsCmd) }
 
 func newExportWeightsCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -11,15 +11,16 @@ import (
 	"github.com/amk-dev/amk/fib"
 )
 
-func init() { addVerb(newFibCmd) }
+func init() { addVerb(groupFormats, newFibCmd) }
 
 // newFibCmd is "amkctl fib": FlashInfer-Bench Definitions in, Definitions
 // and Traces out (package fib).
 func newFibCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fib validate|export|import",
-		Short: "FlashInfer-Bench: validate Definitions, export a model's Definitions and Traces, import a dataset for Loop 1",
+		Short: "FlashInfer-Bench: validate Definitions, export a model's Definitions and Traces, import a dataset for kernel tuning",
 	}
+	subcommandsOnly(cmd)
 	cmd.AddCommand(newFibValidateCmd(), newFibExportCmd(), newFibImportCmd())
 	return cmd
 }
@@ -27,7 +28,7 @@ func newFibCmd() *cobra.Command {
 func newFibValidateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate FILE|DIR...",
-		Short: "check Definitions (and a dataset's workloads, traces, solutions) against every seed-003 rule",
+		Short: "check Definitions (and a dataset's workloads, traces, solutions) against every rule of the FlashInfer-Bench format",
 		Long: `validate reads each FILE, or every .json/.jsonl under each DIR: *.json files are
 Definitions (Solutions under a solutions/ directory), *.jsonl files under workloads/
 hold workload entries and elsewhere Traces, checked against the Definitions found.
@@ -79,15 +80,15 @@ func worseStatus(a, b int) int {
 func newFibExportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export MODEL --gpu G -o DIR [--campaign ID [--workspace DIR]] [--results FILE] [--json]",
-		Short: "write the Definitions and workloads of a model's decode step (and a campaign's or Loop 1's verdicts as Traces)",
+		Short: "write the Definitions and workloads of a model's decode step (and a campaign's or kernel tuning's verdicts as Traces)",
 		Long: `export writes, in the FlashInfer-Bench dataset layout under DIR, one Definition
 per op of MODEL's decode step (embedding, RMSNorm, each projection shape, RoPE, KV
 append, GQA decode attention, split-KV combine, SwiGLU, residual add) plus the whole
 step as one fused Definition: the model's constants as const axes, batch and KV
 length as var axes, model: and stage:decode tags, a plain-PyTorch reference written
 for amk; and their workloads. --campaign adds the campaign's verdicts as Traces of
-the decode-step Definition (traces/amk/...), --results the Loop-1 rows of a
-results.tsv as Traces of the op Definitions (MODEL must be small, the preset Loop 1
+the decode-step Definition (traces/amk/...), --results the kernel-tuning rows of a
+results.tsv as Traces of the op Definitions (MODEL must be small, the preset kernel tuning
 cuts its cases from). A Trace's environment says measured-gpu or predicted; a
 verdict without a correctness PASS carries no latency.`,
 		ValidArgsFunction: completeModels,
@@ -97,7 +98,7 @@ verdict without a correctness PASS carries no latency.`,
 	out := fs.StringP("out", "o", "", "dataset directory to write (created)")
 	campaign := fs.String("campaign", "", "campaign id whose verdicts become Traces")
 	workspace := fs.String("workspace", "workspace", "workspace directory holding the campaign")
-	results := fs.String("results", "", "results.tsv whose Loop-1 (loop=instruction) rows become Traces")
+	results := fs.String("results", "", "results.tsv whose kernel-tuning (loop=instruction) rows become Traces")
 	asJSON := addJSONFlags(cmd, "print the summary as JSON")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 || *out == "" {
@@ -133,10 +134,10 @@ verdict without a correctness PASS carries no latency.`,
 func newFibImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import DIR",
-		Short: "map a dataset's Definitions onto amk micro-kernels: which become Loop-1 cases on their workloads, which cannot, and why",
+		Short: "map a dataset's Definitions onto amk micro-kernels: which become kernel-tuning cases on their workloads, which cannot, and why",
 		Long: `import reads a FlashInfer-Bench dataset directory, prints which Definitions map
 onto an amk micro-kernel (by op_type, dtypes and axes: a table, see package fib) with
-one Loop-1 case per workload, and which do not, with why. Tune on the imported
+one kernel-tuning case per workload, and which do not, with why. Tune on the imported
 workloads with: amkctl tune-instruction --fib DIR. Exit status: 0 when at least one
 workload maps, 1 when none does, 2 when DIR cannot be read.`,
 	}

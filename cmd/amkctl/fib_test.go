@@ -35,8 +35,8 @@ func TestFibValidateExitCodes(t *testing.T) {
 
 func TestFibImport(t *testing.T) {
 	code, out, errOut := runCmd(t, "fib", "import", filepath.Join("..", "..", "fib", "testdata", "import"))
-	for _, want := range []string{"[MAPPED]   gemm_n_4096_k_4096 (gemm) -> GEMV_TILE (M = 1), GEMM_TILE (M > 1), 2 Loop-1 case(s)",
-		"[MAPPED]   rmsnorm_d4096 (rmsnorm) -> RMSNORM, 2 Loop-1 case(s)",
+	for _, want := range []string{"[MAPPED]   gemm_n_4096_k_4096 (gemm) -> GEMV_TILE (M = 1), GEMM_TILE (M > 1), 2 kernel-tuning case(s)",
+		"[MAPPED]   rmsnorm_d4096 (rmsnorm) -> RMSNORM, 2 kernel-tuning case(s)",
 		"[UNMAPPED] gqa_hr4_dqk128_dvo128 (gqa)", "[UNMAPPED] gqa_paged_decode_h32_kv8_d128_ps1 (gqa_paged): paged KV cache",
 		"2 of 4 Definitions map"} {
 		if code != exitOK || !strings.Contains(out, want) {
@@ -113,6 +113,26 @@ func TestTuneInstructionFibOnTheCPU(t *testing.T) {
 	}
 }
 
+// Loop 1 on an amk export runs for the GPU the export was for, and a --gpu
+// that contradicts the export is refused.
+func TestTuneInstructionFibFollowsTheExport(t *testing.T) {
+	out := t.TempDir()
+	if code, _, errOut := runCmd(t, "fib", "export", "toy", "--gpu", "h200", "-o", out); code != exitOK {
+		t.Fatalf("fib export: exit %d %s", code, errOut)
+	}
+	code, stdout, errOut := runCmd(t, "tune-instruction", "--fib", out, "--device", "cpu", "--definition", "rmsnorm_h64")
+	if code != exitOK || !strings.Contains(stdout, `"gpu": "h200"`) {
+		t.Errorf("no --gpu: exit %d\n%s%s", code, stdout, errOut)
+	}
+	code, _, errOut = runCmd(t, "tune-instruction", "--fib", out, "--device", "cpu", "--gpu", "h100", "--definition", "rmsnorm_h64")
+	if code != exitBadInput || !strings.Contains(errOut, "exported for h200, not h100") {
+		t.Errorf("--gpu h100 on an h200 export: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCmd(t, "tune-instruction", "--fib", out, "--device", "cpu", "--gpu", "h200", "--definition", "rmsnorm_h64"); code != exitOK {
+		t.Errorf("--gpu h200 on an h200 export: exit %d %s", code, errOut)
+	}
+}
+
 // Loop-1 rows (loop=instruction) become measured-gpu Traces of the small
 // export's op Definitions; other models are refused.
 func TestFibExportLoop1Rows(t *testing.T) {
@@ -126,7 +146,7 @@ func TestFibExportLoop1Rows(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, errOut := runCmd(t, "fib", "export", "small", "--gpu", "h200", "-o", out, "--results", results)
-	if code != exitOK || !strings.Contains(stdout, "2 Loop-1 verdicts as Traces (measured-gpu)") {
+	if code != exitOK || !strings.Contains(stdout, "2 kernel-tuning verdicts as Traces (measured-gpu)") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, errOut)
 	}
 	if code, stdout, _ := runCmd(t, "fib", "validate", out); code != exitOK || !strings.Contains(stdout, "2 traces hold") {

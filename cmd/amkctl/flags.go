@@ -2,16 +2,19 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/trial"
 )
 
 // The flags several verbs share, spelled and explained the same way in each.
@@ -101,60 +104,6 @@ func completeModels(_ *cobra.Command, args []string, _ string) ([]string, cobra.
 	return model.PresetNames(), cobra.ShellCompDirectiveDefault
 }
 
-// readInput reads a file, or standard input for "-".
-func readInput(path string, limit int64) ([]byte, error) {
-	var r io.Reader
-	var size int64 // a regular file's size: its bytes are read into one buffer of that size
-	if path == "-" {
-		r = os.Stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			if fi.Size() > limit {
-				return nil, &inputTooLarge{path: path, limit: limit} // refused before reading
-			}
-			size = fi.Size()
-		}
-		r = f
-	}
-	// One byte more than the size, so that the read ends on io.EOF with no
-	// copy (io.ReadAll's doubling would copy a large file several times);
-	// a file that grew meanwhile, or a pipe, grows the buffer as it comes.
-	r = io.LimitReader(r, limit+1)
-	data := make([]byte, 0, max(size+1, 512))
-	for {
-		if len(data) == cap(data) {
-			data = append(data, 0)[:len(data)]
-		}
-		n, err := r.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if int64(len(data)) > limit {
-		return nil, &inputTooLarge{path: path, limit: limit}
-	}
-	return data, nil
-}
-
-// inputTooLarge is readInput's refusal of an input over its limit.
-type inputTooLarge struct {
-	path  string
-	limit int64
-}
-
-func (e *inputTooLarge) Error() string {
-	return fmt.Sprintf("%s is larger than %d bytes", e.path, e.limit)
-}
-
 // writeFileAtomic writes data to path through a temporary file and a rename,
 // so a crash never leaves a half-written file.
 func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(path, data) }
@@ -162,7 +111,7 @@ func writeFileAtomic(path string, data []byte) error { return atomicfile.Write(p
 // splitIDs parses "1,2,3" into token ids.
 func splitIDs(s string) ([]int32, error) {
 	var out []int32
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
 			continue
@@ -174,4 +123,145 @@ func splitIDs(s string) ([]int32, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// workloadFlags are --prompt-len, --gen-len and --workload: what a campaign
+// or an eval tunes for (trial.Workload).
+type workloadFlags struct {
+	cmd    *cobra.Command
+	prompt *string
+	gen    *int
+	file   *string
+}
+
+// addWorkloadFlags adds the workload flags; what evaluates one decode step
+// when none is given says so in more.
+func addWorkloadFlags(cmd *cobra.Command, more string) workloadFlags {
+	fs := cmd.Flags()
+	return workloadFlags{cmd: cmd,
+		prompt: fs.String("prompt-len", "", fmt.Sprintf("prompt length(s) of the workload, comma-separated (default %d)%s", trial.DefaultPromptLen, more)),
+		gen:    fs.Int("gen-len", trial.DefaultGenLen, "tokens generated after each prompt: the workload's decode steps"),
+		file:   fs.String("workload", "", "a workload file: {\"prompt_lens\": [...] or \"prompt_len\": N, \"gen_len\": N, \"batch\": B}"),
+	}
+}
+
+// given reports whether any workload flag was given.
+func (f workloadFlags) given() bool {
+	fs := f.cmd.Flags()
+	return fs.Changed("prompt-len") || fs.Changed("gen-len") || fs.Changed("workload")
+}
+
+// resolve is the workload the flags give, with batch (nil when no workload
+// flag was given): the file's, or the default's prompt and generation
+// lengths replaced by the flags given.
+func (f workloadFlags) resolve(batch int) (*trial.Workload, error) {
+	if !f.given() {
+		return nil, nil
+	}
+	w := trial.DefaultWorkload()
+	if *f.file != "" {
+		if f.cmd.Flags().Changed("prompt-len") || f.cmd.Flags().Changed("gen-len") {
+			return nil, fmt.Errorf("--workload and --prompt-len/--gen-len: give one or the other")
+		}
+		data, err := inputfile.Read(*f.file, trial.MaxWorkloadFileBytes)
+		if err != nil {
+			return nil, err
+		}
+		if w, err = trial.ReadWorkload(strings.NewReader(string(data))); err != nil {
+			return nil, err
+		}
+		if f.cmd.Flags().Changed("batch") {
+			if w, err = w.WithBatch(batch); err != nil {
+				return nil, fmt.Errorf("--batch and the workload file: %w", err)
+			}
+		}
+		return &w, nil
+	}
+	if *f.prompt != "" {
+		w.PromptLens = nil
+		for s := range strings.SplitSeq(*f.prompt, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return nil, fmt.Errorf("--prompt-len %q: %q is not a whole number", *f.prompt, s)
+			}
+			w.PromptLens = append(w.PromptLens, n)
+		}
+	}
+	w.GenLen, w.Batch = *f.gen, batch
+	return &w, w.Check()
+}
+
+// campaignWorkloadFlags are the campaign settings autoresearch and start
+// share: the workload (--batch and the workload flags) and
+// --speedup-target. They go into control.CreateRequest as given, which
+// checks them as it checks every front's.
+type campaignWorkloadFlags struct {
+	cmd      *cobra.Command
+	batch    *int
+	workload workloadFlags
+	speedup  *float64
+}
+
+// addCampaignWorkloadFlags adds the flags of campaignWorkloadFlags.
+func addCampaignWorkloadFlags(cmd *cobra.Command) campaignWorkloadFlags {
+	fs := cmd.Flags()
+	return campaignWorkloadFlags{cmd: cmd,
+		batch:    fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles); the workload's batch"),
+		workload: addWorkloadFlags(cmd, "; a workload other than the default names its own campaign"),
+		speedup:  fs.Float64("speedup-target", campaign.DefaultMoveOn().SpeedupTarget, "a new campaign stops once this fast against its baseline (0: never)"),
+	}
+}
+
+// apply sets the request's workload, batch and speedup target from the
+// flags given (those not given leave the request's defaults).
+func (f campaignWorkloadFlags) apply(req *control.CreateRequest) error {
+	fs := f.cmd.Flags()
+	if *f.batch < 1 {
+		return fmt.Errorf("--batch must be >= 1, got %d", *f.batch)
+	}
+	if fs.Changed("batch") {
+		req.Batch = f.batch
+	}
+	w, err := f.workload.resolve(*f.batch)
+	if err != nil {
+		return err
+	}
+	req.Workload = w
+	if fs.Changed("speedup-target") {
+		if req.MoveOn == nil {
+			req.MoveOn = &control.MoveOn{}
+		}
+		req.MoveOn.SpeedupTarget = f.speedup
+	}
+	return nil
+}
+
+// addQuantizeFlag adds --quantize, the weight quantization of MODEL
+// (model.ParseQuantization: w8a16, w4a16, w4a16-g64, ...).
+func addQuantizeFlag(cmd *cobra.Command) *string {
+	q := cmd.Flags().String("quantize", "", "quantise MODEL's projection weights: w8a16 (int8, a scale per output channel) or "+
+		"w4a16 (int4, groups of 128; -g32/-g64 for smaller groups; -fphead keeps the lm_head bf16); the same as MODEL:SCHEME")
+	_ = cmd.RegisterFlagCompletionFunc("quantize", cobra.FixedCompletions([]string{"w8a16", "w4a16", "w4a16-g64", "w4a16-g32"}, cobra.ShellCompDirectiveNoFileComp))
+	return q
+}
+
+// quantizedModel is the model argument with --quantize applied
+// ("small" + "w8a16" -> "small:w8a16"); a MODEL that already names another
+// scheme is refused.
+func quantizedModel(arg, quantize string) (string, error) {
+	q, err := model.ParseQuantization(quantize)
+	if err != nil {
+		return "", fmt.Errorf("--quantize: %w", err)
+	}
+	name, has, err := model.SplitModelSpec(arg)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case !q.On():
+		return arg, nil
+	case has.On() && has != q:
+		return "", fmt.Errorf("MODEL %q names %s, --quantize %s", arg, has, q)
+	}
+	return model.ModelSpec(name, q), nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -71,6 +72,10 @@ func TestVersionAndCompletion(t *testing.T) {
 	if code != exitOK || !strings.HasPrefix(out, "amkctl ") || len(strings.TrimSpace(out)) <= len("amkctl") {
 		t.Errorf("--version: exit %d, %q", code, out)
 	}
+	// The version, the commit and the build date, each named.
+	if !strings.Contains(out, ", commit ") || !regexp.MustCompile(`, built \d{4}-\d\d-\d\d `).MatchString(out) {
+		t.Errorf("--version does not give the commit and the build date: %q", out)
+	}
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		code, out, errOut := runCmd(t, "completion", shell)
 		if code != exitOK || !strings.Contains(out, "amkctl") {
@@ -113,5 +118,30 @@ func TestPanicsBecomeOneLine(t *testing.T) {
 	code := execute(root, []string{"boom"}, &errOut)
 	if code != exitInternal || errOut.String() != "amkctl boom: internal error: kaput (please report it with the command line)\n" {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// Every verb that only groups subcommands behaves alike: bare, it says a
+// subcommand is required, prints its help on stderr and exits 2; an
+// unknown subcommand is a usage error that names the subcommands.
+func TestBareGroupVerbsAgree(t *testing.T) {
+	seen := 0
+	for _, c := range newRoot(io.Discard, io.Discard).Commands() {
+		if !c.HasAvailableSubCommands() || c.Name() == "corpus" || c.Name() == "help" || c.Name() == "completion" {
+			continue // corpus summarises a corpus when bare
+		}
+		seen++
+		code, out, errOut := runCmd(t, c.Name())
+		if code != exitBadInput || out != "" || !strings.Contains(errOut, "a subcommand is required") || !strings.Contains(errOut, "Available Commands:") {
+			t.Errorf("bare amkctl %s: exit %d, stdout %q, stderr %q", c.Name(), code, out, errOut)
+		}
+		sub := c.Commands()[0].Name()
+		code, _, errOut = runCmd(t, c.Name(), sub+"x")
+		if code != exitBadInput || !strings.Contains(errOut, "unknown subcommand") || !strings.Contains(errOut, sub) {
+			t.Errorf("amkctl %s %sx: exit %d, stderr %q", c.Name(), sub, code, errOut)
+		}
+	}
+	if seen < 4 {
+		t.Errorf("only %d verbs with subcommands (fib, mpk, ir, pipeline at least)", seen)
 	}
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/mcpserver"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
 )
 
 // TestLoopAndReferencePaths: docs/spec/loop.md's loop verb runs --budget trials, and
@@ -124,14 +125,28 @@ func TestCorpusVerb(t *testing.T) {
 	}
 }
 
+// --batch, --prompt-len and --gen-len make the campaign's workload; a
+// workload other than the default names a campaign of its own.
 func TestStartBatch(t *testing.T) {
 	ws := t.TempDir()
 	if code, _, errOut := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "3", "--workspace", ws); code != 0 {
 		t.Fatalf("start --batch 3: %d %s", code, errOut)
 	}
-	data, err := os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu", "ledger.json"))
-	if err != nil || !strings.Contains(string(data), `"batch":3`) {
+	data, err := os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu-p512-g128-b3", "ledger.json"))
+	if err != nil || !strings.Contains(string(data), `"workload":{"prompt_lens":[512],"gen_len":128,"batch":3}`) {
 		t.Fatalf("the campaign's settings lack batch 3: %v", err)
+	}
+	if code, _, errOut := runCmd(t, "start", "toy", "--gpu", "h200", "--prompt-len", "100,200", "--gen-len", "8", "--workspace", ws); code != 0 {
+		t.Fatalf("start --prompt-len 100,200 --gen-len 8: %d %s", code, errOut)
+	}
+	data, err = os.ReadFile(filepath.Join(ws, "campaigns", "toy-h200-cpu-p100_200-g8", "ledger.json"))
+	if err != nil || !strings.Contains(string(data), `"workload":{"prompt_lens":[100,200],"gen_len":8,"batch":1}`) {
+		t.Fatalf("the campaign's settings lack the workload: %v", err)
+	}
+	for _, bad := range [][]string{{"--prompt-len", "x"}, {"--gen-len", "0"}, {"--prompt-len", "-1"}, {"--workload", "/nonexistent"}} {
+		if code, _, _ := runCmd(t, append([]string{"start", "toy", "--gpu", "h200", "--workspace", ws, "--name", "bad"}, bad...)...); code != 2 {
+			t.Errorf("%v: code %d, want 2", bad, code)
+		}
 	}
 	if code, _, _ := runCmd(t, "start", "toy", "--gpu", "h200", "--batch", "0", "--workspace", ws, "--name", "z"); code != 2 {
 		t.Errorf("--batch 0: code %d", code)
@@ -139,14 +154,16 @@ func TestStartBatch(t *testing.T) {
 }
 
 // TestLoopFromCLIAndMCPAgree: amkctl loop and the MCP server's loop tool,
-// given the same options, run the same campaign (one implementation,
-// internal/control's StartRun): the same id, settings, environment and,
+// given the same options (a workload and a speedup target among them),
+// run the same campaign (one implementation,
+// control's StartRun): the same id, settings, environment and,
 // with one worker and a seed, the same trials.
 func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	dir := t.TempDir()
 	cliWS, mcpWS := filepath.Join(dir, "cli"), filepath.Join(dir, "mcp")
 	code, _, errOut := runCmd(t, "loop", "toy", "--gpu", "h200", "--budget", "3", "--seed", "7", "--cold", "--overnight",
-		"--restart-after", "4", "--epsilon", "0.2", "--batch", "2", "--workers", "1", "--name", "same", "--workspace", cliWS)
+		"--restart-after", "4", "--epsilon", "0.2", "--batch", "2", "--prompt-len", "40,20", "--gen-len", "4", "--speedup-target", "0",
+		"--workers", "1", "--name", "same", "--workspace", cliWS)
 	if code != exitOK {
 		t.Fatalf("amkctl loop: exit %d\n%s", code, errOut)
 	}
@@ -155,7 +172,7 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Campaigns: local, Version: "test"})
+	srv, err := mcpserver.New(mcpserver.Options{Campaigns: control.New(local), Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +189,8 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 	}
 	defer func() { _ = client.Close(); _ = ss.Wait() }()
 	res, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "loop", Arguments: map[string]any{"model": "toy", "gpu": "h200",
-		"budget": 3, "seed": 7, "cold": true, "overnight": true, "restart_after": 4, "epsilon": 0.2, "batch": 2, "workers": 1, "name": "same"}})
+		"budget": 3, "seed": 7, "cold": true, "overnight": true, "restart_after": 4, "epsilon": 0.2, "batch": 2,
+		"workload": map[string]any{"prompt_lens": []int{40, 20}, "gen_len": 4}, "speedup_target": 0, "workers": 1, "name": "same"}})
 	if err != nil || res.IsError {
 		t.Fatalf("MCP loop: %v %+v", err, res)
 	}
@@ -199,7 +217,8 @@ func TestLoopFromCLIAndMCPAgree(t *testing.T) {
 		}
 	}
 	cli, viaMCP := states[0], states[1]
-	if cli.Settings.Batch != 2 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
+	want := trial.Workload{PromptLens: []int{40, 20}, GenLen: 4, Batch: 2}
+	if cli.Settings.Workload == nil || !cli.Settings.Workload.Equal(want) || cli.Settings.MoveOn.SpeedupTarget != 0 || cli.Settings.RestartAfter != 4 || cli.Settings.Epsilon != 0.2 || !cli.Settings.Overnight || !cli.Cold || cli.Seed != 7 {
 		t.Errorf("the CLI's options were not kept: %+v seed %d cold %v", cli.Settings, cli.Seed, cli.Cold)
 	}
 	if !reflect.DeepEqual(cli.Settings, viaMCP.Settings) || cli.Seed != viaMCP.Seed || cli.Cold != viaMCP.Cold || cli.Env != viaMCP.Env ||

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
 	"github.com/amk-dev/amk/model"
@@ -13,14 +14,14 @@ import (
 	"github.com/amk-dev/amk/validate"
 )
 
-func init() { addVerb(newLowerCmd) }
+func init() { addVerb(groupFormats, newLowerCmd) }
 
 // loadPoint reads a config file, or returns the canonical default for "".
 func loadPoint(path string) (schedule.Point, error) {
 	if path == "" {
 		return schedule.Default(), nil
 	}
-	data, err := readInput(path, 1<<20)
+	data, err := inputfile.Read(path, 1<<20)
 	if err != nil {
 		return schedule.Point{}, err
 	}
@@ -38,7 +39,15 @@ func newLowerCmd() *cobra.Command {
 	pos := cmd.Flags().Int("pos", 0, "decode position")
 	outPath := cmd.Flags().StringP("out", "o", "-", "output file, - for stdout")
 	format := cmd.Flags().String("format", "amk", "amk (a program file) or mpk (an MPK task_graph.json)")
+	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		if len(pos0) == 1 {
+			var err error
+			if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+				fmt.Fprintln(stderr, "amkctl lower:", err)
+				return exitBadInput
+			}
+		}
 		return lower(pos0, *gpu, *cfgPath, *pos, *outPath, *format, stdout, stderr)
 	})
 	return cmd

@@ -12,12 +12,35 @@ import (
 	"github.com/amk-dev/amk/internal/version"
 )
 
-// verbs are the constructors of amkctl's verbs. Each verb's file adds its
-// own from init (see doc.go), so a verb is added without touching this file.
-var verbs []func() *cobra.Command
+// verbs are the constructors of amkctl's verbs, with their groups. Each
+// verb's file adds its own from init (see doc.go), so a verb is added
+// without touching this file.
+var verbs []verb
 
-// addVerb registers a verb's constructor.
-func addVerb(newCmd func() *cobra.Command) { verbs = append(verbs, newCmd) }
+type verb struct {
+	group  string
+	newCmd func() *cobra.Command
+}
+
+// The groups of verbs in --help, in this order.
+const (
+	groupCampaign = "campaign"
+	groupFleet    = "fleet"
+	groupFormats  = "formats"
+	groupGPU      = "gpu"
+)
+
+var groups = []*cobra.Group{
+	{ID: groupCampaign, Title: "Campaigns (a workspace here, or a scheduler with --server):"},
+	{ID: groupFleet, Title: "Fleet (a scheduler's workers and queues, with --server):"},
+	{ID: groupFormats, Title: "Programs, models and file formats:"},
+	{ID: groupGPU, Title: "GPU, kernels and the cost model:"},
+}
+
+// addVerb registers a verb's constructor in one of the groups.
+func addVerb(group string, newCmd func() *cobra.Command) {
+	verbs = append(verbs, verb{group: group, newCmd: newCmd})
+}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -33,7 +56,7 @@ workspace or on a scheduler (--server URL, or $` + envServer + `). --server,
 amkctl --server URL status.
 
 ` + exitCodesHelp,
-		Version:       version.String(),
+		Version:       version.Long(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
@@ -44,13 +67,17 @@ amkctl --server URL status.
 	})
 	root.SetVersionTemplate("amkctl {{.Version}}\n")
 	root.SetUsageTemplate(usageTemplate)
+	root.AddGroup(groups...)
+	root.SetHelpCommandGroupID("")
+	root.SetCompletionCommandGroupID("")
 	seen := map[string]bool{}
-	for _, newCmd := range verbs {
-		c := newCmd()
+	for _, v := range verbs {
+		c := v.newCmd()
 		if seen[c.Name()] {
 			panic("amkctl: duplicate verb " + c.Name())
 		}
 		seen[c.Name()] = true
+		c.GroupID = v.group
 		root.AddCommand(c)
 	}
 	// Every verb's Use line already shows its flags.
@@ -122,8 +149,38 @@ func runVerb(body func(args []string, stdout, stderr io.Writer) int) func(*cobra
 	}
 }
 
-// usageTemplate is cobra's default usage template with the exit codes
-// added to every verb's help.
+// subcommandsOnly makes cmd a verb that only groups subcommands, as every
+// such verb behaves: bare, it says a subcommand is required and prints its
+// help on stderr; with an unknown subcommand it names the subcommands, with
+// a suggestion. Both are usage errors (exitBadInput), as go mod or go work
+// without a subcommand are.
+func subcommandsOnly(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		stderr := c.ErrOrStderr()
+		var names []string
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() {
+				names = append(names, sub.Name())
+			}
+		}
+		if len(args) == 0 {
+			fmt.Fprintf(stderr, "%s: a subcommand is required (one of: %s)\n\n", c.CommandPath(), strings.Join(names, ", "))
+			c.SetOut(stderr)
+			_ = c.Help()
+			return exitStatus(exitBadInput)
+		}
+		msg := fmt.Sprintf("%s: unknown subcommand %q (one of: %s)", c.CommandPath(), args[0], strings.Join(names, ", "))
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		fmt.Fprintln(stderr, msg)
+		return exitStatus(exitBadInput)
+	}
+}
+
+// usageTemplate is cobra's default usage template (verbs by group) with
+// the exit codes added to every verb's help.
 const usageTemplate = `Usage:{{if .Runnable}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
   {{.CommandPath}} [command]{{end}}{{if gt (len .Aliases) 0}}
@@ -132,10 +189,16 @@ Aliases:
   {{.NameAndAliases}}{{end}}{{if .HasExample}}
 
 Examples:
-{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}{{$cmds := .Commands}}{{if eq (len .Groups) 0}}
 
-Available Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
-  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+Available Commands:{{range $cmds}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{else}}{{range $group := .Groups}}
+
+{{.Title}}{{range $cmds}}{{if (and (eq .GroupID $group.ID) (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if not .AllChildCommandsHaveGroup}}
+
+Additional Commands:{{range $cmds}}{{if (and (eq .GroupID "") (or .IsAvailableCommand (eq .Name "help")))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
 
 Flags:
 {{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}

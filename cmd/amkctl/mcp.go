@@ -24,15 +24,15 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newMCPCmd) }
+func init() { addVerb(groupCampaign, newMCPCmd) }
 
 func newMCPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--workspace DIR | --server URL] [--http 127.0.0.1:PORT]",
 		Short: "serve amk's loops to coding agents over MCP (stdio; --http: streamable HTTP on loopback)",
-		Long: `mcp serves the tools of seed 001's loop contract to a coding agent over the
-Model Context Protocol: doctor, propose, eval, loop, tune_instruction,
-autoresearch, cancel, status, next, report, record and campaigns, and the
+		Long: `mcp serves amk's tools to a coding agent over the Model Context Protocol:
+doctor, propose, eval, loop, tune_instruction, autoresearch, cancel, status,
+next, report, record, note, campaigns and trial, and the
 resources amk://campaigns/ID/report.md and amk://campaigns/ID/results.tsv.
 It speaks on stdin/stdout (register "amkctl mcp" in the agent's .mcp.json);
 with --http ADDR it serves streamable HTTP on a loopback address instead, to

@@ -2,19 +2,19 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"math"
-	"sort"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
-	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/ir/mpk/rank"
+	"github.com/amk-dev/amk/programfile"
 )
 
-func init() { addVerb(newMPKCmd) }
+func init() { addVerb(groupFormats, newMPKCmd) }
 
 // addMPKRuntimeFlags adds the flags of the MPK launch a graph is checked for.
 func addMPKRuntimeFlags(cmd *cobra.Command) *mpkRuntime {
@@ -34,10 +34,7 @@ func newMPKCmd() *cobra.Command {
 "amkctl validate FILE" recognises such a graph too and checks it for the
 default launch; "amkctl lower ... --format mpk" writes a lowered schedule as one.`,
 	}
-	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
-		fmt.Fprintln(stderr, "amkctl mpk: a subcommand is required: check, rank, import or export")
-		return exitBadInput
-	})
+	subcommandsOnly(cmd)
 
 	check := &cobra.Command{
 		Use:   "check FILE... [--workers N] [--queue-len N] [--gpus N] [--json]",
@@ -52,7 +49,9 @@ Exit status: 0 all valid, 1 some graph rejected, 2 some file unreadable or malfo
 			fmt.Fprintln(stderr, "amkctl mpk check: at least one FILE is required")
 			return exitBadInput
 		}
-		return validateFiles(files, checkRT.options(), ir.Limits{}, *checkJSON, stdout, stderr)
+		return validateFiles("mpk check", files, func(f string) (programfile.Checked, error) {
+			return programfile.CheckMPK(f, checkRT.options())
+		}, *checkJSON, stdout, stderr)
 	})
 
 	rank := &cobra.Command{
@@ -113,42 +112,6 @@ func (r mpkRuntime) options() mpk.CheckOptions {
 	return mpk.CheckOptions{Workers: r.workers, QueueLen: r.queueLen, GPUs: r.gpus}
 }
 
-// readMPK reads and decodes a task-graph file.
-func readMPK(path string) (*mpk.Graph, error) {
-	data, err := readInput(path, mpk.MaxGraphBytes)
-	if err != nil {
-		return nil, err
-	}
-	return mpk.Decode(data)
-}
-
-// checkMPK checks an MPK task graph for validate: its report as text and
-// JSON, and whether it is valid. A malformed graph is an error.
-func checkMPK(data []byte, opt mpk.CheckOptions) (text string, raw json.RawMessage, ok bool, err error) {
-	g, err := mpk.Decode(data)
-	if err != nil {
-		return "", nil, false, err
-	}
-	rep := mpk.Check(g, opt)
-	raw, err = json.Marshal(rep)
-	return rep.String(), raw, rep.OK, err
-}
-
-// mpkRanked is one graph's line in mpk rank.
-type mpkRanked struct {
-	Rank          int      `json:"rank"`
-	File          string   `json:"file"`
-	Valid         bool     `json:"valid"`
-	LatencyUS     float64  `json:"latency_us"`
-	LatencyKind   string   `json:"latency_kind"`
-	BoundUS       float64  `json:"bound_us"`
-	PctOfRoofline float64  `json:"pct_of_roofline"`
-	Tasks         int      `json:"tasks"`
-	Events        int      `json:"events"`
-	GPU           string   `json:"gpu"`
-	Notes         []string `json:"notes"`
-}
-
 // rankMPK checks each graph, predicts the latency of every valid one on a
 // target with amk's cost model, and writes them fastest first. A rejected
 // or unreadable graph gets no latency (its report goes to stderr).
@@ -159,41 +122,31 @@ func rankMPK(files []string, gpu string, rt mpkRuntime, asJSON bool, stdout, std
 		return exitBadInput
 	}
 	status := exitOK
-	var ranked []mpkRanked
+	var ranked []rank.Entry
 	for _, f := range files {
-		g, err := readMPK(f)
+		g, err := programfile.ReadMPK(f)
 		if err != nil {
 			fmt.Fprintf(stderr, "amkctl mpk rank: %s: %v\n", f, err)
 			status = exitBadInput
 			continue
 		}
-		if rep := mpk.Check(g, rt.options()); !rep.OK {
+		e, rep, err := rank.Predict(f, g, target, rt.options())
+		switch {
+		case errors.Is(err, rank.ErrRejected):
 			fmt.Fprintf(stderr, "amkctl mpk rank: %s: no latency without a PASS:\n%s\n", f, rep)
 			status = max(status, exitRejected)
 			continue
-		}
-		p, err := mpk.ToProgram(g)
-		if err != nil {
+		case err != nil:
 			fmt.Fprintf(stderr, "amkctl mpk rank: %s: %v\n", f, err)
 			status = exitBadInput
 			continue
 		}
-		cost := schedule.Predict(p, target, schedule.Default())
-		r := mpkRanked{File: f, Valid: true, LatencyUS: ir.RoundTo(cost.PredictedUS, 3), LatencyKind: "predicted",
-			BoundUS: ir.RoundTo(cost.BandwidthBoundUS, 3), Tasks: len(g.Tasks), Events: len(g.Events), GPU: target.Name,
-			Notes: append([]string{"amk's cost model on the graph's translation; MPK's kernels are not run, so numerics are not checked"}, cost.Notes...)}
-		if cost.BandwidthBoundUS > 0 && !math.IsNaN(cost.PredictedUS) {
-			r.PctOfRoofline = ir.RoundTo(cost.PredictedUS/cost.BandwidthBoundUS*100, 1)
-		}
-		ranked = append(ranked, r)
+		ranked = append(ranked, e)
 	}
-	sort.SliceStable(ranked, func(i, j int) bool { return ranked[i].LatencyUS < ranked[j].LatencyUS })
-	for i := range ranked {
-		ranked[i].Rank = i + 1
-	}
+	rank.Order(ranked)
 	if asJSON {
 		if ranked == nil {
-			ranked = []mpkRanked{}
+			ranked = []rank.Entry{}
 		}
 		out, _ := json.MarshalIndent(ranked, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", out)
@@ -210,7 +163,7 @@ func rankMPK(files []string, gpu string, rt mpkRuntime, asJSON bool, stdout, std
 
 // importMPK translates a task graph into an amk program file.
 func importMPK(file, outPath string, stdout, stderr io.Writer) int {
-	g, err := readMPK(file)
+	g, err := programfile.ReadMPK(file)
 	if err != nil {
 		fmt.Fprintf(stderr, "amkctl mpk import: %s: %v\n", file, err)
 		return exitBadInput
@@ -220,7 +173,8 @@ func importMPK(file, outPath string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "amkctl mpk import: %s: %v\n", file, err)
 		return exitRejected
 	}
-	return writeOut("mpk import", outPath, ir.Encode(p), stdout, stderr)
+	return writeOut("mpk import", outPath, ir.Encode(p),
+		fmt.Sprintf("an amk program: %d tasks, %d buffers, %d counters", len(p.Tasks), len(p.Buffers), len(p.Counters)), stdout, stderr)
 }
 
 // exportMPK writes an amk program file as an MPK task graph.
@@ -235,11 +189,14 @@ func exportMPK(file, outPath string, gpuID int, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "amkctl mpk export: %s: %v\n", file, err)
 		return exitRejected
 	}
-	return writeOut("mpk export", outPath, mpk.Encode(g), stdout, stderr)
+	return writeOut("mpk export", outPath, mpk.Encode(g),
+		fmt.Sprintf("an MPK task graph: %d tasks, %d events", len(g.Tasks), len(g.Events)), stdout, stderr)
 }
 
-// writeOut writes a verb's document to stdout ("-") or atomically to a file.
-func writeOut(verb, outPath string, data []byte, stdout, stderr io.Writer) int {
+// writeOut writes a verb's document to stdout ("-") or atomically to a
+// file; a file written is confirmed on stderr with what, summary, it holds
+// (as lower does), so that stdout only ever carries documents.
+func writeOut(verb, outPath string, data []byte, summary string, stdout, stderr io.Writer) int {
 	if outPath == "-" {
 		fmt.Fprintln(stdout, string(data))
 		return exitOK
@@ -248,5 +205,6 @@ func writeOut(verb, outPath string, data []byte, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "amkctl %s: %v\n", verb, err)
 		return exitBadInput
 	}
+	fmt.Fprintf(stderr, "wrote %s: %s\n", outPath, summary)
 	return exitOK
 }

@@ -93,3 +93,27 @@ func TestMPKRankLabelsPredicted(t *testing.T) {
 		t.Fatalf("stderr: %s", errOut)
 	}
 }
+
+// mpk check answers in its own name and in a task graph's terms, and
+// mpk import and export confirm the file they wrote.
+func TestMPKCheckAndImportSpeakForThemselves(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte(`{}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "mpk", "check", empty)
+	if code != exitBadInput || !strings.HasPrefix(errOut, "amkctl mpk check: ") || !strings.Contains(errOut, "all_tasks") || strings.Contains(errOut, "ir_version") {
+		t.Errorf("mpk check {}: code %d, %q", code, errOut)
+	}
+	back := filepath.Join(dir, "prog.json")
+	code, out, errOut := runCmd(t, "mpk", "import", filepath.Join(mpkTestdata, "good", "export_toy.json"), "-o", back)
+	if code != exitOK || out != "" || !strings.HasPrefix(errOut, "wrote "+back+": an amk program: ") || !strings.Contains(errOut, " tasks") {
+		t.Errorf("mpk import -o: code %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	graph := filepath.Join(dir, "graph.json")
+	code, _, errOut = runCmd(t, "mpk", "export", back, "-o", graph)
+	if code != exitOK || !strings.HasPrefix(errOut, "wrote "+graph+": an MPK task graph: ") {
+		t.Errorf("mpk export -o: code %d, stderr %q", code, errOut)
+	}
+}

@@ -7,11 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pipeline"
 )
 
-func init() { addVerb(newPipelineCmd) }
+func init() { addVerb(groupGPU, newPipelineCmd) }
 
 // newPipelineCmd is "pipeline", the instruction-level schedule tools:
 // check and simulate.
@@ -20,14 +21,7 @@ func newPipelineCmd() *cobra.Command {
 		Use:   "pipeline check|simulate FILE",
 		Short: "instruction-level pipeline schedules (AMD's 4-wave matmul style): prove one hazard-free, predict its MMA utilisation",
 	}
-	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
-		if len(args) == 0 {
-			fmt.Fprintln(stderr, "amkctl pipeline: a subcommand is required: amkctl pipeline check FILE | simulate FILE --gpu G")
-		} else {
-			fmt.Fprintf(stderr, "amkctl pipeline: unknown subcommand %q: amkctl pipeline check FILE | simulate FILE --gpu G\n", args[0])
-		}
-		return exitBadInput
-	})
+	subcommandsOnly(cmd)
 	check := &cobra.Command{
 		Use:   "check FILE [--json] [--listing]",
 		Short: "prove a pipeline schedule free of hazards, or list them one per line",
@@ -132,7 +126,7 @@ func loadPipelineSchedule(verb string, args []string, stderr io.Writer) (*pipeli
 		fmt.Fprintf(stderr, "amkctl pipeline %s: exactly one FILE is required (\"-\" reads standard input)\n", verb)
 		return nil, exitBadInput
 	}
-	data, err := readInput(args[0], pipeline.MaxFileBytes)
+	data, err := inputfile.Read(args[0], pipeline.MaxFileBytes)
 	if err == nil {
 		var s *pipeline.Schedule
 		if s, err = pipeline.Decode(data); err == nil {

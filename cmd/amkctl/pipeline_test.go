@@ -85,18 +85,28 @@ func TestPipelineSimulateVerb(t *testing.T) {
 	}
 }
 
+// --budget bounds the variants proved and simulated, AMD's 4-wave variant
+// first; a budget the size of the space covers it.
 func TestTuneInstructionGemmPipeline(t *testing.T) {
-	code, out, errOut := runCmd(t, "tune-instruction", "gemm_pipeline", "--gpu", "mi300x", "--budget", "2")
-	var sum struct {
+	type summary struct {
 		LatencyKind string `json:"latency_kind"`
 		Variants    int
+		Space       int
 		Safe        int
 		Best        []struct{ Rank int }
 		Seed4Wave   *struct{ Rank int } `json:"seed_4wave"`
 	}
+	code, out, errOut := runCmd(t, "tune-instruction", "gemm_pipeline", "--gpu", "mi300x", "--budget", "5")
+	var sum summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != exitOK || sum.LatencyKind != "predicted" ||
-		sum.Safe == 0 || sum.Safe == sum.Variants || len(sum.Best) != 2 || sum.Seed4Wave == nil || sum.Seed4Wave.Rank != 1 {
-		t.Fatalf("exit %d %v: %q %q", code, err, out, errOut)
+		sum.Variants != 5 || sum.Space != 144 || sum.Safe == 0 || len(sum.Best) != sum.Safe || sum.Seed4Wave == nil {
+		t.Fatalf("--budget 5: exit %d %v: %q %q", code, err, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "tune-instruction", "gemm_pipeline", "--gpu", "mi300x", "--budget", "1000")
+	sum = summary{}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || code != exitOK || sum.Variants != 144 ||
+		sum.Safe == 0 || sum.Safe == sum.Variants || len(sum.Best) != 10 || sum.Seed4Wave == nil || sum.Seed4Wave.Rank != 1 {
+		t.Fatalf("--budget 1000: exit %d %v: %q %q", code, err, out, errOut)
 	}
 }
 

@@ -6,13 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
 )
 
-func init() { addVerb(newProposeCmd) }
+func init() { addVerb(groupCampaign, newProposeCmd) }
 
 func schedulePointJSON(p schedule.Point) string { return string(pyjson.Indent(p.Value())) }
 
@@ -25,7 +26,15 @@ func newProposeCmd() *cobra.Command {
 	gpu := addGPUFlag(cmd, "h100", "")
 	device := addDeviceFlag(cmd, "cpu or cuda: kernel-build knobs are levers only on cuda")
 	incPath := cmd.Flags().String("incumbent", "", "a schedule config JSON to present as the incumbent; empty: the canonical default")
+	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		if len(pos0) == 1 {
+			var err error
+			if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+				fmt.Fprintln(stderr, "amkctl propose:", err)
+				return exitBadInput
+			}
+		}
 		return propose(pos0, *gpu, *device, *incPath, stdout, stderr)
 	})
 	return cmd
@@ -53,7 +62,7 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 	}
 	inc := schedule.Default()
 	if incPath != "" {
-		data, err := readInput(incPath, 1<<20)
+		data, err := inputfile.Read(incPath, 1<<20)
 		if err == nil {
 			inc, err = schedule.ParsePoint(data)
 		}
@@ -62,7 +71,7 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 			return exitBadInput
 		}
 	}
-	doc := schedule.Surface(cfg.Name, target, dev, inc)
+	doc := schedule.SurfaceFor(cfg.Name, target, dev, cfg.Quant.On(), inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
 	return exitOK
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/amk-dev/amk/model"
 )
 
-func init() { addVerb(newTargetsCmd) }
+func init() { addVerb(groupGPU, newTargetsCmd) }
 
 func newTargetsCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -10,15 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/internal/filemap"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/ir/mpk"
-	"github.com/amk-dev/amk/validate"
+	"github.com/amk-dev/amk/programfile"
 )
 
 func init() {
-	addVerb(newValidateCmd)
-	addVerb(newIRCmd)
+	addVerb(groupFormats, newValidateCmd)
+	addVerb(groupFormats, newIRCmd)
 }
 
 func newValidateCmd() *cobra.Command {
@@ -49,7 +49,10 @@ malformed.`,
 			return exitBadInput
 		}
 		defer oneShotGC(*lim)()
-		return validateFiles(files, mpk.CheckOptions{}, *lim, *asJSON, stdout, stderr)
+		return validateFiles("validate", files, func(f string) (programfile.Checked, error) {
+			c, err := programfile.Check(f, mpk.CheckOptions{}, *lim)
+			return c, programError(err)
+		}, *asJSON, stdout, stderr)
 	})
 	return cmd
 }
@@ -85,9 +88,9 @@ func addProgramLimitFlags(cmd *cobra.Command) *ir.Limits {
 	return lim
 }
 
-// validateFiles validates program files (within lim) and MPK task graphs
-// (the latter for the launch mpkOpt describes).
-func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSON bool, stdout, stderr io.Writer) int {
+// validateFiles checks each file with check and prints the reports; verb
+// names the command in its messages.
+func validateFiles(verb string, files []string, check func(string) (programfile.Checked, error), asJSON bool, stdout, stderr io.Writer) int {
 	type fileReport struct {
 		File   string          `json:"file"`
 		Report json.RawMessage `json:"report"`
@@ -95,22 +98,22 @@ func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSO
 	var reports []fileReport
 	status := exitOK
 	for _, f := range files {
-		text, raw, ok, err := validateFile(f, mpkOpt, lim)
+		checked, err := check(f)
 		if err != nil {
-			fmt.Fprintf(stderr, "amkctl validate: %s: %v\n", f, err)
+			fmt.Fprintf(stderr, "amkctl %s: %s: %v\n", verb, f, err)
 			status = exitBadInput
 			continue
 		}
-		if !ok && status == exitOK {
+		if !checked.OK && status == exitOK {
 			status = exitRejected
 		}
 		switch {
 		case asJSON:
-			reports = append(reports, fileReport{File: f, Report: raw})
+			reports = append(reports, fileReport{File: f, Report: checked.JSON})
 		case len(files) > 1:
-			fmt.Fprintf(stdout, "%s: %s\n", f, text)
+			fmt.Fprintf(stdout, "%s: %s\n", f, checked.Text)
 		default:
-			fmt.Fprintln(stdout, text)
+			fmt.Fprintln(stdout, checked.Text)
 		}
 	}
 	switch {
@@ -126,74 +129,13 @@ func validateFiles(files []string, mpkOpt mpk.CheckOptions, lim ir.Limits, asJSO
 	return status
 }
 
-// validateFile checks one file: an MPK task graph (recognised by its
-// all_tasks key) or an amk program.
-func validateFile(f string, mpkOpt mpk.CheckOptions, lim ir.Limits) (text string, raw json.RawMessage, ok bool, err error) {
-	// A program in amk's plain form is never a task graph (its decoder
-	// refuses unknown keys such as all_tasks), and trying it first spares
-	// the large files the search for an MPK key.
-	p := decodeMappedProgram(f, lim)
-	if p == nil {
-		data, err := readProgramFile(f, lim)
-		if err != nil {
-			return "", nil, false, err
-		}
-		var plain bool
-		if p, plain = ir.DecodePlain(data, lim, nil); !plain {
-			if mpk.Looks(data) {
-				return checkMPK(data, mpkOpt)
-			}
-			if p, err = decodeProgram(data, lim); err != nil {
-				return "", nil, false, err
-			}
-		}
-	}
-	rep := validate.Validate(p)
-	return rep.String(), rep.JSON(), rep.OK, nil
-}
-
-// mapMinBytes is the smallest file worth a memory map; smaller ones are read.
-const mapMinBytes = 1 << 20
-
-// decodeMappedProgram decodes a large regular file in amk's plain program
-// form straight from a memory map, handing each decoded MiB back to the
-// kernel, so that the file's bytes are never held whole: nil for anything
-// else (a small file, standard input, another document, an error), which
-// the caller reads and decodes the usual way. The program holds no
-// reference to the mapping. A file truncated while mapped faults on access;
-// SetPanicOnFault turns that into a panic, which the decoder takes as
-// giving up, and the caller's read reports the file as it now is.
-func decodeMappedProgram(path string, lim ir.Limits) *ir.Program {
-	if path == "-" {
-		return nil
-	}
-	m := filemap.Open(path, mapMinBytes, lim.MaxBytes)
-	if m == nil {
-		return nil
-	}
-	defer m.Close()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	p, ok := ir.DecodePlain(m.Data, lim, m.Release)
-	if !ok {
-		return nil
-	}
-	return p
-}
-
 // newIRCmd is "ir", the program-file tools; today "ir roundtrip".
 func newIRCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ir roundtrip FILE",
 		Short: "program files: ir roundtrip FILE decodes and re-encodes canonically",
 	}
-	cmd.RunE = runVerb(func(args []string, _, stderr io.Writer) int {
-		if len(args) == 0 {
-			fmt.Fprintln(stderr, "amkctl ir: a subcommand is required: amkctl ir roundtrip FILE")
-		} else {
-			fmt.Fprintf(stderr, "amkctl ir: unknown subcommand %q: amkctl ir roundtrip FILE\n", args[0])
-		}
-		return exitBadInput
-	})
+	subcommandsOnly(cmd)
 	roundtrip := &cobra.Command{
 		Use:   "roundtrip FILE",
 		Short: "decode a program file and write it re-encoded canonically to stdout",
@@ -220,33 +162,20 @@ Exit status 2 on an unreadable or malformed file.`,
 }
 
 // loadProgram reads and decodes a program file within lim (zero fields:
-// the defaults); errors name the JSON path (ir.DecodeError), the byte
-// offset (a syntax error) or the limit and its flag.
+// the defaults), its errors naming the flags of the limits.
 func loadProgram(path string, lim ir.Limits) (*ir.Program, error) {
-	data, err := readProgramFile(path, lim)
-	if err != nil {
-		return nil, err
-	}
-	return decodeProgram(data, lim)
+	p, err := programfile.Load(path, lim)
+	return p, programError(err)
 }
 
-// readProgramFile reads a program file of at most lim.MaxBytes.
-func readProgramFile(path string, lim ir.Limits) ([]byte, error) {
-	if lim.MaxBytes <= 0 {
-		lim.MaxBytes = ir.MaxProgramBytes
+// programError names the flag of the limit a program file broke.
+func programError(err error) error {
+	var tooLarge *inputfile.TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
+	case errors.Is(err, ir.ErrTooLarge):
+		return fmt.Errorf("%v (raise --max-items or --max-bytes if the program is genuine)", err)
 	}
-	data, err := readInput(path, lim.MaxBytes)
-	if tooLarge := (*inputTooLarge)(nil); errors.As(err, &tooLarge) {
-		return nil, fmt.Errorf("%v (the --max-bytes limit; a 70B-shape program is about 18 MB)", err)
-	}
-	return data, err
-}
-
-// decodeProgram is ir.DecodeLimited naming the flags of its limits.
-func decodeProgram(data []byte, lim ir.Limits) (*ir.Program, error) {
-	p, err := ir.DecodeLimited(data, lim)
-	if errors.Is(err, ir.ErrTooLarge) {
-		return nil, fmt.Errorf("%v (raise --max-items or --max-bytes if the program is genuine)", err)
-	}
-	return p, err
+	return err
 }

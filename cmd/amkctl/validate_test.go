@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/programfile"
 	"github.com/amk-dev/amk/validate"
 )
 
@@ -174,7 +175,7 @@ func TestValidateRefusesForeignAndOversizedInput(t *testing.T) {
 	}
 }
 
-// A program file over mapMinBytes is decoded from a memory map: its report
+// A program file over programfile.MapMinBytes is decoded from a memory map: its report
 // is the one of the same program decoded in memory, and a large file the
 // direct decoder leaves (here a syntax error at the very end) still gets the
 // tree decoder's error with its position.
@@ -185,7 +186,7 @@ func TestValidateVerbLargeFileMapped(t *testing.T) {
 		t.Fatalf("lower: code %d: %s", code, errOut)
 	}
 	data, err := os.ReadFile(path)
-	if err != nil || len(data) < mapMinBytes {
+	if err != nil || len(data) < programfile.MapMinBytes {
 		t.Fatalf("%d bytes (%v): not large enough to be mapped", len(data), err)
 	}
 	p, err := ir.Decode(data)

@@ -13,7 +13,7 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-func init() { addVerb(newVerifyCmd) }
+func init() { addVerb(groupFormats, newVerifyCmd) }
 
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -29,7 +29,7 @@ With --device emu (or cuda) each program also runs on the CUDA kernels —
 on the CPU emulator standing in for the program's target, or on the GPU —
 from the KV caches the reference VM's history left, and its logits must
 match the reference VM's.
-A micro-kernel is checked against the reference on a GPU by Loop 1:
+A micro-kernel is checked against the reference on a GPU by kernel tuning:
 amkctl tune-instruction OP --budget 1 builds the incumbent and compares it.
 Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 	}

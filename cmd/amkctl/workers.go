@@ -3,17 +3,19 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
 )
 
 func init() {
-	addVerb(newWorkersCmd)
-	addVerb(newQueuesCmd)
+	addVerb(groupFleet, newWorkersCmd)
+	addVerb(groupFleet, newQueuesCmd)
 }
 
 // schedulerOnlyVerb builds a verb that exists only against a scheduler; its
@@ -43,7 +45,7 @@ func newWorkersCmd() *cobra.Command {
 }
 
 func newQueuesCmd() *cobra.Command {
-	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed (needs --server)", runQueues)
+	return schedulerOnlyVerb("queues --server URL [--json]", "show a scheduler's queues: depth, latency, processed/failed, outcomes received (needs --server)", runQueues)
 }
 
 func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
@@ -55,7 +57,7 @@ func runWorkers(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	}
 	if jsonOut {
 		if ws == nil {
-			ws = []api.Worker{}
+			ws = []control.Worker{}
 		}
 		if err := printJSON(stdout, ws); err != nil {
 			return exitInternal
@@ -90,7 +92,7 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 	}
 	if jsonOut {
 		if qs == nil {
-			qs = []api.Queue{}
+			qs = []control.Queue{}
 		}
 		if err := printJSON(stdout, qs); err != nil {
 			return exitInternal
@@ -102,12 +104,16 @@ func runQueues(c *api.Client, jsonOut bool, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tPENDING\tACTIVE\tRETRY\tARCHIVED\tLATENCY\tPROCESSED\tFAILED")
+	fmt.Fprintln(tw, "QUEUE\tPENDING\tACTIVE\tRETRY\tARCHIVED\tLATENCY\tPROCESSED\tFAILED\tRECEIVED")
 	for _, q := range qs {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3fs\t%d\t%d\n", q.Queue, q.Pending, q.Active, q.Retry, q.Archived,
-			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal)
+		received := "-"
+		if q.OutcomesReceived != nil {
+			received = strconv.FormatInt(*q.OutcomesReceived, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.3fs\t%d\t%d\t%s\n", q.Queue, q.Pending, q.Active, q.Retry, q.Archived,
+			q.LatencySeconds, q.ProcessedTotal, q.FailedTotal, received)
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "\n%s\n", api.QueueCountsNote)
+	fmt.Fprintf(stdout, "\n%s\n", control.QueueCountsNote)
 	return exitOK
 }

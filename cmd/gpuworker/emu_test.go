@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/internal/scheduler"
@@ -56,7 +56,7 @@ func TestEmulatedWorkerServesACampaign(t *testing.T) {
 	}
 	defer fleet.Close()
 	const trials = 2
-	id, created, _, err := fleet.Create(ctx, api.CreateRequest{Model: "toy", GPU: "h200", Device: schedule.DeviceEmu, Cold: true,
+	id, created, _, err := fleet.Create(ctx, control.CreateRequest{Model: "toy", GPU: "h200", Device: schedule.DeviceEmu, Cold: true,
 		Budget: &campaign.Budget{Iterations: trials}, Workers: 1})
 	if err != nil || !created {
 		t.Fatalf("create: %v (created %v)", err, created)

@@ -27,5 +27,5 @@ func openSupervisedLauncher(ordinal int) (trial.Launcher, deviceInfo, func() err
 	}
 	info := l.Device()
 	return l, deviceInfo{Name: info.Name, Driver: gpu.DriverRelease(info.DriverVersion),
-		Toolkit: gpu.ToolkitRelease(context.Background(), build.ToolchainFromEnv())}, l.Close, nil
+		Toolkit: build.ToolkitRelease(context.Background(), build.ToolchainFromEnv())}, l.Close, nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -32,23 +31,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects a daemon's log.
+type syncBuffer = proctest.LogBuffer
 
 var namespaces atomic.Int64
 
@@ -154,12 +138,12 @@ func TestServesTrialsMetricsAndHealth(t *testing.T) {
 	n := ns()
 	w := startDaemon(t, srv, n, verdict)
 	d := dispatcher(t, srv, n)
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		if err := d.Submit(context.Background(), dispatchtest.Spec("c", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		o := await(t, d)
 		if o.Verdict == nil || !strings.Contains(o.Worker, "target=h200 device=cpu") || !strings.Contains(o.Worker, "go=go1.") {
 			t.Fatalf("outcome %+v: want a verdict stamped with the worker fingerprint", o)

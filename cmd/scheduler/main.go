@@ -116,7 +116,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	defer view.Close()
 	fleet, err := scheduler.New(scheduler.Options{
 		Workspace: ws, Transport: disp, Workers: view.Workers, Queues: view.Queues, Health: view.Health,
-		Targets: cfg.Targets, Logger: log, TickEvery: d.tickEvery, RescanEvery: d.rescanEvery,
+		Targets: cfg.Targets, AdoptAll: cfg.Adopt, Logger: log, TickEvery: d.tickEvery, RescanEvery: d.rescanEvery,
 		Version: version.String(), Unheld: fleetMetrics.Unheld,
 	})
 	if err != nil {
@@ -138,7 +138,8 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 	if err := metrics.RegisterQueues(reg, view.QueueMetrics, log); err != nil {
 		return err
 	}
-	apiHandler, err := api.NewServer(api.Options{Service: fleet, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
+	campaigns := fleet.Campaigns()
+	apiHandler, err := api.NewServer(api.Options{Service: campaigns, Token: token, Logger: log, ModelsDir: cfg.ModelsDir,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})})
 	if err != nil {
 		return err
@@ -148,7 +149,7 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		return err
 	}
 	defer func() { _ = closeMonitor() }()
-	pages, err := web.Handler(web.Options{Campaigns: web.ServiceSource(fleet, nil), Fleet: fleet, Token: token,
+	pages, err := web.Handler(web.Options{Campaigns: campaigns, Fleet: campaigns, Token: token,
 		MonitorPath: monitorPath, Metrics: true, Where: "scheduler, workspace " + ws.Dir, Logger: log})
 	if err != nil {
 		return err
@@ -169,7 +170,8 @@ func serve(ctx context.Context, cfg config.Scheduler, log *slog.Logger, d deps) 
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	failed := daemon.ServeHTTP(srv, ln)
 	addr := ln.Addr().String()
-	log.Info("scheduler serving", "api", "http://"+addr, "web", "http://"+addr+"/ui/", "campaigns", len(fleet.IDs()))
+	ids, _ := fleet.IDs()
+	log.Info("scheduler serving", "api", "http://"+addr, "web", "http://"+addr+"/ui/", "campaigns", len(ids))
 	if d.ready != nil {
 		d.ready(addr)
 	}

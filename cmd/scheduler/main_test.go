@@ -21,6 +21,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/daemon"
@@ -65,7 +66,7 @@ var models = trial.NewModelCache(0)
 func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *atomic.Int64 {
 	t.Helper()
 	evaluations := new(atomic.Int64)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: redisq.Conn{Addr: redisAddr}, Target: "h200", Device: "cpu",
 			Identity: fmt.Sprintf("test-worker-%d", i), ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 			Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
@@ -93,22 +94,7 @@ func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *a
 }
 
 // syncBuffer collects a daemon's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = proctest.LogBuffer
 
 // inProcess runs the scheduler in this process until the test ends; it
 // returns the API address and a function that stops it and returns its exit
@@ -228,8 +214,8 @@ func checkLedger(t *testing.T, wsDir, id string, n int, api campaign.StatusRepor
 	}
 }
 
-func toyCampaign(iters, workers int) api.CreateRequest {
-	return api.CreateRequest{Model: "toy", GPU: "h200", Cold: true, Overnight: true,
+func toyCampaign(iters, workers int) control.CreateRequest {
+	return control.CreateRequest{Model: "toy", GPU: "h200", Cold: true, Overnight: true,
 		Budget: &campaign.Budget{Iterations: iters}, Workers: workers}
 }
 
@@ -508,7 +494,7 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := c.Command(ctx, resp.ID, campaign.OpPause, api.CommandRequest{}); err != nil {
+	if _, err := c.Command(ctx, resp.ID, campaign.OpPause, control.CommandRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	for {
@@ -523,7 +509,7 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 	}
 	srv.Restart(t) // graceful stop (AOF flushed) and a start on the same port
 	for {
-		if h, err := c.Health(ctx); err == nil && h.Status == "ok" {
+		if h, err := c.Healthz(ctx); err == nil && h.Status == "ok" {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -531,7 +517,7 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := c.Command(ctx, resp.ID, campaign.OpResume, api.CommandRequest{}); err != nil {
+	if _, err := c.Command(ctx, resp.ID, campaign.OpResume, control.CommandRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	st := waitDone(t, c, resp.ID)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redistest"
@@ -58,7 +59,7 @@ func TestFleetSurvivesAWorkerKillAndARedisRestart(t *testing.T) {
 	ctx := context.Background()
 	// `small` takes seconds to load on a worker's first trial: a wide window
 	// in which to kill it mid-trial.
-	created, err := client.Create(ctx, api.CreateRequest{Model: "small", GPU: "h100", Device: "cpu", Cold: true,
+	created, err := client.Create(ctx, control.CreateRequest{Model: "small", GPU: "h100", Device: "cpu", Cold: true,
 		Overnight: true, Workers: 2, Budget: &campaign.Budget{Iterations: budget}})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +146,7 @@ func busy(addr string) bool {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	for line := range strings.SplitSeq(string(body), "\n") {
 		if strings.HasPrefix(line, "amk_worker_busy{") && strings.HasSuffix(line, " 1") {
 			return true
 		}

@@ -1,7 +1,6 @@
 package deploytest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -32,24 +31,9 @@ type Proc struct {
 	tb   testing.TB // the owner, told when the process's children outlive it
 }
 
-// lockedBuffer is a bytes.Buffer safe for the process's two output pipes
-// and the test reading it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+// lockedBuffer is safe for the process's two output pipes and the test
+// reading it.
+type lockedBuffer = proctest.LogBuffer
 
 // StartProc starts bin with args (and extra environment variables) in a
 // process group of its own and registers its stop with tb's cleanup. A

@@ -134,7 +134,7 @@ func alertNames(t *testing.T, path string) []string {
 
 // staticValues substitute the dashboards' variables without a server.
 var staticValues = map[string]string{
-	"campaign": "toy-h100-cpu", "target": "h100",
+	"campaign": "toy-h100-cpu", "target": "h100", "latency_kind": "predicted",
 	"__rate_interval": "1m", "__interval": "15s", "__range": "6h",
 }
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 )
@@ -31,7 +31,7 @@ func TestSentinelFailoverMidCampaign(t *testing.T) {
 	sentinels := redistest.StartSentinels(t, primary, redistest.SentinelOptions{})
 	flags := []string{"--redis-sentinels", strings.Join(sentinels.Addrs, ","), "--redis-sentinel-master", sentinels.Master}
 	f := startFleet(t, flags, 2)
-	created, err := f.client.Create(context.Background(), api.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu",
+	created, err := f.client.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu",
 		Cold: true, Overnight: true, Workers: 2, Budget: &campaign.Budget{Iterations: budget}})
 	if err != nil {
 		t.Fatal(err)

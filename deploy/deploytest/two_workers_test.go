@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redistest"
 )
@@ -35,7 +36,7 @@ func TestTwoWorkersWithDefaultFlagsOnOneHost(t *testing.T) {
 		procs = append(procs, StartProc(t, fmt.Sprintf("gpuworker-%d", i), nil, bins["gpuworker"],
 			"--redis", redis.Addr, "--target", "h100", "--device", "cpu"))
 	}
-	var workers []api.Worker
+	var workers []control.Worker
 	for deadline := time.Now().Add(readyWait); len(workers) < 2; {
 		for i, p := range procs {
 			if p.Exited() {

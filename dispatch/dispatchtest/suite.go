@@ -42,7 +42,7 @@ func Run(t *testing.T, factory Factory) {
 		d := factory(t, EchoEvaluator(&calls))
 		defer d.Close()
 		const n = 20
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if err := d.Submit(context.Background(), Spec("c1", i)); err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func Run(t *testing.T, factory Factory) {
 		}
 		d := factory(t, slow)
 		defer d.Close()
-		for i := 0; i < 3; i++ {
+		for range 3 {
 			if err := d.Submit(context.Background(), Spec("c2", 7)); err != nil {
 				t.Fatal(err)
 			}

@@ -200,7 +200,7 @@ func predictCase(r Result, c *tune.Case, target *ir.GpuTarget) Result {
 		r.LatencyUS = &us
 		if bound > 0 {
 			b := ir.RoundTo(bound, 6)
-			pct := ir.RoundTo(cost.PredictedUS/bound*100, 4)
+			pct, _ := ir.PctOfRoofline(cost.PredictedUS, bound)
 			r.BoundUS, r.PctOfRoofline = &b, &pct
 		}
 	}

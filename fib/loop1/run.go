@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/amk-dev/amk/fib"
 	"github.com/amk-dev/amk/ir"
@@ -13,7 +15,12 @@ import (
 
 // Options configures Run.
 type Options struct {
-	Target *ir.GpuTarget
+	// Target is the GPU target record the run is for. Unless
+	// TargetChosen, a dataset that names one target (an amk export does)
+	// runs for that one instead; a chosen target the dataset contradicts
+	// is an error.
+	Target       *ir.GpuTarget
+	TargetChosen bool
 	// Device times kernels on a GPU; nil runs on the CPU (predicted).
 	Device tune.Device
 	// Budget is the -D variants per case on a GPU (tune.Options.Budget).
@@ -45,6 +52,22 @@ type Report struct {
 	OK          bool            `json:"ok"`
 }
 
+// datasetTarget returns the target a run on ds is for: the one the dataset
+// names unless the user chose one, which must then agree with it.
+func datasetTarget(ds *fib.Dataset, target *ir.GpuTarget, chosen bool) (*ir.GpuTarget, error) {
+	named := fib.DatasetTargets(ds)
+	switch {
+	case len(named) == 0 || (chosen && slices.Contains(named, target.Name)):
+		return target, nil
+	case chosen:
+		return nil, fmt.Errorf("the dataset was exported for %s, not %s: drop --gpu, or export it again with --gpu %s",
+			strings.Join(named, " and "), target.Name, target.Name)
+	case len(named) > 1:
+		return nil, fmt.Errorf("the dataset names several GPU targets (%s): choose one with --gpu", strings.Join(named, ", "))
+	}
+	return ir.Target(named[0])
+}
+
 // ErrNothingToRun is returned when no workload of the dataset maps onto an
 // amk micro-kernel.
 var ErrNothingToRun = errors.New("no workload maps onto an amk micro-kernel")
@@ -66,6 +89,9 @@ func Run(ctx context.Context, dir string, opts Options) (*Report, error) {
 	}
 	ds, err := fib.ReadDataset(dir)
 	if err != nil {
+		return nil, err
+	}
+	if opts.Target, err = datasetTarget(ds, opts.Target, opts.TargetChosen); err != nil {
 		return nil, err
 	}
 	r := &Report{Dataset: dir, GPU: opts.Target.Name, Device: "cpu (reference VM + cost model)", LatencyKind: fib.KindPredicted,

@@ -9,17 +9,27 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
+)
+
+var (
+	_ control.Service = (*Client)(nil)
+	_ control.Fleet   = (*Client)(nil)
 )
 
 // maxResponse bounds a response body the client reads.
 const maxResponse = 64 << 20
 
-// Client talks to a scheduler's API.
+// Client is a scheduler's campaigns across its HTTP API: a control.Service
+// and control.Fleet, so that what works on a workspace works on a
+// scheduler. Its errors are *Error, wrapping the kind of control error
+// the scheduler answered with.
 type Client struct {
 	base  *url.URL
 	token string
@@ -71,11 +81,21 @@ func NewClient(server, token string, hc *http.Client) (*Client, error) {
 func (c *Client) Server() string { return c.base.String() }
 
 func campaignPath(id string, parts ...string) string {
-	p := "/v1/campaigns/" + url.PathEscape(id)
+	var p strings.Builder
+	p.WriteString("/v1/campaigns/" + url.PathEscape(id))
 	for _, s := range parts {
-		p += "/" + s
+		p.WriteString("/" + s)
 	}
-	return p
+	return p.String()
+}
+
+// onCampaign sends one request about campaign id (a path under it made of
+// parts); an id no campaign can have is not found without asking.
+func (c *Client) onCampaign(ctx context.Context, method, id string, parts []string, query url.Values, body, out any) error {
+	if campaign.ValidID(id) != nil {
+		return control.Errorf(control.ErrNotFound, "no campaign %q %s", id, c.Where())
+	}
+	return c.do(ctx, method, campaignPath(id, parts...), query, body, out)
 }
 
 // do sends one request. A body of nil sends none; out nil discards the
@@ -150,93 +170,107 @@ func responseError(status int, data []byte) error {
 
 func textQuery(format string) url.Values { return url.Values{"format": {format}} }
 
-// Health checks /healthz.
-func (c *Client) Health(ctx context.Context) (Health, error) {
-	var h Health
+// Where names the scheduler.
+func (c *Client) Where() string { return "on the scheduler at " + c.Server() }
+
+// Healthz answers GET /healthz.
+func (c *Client) Healthz(ctx context.Context) (control.Health, error) {
+	var h control.Health
 	return h, c.do(ctx, http.MethodGet, "/healthz", nil, nil, &h)
 }
 
-// Campaigns lists every campaign's status.
-func (c *Client) Campaigns(ctx context.Context) ([]campaign.StatusReport, error) {
+// Health is nil while the scheduler answers /healthz with ok.
+func (c *Client) Health(ctx context.Context) error {
+	_, err := c.Healthz(ctx)
+	return err
+}
+
+// List is every campaign's status.
+func (c *Client) List(ctx context.Context) ([]campaign.StatusReport, error) {
 	var out []campaign.StatusReport
 	return out, c.do(ctx, http.MethodGet, "/v1/campaigns", nil, nil, &out)
 }
 
 // Create starts a campaign, or returns the existing one.
-func (c *Client) Create(ctx context.Context, req CreateRequest) (CreateResponse, error) {
-	var out CreateResponse
+func (c *Client) Create(ctx context.Context, req control.CreateRequest) (control.CreateResponse, error) {
+	var out control.CreateResponse
 	return out, c.do(ctx, http.MethodPost, "/v1/campaigns", nil, req, &out)
 }
 
 // Status is a campaign's status.
 func (c *Client) Status(ctx context.Context, id string) (campaign.StatusReport, error) {
 	var out campaign.StatusReport
-	return out, c.do(ctx, http.MethodGet, campaignPath(id), nil, nil, &out)
+	return out, c.onCampaign(ctx, http.MethodGet, id, nil, nil, nil, &out)
 }
 
 // StatusText is a campaign's status as amkctl status prints it.
 func (c *Client) StatusText(ctx context.Context, id string) (string, error) {
 	var out string
-	return out, c.do(ctx, http.MethodGet, campaignPath(id), textQuery("text"), nil, &out)
+	return out, c.onCampaign(ctx, http.MethodGet, id, nil, textQuery("text"), nil, &out)
 }
 
 // Next is a campaign's continue-or-stop decision.
 func (c *Client) Next(ctx context.Context, id string) (campaign.NextReport, error) {
 	var out campaign.NextReport
-	return out, c.do(ctx, http.MethodGet, campaignPath(id, "next"), nil, nil, &out)
+	return out, c.onCampaign(ctx, http.MethodGet, id, []string{"next"}, nil, nil, &out)
 }
 
 // Report is a campaign's wake-up report.
 func (c *Client) Report(ctx context.Context, id string) (campaign.WakeUp, error) {
 	var out campaign.WakeUp
-	return out, c.do(ctx, http.MethodGet, campaignPath(id, "report"), nil, nil, &out)
+	return out, c.onCampaign(ctx, http.MethodGet, id, []string{"report"}, nil, nil, &out)
 }
 
-// ReportMarkdown is the wake-up report ("md") or the aggregate campaign
-// report ("aggregate") as markdown.
-func (c *Client) ReportMarkdown(ctx context.Context, id, format string) (string, error) {
+// AggregateReport is the campaign report as markdown.
+func (c *Client) AggregateReport(ctx context.Context, id string) (string, error) {
 	var out string
-	return out, c.do(ctx, http.MethodGet, campaignPath(id, "report"), textQuery(format), nil, &out)
+	return out, c.onCampaign(ctx, http.MethodGet, id, []string{"report"}, textQuery("aggregate"), nil, &out)
+}
+
+// Trial is one trial of a campaign.
+func (c *Client) Trial(ctx context.Context, id string, trialID int) (control.TrialReport, error) {
+	var out control.TrialReport
+	return out, c.onCampaign(ctx, http.MethodGet, id, []string{"trials", strconv.Itoa(trialID)}, nil, nil, &out)
 }
 
 // WriteReport has the scheduler write the campaign's report files.
-func (c *Client) WriteReport(ctx context.Context, id string) (ReportFiles, error) {
-	var out ReportFiles
-	return out, c.do(ctx, http.MethodPost, campaignPath(id, "report"), nil, nil, &out)
+func (c *Client) WriteReport(ctx context.Context, id string) (control.ReportFiles, error) {
+	var out control.ReportFiles
+	return out, c.onCampaign(ctx, http.MethodPost, id, []string{"report"}, nil, nil, &out)
 }
 
-// Command sends pause, resume, stop or reopen.
-func (c *Client) Command(ctx context.Context, id, op string, req CommandRequest) (CommandResponse, error) {
-	var out CommandResponse
-	return out, c.do(ctx, http.MethodPost, campaignPath(id, url.PathEscape(op)), nil, req, &out)
-}
-
-// SetBudget replaces a campaign's budget.
-func (c *Client) SetBudget(ctx context.Context, id string, b campaign.Budget) (CommandResponse, error) {
-	var out CommandResponse
-	return out, c.do(ctx, http.MethodPut, campaignPath(id, "budget"), nil, b, &out)
-}
-
-// SetCriteria overrides some of a campaign's move-on criteria.
-func (c *Client) SetCriteria(ctx context.Context, id string, m MoveOn) (CommandResponse, error) {
-	var out CommandResponse
-	return out, c.do(ctx, http.MethodPut, campaignPath(id, "criteria"), nil, m, &out)
+// Command sends an operator command: PUT .../budget and .../criteria with
+// the budget or the criteria as the body, POST .../OP with the request
+// otherwise. A request the command does not take is refused before it is
+// sent.
+func (c *Client) Command(ctx context.Context, id, op string, req control.CommandRequest) (control.CommandResponse, error) {
+	var out control.CommandResponse
+	if err := req.Check(op); err != nil {
+		return out, err
+	}
+	switch op {
+	case campaign.OpBudget:
+		return out, c.onCampaign(ctx, http.MethodPut, id, []string{"budget"}, nil, req.Budget, &out)
+	case campaign.OpCriteria:
+		return out, c.onCampaign(ctx, http.MethodPut, id, []string{"criteria"}, nil, req.MoveOn, &out)
+	}
+	return out, c.onCampaign(ctx, http.MethodPost, id, []string{url.PathEscape(op)}, nil, req, &out)
 }
 
 // Record records an outside agent's experiment.
-func (c *Client) Record(ctx context.Context, id string, req RecordRequest) (RecordResponse, error) {
-	var out RecordResponse
-	return out, c.do(ctx, http.MethodPost, campaignPath(id, "record"), nil, req, &out)
+func (c *Client) Record(ctx context.Context, id string, req control.RecordRequest) (control.RecordResponse, error) {
+	var out control.RecordResponse
+	return out, c.onCampaign(ctx, http.MethodPost, id, []string{"record"}, nil, req, &out)
 }
 
 // Workers lists the live workers.
-func (c *Client) Workers(ctx context.Context) ([]Worker, error) {
-	var out []Worker
+func (c *Client) Workers(ctx context.Context) ([]control.Worker, error) {
+	var out []control.Worker
 	return out, c.do(ctx, http.MethodGet, "/v1/workers", nil, nil, &out)
 }
 
 // Queues reports the queues.
-func (c *Client) Queues(ctx context.Context) ([]Queue, error) {
-	var out []Queue
+func (c *Client) Queues(ctx context.Context) ([]control.Queue, error) {
+	var out []control.Queue
 	return out, c.do(ctx, http.MethodGet, "/v1/queues", nil, nil, &out)
 }

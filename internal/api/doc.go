@@ -1,6 +1,11 @@
-// Package api is the scheduler's HTTP JSON API: the server's handlers over a
-// Service (the scheduler's campaigns and transport) and the Go client that
-// `amkctl --server` uses.
+// Package api is the scheduler's HTTP JSON API, a front of the control
+// plane: the server carries the operations of a control.Service (the
+// scheduler's fleet, with its control.Fleet) over HTTP, and the Client is a
+// control.Service and control.Fleet across the network, what `amkctl
+// --server` and the MCP server's remote mode use. Requests, their checks
+// and their events are control's; this package only decodes, routes,
+// authorises and maps control's kinds of errors to statuses (and back, in
+// the client).
 //
 // # Endpoints
 //
@@ -12,11 +17,13 @@
 //	GET  /v1/campaigns/{id}/next         continue/stop (campaign.NextReport); ?format=text
 //	GET  /v1/campaigns/{id}/report       wake-up report JSON; ?format=md, ?format=aggregate
 //	POST /v1/campaigns/{id}/report       write report.{json,md,svg} and aggregate_report.md
+//	GET  /v1/campaigns/{id}/trials/{n}   one trial: spec in flight, outcome once finished (control.TrialReport)
 //	POST /v1/campaigns/{id}/record       an agent's experiment (RecordRequest), 201
 //	POST /v1/campaigns/{id}/pause        optional body {"note": "..."}
 //	POST /v1/campaigns/{id}/resume       optional body {"note": "..."}
 //	POST /v1/campaigns/{id}/stop         optional body {"note": "..."}
 //	POST /v1/campaigns/{id}/reopen       optional body {"note", "budget", "move_on"}
+//	POST /v1/campaigns/{id}/note         {"note": "..."}: an operator's note, kept in the ledger and reports
 //	PUT  /v1/campaigns/{id}/budget       {"iterations": N, "minutes": M} (0 = unbounded)
 //	PUT  /v1/campaigns/{id}/criteria     move-on overrides (MoveOn)
 //	GET  /v1/workers                     live workers
@@ -26,7 +33,9 @@
 //
 // Every POST and PUT needs "Authorization: Bearer <token>" (compared in
 // constant time); GETs are open, so the server binds to loopback by default.
-// Errors are JSON, {"error": "...", "code": "..."}, with the status:
+// Errors are JSON, {"error": "...", "code": "..."}, with the status; the
+// codes bad_value, not_found, conflict, unsupported and unavailable are
+// control's kinds of errors (the client's *Error unwraps to them):
 //
 //	400 malformed_json   the body is not one JSON object, or repeats a key
 //	                     (also one differing only in case)

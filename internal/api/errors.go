@@ -1,9 +1,10 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/amk-dev/amk/control"
 )
 
 // Error codes of JSON error bodies.
@@ -22,8 +23,35 @@ const (
 	CodeInternal         = "internal"
 )
 
+// kinds maps the kinds of control's errors to their status and code, both
+// ways: the server answers a kind with its status, the client gives the
+// kind back from the code.
+var kinds = []struct {
+	kind   error
+	status int
+	code   string
+}{
+	{control.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{control.ErrBadValue, http.StatusBadRequest, CodeBadValue},
+	{control.ErrConflict, http.StatusConflict, CodeConflict},
+	{control.ErrUnavailable, http.StatusServiceUnavailable, CodeUnavailable},
+	{control.ErrUnsupported, http.StatusNotImplemented, CodeUnsupported},
+}
+
+// statusOf is the status and code of a kind of service error.
+func statusOf(kind error) (int, string) {
+	for _, k := range kinds {
+		if k.kind == kind {
+			return k.status, k.code
+		}
+	}
+	return http.StatusInternalServerError, CodeInternal
+}
+
 // Error is an API error: the JSON body {"error": "...", "code": "..."} and
-// the HTTP status it came with.
+// the HTTP status it came with. It wraps the kind of control error its code
+// names (a malformed request is control.ErrBadValue too), so errors.Is
+// works alike on an answer from a scheduler and on a local one.
 type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
@@ -34,27 +62,20 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
 }
 
-// Sentinel errors a Service returns (wrapped) so the server picks the status.
-var (
-	// ErrNotFound: no campaign with that id (404).
-	ErrNotFound = errors.New("no such campaign")
-	// ErrBadValue: a request field has a value the service refuses (400).
-	ErrBadValue = errors.New("bad value")
-	// ErrConflict: the request conflicts with the campaign's situation,
-	// e.g. another process drives it (409).
-	ErrConflict = errors.New("conflict")
-	// ErrUnavailable: the campaign's driver or the transport cannot serve
-	// the request now; retry later (503).
-	ErrUnavailable = errors.New("unavailable")
-	// ErrUnsupported: this service has no such facility, e.g. workers of an
-	// in-process transport (501).
-	ErrUnsupported = errors.New("not supported by this scheduler")
-)
+// Unwrap is the kind of control error the code names, or nil.
+func (e *Error) Unwrap() error {
+	switch e.Code {
+	case CodeMalformedJSON, CodeUnknownField, CodeTooLarge, CodeMediaType:
+		return control.ErrBadValue
+	}
+	for _, k := range kinds {
+		if k.code == e.Code {
+			return k.kind
+		}
+	}
+	return nil
+}
 
 func apiError(status int, code, format string, args ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-func notFound(id string) *Error {
-	return apiError(http.StatusNotFound, CodeNotFound, "no campaign %q (list them with GET /v1/campaigns)", id)
 }

@@ -10,37 +10,41 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
 )
 
-// stubService accepts everything the handlers pass it, so the fuzzer
-// exercises the request handling itself.
-type stubService struct{ c *campaign.Campaign }
+// stubBackend accepts everything the handlers pass it, so the fuzzer
+// exercises the request handling itself (and control's checks).
+type stubBackend struct{ c *campaign.Campaign }
 
-func newStub(t testing.TB) *stubService {
+func newStub(t testing.TB) control.Service {
 	c := campaign.New()
 	_, err := c.Step(campaign.Start{Time: time.Unix(1_700_000_000, 0), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
 		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stubService{c: c}
+	return control.New(&stubBackend{c: c})
 }
 
-func (s *stubService) IDs() []string { return []string{s.c.ID()} }
-func (s *stubService) Read(id string, fn func(*campaign.Campaign)) error {
+func (s *stubBackend) Where() string                                   { return "in the stub" }
+func (s *stubBackend) Dir(string) string                               { return "" }
+func (s *stubBackend) Settle(context.Context, string, time.Time) error { return nil }
+func (s *stubBackend) IDs() ([]string, error)                          { return []string{s.c.ID()}, nil }
+func (s *stubBackend) Read(id string, fn func(*campaign.Campaign)) error {
 	if id != s.c.ID() {
-		return ErrNotFound
+		return control.ErrNotFound
 	}
 	fn(s.c)
 	return nil
 }
-func (s *stubService) Create(ctx context.Context, req CreateRequest) (string, bool, int, error) {
+func (s *stubBackend) Create(ctx context.Context, req control.CreateRequest) (string, bool, int, error) {
 	return s.c.ID(), false, 1, nil
 }
-func (s *stubService) Do(ctx context.Context, id string, ev campaign.Event) (campaign.Decision, error) {
+func (s *stubBackend) Do(ctx context.Context, id string, ev campaign.Event) (campaign.Decision, error) {
 	if id != s.c.ID() {
-		return campaign.Decision{}, ErrNotFound
+		return campaign.Decision{}, control.ErrNotFound
 	}
 	// A fresh copy each time keeps every input independent.
 	data, err := s.c.Marshal()
@@ -53,10 +57,6 @@ func (s *stubService) Do(ctx context.Context, id string, ev campaign.Event) (cam
 	}
 	return c.Step(ev)
 }
-func (s *stubService) WriteReport(id string) (ReportFiles, error)    { return ReportFiles{ID: id}, nil }
-func (s *stubService) Workers(ctx context.Context) ([]Worker, error) { return nil, nil }
-func (s *stubService) Queues(ctx context.Context) ([]Queue, error)   { return nil, nil }
-func (s *stubService) Health(ctx context.Context) error              { return nil }
 
 // FuzzRequestBodies: whatever the body, a state-changing endpoint answers a
 // 2xx or a 4xx with a JSON body, never a 5xx or a panic.

@@ -13,6 +13,13 @@ import (
 // == 0, the AMKWorkerDown alert) instead of silently losing it.
 const SDLinger = 15 * time.Minute
 
+// SDGroup is one target group of Prometheus's HTTP service discovery
+// (GET /v1/sd/workers): a worker's metrics address and its labels.
+type SDGroup struct {
+	Targets []string          `json:"targets"`
+	Labels  map[string]string `json:"labels"`
+}
+
 // sdMemory remembers the workers service discovery has listed.
 type sdMemory struct {
 	mu   sync.Mutex
@@ -29,9 +36,9 @@ type sdEntry struct {
 // SDLinger, labelled with its GPU target, device and compose-style profile
 // (gpu for a CUDA device, cpu otherwise).
 func (s *server) serviceDiscovery(w http.ResponseWriter, r *http.Request) error {
-	workers, err := s.Service.Workers(r.Context())
+	workers, err := s.listWorkers(r.Context())
 	if err != nil {
-		return s.classify(fmt.Errorf("service discovery: %w", err), false)
+		return fmt.Errorf("service discovery: %w", err)
 	}
 	now := s.now()
 	s.sd.mu.Lock()

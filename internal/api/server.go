@@ -9,19 +9,18 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"mime"
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
-	"github.com/amk-dev/amk/schedule"
 )
 
 // Server defaults.
@@ -30,19 +29,21 @@ const (
 	DefaultMaxBody = 1 << 20
 	// DefaultCommandTimeout bounds how long a state-changing request waits
 	// for the campaign's driver.
-	DefaultCommandTimeout = 15 * time.Second
+	DefaultCommandTimeout = control.CommandTimeout
 )
 
 // Options configures the HTTP server.
 type Options struct {
-	Service Service
+	// Service is what the API serves (a scheduler's control.Campaigns);
+	// when it is also a control.Fleet, its workers, queues and health.
+	Service control.Service
 	// Token is the bearer token every state-changing request must carry.
 	// It is required.
 	Token string
 	// Metrics serves GET /metrics (404 when nil).
 	Metrics http.Handler
 	Logger  *slog.Logger
-	// Now is the clock of events and reports (time.Now when nil).
+	// Now is the clock of service discovery's memory (time.Now when nil).
 	Now func() time.Time
 	// MaxBody and CommandTimeout default to DefaultMaxBody and
 	// DefaultCommandTimeout when zero.
@@ -56,6 +57,7 @@ type Options struct {
 
 type server struct {
 	Options
+	fleet control.Fleet // nil: no workers, queues or health to report
 	token []byte
 	sd    sdMemory
 }
@@ -87,25 +89,28 @@ func NewServer(o Options) (http.Handler, error) {
 		o.CommandTimeout = DefaultCommandTimeout
 	}
 	s := &server{Options: o, token: []byte(o.Token)}
+	s.fleet, _ = o.Service.(control.Fleet)
 	mux := http.NewServeMux()
 	routes := map[string]methods{
-		"/healthz":                    {"GET": s.health},
-		"/metrics":                    {"GET": s.metrics},
-		"/v1/campaigns":               {"GET": s.list, "POST": s.create},
-		"/v1/campaigns/{id}":          {"GET": s.status},
-		"/v1/campaigns/{id}/next":     {"GET": s.next},
-		"/v1/campaigns/{id}/report":   {"GET": s.report, "POST": s.writeReport},
-		"/v1/campaigns/{id}/record":   {"POST": s.record},
-		"/v1/campaigns/{id}/pause":    {"POST": s.command(campaign.OpPause)},
-		"/v1/campaigns/{id}/resume":   {"POST": s.command(campaign.OpResume)},
-		"/v1/campaigns/{id}/stop":     {"POST": s.command(campaign.OpStop)},
-		"/v1/campaigns/{id}/reopen":   {"POST": s.command(campaign.OpReopen)},
-		"/v1/campaigns/{id}/budget":   {"PUT": s.budget},
-		"/v1/campaigns/{id}/criteria": {"PUT": s.criteria},
-		"/v1/workers":                 {"GET": s.workers},
-		"/v1/sd/workers":              {"GET": s.serviceDiscovery},
-		"/v1/queues":                  {"GET": s.queues},
-		"/{path...}":                  {},
+		"/healthz":                          {"GET": s.health},
+		"/metrics":                          {"GET": s.metrics},
+		"/v1/campaigns":                     {"GET": s.list, "POST": s.create},
+		"/v1/campaigns/{id}":                {"GET": s.status},
+		"/v1/campaigns/{id}/next":           {"GET": s.next},
+		"/v1/campaigns/{id}/report":         {"GET": s.report, "POST": s.writeReport},
+		"/v1/campaigns/{id}/trials/{trial}": {"GET": s.trial},
+		"/v1/campaigns/{id}/record":         {"POST": s.record},
+		"/v1/campaigns/{id}/pause":          {"POST": s.command(campaign.OpPause)},
+		"/v1/campaigns/{id}/resume":         {"POST": s.command(campaign.OpResume)},
+		"/v1/campaigns/{id}/stop":           {"POST": s.command(campaign.OpStop)},
+		"/v1/campaigns/{id}/reopen":         {"POST": s.command(campaign.OpReopen)},
+		"/v1/campaigns/{id}/note":           {"POST": s.command(campaign.OpNote)},
+		"/v1/campaigns/{id}/budget":         {"PUT": s.budget},
+		"/v1/campaigns/{id}/criteria":       {"PUT": s.criteria},
+		"/v1/workers":                       {"GET": s.workers},
+		"/v1/sd/workers":                    {"GET": s.serviceDiscovery},
+		"/v1/queues":                        {"GET": s.queues},
+		"/{path...}":                        {},
 	}
 	for pattern, ms := range routes {
 		mux.Handle(pattern, s.route(ms))
@@ -156,12 +161,12 @@ func (s *server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) == 1
 }
 
-// fail writes err as a JSON error; errors that are not *Error are mapped by
-// their sentinel, and unexpected ones are logged and hidden.
+// fail writes err as a JSON error; service errors get the status of their
+// kind (control.KindOf), and unexpected ones are logged and hidden.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if !errors.As(err, &e) {
-		e = s.classify(err, false)
+		e = classify(err)
 	}
 	if e.Status >= 500 {
 		s.Logger.Error("api request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "err", err)
@@ -169,27 +174,20 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, e)
 }
 
-// classify maps a service error to an API error. For operator commands a
-// refused event is a conflict with the campaign's state; for records and
-// settings it is a bad value.
-func (s *server) classify(err error, command bool) *Error {
+// classify maps a service error to an API error by its kind.
+func classify(err error) *Error {
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return apiError(http.StatusNotFound, CodeNotFound, "%v", err)
-	case errors.Is(err, ErrBadValue):
-		return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
-	case errors.Is(err, ErrConflict), errors.Is(err, campaign.ErrDone):
-		return apiError(http.StatusConflict, CodeConflict, "%v", err)
-	case errors.Is(err, campaign.ErrInvalid) && command:
-		return apiError(http.StatusConflict, CodeConflict, "%v", err)
-	case errors.Is(err, campaign.ErrInvalid):
-		return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
-	case errors.Is(err, ErrUnsupported):
-		return apiError(http.StatusNotImplemented, CodeUnsupported, "%v", err)
-	case errors.Is(err, ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
 		return apiError(http.StatusServiceUnavailable, CodeUnavailable, "%v (retry later)", err)
+	case control.KindOf(err) == nil:
+		return apiError(http.StatusInternalServerError, CodeInternal, "internal error: %v", err)
 	}
-	return apiError(http.StatusInternalServerError, CodeInternal, "internal error: %v", err)
+	status, code := statusOf(control.KindOf(err))
+	msg := err.Error()
+	if status == http.StatusServiceUnavailable {
+		msg += " (retry later)"
+	}
+	return &Error{Status: status, Code: code, Message: msg}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -278,47 +276,28 @@ func format(r *http.Request, allowed ...string) (string, error) {
 
 func (s *server) now() time.Time { return s.Now().UTC() }
 
-// read runs fn on the campaign named by the path.
-func (s *server) read(r *http.Request, fn func(c *campaign.Campaign)) error {
-	id := r.PathValue("id")
-	if campaign.ValidID(id) != nil {
-		return notFound(id)
-	}
-	if err := s.Service.Read(id, fn); err != nil {
-		if errors.Is(err, ErrNotFound) {
-			return notFound(id)
-		}
-		return err
-	}
-	return nil
+// commandContext bounds a state-changing request by the command timeout.
+func (s *server) commandContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), s.CommandTimeout)
 }
 
-// do applies an event to the campaign named by the path, bounded by the
-// command timeout.
-func (s *server) do(r *http.Request, ev campaign.Event, command bool) (campaign.Decision, error) {
-	id := r.PathValue("id")
-	if campaign.ValidID(id) != nil {
-		return campaign.Decision{}, notFound(id)
+// timedOut says a state-changing request ran out of the command timeout
+// (and not because its client went away).
+func (s *server) timedOut(r *http.Request, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil {
+		return apiError(http.StatusServiceUnavailable, CodeUnavailable, "campaign %s did not answer within %s (its driver may be restarting); retry later", r.PathValue("id"), s.CommandTimeout)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
-	defer cancel()
-	dec, err := s.Service.Do(ctx, id, ev)
-	switch {
-	case err == nil:
-		return dec, nil
-	case errors.Is(err, ErrNotFound):
-		return dec, notFound(id)
-	case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
-		return dec, apiError(http.StatusServiceUnavailable, CodeUnavailable, "campaign %s did not answer within %s (its driver may be restarting); retry later", id, s.CommandTimeout)
-	}
-	return dec, s.classify(err, command)
+	return err
 }
 
 func (s *server) health(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Service.Health(r.Context()); err != nil {
-		return apiError(http.StatusServiceUnavailable, CodeUnavailable, "unhealthy: %v", err)
+	if s.fleet != nil {
+		if err := s.fleet.Health(r.Context()); err != nil {
+			return apiError(http.StatusServiceUnavailable, CodeUnavailable, "unhealthy: %v", err)
+		}
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Campaigns: len(s.Service.IDs())})
+	list, _ := s.Service.List(r.Context())
+	writeJSON(w, http.StatusOK, control.Health{Status: "ok", Campaigns: len(list)})
 	return nil
 }
 
@@ -331,84 +310,45 @@ func (s *server) metrics(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) list(w http.ResponseWriter, r *http.Request) error {
-	now := s.now()
-	out := []campaign.StatusReport{}
-	for _, id := range s.Service.IDs() {
-		err := s.Service.Read(id, func(c *campaign.Campaign) { out = append(out, c.StatusReport(now)) })
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
+	out, err := s.Service.List(r.Context())
+	if err != nil && out == nil {
+		return err
+	}
+	if err != nil {
+		s.Logger.Warn("campaigns left out of the list", "err", err)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
 func (s *server) create(w http.ResponseWriter, r *http.Request) error {
-	var req CreateRequest
+	var req control.CreateRequest
 	if err := s.decode(w, r, &req, false); err != nil {
-		return err
-	}
-	if err := checkCreate(&req); err != nil {
 		return err
 	}
 	if err := s.confineFiles(&req); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.CommandTimeout)
+	ctx, cancel := s.commandContext(r)
 	defer cancel()
-	id, created, workers, err := s.Service.Create(ctx, req)
+	resp, err := s.Service.Create(ctx, req)
 	if err != nil {
-		return s.classify(err, false)
-	}
-	resp := CreateResponse{ID: id, Created: created, Workers: workers}
-	if err := s.Service.Read(id, func(c *campaign.Campaign) { resp.Campaign = c.StatusReport(s.now()) }); err != nil {
 		return err
 	}
 	status := http.StatusOK
-	if created {
+	if resp.Created {
 		status = http.StatusCreated
-		w.Header().Set("Location", "/v1/campaigns/"+id)
+		w.Header().Set("Location", "/v1/campaigns/"+resp.ID)
 	}
 	writeJSON(w, status, resp)
 	return nil
 }
 
-// checkCreate validates what can be checked without the service and fills
-// the device default.
-func checkCreate(req *CreateRequest) error {
-	bad := func(format string, args ...any) error {
-		return apiError(http.StatusBadRequest, CodeBadValue, format, args...)
-	}
-	req.Model, req.GPU = strings.TrimSpace(req.Model), strings.ToLower(strings.TrimSpace(req.GPU))
-	device, deviceErr := schedule.ParseDevice(string(req.Device))
-	req.Device = device
-	switch {
-	case req.Model == "":
-		return bad("field \"model\" is required (a preset name or a config.json path)")
-	case req.GPU == "":
-		return bad("field \"gpu\" is required (a GPU target, e.g. h100)")
-	case deviceErr != nil:
-		return bad("field \"device\": %v", deviceErr)
-	case req.Workers < 0 || req.Workers > MaxWorkers:
-		return bad("field \"workers\": %d is not in 0..%d", req.Workers, MaxWorkers)
-	case req.Batch != nil && (*req.Batch < 1 || *req.Batch > schedule.MaxBatch):
-		return bad("field \"batch\": %d is not in 1..%d", *req.Batch, schedule.MaxBatch)
-	case req.Batch != nil && *req.Batch > 1 && req.Device == schedule.DeviceCUDA:
-		return bad("field \"batch\": batched lowering (B>1) is evaluated on device cpu only")
-	}
-	if req.Budget != nil {
-		if err := checkBudget(*req.Budget); err != nil {
-			return err
-		}
-	}
-	return checkMoveOn(req.MoveOn)
-}
-
 // confineFiles resolves the request's model and weights under ModelsDir:
 // presets pass, files must lie inside the directory (the API never opens a
 // path the operator did not put there, nor says whether one exists).
-func (s *server) confineFiles(req *CreateRequest) error {
-	m, err := model.ResolveUnder("model", req.Model, s.ModelsDir, true)
+func (s *server) confineFiles(req *control.CreateRequest) error {
+	m, err := model.ResolveUnder("model", strings.TrimSpace(req.Model), s.ModelsDir, true)
 	if err != nil {
 		return apiError(http.StatusBadRequest, CodeBadValue, "%v", err)
 	}
@@ -423,51 +363,37 @@ func (s *server) confineFiles(req *CreateRequest) error {
 	return nil
 }
 
-// MaxWorkers bounds a campaign's trials in flight.
-const MaxWorkers = 256
-
-func checkBudget(b campaign.Budget) error {
-	if b.Iterations < 0 || math.IsNaN(b.Minutes) || math.IsInf(b.Minutes, 0) || b.Minutes < 0 {
-		return apiError(http.StatusBadRequest, CodeBadValue, "budget: iterations and minutes must be non-negative numbers (0 = unbounded)")
-	}
-	return nil
-}
-
-func checkMoveOn(m *MoveOn) error {
-	if m == nil {
-		return nil
-	}
-	if m.ConsecutiveReverts != nil && *m.ConsecutiveReverts < 0 {
-		return apiError(http.StatusBadRequest, CodeBadValue, "move_on.consecutive_reverts must be non-negative")
-	}
-	for name, v := range map[string]*float64{"pct_roofline_target": m.PctRooflineTarget, "max_minutes": m.MaxMinutes, "speedup_target": m.SpeedupTarget} {
-		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0) {
-			return apiError(http.StatusBadRequest, CodeBadValue, "move_on.%s must be a non-negative number", name)
-		}
-	}
-	return nil
-}
-
 func (s *server) status(w http.ResponseWriter, r *http.Request) error {
 	f, err := format(r, "json", "text")
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	var rep campaign.StatusReport
-	var text string
-	if err := s.read(r, func(c *campaign.Campaign) {
-		if f == "text" {
-			text = c.StatusText(now)
-		} else {
-			rep = c.StatusReport(now)
-		}
-	}); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if f == "text" {
+		text, err := s.Service.StatusText(r.Context(), id)
+		if err != nil {
+			return err
+		}
 		writeText(w, "text/plain", text)
 		return nil
+	}
+	rep, err := s.Service.Status(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// trial serves one trial of a campaign (control.TrialReport).
+func (s *server) trial(w http.ResponseWriter, r *http.Request) error {
+	n, err := strconv.Atoi(r.PathValue("trial"))
+	if err != nil || n < 0 {
+		return control.Errorf(control.ErrBadValue, "trial %q: a trial is a number, 0 or more", r.PathValue("trial"))
+	}
+	rep, err := s.Service.Trial(r.Context(), r.PathValue("id"), n)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, rep)
 	return nil
@@ -478,8 +404,8 @@ func (s *server) next(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var n campaign.NextReport
-	if err := s.read(r, func(c *campaign.Campaign) { n = c.Next(s.now()) }); err != nil {
+	n, err := s.Service.Next(r.Context(), r.PathValue("id"))
+	if err != nil {
 		return err
 	}
 	if f == "text" {
@@ -497,25 +423,24 @@ func (s *server) report(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	var wake campaign.WakeUp
-	var agg string
-	if err := s.read(r, func(c *campaign.Campaign) {
-		wake = c.WakeUp(now)
-		if f == "aggregate" {
-			agg = c.ReportMarkdown(now)
+	id := r.PathValue("id")
+	if f == "aggregate" {
+		md, err := s.Service.AggregateReport(r.Context(), id)
+		if err != nil {
+			return err
 		}
-	}); err != nil {
+		writeText(w, "text/markdown", md)
+		return nil
+	}
+	wake, err := s.Service.Report(r.Context(), id)
+	if err != nil {
 		return err
 	}
-	switch f {
-	case "md":
+	if f == "md" {
 		writeText(w, "text/markdown", wake.Markdown())
-	case "aggregate":
-		writeText(w, "text/markdown", agg)
-	default:
-		writeJSON(w, http.StatusOK, wake)
+		return nil
 	}
+	writeJSON(w, http.StatusOK, wake)
 	return nil
 }
 
@@ -524,11 +449,7 @@ func (s *server) writeReport(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decode(w, r, &none, true); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
-	files, err := s.Service.WriteReport(id)
-	if errors.Is(err, ErrNotFound) {
-		return notFound(id)
-	}
+	files, err := s.Service.WriteReport(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -537,125 +458,94 @@ func (s *server) writeReport(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *server) record(w http.ResponseWriter, r *http.Request) error {
-	var req RecordRequest
+	var req control.RecordRequest
 	if err := s.decode(w, r, &req, false); err != nil {
 		return err
 	}
-	if strings.TrimSpace(req.Status) == "" {
-		return apiError(http.StatusBadRequest, CodeBadValue, "field \"status\" is required (kept, revert, tried, failed, crash, timeout, rejected or baseline)")
-	}
-	dec, err := s.do(r, req.Event(s.now()), false)
+	ctx, cancel := s.commandContext(r)
+	defer cancel()
+	resp, err := s.Service.Record(ctx, r.PathValue("id"), req)
 	if err != nil {
-		return err
-	}
-	resp := RecordResponse{ID: r.PathValue("id"), Rows: dec.Rows, Log: dec.Log}
-	if resp.Rows == nil {
-		resp.Rows = []flywheel.Row{}
-	}
-	if err := s.read(r, func(c *campaign.Campaign) { resp.Campaign = c.StatusReport(s.now()) }); err != nil {
-		return err
+		return s.timedOut(r, err)
 	}
 	writeJSON(w, http.StatusCreated, resp)
 	return nil
 }
 
+// command serves an operator command whose body is a
+// control.CommandRequest (optional: an empty body is no note, no budget).
 func (s *server) command(op string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		var req CommandRequest
+		var req control.CommandRequest
 		if err := s.decode(w, r, &req, true); err != nil {
 			return err
 		}
-		if op != campaign.OpReopen && (req.Budget != nil || req.MoveOn != nil) {
-			return apiError(http.StatusBadRequest, CodeBadValue, "budget and move_on go with reopen only (change a live campaign's budget with PUT .../budget)")
-		}
-		ev := campaign.Command{Time: s.now(), Op: op, Note: req.Note, Budget: req.Budget}
-		if req.Budget != nil {
-			if err := checkBudget(*req.Budget); err != nil {
-				return err
-			}
-		}
-		if req.MoveOn != nil {
-			mo, err := s.criteriaOver(r, req.MoveOn)
-			if err != nil {
-				return err
-			}
-			ev.MoveOn = &mo
-		}
-		return s.apply(w, r, ev, true)
+		return s.apply(w, r, op, req)
 	}
 }
 
+// budget serves PUT .../budget, whose body is the budget itself.
 func (s *server) budget(w http.ResponseWriter, r *http.Request) error {
 	var b campaign.Budget
 	if err := s.decode(w, r, &b, false); err != nil {
 		return err
 	}
-	if err := checkBudget(b); err != nil {
-		return err
-	}
-	return s.apply(w, r, campaign.Command{Time: s.now(), Op: campaign.OpBudget, Budget: &b}, false)
+	return s.apply(w, r, campaign.OpBudget, control.CommandRequest{Budget: &b})
 }
 
+// criteria serves PUT .../criteria, whose body is the overrides
+// themselves.
 func (s *server) criteria(w http.ResponseWriter, r *http.Request) error {
-	var m MoveOn
+	var m control.MoveOn
 	if err := s.decode(w, r, &m, false); err != nil {
 		return err
 	}
-	mo, err := s.criteriaOver(r, &m)
-	if err != nil {
-		return err
-	}
-	return s.apply(w, r, campaign.Command{Time: s.now(), Op: campaign.OpCriteria, MoveOn: &mo}, false)
-}
-
-// criteriaOver applies overrides to the campaign's current criteria.
-func (s *server) criteriaOver(r *http.Request, m *MoveOn) (campaign.MoveOn, error) {
-	if err := checkMoveOn(m); err != nil {
-		return campaign.MoveOn{}, err
-	}
-	var cur campaign.MoveOn
-	if err := s.read(r, func(c *campaign.Campaign) { cur = c.State().Settings.MoveOn }); err != nil {
-		return cur, err
-	}
-	return m.Over(cur), nil
+	return s.apply(w, r, campaign.OpCriteria, control.CommandRequest{MoveOn: &m})
 }
 
 // apply runs a command and answers with the campaign afterwards.
-func (s *server) apply(w http.ResponseWriter, r *http.Request, ev campaign.Command, command bool) error {
-	dec, err := s.do(r, ev, command)
+func (s *server) apply(w http.ResponseWriter, r *http.Request, op string, req control.CommandRequest) error {
+	ctx, cancel := s.commandContext(r)
+	defer cancel()
+	resp, err := s.Service.Command(ctx, r.PathValue("id"), op, req)
 	if err != nil {
-		return err
-	}
-	resp := CommandResponse{ID: r.PathValue("id"), Log: dec.Log}
-	if resp.Log == nil {
-		resp.Log = []string{}
-	}
-	if err := s.read(r, func(c *campaign.Campaign) { resp.Campaign = c.StatusReport(s.now()) }); err != nil {
-		return err
+		return s.timedOut(r, err)
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 
 func (s *server) workers(w http.ResponseWriter, r *http.Request) error {
-	ws, err := s.Service.Workers(r.Context())
+	ws, err := s.listWorkers(r.Context())
 	if err != nil {
-		return s.classify(fmt.Errorf("workers: %w", err), false)
-	}
-	if ws == nil {
-		ws = []Worker{}
+		return fmt.Errorf("workers: %w", err)
 	}
 	writeJSON(w, http.StatusOK, ws)
 	return nil
 }
 
+// listWorkers is the fleet's live workers ([] for none).
+func (s *server) listWorkers(ctx context.Context) ([]control.Worker, error) {
+	if s.fleet == nil {
+		return nil, control.Errorf(control.ErrUnsupported, "this server has no worker registry")
+	}
+	ws, err := s.fleet.Workers(ctx)
+	if ws == nil && err == nil {
+		ws = []control.Worker{}
+	}
+	return ws, err
+}
+
 func (s *server) queues(w http.ResponseWriter, r *http.Request) error {
-	qs, err := s.Service.Queues(r.Context())
+	if s.fleet == nil {
+		return control.Errorf(control.ErrUnsupported, "queues: this server has no queues")
+	}
+	qs, err := s.fleet.Queues(r.Context())
 	if err != nil {
-		return s.classify(fmt.Errorf("queues: %w", err), false)
+		return fmt.Errorf("queues: %w", err)
 	}
 	if qs == nil {
-		qs = []Queue{}
+		qs = []control.Queue{}
 	}
 	writeJSON(w, http.StatusOK, qs)
 	return nil

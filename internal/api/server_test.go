@@ -15,20 +15,13 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/scheduler"
-	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
 )
 
 const token = "s3cret-token"
-
-var models = trial.NewModelCache(0)
-
-func evaluate(ctx context.Context, spec trial.Spec) trial.Outcome {
-	return trial.Evaluate(ctx, spec, trial.Options{Models: models})
-}
 
 // newServer serves the real handlers over a fleet with an in-process
 // transport.
@@ -40,27 +33,8 @@ func newServer(t *testing.T) (*httptest.Server, *scheduler.Fleet) {
 // newServerWith starts a server whose files must lie under modelsDir.
 func newServerWith(t *testing.T, modelsDir string) (*httptest.Server, *scheduler.Fleet) {
 	t.Helper()
-	ws, err := runner.OpenWorkspace(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := scheduler.New(scheduler.Options{Workspace: ws, Transport: dispatch.NewLocal(2, evaluate), TickEvery: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.NewServer(api.Options{Service: f, Token: token, MaxBody: 4096, CommandTimeout: 5 * time.Second, ModelsDir: modelsDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		_ = f.Close()
-	})
-	return srv, f
+	s := apitest.Start(t, apitest.Options{API: api.Options{Token: token, MaxBody: 4096, CommandTimeout: 5 * time.Second, ModelsDir: modelsDir}})
+	return s.Server, s.Fleet
 }
 
 type reply struct {
@@ -121,7 +95,7 @@ func TestBadRequestsAreClearJSONErrors(t *testing.T) {
 		{"missing gpu", "POST", "/v1/campaigns", token, `{"model": "toy"}`, 400, api.CodeBadValue},
 		{"bad device", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "device": "tpu"}`, 400, api.CodeBadValue},
 		{"zero batch", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "batch": 0}`, 400, api.CodeBadValue},
-		{"batch on cuda", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "device": "cuda", "batch": 2}`, 400, api.CodeBadValue},
+		{"bad workload", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "workload": {"prompt_lens": [8], "gen_len": 0}}`, 400, api.CodeBadValue},
 		{"unknown model", "POST", "/v1/campaigns", token, `{"model": "gpt-9", "gpu": "h200"}`, 400, api.CodeBadValue},
 		{"unknown gpu", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "v100"}`, 400, api.CodeBadValue},
 		{"negative budget", "POST", "/v1/campaigns", token, `{"model": "toy", "gpu": "h200", "budget": {"iterations": -1}}`, 400, api.CodeBadValue},
@@ -157,7 +131,7 @@ func TestCampaignLifecycleOverHTTP(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	var created api.CreateResponse
+	var created control.CreateResponse
 	if err := json.Unmarshal([]byte(r.body), &created); err != nil || created.ID != "toy-h200-cpu" || !created.Created || created.Workers != 2 {
 		t.Fatalf("create response %+v %v", created, err)
 	}
@@ -252,7 +226,7 @@ func TestRecordOverHTTP(t *testing.T) {
 	if r.status != http.StatusCreated {
 		t.Fatalf("record: %d %s", r.status, r.body)
 	}
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	if err := json.Unmarshal([]byte(r.body), &rec); err != nil || len(rec.Rows) != 1 || rec.Rows[0].Tag != "kept" {
 		t.Fatalf("record response %+v %v", rec, err)
 	}
@@ -268,7 +242,7 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = anon.Create(ctx, api.CreateRequest{Model: "toy", GPU: "h200"})
+	_, err = anon.Create(ctx, control.CreateRequest{Model: "toy", GPU: "h200"})
 	var ae *api.Error
 	if !errors.As(err, &ae) || ae.Status != 401 || ae.Code != api.CodeUnauthorized {
 		t.Fatalf("create without a token: %v", err)
@@ -279,25 +253,25 @@ func TestClient(t *testing.T) {
 	}
 	// A budget and an overnight campaign that cannot end before the stop
 	// below arrives (a 3-trial toy campaign sometimes finished first).
-	resp, err := c.Create(ctx, api.CreateRequest{Model: "toy", GPU: "h200", Cold: true, Overnight: true, Budget: &campaign.Budget{Iterations: 100000}})
+	resp, err := c.Create(ctx, control.CreateRequest{Model: "toy", GPU: "h200", Cold: true, Overnight: true, Budget: &campaign.Budget{Iterations: 100000}})
 	if err != nil || !resp.Created {
 		t.Fatalf("create: %+v %v", resp, err)
 	}
 	if _, err := c.Status(ctx, "missing"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Fatalf("status of a missing campaign: %v", err)
 	}
-	if _, err := c.Command(ctx, resp.ID, campaign.OpStop, api.CommandRequest{Note: "enough"}); err != nil {
+	if _, err := c.Command(ctx, resp.ID, campaign.OpStop, control.CommandRequest{Note: "enough"}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.Status(ctx, resp.ID)
 	if err != nil || st.Status != campaign.StatusDone || !strings.Contains(st.MoveOnReason, "enough") {
 		t.Fatalf("status after stop: %+v %v", st, err)
 	}
-	list, err := c.Campaigns(ctx)
+	list, err := c.List(ctx)
 	if err != nil || len(list) != 1 || list[0].ID != resp.ID {
 		t.Fatalf("campaigns: %+v %v", list, err)
 	}
-	if h, err := c.Health(ctx); err != nil || h.Status != "ok" {
+	if h, err := c.Healthz(ctx); err != nil || h.Status != "ok" {
 		t.Fatalf("health %+v %v", h, err)
 	}
 	for _, bad := range []string{"", "ftp://host", "http://"} {
@@ -318,7 +292,7 @@ func TestClientConnectionRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Campaigns(context.Background())
+	_, err = c.List(context.Background())
 	var ce *api.ConnError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("err %v, want a connection-refused ConnError", err)
@@ -328,7 +302,7 @@ func TestClientConnectionRefused(t *testing.T) {
 func TestNewServerNeedsAToken(t *testing.T) {
 	srv, f := newServer(t)
 	_ = srv
-	if _, err := api.NewServer(api.Options{Service: f, Token: "  "}); err == nil {
+	if _, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: "  "}); err == nil {
 		t.Fatal("a server without a token was built")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/ir"
 )
@@ -31,6 +32,9 @@ type Scheduler struct {
 	ModelsDir string `mapstructure:"models_dir"`
 	// Targets lists the GPU targets campaigns may use; empty means all.
 	Targets []string `mapstructure:"targets"`
+	// Adopt drives every campaign of the workspace, not only those started
+	// through this scheduler's API.
+	Adopt bool `mapstructure:"adopt"`
 	// InfraRetries and WorkerLosses are the per-trial retry budgets.
 	InfraRetries int `mapstructure:"infra_retries"`
 	WorkerLosses int `mapstructure:"worker_losses"`
@@ -47,6 +51,7 @@ func schedulerDefaults() map[string]any {
 		"token_file":    "",
 		"models_dir":    "",
 		"targets":       []string{},
+		"adopt":         false,
 		"infra_retries": redisq.DefaultInfraRetries,
 		"worker_losses": redisq.DefaultWorkerLosses,
 		"retention":     redisq.DefaultRetention,
@@ -62,6 +67,7 @@ var schedulerFlags = append(append([]flagSpec{
 	{"token-file", "token_file", kString, "file holding the API bearer token"},
 	{"models-dir", "models_dir", kString, "directory of the model files API requests may name (default: presets only)"},
 	{"targets", "targets", kString, "comma-separated GPU targets campaigns may use (default all)"},
+	{"adopt", "adopt", kBool, "drive every campaign of the workspace, not only those started through this scheduler"},
 }, redisFlags...), logFlags...)
 
 // SchedulerFlags registers the scheduler's flags on fs.
@@ -128,7 +134,7 @@ func (s Scheduler) APIToken() (string, error) {
 	if s.TokenFile == "" {
 		return s.Token, nil
 	}
-	b, err := os.ReadFile(s.TokenFile)
+	b, err := inputfile.ReadFile(s.TokenFile, maxSecretFileBytes)
 	if err != nil {
 		return "", &FieldError{Key: "token_file", Msg: err.Error()}
 	}

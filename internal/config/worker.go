@@ -10,13 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/redisq"
 )
 
 // Worker defaults.
 const (
 	DefaultWorkerListen  = "127.0.0.1:9101"
-	DefaultTrialTimeout  = 10 * time.Minute
+	DefaultTrialTimeout  = dispatch.DefaultTrialTimeout
 	DefaultShutdownGrace = 30 * time.Second
 )
 

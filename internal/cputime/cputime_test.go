@@ -15,7 +15,7 @@ func TestTotalGrowsWithWork(t *testing.T) {
 	spin := time.Now()
 	x := uint64(1)
 	for time.Since(spin) < 50*time.Millisecond || x == 0 {
-		for i := 0; i < 1000; i++ {
+		for range 1000 {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
 	}

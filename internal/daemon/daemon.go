@@ -75,7 +75,7 @@ func (c Command[C]) Run(args []string, stderr io.Writer, serve func(cfg C, log *
 		return ExitUsage
 	}
 	if *showVersion {
-		fmt.Fprintln(stderr, c.Name, version.String())
+		fmt.Fprintln(stderr, c.Name, version.Long())
 		return ExitOK
 	}
 	if fs.NArg() > 0 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -47,8 +47,9 @@ type Options struct {
 	// GPUProbe opens the GPU launcher and names the device; nil means this
 	// binary was built without CUDA support.
 	GPUProbe func(ctx context.Context) (string, error)
-	// LookPath finds executables (exec.LookPath when nil).
-	LookPath func(string) (string, error)
+	// FindNVCC finds the nvcc to report (build.FindNVCC when nil: the one
+	// lookup the kernel tests use too).
+	FindNVCC func() build.NVCC
 }
 
 // minFreeBytes is the free space below which the workspace check warns.
@@ -56,8 +57,8 @@ const minFreeBytes = 1 << 30
 
 // Run performs every check, each bounded in time by ctx.
 func Run(ctx context.Context, o Options) Report {
-	if o.LookPath == nil {
-		o.LookPath = exec.LookPath
+	if o.FindNVCC == nil {
+		o.FindNVCC = build.FindNVCC
 	}
 	var r Report
 	add := func(name, status, format string, args ...any) {
@@ -77,15 +78,7 @@ func Run(ctx context.Context, o Options) Report {
 	r.Checks = append(r.Checks, workspaceCheck(o.Workspace))
 	add("targets", OK, "%d GPU target records: %s", len(ir.TargetNames()), strings.Join(ir.TargetNames(), ", "))
 
-	nvcc := os.Getenv("AMK_NVCC")
-	if nvcc == "" {
-		nvcc = "nvcc"
-	}
-	if path, err := o.LookPath(nvcc); err == nil {
-		add("nvcc", OK, "%s", path)
-	} else {
-		add("nvcc", Warn, "%s not found: the CUDA kernels cannot be built (set AMK_NVCC or PATH)", nvcc)
-	}
+	r.Checks = append(r.Checks, nvccCheck(ctx, o.FindNVCC()))
 	switch {
 	case o.GPUProbe == nil:
 		add("gpu", Warn, "this binary has no CUDA support (build with -tags cuda); trials run on the CPU, latencies are predicted")
@@ -168,6 +161,31 @@ func workspaceCheck(dir string) Check {
 		return c
 	}
 	c.Detail = abs + " writable"
+	return c
+}
+
+// nvccCheck reports the nvcc that the kernel builds and tests would use,
+// where it was found and its release.
+func nvccCheck(ctx context.Context, n build.NVCC) Check {
+	c := Check{Name: "nvcc", Status: Warn}
+	if n.Path == "" {
+		c.Detail = "not found, so the CUDA kernels cannot be built here: " + build.NoNVCCHint
+		return c
+	}
+	tc := build.ToolchainFromEnv()
+	tc.NVCC = n.Path
+	vctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	release := build.ToolkitRelease(vctx, tc)
+	cancel()
+	switch {
+	case release == "":
+		c.Detail = fmt.Sprintf("%s (from %s) does not run or does not print its release", n.Path, n.From)
+	case !build.CompilesSM90a(release):
+		c.Detail = fmt.Sprintf("%s (release %s, from %s): compiles sm_90 but not sm_90a, so not the streaming ring's TMA path", n.Path, release, n.From)
+	default:
+		c.Status = OK
+		c.Detail = fmt.Sprintf("%s (release %s, from %s)", n.Path, release, n.From)
+	}
 	return c
 }
 

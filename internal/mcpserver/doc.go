@@ -23,9 +23,10 @@
 //   - cancel: ends this server's run of a campaign, background or loop (its
 //     experiments stay; the next autoresearch or loop resumes it); on a
 //     scheduler, pauses it;
-//   - status, next, report, record, campaigns: the orchestrator, through
-//     internal/control.Campaigns, so they act on a local workspace or, with
-//     Options.Campaigns a control.Remote, on a scheduler.
+//   - status, next, report, record, note, campaigns: the orchestrator,
+//     through a control.Service, so they act on a local workspace or, with
+//     Options.Campaigns a scheduler's api.Client, on a scheduler; note keeps
+//     an operator's note in the campaign's ledger and reports.
 //
 // # Honesty and failure
 //

@@ -11,8 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/control"
 )
 
 // bearer adds the token to every request.
@@ -32,7 +32,7 @@ func TestStreamableHTTPNeedsTheToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Campaigns: local, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Options{Campaigns: control.New(local), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,56 +3,22 @@ package mcpserver
 import (
 	"context"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/dispatch"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
-	"github.com/amk-dev/amk/internal/scheduler"
-	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/internal/apitest"
 )
 
 // remoteHarness is a server whose campaigns are on a real scheduler (its
 // API handlers over a fleet with the in-process transport).
 func remoteHarness(t *testing.T) *harness {
 	t.Helper()
-	ws, err := runner.OpenWorkspace(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	models := trial.NewModelCache(0)
-	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
-		return trial.Evaluate(ctx, spec, trial.Options{Models: models})
-	}
-	fleet, err := scheduler.New(scheduler.Options{Workspace: ws, Transport: dispatch.NewLocal(2, eval), TickEvery: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fleet.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	const token = "mcp-test-token"
-	handler, err := api.NewServer(api.Options{Service: fleet, Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(handler)
-	t.Cleanup(func() {
-		hs.Close()
-		_ = fleet.Close()
-	})
-	client, err := api.NewClient(hs.URL, token, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Options{Campaigns: control.Remote{Client: client}, Logger: slog.New(slog.DiscardHandler)})
+	client := apitest.Start(t, apitest.Options{}).Client(t)
+	srv, err := New(Options{Campaigns: client, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +59,7 @@ func TestOnAScheduler(t *testing.T) {
 	if started.Campaign != "toy-h200-cpu-bg" || !started.Background || !started.Created {
 		t.Fatalf("autoresearch on a scheduler: %+v", started)
 	}
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	h.ok("record", map[string]any{"campaign": started.Campaign, "status": "failed", "description": "agent: remote record"}, &rec)
 	if len(rec.Rows) != 1 || !strings.Contains(rec.Rows[0].Description, "agent: remote record") {
 		t.Fatalf("record on a scheduler: %+v", rec)

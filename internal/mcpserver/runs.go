@@ -5,41 +5,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
-	"github.com/amk-dev/amk/ir"
-	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // CampaignInput is what loop and autoresearch take: the campaign (created
 // when new, resumed otherwise) and this run's limits.
 type CampaignInput struct {
-	Model        string   `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
-	GPU          string   `json:"gpu" jsonschema:"GPU target record"`
-	Device       string   `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies) or cuda (measured-gpu)"`
-	Name         string   `json:"name,omitempty" jsonschema:"optional campaign name, to run several campaigns on one model, gpu and device"`
-	Minutes      float64  `json:"minutes,omitempty" jsonschema:"wall-clock budget of this run in minutes (0: none)"`
-	Workers      int      `json:"workers,omitempty" jsonschema:"trials evaluated at once; default min(4, CPUs) on cpu, 1 on cuda"`
-	Cold         bool     `json:"cold,omitempty" jsonschema:"ignore the flywheel prior (no warm start, no ranking)"`
-	Seed         uint64   `json:"seed,omitempty" jsonschema:"random seed of the campaign's proposer"`
-	Overnight    bool     `json:"overnight,omitempty" jsonschema:"never stop on a plateau; basin-hop after restart_after non-improvements"`
-	RestartAfter *int     `json:"restart_after,omitempty" jsonschema:"non-improvements before an overnight basin hop (default 6)"`
-	Epsilon      *float64 `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
-	Batch        int      `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles, cpu only)"`
-	Weights      string   `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Model         string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	GPU           string          `json:"gpu" jsonschema:"GPU target record"`
+	Device        string          `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies) or cuda (measured-gpu)"`
+	Name          string          `json:"name,omitempty" jsonschema:"optional campaign name, to run several campaigns on one model, gpu and device"`
+	Minutes       float64         `json:"minutes,omitempty" jsonschema:"wall-clock budget of this run in minutes (0: none)"`
+	Workers       int             `json:"workers,omitempty" jsonschema:"trials evaluated at once; default min(4, CPUs) on cpu, 1 on cuda"`
+	Cold          bool            `json:"cold,omitempty" jsonschema:"ignore the flywheel prior (no warm start, no ranking)"`
+	Seed          uint64          `json:"seed,omitempty" jsonschema:"random seed of the campaign's proposer"`
+	Overnight     bool            `json:"overnight,omitempty" jsonschema:"never stop on a plateau; basin-hop after restart_after non-improvements"`
+	RestartAfter  *int            `json:"restart_after,omitempty" jsonschema:"non-improvements before an overnight basin hop (default 6)"`
+	Epsilon       *float64        `json:"epsilon,omitempty" jsonschema:"probability an exploit step skips the prior's ranking, in [0, 1] (default 0.30)"`
+	Batch         int             `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles); the workload's batch"`
+	Workload      *trial.Workload `json:"workload,omitempty" jsonschema:"what the campaign tunes for: prompt_lens (prompt lengths), gen_len (tokens generated after each), batch; default a 512-token prompt, 128 generated tokens, batch 1; a workload other than the default names its own campaign"`
+	SpeedupTarget *float64        `json:"speedup_target,omitempty" jsonschema:"a new campaign stops once this fast against its baseline (default 3, the default move-on criterion; 0: never)"`
+	Weights       string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
 }
-
-// maxWorkers bounds the trials one run keeps in flight (each is a
-// goroutine evaluating a model).
-const maxWorkers = 256
 
 // LoopInput is loop's arguments.
 type LoopInput struct {
@@ -53,14 +50,11 @@ type AutoresearchInput struct {
 	Iters int `json:"iters,omitempty" jsonschema:"trials to run; 20 when neither iters nor minutes is given"`
 }
 
-// RunSummary is what one run of a campaign did.
+// RunSummary is what one run of a campaign did, and the error that ended
+// it, if any.
 type RunSummary struct {
-	Proposed   int    `json:"proposed"`
-	Recorded   int    `json:"recorded"`
-	StopReason string `json:"stop_reason"`
-	Status     string `json:"status"`
-	Reason     string `json:"reason,omitempty"`
-	Error      string `json:"error,omitempty"`
+	runner.RunSummary
+	Error string `json:"error,omitempty"`
 }
 
 // RunAnswer answers loop, autoresearch and cancel.
@@ -95,80 +89,37 @@ type localRun struct {
 	sum    RunSummary
 }
 
-// record applies an agent's record through the run's driver, which holds
-// the campaign's lock.
-func (r *localRun) record(ctx context.Context, local *control.Local, req api.RecordRequest) (api.RecordResponse, error) {
-	// Do waits for the driver; a run that ends meanwhile releases the
-	// campaign, which then takes the record directly.
-	dctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		select {
-		case <-r.done:
-			stop()
-		case <-dctx.Done():
-		}
-	}()
-	dec, err := r.Driver.Do(dctx, req.Event(time.Now().UTC()))
-	if err != nil && ctx.Err() == nil && dctx.Err() != nil {
-		return local.Record(ctx, r.id, req)
-	}
-	if err != nil {
-		return api.RecordResponse{}, fmt.Errorf("refused: %w", err)
-	}
-	rep, err := local.Status(ctx, r.id)
-	if err != nil {
-		return api.RecordResponse{}, err
-	}
-	return api.RecordResponse{ID: r.id, Rows: dec.Rows, Log: dec.Log, Campaign: rep}, nil
-}
-
 func (s *Server) running(id string) *localRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.runs[id]
 }
 
+// runningIDs are the campaigns this server runs, sorted.
 func (s *Server) runningIDs() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids := make([]string, 0, len(s.runs))
-	for id := range s.runs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.runs))
 }
 
-// createRequest checks a campaign's arguments and makes the create request.
-func (in CampaignInput) createRequest() (api.CreateRequest, error) {
-	if _, err := model.Load(in.Model); err != nil {
-		return api.CreateRequest{}, argError("model", err)
+// createRequest makes the create request of a campaign's arguments,
+// checked as every front's (control.CreateRequest.Check, whose messages
+// name the argument).
+func (in CampaignInput) createRequest() (control.CreateRequest, error) {
+	if in.Minutes < 0 {
+		return control.CreateRequest{}, fmt.Errorf("argument minutes: must be >= 0, got %v", in.Minutes)
 	}
-	target, err := ir.Target(in.GPU)
-	if err != nil {
-		return api.CreateRequest{}, argError("gpu", err)
-	}
-	device, err := deviceArg(in.Device)
-	if err != nil {
-		return api.CreateRequest{}, err
-	}
-	switch {
-	case in.Minutes < 0:
-		return api.CreateRequest{}, fmt.Errorf("argument minutes: must be >= 0, got %v", in.Minutes)
-	case in.Workers < 0 || in.Workers > maxWorkers:
-		return api.CreateRequest{}, fmt.Errorf("argument workers: must be in [0, %d], got %d", maxWorkers, in.Workers)
-	case in.RestartAfter != nil && *in.RestartAfter < 1:
-		return api.CreateRequest{}, fmt.Errorf("argument restart_after: must be >= 1, got %d", *in.RestartAfter)
-	case in.Epsilon != nil && (*in.Epsilon < 0 || *in.Epsilon > 1):
-		return api.CreateRequest{}, fmt.Errorf("argument epsilon: must be in [0, 1], got %v", *in.Epsilon)
-	case in.Batch < 0 || in.Batch > schedule.MaxBatch:
-		return api.CreateRequest{}, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
-	}
-	req := api.CreateRequest{Model: in.Model, GPU: target.Name, Device: device, Name: in.Name, Weights: in.Weights, Seed: in.Seed,
-		Cold: in.Cold, Overnight: in.Overnight, RestartAfter: in.RestartAfter, Epsilon: in.Epsilon, Workers: in.Workers}
-	if in.Batch > 1 {
+	req := control.CreateRequest{Model: in.Model, GPU: in.GPU, Device: schedule.Device(in.Device), Name: in.Name, Weights: in.Weights,
+		Seed: in.Seed, Cold: in.Cold, Overnight: in.Overnight, RestartAfter: in.RestartAfter, Epsilon: in.Epsilon, Workers: in.Workers}
+	if in.Batch != 0 && in.Batch != 1 {
 		req.Batch = &in.Batch
+	}
+	req.Workload = in.Workload
+	if in.SpeedupTarget != nil {
+		req.MoveOn = &control.MoveOn{SpeedupTarget: in.SpeedupTarget}
+	}
+	if err := req.Check(); err != nil {
+		return control.CreateRequest{}, fmt.Errorf("argument %w", err)
 	}
 	return req, nil
 }
@@ -176,14 +127,14 @@ func (in CampaignInput) createRequest() (api.CreateRequest, error) {
 // startLocal creates (or finds) the campaign in the local workspace, takes
 // its lock and registers the run; the caller drives it, then calls
 // run.finish. cancel ends the context the caller drives it with.
-func (s *Server) startLocal(req api.CreateRequest, cancel context.CancelFunc) (*localRun, api.CreateResponse, error) {
-	id := campaign.ID(req.Model, req.GPU, req.Device, req.Name)
+func (s *Server) startLocal(req control.CreateRequest, cancel context.CancelFunc) (*localRun, control.CreateResponse, error) {
+	id := req.ID()
 	if s.running(id) != nil {
-		return nil, api.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
+		return nil, control.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
 	}
 	launcher, _, release, err := s.launcher(string(req.Device))
 	if err != nil {
-		return nil, api.CreateResponse{}, err
+		return nil, control.CreateResponse{}, err
 	}
 	started, err := s.local.StartRun(req, control.RunOptions{Launcher: launcher, ReleaseLauncher: release, Models: s.models, Log: s.log,
 		OnWedge: func() {
@@ -192,12 +143,12 @@ func (s *Server) startLocal(req api.CreateRequest, cancel context.CancelFunc) (*
 			cancel()
 		}})
 	if errors.Is(err, runner.ErrLocked) {
-		return nil, api.CreateResponse{}, fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", id)
+		return nil, control.CreateResponse{}, fmt.Errorf("campaign %s is driven by another process (amkctl autoresearch or a scheduler on this workspace): watch it with status", id)
 	}
 	if err != nil {
-		return nil, api.CreateResponse{}, err
+		return nil, control.CreateResponse{}, err
 	}
-	resp := api.CreateResponse{ID: started.Ledger.ID(), Created: started.Created, Campaign: started.Ledger.Campaign().StatusReport(time.Now().UTC())}
+	resp := control.CreateResponse{ID: started.Ledger.ID(), Created: started.Created, Campaign: started.Ledger.Campaign().StatusReport(time.Now().UTC())}
 	if started.Done() {
 		started.Close()
 		return nil, resp, fmt.Errorf("campaign %s is done (%s) after %d experiments: nothing to run; reopen it (amkctl reopen %s) or give another name",
@@ -243,8 +194,8 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 			}
 		}), lim.Iterations)
 	}
-	sum, err := run.Driver.Run(ctx, lim)
-	run.sum = RunSummary{Proposed: sum.Proposed, Recorded: sum.Recorded, StopReason: sum.StopReason, Status: string(sum.Status), Reason: sum.Reason}
+	sum, err := run.Drive(ctx, lim)
+	run.sum = RunSummary{RunSummary: sum}
 	if err != nil {
 		run.sum.Error = err.Error()
 	}
@@ -254,7 +205,7 @@ func (run *localRun) drive(ctx context.Context, lim runner.Limits, notify func(d
 type lineWriter func(line string)
 
 func (w lineWriter) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+	for line := range bytes.SplitSeq(bytes.TrimRight(p, "\n"), []byte("\n")) {
 		if len(line) > 0 {
 			w(string(line))
 		}
@@ -299,12 +250,12 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 }
 
 // finished answers a finished local run.
-func (s *Server) finished(ctx context.Context, resp api.CreateResponse, sum RunSummary) (RunAnswer, error) {
-	rep, err := s.local.Status(ctx, resp.ID)
+func (s *Server) finished(ctx context.Context, resp control.CreateResponse, sum RunSummary) (RunAnswer, error) {
+	rep, err := s.opts.Campaigns.Status(ctx, resp.ID)
 	if err != nil {
 		return RunAnswer{}, err
 	}
-	wake, err := s.local.Report(ctx, resp.ID)
+	wake, err := s.opts.Campaigns.Report(ctx, resp.ID)
 	if err != nil {
 		return RunAnswer{}, err
 	}
@@ -314,7 +265,7 @@ func (s *Server) finished(ctx context.Context, resp api.CreateResponse, sum RunS
 
 // remoteLoop creates the campaign on the scheduler with the loop's budget
 // and watches it until it stops; cancelling the call pauses it.
-func (s *Server) remoteLoop(ctx context.Context, creq api.CreateRequest, budget int, notify func(done, total float64, message string)) (*mcp.CallToolResult, RunAnswer, error) {
+func (s *Server) remoteLoop(ctx context.Context, creq control.CreateRequest, budget int, notify func(done, total float64, message string)) (*mcp.CallToolResult, RunAnswer, error) {
 	cs := s.opts.Campaigns
 	creq.Budget = &campaign.Budget{Iterations: budget}
 	resp, err := cs.Create(ctx, creq)
@@ -349,7 +300,7 @@ func (s *Server) remoteLoop(ctx context.Context, creq api.CreateRequest, budget 
 		select {
 		case <-ctx.Done():
 			pause, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			_, perr := cs.Command(pause, resp.ID, campaign.OpPause, api.CommandRequest{Note: "loop cancelled by the MCP client"})
+			_, perr := cs.Command(pause, resp.ID, campaign.OpPause, control.CommandRequest{Note: "loop cancelled by the MCP client"})
 			cancel()
 			msg := "paused it"
 			if perr != nil {
@@ -388,15 +339,13 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 		cancel()
 		return nil, RunAnswer{}, err
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		defer cancel()
 		defer run.finish()
 		run.drive(runCtx, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
 		s.log.Info("background run ended", "campaign", run.id, "recorded", run.sum.Recorded, "stop", run.sum.StopReason, "error", run.sum.Error)
-	}()
-	rep, err := s.local.Status(ctx, resp.ID)
+	})
+	rep, err := s.opts.Campaigns.Status(ctx, resp.ID)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
@@ -410,7 +359,7 @@ func (s *Server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in Selector
 		return nil, RunAnswer{}, err
 	}
 	if s.local == nil {
-		resp, err := s.opts.Campaigns.Command(ctx, id, campaign.OpPause, api.CommandRequest{Note: "cancelled by an MCP client"})
+		resp, err := s.opts.Campaigns.Command(ctx, id, campaign.OpPause, control.CommandRequest{Note: "cancelled by an MCP client"})
 		if err != nil {
 			return nil, RunAnswer{}, err
 		}
@@ -427,7 +376,7 @@ func (s *Server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in Selector
 	case <-ctx.Done():
 		return nil, RunAnswer{}, ctx.Err()
 	}
-	ans, err := s.finished(ctx, api.CreateResponse{ID: id}, run.sum)
+	ans, err := s.finished(ctx, control.CreateResponse{ID: id}, run.sum)
 	ans.Next = "cancelled; the campaign keeps its experiments and resumes with autoresearch"
 	return nil, ans, err
 }

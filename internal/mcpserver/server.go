@@ -10,17 +10,18 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/kernels/tune"
 	"github.com/amk-dev/amk/trial"
 )
 
 // Options configure a Server.
 type Options struct {
-	// Campaigns is where status, next, report, record, campaigns,
-	// autoresearch and loop act: a *control.Local (the default of amkctl
-	// mcp) or a control.Remote (a scheduler).
-	Campaigns control.Campaigns
+	// Campaigns is where status, next, report, record, note, campaigns,
+	// autoresearch and loop act: the Campaigns of a control.Local (the
+	// default of amkctl mcp; loop and autoresearch then run here) or a
+	// scheduler's (its api.Client).
+	Campaigns control.Service
 	// OpenLauncher maps a device ("cpu" or "cuda") to a latency source and
 	// the device's name in verdicts; nil serves the CPU cost model only.
 	OpenLauncher func(device string) (trial.Launcher, string, error)
@@ -74,7 +75,9 @@ func New(o Options) (*Server, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	s := &Server{opts: o, log: log, models: trial.NewModelCache(0), base: base, stop: stop, runs: map[string]*localRun{}}
-	s.local, _ = o.Campaigns.(*control.Local)
+	if c, ok := o.Campaigns.(*control.Campaigns); ok {
+		s.local, _ = c.Backend().(*control.Local)
+	}
 	if s.local != nil {
 		// Seeded weights are generated once per workspace, then mapped.
 		s.models = s.local.NewModelCache()
@@ -89,11 +92,11 @@ func New(o Options) (*Server, error) {
 // instructions is what the server tells a client about itself at
 // initialisation.
 const instructions = `amk searches for the fastest safe schedule of a GPU megakernel.
-Loop 2 (schedule search): propose (read the edit surface) -> edit ONE knob of the
+Schedule search: propose (read the edit surface) -> edit ONE knob of the
 schedule_config -> eval (ok=true iff valid and correct) -> keep only a correct
 config with a >= 1% lower latency -> record the outcome -> next (continue or stop).
 loop runs that keep/revert loop for you; autoresearch runs it in the background
-(status/next/report to watch it, cancel to end the run). Loop 1 (one micro-kernel's
+(status/next/report to watch it, cancel to end the run). Kernel tuning (one micro-kernel's
 -D knobs on a GPU): tune_instruction. Never edit kernel code, the VM or the
 validator through a schedule; a latency exists only for a correct config, and
 latency_kind says predicted (cost model) or measured-gpu.`

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,9 +16,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/internal/apitest"
 )
 
 // harness is a server on a fresh local workspace and an SDK client
@@ -38,7 +39,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Options{Campaigns: local, Version: "test", Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(Options{Campaigns: control.New(local), Version: "test", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestListTools(t *testing.T) {
 		schemas[tool.Name] = schema
 	}
 	slices.Sort(names)
-	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "propose", "record", "report", "status", "tune_instruction"}
+	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -215,9 +216,7 @@ func TestAgentCycle(t *testing.T) {
 		t.Errorf("eval schedule id %s, propose said %s", base.ScheduleID, surf.ScheduleID)
 	}
 	edited := map[string]any{}
-	for k, v := range surf.ScheduleConfig {
-		edited[k] = v
-	}
+	maps.Copy(edited, surf.ScheduleConfig)
 	edited["pipelining_depth"] = 0
 	var cand EvalAnswer
 	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "schedule": edited}, &cand)
@@ -249,7 +248,7 @@ func TestAgentCycle(t *testing.T) {
 	if *cand.LatencyUS < *base.LatencyUS*0.99 {
 		tag = "kept"
 	}
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	h.ok("record", map[string]any{"campaign": loop.Campaign, "status": tag, "correctness": "PASS",
 		"latency_us": *cand.LatencyUS, "kind": *cand.LatencyKind, "pct_of_roofline": *cand.PctOfRoofline,
 		"schedule": edited, "description": "agent: pipelining_depth 0"}, &rec)
@@ -275,10 +274,22 @@ func TestAgentCycle(t *testing.T) {
 		t.Fatalf("campaigns answered %+v", list)
 	}
 
+	var noted control.CommandResponse
+	h.ok("note", map[string]any{"campaign": loop.Campaign, "note": "agent: depth 0 looked promising"}, &noted)
+	if len(noted.Log) != 1 || noted.Log[0] != "note: agent: depth 0 looked promising" {
+		t.Fatalf("note answered %+v", noted)
+	}
+	if msg := h.toolError("note", map[string]any{"campaign": loop.Campaign, "note": " "}); !strings.Contains(msg, "needs the note's text") {
+		t.Errorf("an empty note: %q", msg)
+	}
+
 	var rep ReportAnswer
 	h.ok("report", map[string]any{}, &rep)
 	if rep.Report.ID != loop.Campaign || rep.Report.TotalExperiments != 2 || len(rep.Files.Files) == 0 {
 		t.Fatalf("report answered %+v", rep)
+	}
+	if len(rep.Report.Notes) != 1 || rep.Report.Notes[0].Text != "agent: depth 0 looked promising" {
+		t.Errorf("the report's notes: %+v", rep.Report.Notes)
 	}
 
 	ctx := context.Background()
@@ -322,6 +333,11 @@ func TestBadArguments(t *testing.T) {
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "pos": -1}, "argument pos"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 5000}, "argument batch"},
 		{"eval", map[string]any{"model": "toy", "gpu": "h100", "colour": "red"}, "colour"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "pos": 3, "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 4}}, "argument pos"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 0}}, "argument workload"},
+		{"eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 3, "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 4, "batch": 2}}, "argument workload"},
+		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "workload": map[string]any{"prompt_lens": []int{}, "gen_len": 4}}, "argument workload"},
+		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "speedup_target": -1}, "argument move_on"},
 		{"propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": map[string]any{"pipelining_depth": "deep"}}, "argument incumbent"},
 		{"loop", map[string]any{"model": "toy", "gpu": "h100", "budget": -2}, "argument budget"},
 		{"autoresearch", map[string]any{"model": "toy", "gpu": "h100", "epsilon": 2}, "argument epsilon"},
@@ -347,6 +363,11 @@ func TestBadArguments(t *testing.T) {
 	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 2}, &batched)
 	if !batched.OK || batched.LatencyUS == nil {
 		t.Fatalf("eval with batch 2: %+v", batched)
+	}
+	var workload EvalAnswer
+	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "batch": 2, "workload": map[string]any{"prompt_lens": []int{16}, "gen_len": 5}}, &workload)
+	if !workload.OK || workload.LatencyUS == nil || len(workload.Positions) != 3 || workload.Positions[2].Pos != 20 {
+		t.Fatalf("eval for a workload: %+v", workload)
 	}
 	var surf surface
 	h.ok("propose", map[string]any{"model": "toy", "gpu": "h100"}, &surf)
@@ -382,18 +403,6 @@ func TestSafeRecoversAPanic(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds; the deadline only guards against a
-// hang, it is not what the test measures.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("gave up waiting for %s", what)
-}
-
 // TestCancelledAutoresearch: autoresearch answers at once with the campaign
 // id, the run goes on in the background, and cancel ends it, leaving the
 // campaign resumable and unlocked.
@@ -405,7 +414,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 	if started.Campaign == "" || !started.Background || !started.Created {
 		t.Fatalf("autoresearch answered %+v", started)
 	}
-	waitFor(t, "a recorded experiment", func() bool {
+	apitest.WaitFor(t, 2*time.Minute, "a recorded experiment", func() bool {
 		var st StatusAnswer
 		h.ok("status", map[string]any{"campaign": started.Campaign}, &st)
 		if !st.Running {
@@ -418,7 +427,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 		t.Errorf("a second autoresearch of a running campaign: %q", msg)
 	}
 	// While it runs, an agent's record goes through the run's driver.
-	var rec api.RecordResponse
+	var rec control.RecordResponse
 	h.ok("record", map[string]any{"campaign": started.Campaign, "status": "rejected", "description": "agent: over-cap smem"}, &rec)
 	if len(rec.Rows) != 1 || rec.Rows[0].Tag != "rejected" {
 		t.Fatalf("record during the run: %+v", rec)
@@ -438,7 +447,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 		t.Errorf("second cancel: %q", msg)
 	}
 	// The lock is released: the workspace takes a record directly.
-	if _, err := h.local.Record(context.Background(), started.Campaign, api.RecordRequest{Status: "failed", Description: "after cancel"}); err != nil {
+	if _, err := control.New(h.local).Record(context.Background(), started.Campaign, control.RecordRequest{Status: "failed", Description: "after cancel"}); err != nil {
 		t.Fatalf("record after cancel: %v", err)
 	}
 }
@@ -482,7 +491,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 		_, err := h.client.CallTool(cctx, long)
 		done <- err
 	}()
-	waitFor(t, "the long loop's first progress", func() bool {
+	apitest.WaitFor(t, 2*time.Minute, "the long loop's first progress", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return len(h.progress) > 0
@@ -491,7 +500,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled loop returned %v", err)
 	}
-	waitFor(t, "the cancelled loop to release its campaign", func() bool {
+	apitest.WaitFor(t, 2*time.Minute, "the cancelled loop to release its campaign", func() bool {
 		var list CampaignsAnswer
 		h.ok("campaigns", nil, &list)
 		return len(list.RunningHere) == 0
@@ -508,7 +517,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 		t.Fatalf("resumed loop: %+v (before: %d)", again, st.ExperimentsRun)
 	}
 	// A campaign that is done has nothing to run.
-	if _, err := h.local.Command(ctx, again.Campaign, campaign.OpStop, api.CommandRequest{Note: "test"}); err != nil {
+	if _, err := control.New(h.local).Command(ctx, again.Campaign, campaign.OpStop, control.CommandRequest{Note: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	if msg := h.toolError("loop", map[string]any{"model": "toy", "gpu": "h100", "name": "long"}); !strings.Contains(msg, "is done") {

@@ -10,8 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/doctor"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
@@ -27,10 +26,10 @@ const maxConfigBytes = 1 << 20
 
 func (s *Server) addTools() {
 	addTool(s, "doctor", "Check this machine (the one amkctl mcp runs on): build and runtime, CPUs and memory, the workspace, nvcc, whether this binary can open a GPU, and that the reference VM matches the eager oracle on toy. ready is false when a check failed; gpu says whether eval and loop can run with device cuda here.", s.doctor)
-	addTool(s, "propose", "Read the edit surface of Loop 2 (seed 001's propose): the incumbent schedule_config, its schedule_id and the search space (each knob's choices, default, whether it is effective). Edit ONE knob of schedule_config, then call eval.", s.propose)
-	addTool(s, "eval", "Evaluate one schedule config (seed 001's eval): lower, validate (deadlock- and race-freedom, launch feasibility), check the numerics against the eager oracle, and only then time it. Answers the verdict JSON; ok is true iff valid and correct (amkctl eval's exit code 0). latency_us is null unless correct; latency_kind says predicted (cost model) or measured-gpu.", s.eval)
-	addTool(s, "loop", "Run seed 001's keep/revert loop for budget trials and wait for it (the autoresearch engine; resumable: calling it again continues the campaign). Sends a progress notification per experiment; cancel the request to stop it. Answers the run, the campaign status and the wake-up report (best config, latency and its kind).", s.loop)
-	addTool(s, "tune_instruction", "Loop 1: tune one ABI micro-kernel's -D knobs on the local GPU (build, verify against the per-op reference, time, keep on a >= 1% win). Needs an amkctl built with -tags cuda on a machine with a GPU.", s.tuneInstruction)
+	addTool(s, "propose", "Read the edit surface of the schedule search: the incumbent schedule_config, its schedule_id and the search space (each knob's choices, default, whether it is effective). Edit ONE knob of schedule_config, then call eval.", s.propose)
+	addTool(s, "eval", "Evaluate one schedule config: lower, validate (deadlock- and race-freedom, launch feasibility), check the numerics against the eager oracle, and only then time it. Answers the verdict JSON; ok is true iff valid and correct (amkctl eval's exit code 0). latency_us is null unless correct; latency_kind says predicted (cost model) or measured-gpu.", s.eval)
+	addTool(s, "loop", "Run the keep/revert loop for budget trials and wait for it (the autoresearch engine; resumable: calling it again continues the campaign). Sends a progress notification per experiment; cancel the request to stop it. Answers the run, the campaign status and the wake-up report (best config, latency and its kind).", s.loop)
+	addTool(s, "tune_instruction", "Kernel tuning: tune one ABI micro-kernel's -D knobs on the local GPU (build, verify against the per-op reference, time, keep on a >= 1% win). Needs an amkctl built with -tags cuda on a machine with a GPU.", s.tuneInstruction)
 	addTool(s, "autoresearch", "Create (or resume) a campaign and run it in the background; answers at once with the campaign id. Watch it with status, next and report; end this server's run with cancel. With a scheduler, the scheduler runs it.", s.autoresearch)
 	addTool(s, "cancel", "End this server's run of a campaign (a background autoresearch, or a loop another call waits for); the campaign keeps its experiments and autoresearch or loop resumes it. On a scheduler: pause the campaign.", s.cancel)
 	addTool(s, "status", "A campaign's status: baseline, best (with its latency kind), speedup, plateau counter, counts by outcome. With no selector: the only campaign there is.", s.status)
@@ -38,6 +37,28 @@ func (s *Server) addTools() {
 	addTool(s, "report", "Write a campaign's report files (report.md, report.json, report.svg, aggregate_report.md) and answer the wake-up report: best config, latency and kind, speedup over the default schedule, milestones.", s.report)
 	addTool(s, "record", "Record your own experiment into a campaign (the orchestrator's record): status kept|revert|tried|failed|crash|timeout|rejected; a latency needs correctness PASS and a kind (predicted or measured-gpu).", s.record)
 	addTool(s, "campaigns", "List the campaigns with their status.", s.campaigns)
+	addTool(s, "trial", "One trial of a campaign (trial: its number): while in flight its spec and age; once finished the experiment it became, its verdict (config, correctness, latency and its kind) or failure, the worker that ran it and each stage's seconds.", s.trial)
+	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", s.command(campaign.OpNote))
+}
+
+// CommandInput is an operator command's arguments: the campaign and the
+// note (with note, the note's text).
+type CommandInput struct {
+	Selector
+	Note string `json:"note" jsonschema:"free text: the note itself (note), or kept in the campaign's log with the command"`
+}
+
+// command is the tool of an operator command on one campaign: control's
+// Command, answering the campaign's log lines and its status afterwards.
+func (s *Server) command(op string) mcp.ToolHandlerFor[CommandInput, control.CommandResponse] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in CommandInput) (*mcp.CallToolResult, control.CommandResponse, error) {
+		id, err := s.resolve(ctx, in.Selector)
+		if err != nil {
+			return nil, control.CommandResponse{}, err
+		}
+		resp, err := s.opts.Campaigns.Command(ctx, id, op, control.CommandRequest{Note: in.Note})
+		return nil, resp, err
+	}
 }
 
 // Selector names a campaign, as amkctl's campaign verbs do.
@@ -62,13 +83,13 @@ func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
 	if sel.Model != "" && sel.GPU == "" && sel.Campaign == "" {
 		// A lone model is read as a campaign id by control; say what is
 		// missing when it is not one.
-		id, err := s.opts.Campaigns.Resolve(ctx, sel.control())
+		id, err := control.Resolve(ctx, s.opts.Campaigns, sel.control())
 		if err != nil {
 			return "", fmt.Errorf("%v (give gpu with model, or the campaign id)", err)
 		}
 		return id, nil
 	}
-	return s.opts.Campaigns.Resolve(ctx, sel.control())
+	return control.Resolve(ctx, s.opts.Campaigns, sel.control())
 }
 
 // ProposeInput is propose's arguments.
@@ -102,20 +123,21 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 			return nil, nil, argError("incumbent", err)
 		}
 	}
-	surface := schedule.Surface(cfg.Name, target, device, inc)
+	surface := schedule.SurfaceFor(cfg.Name, target, device, cfg.Quant.On(), inc)
 	return nil, json.RawMessage(pyjson.Compact(surface, false)), nil
 }
 
 // EvalInput is eval's arguments.
 type EvalInput struct {
-	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
-	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
-	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
-	Device   string         `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted) or cuda (measured-gpu; a cuda build on a GPU machine)"`
-	TokenID  *int           `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
-	Pos      int            `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
-	Weights  string         `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
-	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
+	Model    string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	GPU      string          `json:"gpu" jsonschema:"GPU target record"`
+	Schedule map[string]any  `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
+	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted) or cuda (measured-gpu; a cuda build on a GPU machine)"`
+	TokenID  *int            `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
+	Pos      int             `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
+	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Batch    int             `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence)"`
+	Workload *trial.Workload `json:"workload,omitempty" jsonschema:"evaluate for a workload instead of one step at pos: prompt_lens, gen_len, batch; the trial is checked at a few KV lengths spanning it and its latency is the mean time per decode step"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
@@ -156,8 +178,18 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		token = *in.TokenID
 	}
 	spec := trial.Spec{Model: in.Model, Weights: in.Weights, GPU: in.GPU, Device: device, Point: point, Token: token, Pos: in.Pos, Batch: in.Batch}
+	if in.Workload != nil {
+		if in.Pos != 0 {
+			return nil, none, errors.New("argument pos: a workload's positions are evaluated; give pos or workload, not both")
+		}
+		w, err := in.Workload.WithBatch(in.Batch)
+		if err != nil {
+			return nil, none, argError("workload", err)
+		}
+		spec.Workload, spec.Pos, spec.Batch = &w, 0, 0
+	}
 	// On a GPU under the watchdog, as amkctl eval and the gpuworker run trials.
-	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models}, s.log)
+	eval, _ := control.DeviceEvaluator(device, trial.Options{Launcher: launcher, Models: s.models, Version: s.opts.Version}, s.log)
 	out := eval(ctx, spec)
 	if err := ctx.Err(); err != nil {
 		return nil, none, fmt.Errorf("eval cancelled: %w", err)
@@ -213,7 +245,7 @@ func (s *Server) tuneInstruction(ctx context.Context, req *mcp.CallToolRequest, 
 		return nil, nil, argError("device", err)
 	}
 	if s.opts.OpenTuneDevice == nil {
-		return nil, nil, errors.New("tune_instruction: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver): Loop 1 builds and times real kernels")
+		return nil, nil, errors.New("tune_instruction: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver): kernel tuning builds and times real kernels")
 	}
 	dev, release, err := s.opts.OpenTuneDevice(ordinal)
 	if err != nil {
@@ -285,10 +317,28 @@ func (s *Server) next(ctx context.Context, _ *mcp.CallToolRequest, in Selector) 
 	return textAnd(n.Text()), NextAnswer{NextReport: n, LatencyKind: string(rep.LatencyKind)}, nil
 }
 
+// TrialInput selects one trial of a campaign.
+type TrialInput struct {
+	Selector
+	Trial int `json:"trial" jsonschema:"the trial number (status lists the trials in flight; the report and the web view give finished ones)"`
+}
+
+func (s *Server) trial(ctx context.Context, _ *mcp.CallToolRequest, in TrialInput) (*mcp.CallToolResult, control.TrialReport, error) {
+	id, err := s.resolve(ctx, in.Selector)
+	if err != nil {
+		return nil, control.TrialReport{}, err
+	}
+	rep, err := s.opts.Campaigns.Trial(ctx, id, in.Trial)
+	if err != nil {
+		return nil, control.TrialReport{}, err
+	}
+	return textAnd(rep.Text()), rep, nil
+}
+
 // ReportAnswer is the wake-up report and the files written.
 type ReportAnswer struct {
-	Report campaign.WakeUp `json:"report"`
-	Files  api.ReportFiles `json:"files"`
+	Report campaign.WakeUp     `json:"report"`
+	Files  control.ReportFiles `json:"files"`
 }
 
 func (s *Server) report(ctx context.Context, _ *mcp.CallToolRequest, in Selector) (*mcp.CallToolResult, ReportAnswer, error) {
@@ -323,8 +373,8 @@ type RecordInput struct {
 	Regions       map[string]float64 `json:"regions,omitempty" jsonschema:"critical-path shares, e.g. {attention: 0.4, mlp: 0.5, lm_head: 0.1}"`
 }
 
-func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordInput) (*mcp.CallToolResult, api.RecordResponse, error) {
-	var none api.RecordResponse
+func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordInput) (*mcp.CallToolResult, control.RecordResponse, error) {
+	var none control.RecordResponse
 	if in.Status == "" {
 		return nil, none, errors.New("argument status: required (kept, revert, tried, failed, crash, timeout or rejected)")
 	}
@@ -336,7 +386,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 	if source == "" {
 		source = "agent"
 	}
-	req := api.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
+	req := control.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
 		PctOfRoofline: in.PctOfRoofline, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
 		Description: in.Description, Source: source, Regions: in.Regions}
 	if in.Schedule != nil {
@@ -344,11 +394,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 			return nil, none, err
 		}
 	}
-	if run := s.running(id); run != nil {
-		// This server's driver holds the campaign: the record goes through it.
-		resp, err := run.record(ctx, s.local, req)
-		return nil, resp, err
-	}
+	// A campaign this server runs takes the record through its driver.
 	resp, err := s.opts.Campaigns.Record(ctx, id, req)
 	return nil, resp, err
 }

@@ -7,17 +7,19 @@
 //
 // Names follow amk_<subsystem>_<name>_<unit>; counters end in _total. Labels
 // are small and bounded (campaign, model, target, device, outcome, stage,
-// status, queue), never a trial id. Dashboards and alert rules are written
+// status, queue, series, kv_len: a workload's few evaluated KV lengths, workload), never a trial id. Dashboards and alert rules are written
 // against exactly these names (the exported constants below):
 //
-//	scheduler, labels campaign, model, target (one series set per campaign):
-//	  amk_scheduler_best_latency_seconds                gauge   best correct latency
+//	scheduler, labels campaign, model, target (one series set per campaign);
+//	the three latency series also carry latency_kind (predicted: amk's cost
+//	model; measured-gpu: timed on a GPU), so the two never share a series:
+//	  amk_scheduler_best_latency_seconds{latency_kind}  gauge   best correct latency
 //	  amk_scheduler_streamed_floor_seconds              gauge   the roofline floor, bound_us: the bytes a step streams
 //	                                                            (weights once, gathered embedding rows, KV window) / bandwidth
-//	  amk_scheduler_all_weights_floor_seconds           gauge   the seed's all-weights floor (every weight byte / bandwidth),
+//	  amk_scheduler_all_weights_floor_seconds           gauge   the all-weights floor (every weight byte / bandwidth),
 //	                                                            a second figure, never the roofline
-//	  amk_scheduler_best_roofline_percent               gauge   best latency / streamed floor x 100 (100 = at the floor)
-//	  amk_scheduler_speedup_ratio                       gauge   baseline / best
+//	  amk_scheduler_best_roofline_percent{latency_kind} gauge   best latency / streamed floor x 100 (100 = at the floor)
+//	  amk_scheduler_speedup_ratio{latency_kind}         gauge   baseline / best
 //	  amk_scheduler_trials_total{outcome}               counter experiments by results.tsv row tag
 //	                                                            (kept, tried, revert, rejected, failed, crash, timeout)
 //	  amk_scheduler_experiments_total                   counter experiments recorded (results.tsv rows)
@@ -26,6 +28,13 @@
 //	  amk_scheduler_campaign_status{status}             gauge   1 for the current status, 0 for the others
 //	                                                            (optimizing, paused, done)
 //	  amk_scheduler_last_improvement_timestamp_seconds  gauge   when the best last improved (unix time)
+//	  amk_scheduler_step_latency_seconds{series,kv_len} gauge   time per decode step at each KV length the workload
+//	                                                            is evaluated at (series baseline, best, floor)
+//	  amk_scheduler_campaign_workload_info{workload}    gauge   1, naming the workload the campaign tunes for
+//	  amk_scheduler_campaign_alert{kind}                gauge   1 for each alert the campaign has, 0 for the others
+//	                                                            (no_driver, unserved, stalled, stuck_trials; control
+//	                                                            judges them, amkctl status says what to do); a campaign
+//	                                                            the scheduler does not drive is exported while it has one
 //
 //	scheduler, fleet-wide:
 //	  amk_scheduler_outcomes_rejected_total{reason}     counter outcomes refused (missing_mac, bad_mac, malformed)

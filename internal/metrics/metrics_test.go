@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,21 +20,28 @@ func TestSchedulerCollectorExportsEveryCampaign(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	improved := time.Unix(1_700_000_000, 0)
 	camps := []Campaign{{
-		ID: "toy-h200-cpu", Model: "toy", Target: "h200", Status: campaign.StatusOptimizing,
+		ID: "toy-h200-cpu", Model: "toy", Target: "h200", Status: campaign.StatusOptimizing, LatencyKind: "predicted",
 		BestUS: new(25.5), StreamedFloorUS: new(0.5), AllWeightsFloorUS: new(0.625), BestPctOfRoofline: new(5100.0), Speedup: new(1.25),
 		Trials:      map[string]int{flywheel.TagKept: 2, flywheel.TagTried: 5, flywheel.TagCrash: 1},
 		Experiments: 8, ConsecutiveReverts: 3, InFlight: 2, LastImprovement: improved,
+		Workload: "64-token prompt, 8 generated tokens, batch 1",
+		Steps:    []Step{{StepBaseline, 65, 40}, {StepFloor, 65, 2}, {StepBest, 65, 20}, {StepBest, 72, 22.5}},
 	}, {
 		// nothing known yet: no best, no floor
 		ID: "small-h100-cpu", Model: "small", Target: "h100", Status: campaign.StatusPaused,
+	}, {
+		// a CUDA worker's campaign beside the CPU one: its best is measured
+		ID: "toy-h200-cuda", Model: "toy", Target: "h200", Status: campaign.StatusOptimizing, LatencyKind: "measured-gpu",
+		BestUS: new(30.0),
 	}}
 	if err := RegisterScheduler(reg, func() []Campaign { return camps }); err != nil {
 		t.Fatal(err)
 	}
 	want := `
-# HELP amk_scheduler_best_latency_seconds Best correct latency of the campaign, in seconds.
+# HELP amk_scheduler_best_latency_seconds Best correct latency of the campaign, in seconds; latency_kind says predicted (the cost model) or measured-gpu.
 # TYPE amk_scheduler_best_latency_seconds gauge
-amk_scheduler_best_latency_seconds{campaign="toy-h200-cpu",model="toy",target="h200"} 2.55e-05
+amk_scheduler_best_latency_seconds{campaign="toy-h200-cpu",latency_kind="predicted",model="toy",target="h200"} 2.55e-05
+amk_scheduler_best_latency_seconds{campaign="toy-h200-cuda",latency_kind="measured-gpu",model="toy",target="h200"} 3e-05
 # HELP amk_scheduler_campaign_status 1 for the campaign's current status, 0 for the others.
 # TYPE amk_scheduler_campaign_status gauge
 amk_scheduler_campaign_status{campaign="small-h100-cpu",model="small",status="done",target="h100"} 0
@@ -42,16 +50,29 @@ amk_scheduler_campaign_status{campaign="small-h100-cpu",model="small",status="pa
 amk_scheduler_campaign_status{campaign="toy-h200-cpu",model="toy",status="done",target="h200"} 0
 amk_scheduler_campaign_status{campaign="toy-h200-cpu",model="toy",status="optimizing",target="h200"} 1
 amk_scheduler_campaign_status{campaign="toy-h200-cpu",model="toy",status="paused",target="h200"} 0
+amk_scheduler_campaign_status{campaign="toy-h200-cuda",model="toy",status="done",target="h200"} 0
+amk_scheduler_campaign_status{campaign="toy-h200-cuda",model="toy",status="optimizing",target="h200"} 1
+amk_scheduler_campaign_status{campaign="toy-h200-cuda",model="toy",status="paused",target="h200"} 0
+# HELP amk_scheduler_campaign_workload_info 1, naming the workload the campaign tunes for.
+# TYPE amk_scheduler_campaign_workload_info gauge
+amk_scheduler_campaign_workload_info{campaign="toy-h200-cpu",model="toy",target="h200",workload="64-token prompt, 8 generated tokens, batch 1"} 1
 # HELP amk_scheduler_last_improvement_timestamp_seconds Unix time of the campaign's last improvement (its start before the first).
 # TYPE amk_scheduler_last_improvement_timestamp_seconds gauge
 amk_scheduler_last_improvement_timestamp_seconds{campaign="toy-h200-cpu",model="toy",target="h200"} 1.7e+09
+# HELP amk_scheduler_step_latency_seconds Time per decode step at each KV length the campaign's workload is evaluated at, in seconds: the baseline's, the best's and the streamed-bytes floor.
+# TYPE amk_scheduler_step_latency_seconds gauge
+amk_scheduler_step_latency_seconds{campaign="toy-h200-cpu",kv_len="65",model="toy",series="baseline",target="h200"} 4e-05
+amk_scheduler_step_latency_seconds{campaign="toy-h200-cpu",kv_len="65",model="toy",series="best",target="h200"} 2e-05
+amk_scheduler_step_latency_seconds{campaign="toy-h200-cpu",kv_len="65",model="toy",series="floor",target="h200"} 2e-06
+amk_scheduler_step_latency_seconds{campaign="toy-h200-cpu",kv_len="72",model="toy",series="best",target="h200"} 2.25e-05
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SchedulerBestLatency, SchedulerCampaignStatus, SchedulerLastImprovement); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), SchedulerBestLatency, SchedulerCampaignStatus, SchedulerLastImprovement,
+		SchedulerStepLatency, SchedulerWorkload); err != nil {
 		t.Fatal(err)
 	}
 	n, err := testutil.GatherAndCount(reg, SchedulerTrials)
-	if err != nil || n != 2*len(RowTags) {
-		t.Fatalf("%d trials_total series (err %v), want %d (every tag of both campaigns)", n, err, 2*len(RowTags))
+	if err != nil || n != 3*len(RowTags) {
+		t.Fatalf("%d trials_total series (err %v), want %d (every tag of every campaign)", n, err, 3*len(RowTags))
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -116,14 +137,33 @@ func TestCampaignOfReadsTheState(t *testing.T) {
 	if m.ID != c.ID() || m.Model != "toy" || m.Target != "h200" || m.Status != campaign.StatusOptimizing {
 		t.Fatalf("identity %+v", m)
 	}
-	if m.BestUS == nil || *m.BestUS != 30 || m.BestPctOfRoofline == nil || *m.BestPctOfRoofline != 300 {
-		t.Fatalf("best %v pct %v", m.BestUS, m.BestPctOfRoofline)
+	if m.BestUS == nil || *m.BestUS != 30 || m.BestPctOfRoofline == nil || *m.BestPctOfRoofline != 300 || m.LatencyKind != string(trial.KindPredicted) {
+		t.Fatalf("best %v pct %v kind %q", m.BestUS, m.BestPctOfRoofline, m.LatencyKind)
 	}
 	if m.Experiments != 2 || m.Trials[flywheel.TagKept] != 1 || m.Trials[flywheel.TagCrash] != 1 || m.ConsecutiveReverts != 1 {
 		t.Fatalf("counts %+v", m)
 	}
 	if want := start.Add(2 * time.Minute); !m.LastImprovement.Equal(want) {
 		t.Fatalf("last improvement %s, want %s", m.LastImprovement, want)
+	}
+}
+
+// stepsOf: the baseline's and the best's time per step at each evaluated
+// KV length, and the floor once per KV length; a position without a
+// latency (an invalid point) exports none.
+func TestStepsOfAWorkloadCampaign(t *testing.T) {
+	pos := func(kv int, us, bound *float64) trial.PositionVerdict {
+		return trial.PositionVerdict{Pos: kv - 1, KVLen: kv, LatencyUS: us, BoundUS: bound}
+	}
+	baseline := &campaign.Result{Positions: []trial.PositionVerdict{pos(513, new(50.0), new(5.0)), pos(640, new(60.0), new(6.0))}}
+	best := &campaign.Result{Positions: []trial.PositionVerdict{pos(513, new(20.0), new(5.0)), pos(640, nil, new(6.0))}}
+	got := stepsOf(baseline, best)
+	want := []Step{{StepBaseline, 513, 50}, {StepFloor, 513, 5}, {StepBaseline, 640, 60}, {StepFloor, 640, 6}, {StepBest, 513, 20}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("steps %+v, want %+v", got, want)
+	}
+	if got := stepsOf(&campaign.Result{LatencyUS: 3}, nil); len(got) != 0 {
+		t.Fatalf("a campaign of one decode step has steps %+v", got)
 	}
 }
 

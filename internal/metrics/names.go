@@ -1,5 +1,10 @@
 package metrics
 
+// LabelLatencyKind is the label of the scheduler's latency series (the best
+// latency, its percentage of the floor, the speedup): predicted (the cost
+// model) or measured-gpu, so that the two are never plotted as one figure.
+const LabelLatencyKind = "latency_kind"
+
 // Scheduler metric names (labels campaign, model, target).
 const (
 	SchedulerBestLatency = "amk_scheduler_best_latency_seconds"
@@ -16,6 +21,15 @@ const (
 	SchedulerInFlight           = "amk_scheduler_inflight_trials"
 	SchedulerCampaignStatus     = "amk_scheduler_campaign_status"
 	SchedulerLastImprovement    = "amk_scheduler_last_improvement_timestamp_seconds"
+	// SchedulerStepLatency is a campaign's time per decode step at each
+	// KV length its workload is evaluated at (labels series: baseline,
+	// best, floor; kv_len); SchedulerWorkload names the workload the
+	// campaign tunes for (label workload, value 1).
+	SchedulerStepLatency = "amk_scheduler_step_latency_seconds"
+	SchedulerWorkload    = "amk_scheduler_campaign_workload_info"
+	// SchedulerCampaignAlert is 1 for each alert a campaign has (label
+	// kind: campaign.AlertKinds), 0 for the others.
+	SchedulerCampaignAlert = "amk_scheduler_campaign_alert"
 	// Fleet-wide (no campaign label): refused outcomes (label reason),
 	// trials taken back from lost workers, outcomes no longer held.
 	SchedulerOutcomesRejected = "amk_scheduler_outcomes_rejected_total"
@@ -49,7 +63,7 @@ const (
 func SchedulerNames() []string {
 	return []string{SchedulerBestLatency, SchedulerStreamedFloor, SchedulerAllWeightsFloor, SchedulerBestRoofline, SchedulerSpeedup,
 		SchedulerTrials, SchedulerExperiments, SchedulerConsecutiveReverts, SchedulerInFlight,
-		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerOutcomesRejected, SchedulerLostWorkers,
+		SchedulerCampaignStatus, SchedulerLastImprovement, SchedulerStepLatency, SchedulerWorkload, SchedulerCampaignAlert, SchedulerOutcomesRejected, SchedulerLostWorkers,
 		SchedulerOutcomesUnheld}
 }
 

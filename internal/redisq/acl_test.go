@@ -25,7 +25,7 @@ func TestFleetRunsUnderTheDocumentedACL(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer admin.Close()
 	args := []any{"ACL", "SETUSER", "amk-fleet"}
-	for _, f := range strings.Fields(deployACL) {
+	for f := range strings.FieldsSeq(deployACL) {
 		args = append(args, f)
 	}
 	if err := admin.Do(context.Background(), args...).Err(); err != nil {

@@ -33,7 +33,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			ns := freshNamespace(b)
-			for i := 0; i < workers; i++ {
+			for i := range workers {
 				startWorker(b, srv, ns, fmt.Sprintf("w%d", i), noop, func(o *WorkerOptions) { o.PollInterval = roundTripPoll })
 			}
 			d := startDispatcher(b, srv, ns, DispatcherOptions{PollInterval: roundTripPoll})
@@ -46,7 +46,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				next(b, d, 10*time.Second)
 				return time.Since(start)
 			}
-			for i := 0; i < 20; i++ { // warm up connections and scripts
+			for i := range 20 { // warm up connections and scripts
 				roundTrip("warm", i)
 			}
 			b.ResetTimer()
@@ -96,7 +96,7 @@ func BenchmarkIdleWorkers(b *testing.B) {
 		100 * time.Millisecond, 250 * time.Millisecond, time.Second}
 	if v := os.Getenv(idlePollIntervalsEnv); v != "" {
 		intervals = nil
-		for _, f := range strings.Split(v, ",") {
+		for f := range strings.SplitSeq(v, ",") {
 			d, err := time.ParseDuration(strings.TrimSpace(f))
 			if err != nil || d <= 0 {
 				b.Fatalf("%s=%q: want positive durations", idlePollIntervalsEnv, v)
@@ -110,7 +110,7 @@ func BenchmarkIdleWorkers(b *testing.B) {
 			b.Run(fmt.Sprintf("workers=%d/poll=%v", workers, poll), func(b *testing.B) {
 				srv := redistest.Start(b)
 				ns := freshNamespace(b)
-				for i := 0; i < workers; i++ {
+				for i := range workers {
 					startWorker(b, srv, ns, fmt.Sprintf("w%d", i), noop, func(o *WorkerOptions) { o.PollInterval = poll })
 				}
 				d := startDispatcher(b, srv, ns, DispatcherOptions{PollInterval: poll})

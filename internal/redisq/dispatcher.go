@@ -224,6 +224,52 @@ func (d *Dispatcher) Submit(ctx context.Context, spec trial.Spec) error {
 	return nil
 }
 
+// Withdraw takes a trial this dispatcher submitted back off its queue when
+// no worker has started it (its task is pending, scheduled or waiting for
+// a retry): the task is deleted and the trial is no longer awaited, so it
+// yields no outcome and the sweep does not enqueue it again. A trial that
+// runs, finished, was re-offered after a lost worker, or that this
+// dispatcher did not submit is left as it is (false).
+func (d *Dispatcher) Withdraw(ctx context.Context, spec trial.Spec) (bool, error) {
+	key := TaskID(spec)
+	d.mu.Lock()
+	sub, ok := d.pending[key]
+	_, reoffered := d.reoffered[key]
+	if !ok || reoffered || d.closed {
+		d.mu.Unlock()
+		return false, nil
+	}
+	delete(d.pending, key) // the sweep must not enqueue it again meanwhile
+	d.mu.Unlock()
+	restore := func() {
+		d.mu.Lock()
+		if _, again := d.pending[key]; !again && !d.closed {
+			d.pending[key] = sub
+		}
+		d.mu.Unlock()
+	}
+	info, err := d.insp.GetTaskInfo(sub.queue, key)
+	if err != nil {
+		restore()
+		if errors.Is(err, asynq.ErrTaskNotFound) || errors.Is(err, asynq.ErrQueueNotFound) {
+			return false, nil // the sweep enqueues it again, as before
+		}
+		return false, fmt.Errorf("redisq: look up trial %s: %w", key, err)
+	}
+	switch info.State {
+	case asynq.TaskStatePending, asynq.TaskStateScheduled, asynq.TaskStateRetry:
+	default:
+		restore()
+		return false, nil
+	}
+	if err := d.insp.DeleteTask(sub.queue, key); err != nil {
+		restore() // a worker took it in between (or Redis failed): it is still awaited
+		return false, nil
+	}
+	_ = d.rdb.Del(ctx, infraKey(sub.queue, key)).Err()
+	return true, nil
+}
+
 // enqueue puts the trial task on queue; when a task with that id exists it
 // resolves what the existing task means for this submission.
 func (d *Dispatcher) enqueue(ctx context.Context, spec trial.Spec, queue string) error {
@@ -340,11 +386,9 @@ func (d *Dispatcher) deliverAsync(out trial.Outcome) {
 	if d.closed {
 		return
 	}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
+	d.wg.Go(func() {
 		d.deliver(context.Background(), out)
-	}()
+	})
 }
 
 // deliver hands out to the Outcomes channel at most once per submission:
@@ -368,6 +412,7 @@ func (d *Dispatcher) deliver(ctx context.Context, out trial.Outcome) bool {
 	d.mu.Unlock()
 	select {
 	case d.out <- out:
+		d.countReceived()
 		return true
 	case <-ctx.Done():
 	case <-d.closing:
@@ -379,6 +424,30 @@ func (d *Dispatcher) deliver(ctx context.Context, out trial.Outcome) bool {
 	}
 	d.mu.Unlock()
 	return false
+}
+
+// countReceived adds one to the namespace's count of outcomes handed to the
+// scheduler (OutcomesReceived); a count Redis misses is logged, never
+// retried: it informs, the outcome itself is already delivered.
+func (d *Dispatcher) countReceived() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := d.rdb.Incr(ctx, receivedKey(d.opts.Namespace)).Err(); err != nil {
+		d.log.Debug("outcome count not updated", "err", err)
+	}
+}
+
+// OutcomesReceived is how many outcomes the dispatchers of namespace have
+// handed to their scheduler since Redis started keeping its data: the one
+// count of finished trials that does not depend on the path an outcome took
+// (most come on the doorbell, and their results-queue copy is deleted
+// unprocessed).
+func OutcomesReceived(ctx context.Context, rdb *redis.Client, namespace string) (int64, error) {
+	n, err := rdb.Get(ctx, receivedKey(namespace)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // Outcomes returns the outcome channel. It is not closed by Close.

@@ -221,7 +221,7 @@ func TestOutcomesSurviveDispatcherRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		if o := next(t, d3, 10*time.Second); o.Verdict == nil {
 			t.Fatalf("stored outcome %+v has no verdict", o)
 		}
@@ -312,14 +312,14 @@ func TestRedisRestartKeepsServing(t *testing.T) {
 		}
 	}
 	submit(0, 5)
-	for i := 0; i < 5; i++ {
+	for range 5 {
 		next(t, d, 10*time.Second)
 	}
 	srv.Restart(t)
 	// Submissions right after the restart may race the reconnect; retry.
 	for i := 5; i < 10; i++ {
 		var err error
-		for try := 0; try < 50; try++ {
+		for range 50 {
 			if err = d.Submit(context.Background(), dispatchtest.Spec("rr", i)); err == nil {
 				break
 			}

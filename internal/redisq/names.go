@@ -34,6 +34,11 @@ func TrialQueue(namespace, target string) string {
 // ResultQueue is the queue outcomes come back on.
 func ResultQueue(namespace string) string { return prefix(namespace) + "results" }
 
+// receivedKey counts the outcomes dispatchers of a namespace handed to
+// their scheduler, whichever way each came (the doorbell, the results
+// queue, a stored result found on resubmission).
+func receivedKey(namespace string) string { return prefix(namespace) + "amk:outcomes_received" }
+
 func prefix(namespace string) string {
 	if namespace == "" {
 		return ""

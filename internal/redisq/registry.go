@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/control"
 )
 
 // Registry timing: a worker refreshes its entry every registryBeat; an entry
@@ -26,7 +26,7 @@ const (
 
 // WorkerInfo is a live worker as it announces itself in Redis: the HTTP
 // API's worker record, which the scheduler serves as it is.
-type WorkerInfo = api.Worker
+type WorkerInfo = control.Worker
 
 func registryPrefix(namespace string) string { return prefix(namespace) + "amk:worker:" }
 

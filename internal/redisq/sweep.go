@@ -75,6 +75,12 @@ func (d *Dispatcher) sweepOlderThan(age time.Duration) {
 			requeue = d.settle(e.key, e.sub.queue, info) == settleRequeue
 		}
 		if requeue {
+			d.mu.Lock()
+			_, still := d.pending[e.key] // not withdrawn or delivered meanwhile
+			d.mu.Unlock()
+			if !still {
+				continue
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			if err := d.enqueue(ctx, e.sub.spec, e.sub.queue); err != nil {
 				d.outage.Warn("sweep_requeue", "re-enqueue failed; will try again", "task", e.key, "err", err)

@@ -63,7 +63,7 @@ func StartWith(tb testing.TB, opts Options) *Server {
 	s := &Server{Dir: tb.TempDir(), binary: bin, opts: opts, tb: tb}
 	tb.Cleanup(s.Stop)
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
+	for range 3 {
 		port, err := freePort()
 		if err != nil {
 			tb.Fatalf("redistest: no free port: %v", err)
@@ -84,7 +84,7 @@ func (s *Server) Restart(tb testing.TB) {
 	tb.Helper()
 	s.Stop()
 	var err error
-	for attempt := 0; attempt < 20; attempt++ {
+	for range 20 {
 		if err = s.launch(); err == nil {
 			return
 		}

@@ -17,7 +17,7 @@ func InfoField(ctx context.Context, rdb *redis.Client, section, field string) (f
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -57,13 +57,13 @@ func CommandStats(ctx context.Context, rdb *redis.Client) ([]CommandStat, error)
 		return nil, err
 	}
 	var stats []CommandStat
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
 		st := CommandStat{Name: strings.TrimPrefix(name, "cmdstat_")}
-		for _, f := range strings.Split(fields, ",") {
+		for f := range strings.SplitSeq(fields, ",") {
 			k, v, _ := strings.Cut(f, "=")
 			x, _ := strconv.ParseFloat(v, 64)
 			switch k {

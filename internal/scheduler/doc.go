@@ -2,7 +2,11 @@
 // campaign of a workspace at once, one runner.Driver per campaign in daemon
 // mode, over one shared transport (a dispatch.Mux over the redisq
 // dispatcher in production, a dispatch.Local in tests), and serves them to
-// the HTTP API (it implements api.Service) and to the metrics collector.
+// the HTTP API and the web view (it is a control.Backend: Campaigns are
+// its operations) and to the metrics collector. Each campaign's run comes
+// from control's one create-and-run path (control.Local's StartRun and
+// OpenRun, here on the fleet's view of the transport); the fleet adds the
+// supervision.
 //
 // The workspace's ledgers are the truth. Start opens every campaign (the
 // ledger repairs what a crash left undone) and starts its driver, which
@@ -24,8 +28,11 @@
 // same for a copy the campaign refuses (a trial already recorded or never
 // in flight: runner.Driver.Refused). A campaign
 // another process holds (amkctl autoresearch) is readable but not driven; a
-// periodic scan adopts it once released, and adopts campaigns created beside
-// the scheduler (amkctl start on the workspace). A driver that fails (e.g. Redis is unreachable) is restarted
+// periodic scan adopts it once released. The fleet drives the campaigns
+// started through it (Create writes their scheduler.json, below): a campaign
+// created beside the scheduler (the demo's, amkctl start or autoresearch on
+// the workspace) is left as it is until it is started through the fleet,
+// unless Options.AdoptAll (the scheduler's --adopt) has it drive every one. A driver that fails (e.g. Redis is unreachable) is restarted
 // with backoff — at once, and with the backoff started over, as soon as the
 // transport answers again; operator commands wait for it up to the API's
 // timeout.
@@ -43,7 +50,8 @@
 // announced memory). Campaign ids from requests follow campaign.ValidID.
 //
 // The number of trials a campaign keeps in flight is a driver setting, not
-// campaign state: it is stored beside the ledger in scheduler.json.
+// campaign state: it is stored beside the ledger in scheduler.json, whose
+// presence marks the campaign as the fleet's.
 //
 // RedisView adds what the dispatcher does not report: live workers, queue
 // statistics (asynq's inspector, including its cumulative processed/failed

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
-	"github.com/amk-dev/amk/internal/control"
 	"github.com/amk-dev/amk/internal/metrics"
-	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -36,12 +34,17 @@ type Options struct {
 	// through a dispatch.Mux and closes it on Close.
 	Transport dispatch.Dispatcher
 	// Workers, Queues and Health describe the transport; nil Workers or
-	// Queues answer api.ErrUnsupported, nil Health is always healthy.
-	Workers func(context.Context) ([]api.Worker, error)
-	Queues  func(context.Context) ([]api.Queue, error)
+	// Queues answer control.ErrUnsupported, nil Health is always healthy.
+	Workers func(context.Context) ([]control.Worker, error)
+	Queues  func(context.Context) ([]control.Queue, error)
 	Health  func(context.Context) error
 	// Targets are the GPU targets new campaigns may use (empty: all).
 	Targets []string
+	// AdoptAll drives every campaign of the workspace. Otherwise the fleet
+	// drives the campaigns started through it (Create; they carry its
+	// settings file), and leaves the others as they are until one is
+	// started through it.
+	AdoptAll bool
 	// DefaultWorkers is a campaign's trials in flight unless its creator
 	// chose (DefaultWorkers when zero).
 	DefaultWorkers int
@@ -74,20 +77,22 @@ type Options struct {
 	HoldOutcomes dispatch.MuxOptions
 }
 
-// Fleet runs one runner.Driver per campaign of a workspace, in daemon mode,
-// over one shared transport. It implements api.Service.
+// Fleet runs one driver per campaign of a workspace, in daemon mode, over
+// one shared transport. It is a control.Backend (Campaigns serves it to the
+// HTTP API and the web view) and a control.Fleet.
 type Fleet struct {
 	opts Options
 	log  *slog.Logger
 	mux  *dispatch.Mux
+	// local is the workspace and the runs the fleet drives: its runs are
+	// made by control's one create-and-run path (StartRun, OpenRun), and
+	// it reads the campaigns. Its corpus follower parses the corpus once
+	// and then what drivers append: a new warm campaign costs what was
+	// appended since the last one, not the whole corpus.
+	local *control.Local
 
 	floorsMu sync.Mutex
 	floors   map[string]floor // campaign id -> its streamed-bytes and all-weights floors
-
-	// corpus is the workspace's corpus, parsed once and then followed as
-	// drivers append to it: a new warm campaign costs what was appended
-	// since the last one, not the whole corpus.
-	corpus *flywheel.CorpusFollower
 
 	// The warning about outcomes no longer held is rate-limited; unheldMu
 	// guards its counts.
@@ -96,24 +101,28 @@ type Fleet struct {
 	unheldLogged time.Time
 	unheldTotal  int
 
-	mu        sync.Mutex
-	ctx       context.Context
-	cancel    context.CancelFunc
-	campaigns map[string]*entry
-	broken    map[string]string // id -> why its ledger could not be opened
-	wg        sync.WaitGroup
-	closed    bool
+	// alerted are the alerts logged last (logHealth).
+	healthMu sync.Mutex
+	alerted  map[string][]campaign.Alert
+
+	aloneMu sync.Mutex
+	alone   map[string]bool // campaigns not the fleet's, left alone (logged once)
+
+	// mu serialises opening campaigns (adopt, Create) and guards what
+	// follows.
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+	broken map[string]string // id -> why its ledger could not be opened
+	wg     sync.WaitGroup
+	closed bool
 }
 
-// entry is one driven campaign.
-type entry struct {
-	ledger  *runner.Ledger
-	driver  *runner.Driver
-	workers int
-	done    chan struct{}
-}
-
-var _ api.Service = (*Fleet)(nil)
+var (
+	_ control.Backend = (*Fleet)(nil)
+	_ control.Fleet   = (*Fleet)(nil)
+	_ control.Drivers = (*Fleet)(nil)
+)
 
 // New prepares a fleet; Start loads the campaigns and runs them.
 func New(opts Options) (*Fleet, error) {
@@ -136,16 +145,22 @@ func New(opts Options) (*Fleet, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &Fleet{opts: opts, log: log, floors: map[string]floor{},
-		corpus:    flywheel.NewCorpusFollower(opts.Workspace.CorpusPath()),
-		campaigns: map[string]*entry{}, broken: map[string]string{}}
+	f := &Fleet{opts: opts, log: log, floors: map[string]floor{}, broken: map[string]string{}, alone: map[string]bool{},
+		local: &control.Local{Workspace: opts.Workspace, Now: opts.Now,
+			Env: flywheel.Env{DeviceName: "fleet", AMKVersion: opts.Version}}}
 	hold := opts.HoldOutcomes
 	hold.Dropped = f.unheld
 	f.mux = dispatch.NewMuxWith(newRecomputing(opts.Transport, f.floorOf), hold)
 	return f, nil
 }
 
-func (f *Fleet) now() time.Time { return f.opts.Now().UTC() }
+// Campaigns serves the fleet's campaigns: every campaign operation, over
+// the fleet.
+func (f *Fleet) Campaigns() *control.Campaigns {
+	c := control.New(f)
+	c.Now = f.opts.Now
+	return c
+}
 
 // Start loads every campaign of the workspace and starts its driver; ctx
 // ending stops the drivers (as Close does). Campaigns that another process
@@ -180,21 +195,24 @@ func (f *Fleet) rescanLoop() {
 			if err := f.scan(); err != nil {
 				f.log.Warn("scanning the workspace failed", "err", err)
 			}
+			f.logHealth()
 		}
 	}
 }
 
-// scan adopts every campaign of the workspace that no one drives.
+// scan adopts every campaign of the workspace that no one drives and that
+// is the fleet's (Options.AdoptAll: every one).
 func (f *Fleet) scan() error {
 	ids, err := f.opts.Workspace.IDs()
 	if err != nil {
 		return fmt.Errorf("listing campaigns: %w", err)
 	}
 	for _, id := range ids {
-		f.mu.Lock()
-		_, driven := f.campaigns[id]
-		f.mu.Unlock()
-		if driven {
+		if f.local.Run(id) != nil {
+			continue
+		}
+		if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
+			f.leftAlone(id)
 			continue
 		}
 		if err := f.adopt(id); err != nil && !errors.Is(err, runner.ErrLocked) {
@@ -208,10 +226,14 @@ func (f *Fleet) scan() error {
 func (f *Fleet) adopt(id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.closed || f.campaigns[id] != nil {
+	if f.closed || f.local.Run(id) != nil {
 		return nil
 	}
-	l, err := f.opts.Workspace.Open(id)
+	workers := readSettings(f.local.Dir(id)).Workers
+	if workers <= 0 {
+		workers = f.opts.DefaultWorkers
+	}
+	run, err := f.local.OpenRun(id, f.runOptions(id, workers))
 	if err != nil {
 		if !errors.Is(err, runner.ErrLocked) {
 			f.broken[id] = err.Error()
@@ -219,32 +241,58 @@ func (f *Fleet) adopt(id string) error {
 		return err
 	}
 	delete(f.broken, id)
-	st := readSettings(l.Dir())
-	workers := st.Workers
-	if workers <= 0 {
-		workers = f.opts.DefaultWorkers
-	}
-	f.launch(l, workers)
+	f.launch(run)
 	var inflight int
 	var status campaign.Status
-	l.Read(func(c *campaign.Campaign) { inflight, status = len(c.State().InFlight), c.Status() })
+	run.Ledger.Read(func(c *campaign.Campaign) { inflight, status = len(c.State().InFlight), c.Status() })
 	f.log.Info("campaign loaded", "campaign", id, "status", status, "in_flight", inflight, "workers", workers)
 	return nil
 }
 
-// launch starts a campaign's supervised driver; f.mu is held.
-func (f *Fleet) launch(l *runner.Ledger, workers int) {
-	id := l.ID()
-	e := &entry{ledger: l, workers: workers, done: make(chan struct{})}
-	e.driver = &runner.Driver{
-		Ledger: l, Dispatcher: f.mux.For(id), Workers: workers, Now: f.opts.Now,
-		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
-		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded,
-		Refused: f.forget,
+// claim makes a campaign the fleet's: its settings file says so (and how
+// many trials it keeps in flight), so a restarted scheduler drives it again.
+func (f *Fleet) claim(id string, workers int) {
+	if hasSettings(f.local.Dir(id)) {
+		return
 	}
-	f.campaigns[id] = e
+	if err := writeSettings(f.local.Dir(id), fleetSettings{Workers: workers}); err != nil {
+		f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
+	}
+	f.aloneMu.Lock()
+	delete(f.alone, id)
+	f.aloneMu.Unlock()
+}
+
+// leftAlone logs, once per campaign, that the fleet does not drive a
+// campaign it was not asked to.
+func (f *Fleet) leftAlone(id string) {
+	f.aloneMu.Lock()
+	seen := f.alone[id]
+	f.alone[id] = true
+	f.aloneMu.Unlock()
+	if !seen {
+		f.log.Info("campaign not started through this scheduler; left as it is (start it through the scheduler to drive it, or run the scheduler with --adopt)", "campaign", id)
+	}
+}
+
+// Driver says who drives a campaign of the workspace (control.Drivers).
+func (f *Fleet) Driver(id string) (control.Driver, error) { return f.local.Driver(id) }
+
+// Drives says whether the fleet drives the campaign.
+func (f *Fleet) Drives(id string) bool { return f.local.Run(id) != nil }
+
+// runOptions are the settings of a campaign's run in the fleet: its view
+// of the shared transport, the driver's clock, reports and callbacks.
+func (f *Fleet) runOptions(id string, workers int) control.RunOptions {
+	return control.RunOptions{Dispatcher: f.mux.For, Workers: workers,
+		Progress:  runner.NewProgress(&logWriter{log: f.log.With("campaign", id)}, 0),
+		TickEvery: f.opts.TickEvery, ReportEvery: f.opts.ReportEvery, Recorded: f.recorded, Refused: f.forget}
+}
+
+// launch starts a campaign's supervised driver; f.mu is held.
+func (f *Fleet) launch(run *control.Run) {
 	f.wg.Add(1)
-	go f.supervise(e)
+	go f.supervise(run)
 }
 
 // forgetter is a transport that keeps state for trials until told they are
@@ -319,14 +367,13 @@ const unheldLogEvery = time.Minute
 // supervise runs a driver until the fleet stops, restarting it with
 // backoff when it fails (e.g. the transport is unreachable); a restarted
 // driver re-sends the trials its ledger has in flight.
-func (f *Fleet) supervise(e *entry) {
+func (f *Fleet) supervise(run *control.Run) {
 	defer f.wg.Done()
-	defer close(e.done)
-	id := e.ledger.ID()
+	id := run.ID()
 	delay := f.opts.RestartDelay
 	for {
 		began := time.Now()
-		_, err := e.driver.Run(f.ctx, runner.Limits{Daemon: true})
+		_, err := run.Drive(f.ctx, runner.Limits{Daemon: true})
 		if f.ctx.Err() != nil {
 			return
 		}
@@ -403,90 +450,60 @@ func (f *Fleet) Close() error {
 	f.mu.Unlock()
 	f.wg.Wait()
 	err := f.mux.Close()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, e := range f.campaigns {
-		if cerr := e.ledger.Close(); cerr != nil && err == nil {
-			err = cerr
+	for _, id := range f.local.Runs() {
+		if run := f.local.Run(id); run != nil {
+			run.Close()
 		}
 	}
 	return err
 }
 
+// Where names the fleet for messages its API answers with (not its
+// directory: the API's reads are open).
+func (f *Fleet) Where() string { return "on this scheduler" }
+
+// Dir is a campaign's directory.
+func (f *Fleet) Dir(id string) string { return f.local.Dir(id) }
+
 // IDs lists the workspace's campaigns, driven here or not.
-func (f *Fleet) IDs() []string {
-	ids, err := f.opts.Workspace.IDs()
-	if err != nil {
-		f.log.Warn("listing campaigns failed", "err", err)
-	}
-	f.mu.Lock()
-	for id := range f.campaigns {
-		if !slices.Contains(ids, id) {
-			ids = append(ids, id)
-		}
-	}
-	f.mu.Unlock()
-	slices.Sort(ids)
-	return ids
-}
-
-func (f *Fleet) entry(id string) *entry {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.campaigns[id]
-}
-
-// validID is the id grammar every layer shares (campaign.ValidID): ids keep
-// the model's case ("toy-2L-h100-cpu", a name like "Night1").
-func validID(id string) bool { return campaign.ValidID(id) == nil }
+func (f *Fleet) IDs() ([]string, error) { return f.local.IDs() }
 
 // Read runs fn on a campaign: the live state of a driven campaign, or a
 // snapshot of one another process drives.
-func (f *Fleet) Read(id string, fn func(c *campaign.Campaign)) error {
-	if !validID(id) {
-		return fmt.Errorf("%w: %q", api.ErrNotFound, id)
-	}
-	if e := f.entry(id); e != nil {
-		e.ledger.Read(fn)
-		return nil
-	}
-	if !f.opts.Workspace.Exists(id) {
-		return fmt.Errorf("%w: %s", api.ErrNotFound, id)
-	}
-	c, err := f.opts.Workspace.View(id)
-	if err != nil {
-		return err
-	}
-	fn(c)
-	return nil
-}
+func (f *Fleet) Read(id string, fn func(c *campaign.Campaign)) error { return f.local.Read(id, fn) }
 
 // Do applies an event through the campaign's driver.
 func (f *Fleet) Do(ctx context.Context, id string, ev campaign.Event) (campaign.Decision, error) {
 	f.mu.Lock()
-	e, closed, fctx := f.campaigns[id], f.closed, f.ctx
+	closed, fctx := f.closed, f.ctx
 	f.mu.Unlock()
 	if closed || fctx == nil {
-		return campaign.Decision{}, fmt.Errorf("%w: the scheduler is not running", api.ErrUnavailable)
+		return campaign.Decision{}, control.Errorf(control.ErrUnavailable, "the scheduler is not running")
 	}
-	if e == nil {
+	run := f.local.Run(id)
+	if run == nil {
 		return campaign.Decision{}, f.notDriven(id)
 	}
 	// The request ends with the caller or with the fleet.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(fctx, cancel)()
-	dec, err := e.driver.Do(ctx, ev)
+	dec, err := run.Do(ctx, ev)
 	if err != nil && ctx.Err() != nil {
-		return dec, fmt.Errorf("%w: campaign %s did not answer: %v", api.ErrUnavailable, id, ctx.Err())
+		return dec, control.Errorf(control.ErrUnavailable, "campaign %s did not answer: %w", id, ctx.Err())
 	}
 	return dec, err
 }
 
+// Settle leaves the time to the campaigns' drivers: the fleet's tick every
+// TickEvery, a campaign another process holds is ticked there (and a read,
+// which the API serves without a token, never writes to a ledger).
+func (f *Fleet) Settle(context.Context, string, time.Time) error { return nil }
+
 // notDriven explains why a campaign cannot take events here.
 func (f *Fleet) notDriven(id string) error {
-	if !validID(id) || !f.opts.Workspace.Exists(id) {
-		return fmt.Errorf("%w: %s", api.ErrNotFound, id)
+	if campaign.ValidID(id) != nil || !f.opts.Workspace.Exists(id) {
+		return control.Errorf(control.ErrNotFound, "no campaign %s", id)
 	}
 	f.mu.Lock()
 	why := f.broken[id]
@@ -494,55 +511,41 @@ func (f *Fleet) notDriven(id string) error {
 	if why != "" {
 		return fmt.Errorf("campaign %s cannot be opened: %s", id, why)
 	}
-	return fmt.Errorf("%w: campaign %s is driven by another process (e.g. amkctl autoresearch); this scheduler adopts it once that process ends", api.ErrConflict, id)
-}
-
-// WriteReport writes a driven campaign's report files.
-func (f *Fleet) WriteReport(id string) (api.ReportFiles, error) {
-	e := f.entry(id)
-	if e == nil {
-		return api.ReportFiles{}, f.notDriven(id)
+	if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
+		return control.Errorf(control.ErrConflict, "campaign %s was not started through this scheduler, which leaves it as it is: start it through the scheduler to drive it (amkctl start MODEL --gpu G --server URL, or POST /v1/campaigns), or run the scheduler with --adopt", id)
 	}
-	var files api.ReportFiles
-	var err error
-	e.ledger.Read(func(c *campaign.Campaign) { files, err = control.WriteReports(id, e.ledger.Dir(), c, f.now()) })
-	return files, err
+	return control.Errorf(control.ErrConflict, "campaign %s is driven by another process (e.g. amkctl autoresearch); this scheduler adopts it once that process ends", id)
 }
 
-// Create starts a campaign and its driver, or finds the existing one.
-func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool, int, error) {
+// Create starts a checked request's campaign and its driver, or finds the
+// existing one.
+func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, bool, int, error) {
 	if len(f.opts.Targets) > 0 && !slices.Contains(f.opts.Targets, req.GPU) {
-		return "", false, 0, fmt.Errorf("%w: gpu %q is not one of this scheduler's targets (%v)", api.ErrBadValue, req.GPU, f.opts.Targets)
+		return "", false, 0, control.Errorf(control.ErrBadValue, "gpu %q is not one of this scheduler's targets (%v)", req.GPU, f.opts.Targets)
 	}
-	target, err := ir.Target(req.GPU)
-	if err != nil {
-		return "", false, 0, fmt.Errorf("%w: %v", api.ErrBadValue, err)
+	id := req.ID()
+	if run := f.local.Run(id); run != nil {
+		return id, false, run.Workers, nil
 	}
-	id := campaign.ID(req.Model, target.Name, req.Device, req.Name)
 	f.mu.Lock()
-	if e := f.campaigns[id]; e != nil {
-		f.mu.Unlock()
-		return id, false, e.workers, nil
-	}
 	closed := f.closed || f.ctx == nil
 	f.mu.Unlock()
 	if closed {
-		return "", false, 0, fmt.Errorf("%w: the scheduler is not running", api.ErrUnavailable)
+		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is not running")
 	}
 	if f.opts.Workspace.Exists(id) {
+		// Starting an existing campaign through the fleet is the request
+		// to drive it: from now on it is the fleet's.
 		if err := f.adopt(id); err != nil {
 			return "", false, 0, f.notDriven(id)
 		}
-		if e := f.entry(id); e != nil {
-			return id, false, e.workers, nil
+		if run := f.local.Run(id); run != nil {
+			f.claim(id, run.Workers)
+			return id, false, run.Workers, nil
 		}
-		return "", false, 0, fmt.Errorf("%w: the scheduler is shutting down", api.ErrUnavailable)
+		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
 	}
-	start, err := f.startEvent(req, target)
-	if err != nil {
-		return "", false, 0, err
-	}
-	if err := f.checkMemory(ctx, req, target.Name); err != nil {
+	if err := f.checkMemory(ctx, req); err != nil {
 		return "", false, 0, err
 	}
 	workers := req.Workers
@@ -551,50 +554,28 @@ func (f *Fleet) Create(ctx context.Context, req api.CreateRequest) (string, bool
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e := f.campaigns[id]; e != nil { // created meanwhile
-		return id, false, e.workers, nil
+	if run := f.local.Run(id); run != nil { // created meanwhile
+		return id, false, run.Workers, nil
 	}
 	if f.closed {
-		return "", false, 0, fmt.Errorf("%w: the scheduler is shutting down", api.ErrUnavailable)
+		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
 	}
-	l, created, err := f.opts.Workspace.Create(start)
+	run, err := f.local.StartRun(req, f.runOptions(id, workers))
 	if err != nil {
-		if errors.Is(err, runner.ErrLocked) {
-			return "", false, 0, fmt.Errorf("%w: %v", api.ErrConflict, err)
-		}
 		return "", false, 0, err
 	}
-	if created {
-		if err := writeSettings(l.Dir(), fleetSettings{Workers: workers}); err != nil {
-			f.log.Warn("saving the campaign's scheduler settings failed", "campaign", id, "err", err)
-		}
-	} else {
-		workers = max(readSettings(l.Dir()).Workers, 0)
-		if workers == 0 {
-			workers = f.opts.DefaultWorkers
-		}
+	if run.CorpusSkipped > 0 {
+		f.log.Warn("corpus: skipped malformed lines", "lines", run.CorpusSkipped)
 	}
-	f.launch(l, workers)
-	f.log.Info("campaign created", "campaign", id, "model", req.Model, "gpu", target.Name, "device", req.Device,
-		"workers", workers, "budget_iterations", start.Settings.Budget.Iterations, "budget_minutes", start.Settings.Budget.Minutes)
-	return id, created, workers, nil
-}
-
-// startEvent builds the Start of a new campaign from a request. A cold
-// campaign does not read the corpus (campaign.New ignores it).
-func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaign.Start, error) {
-	var corpus []flywheel.Record
-	if !req.Cold {
-		recs, skipped, err := f.corpus.Records()
-		if err != nil {
-			return campaign.Start{}, fmt.Errorf("reading the corpus: %w", err)
-		}
-		if skipped > 0 {
-			f.log.Warn("corpus: skipped malformed lines", "lines", skipped)
-		}
-		corpus = recs
+	if run.Created {
+		f.claim(id, workers)
 	}
-	return req.Start(f.now(), target, corpus, flywheel.Env{Target: target.Name, Device: string(req.Device), DeviceName: "fleet", AMKVersion: f.opts.Version})
+	f.launch(run)
+	var budget campaign.Budget
+	run.Ledger.Read(func(c *campaign.Campaign) { budget = c.State().Settings.Budget })
+	f.log.Info("campaign created", "campaign", id, "model", req.Model, "gpu", req.GPU, "device", req.Device,
+		"workers", workers, "budget_iterations", budget.Iterations, "budget_minutes", budget.Minutes)
+	return id, run.Created, workers, nil
 }
 
 // checkMemory refuses a campaign whose model no live worker of its target
@@ -602,7 +583,8 @@ func (f *Fleet) startEvent(req api.CreateRequest, target *ir.GpuTarget) (campaig
 // announced). With no worker announcing its memory it cannot tell, and lets
 // the campaign start: each worker still refuses such a trial before
 // allocating anything.
-func (f *Fleet) checkMemory(ctx context.Context, req api.CreateRequest, target string) error {
+func (f *Fleet) checkMemory(ctx context.Context, req control.CreateRequest) error {
+	target := req.GPU
 	if f.opts.Workers == nil {
 		return nil
 	}
@@ -613,7 +595,7 @@ func (f *Fleet) checkMemory(ctx context.Context, req api.CreateRequest, target s
 	}
 	cfg, err := model.Load(req.Model)
 	if err != nil {
-		return fmt.Errorf("%w: %v", api.ErrBadValue, err)
+		return control.Errorf(control.ErrBadValue, "%v", err)
 	}
 	need := trial.EstimateMemory(cfg, false, trial.DefaultCheckBytes)
 	var largest int64
@@ -626,24 +608,24 @@ func (f *Fleet) checkMemory(ctx context.Context, req api.CreateRequest, target s
 		largest = max(largest, w.MemoryBytes)
 	}
 	if known && need.Host > largest {
-		return fmt.Errorf("%w: model %s needs about %d MiB of host memory per evaluator (its check runs %d of %d layers), but the largest live worker serving %s has %d MiB; add a worker with more memory (or raise its max_memory_mb)",
-			api.ErrBadValue, cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
+		return control.Errorf(control.ErrBadValue, "model %s needs about %d MiB of host memory per evaluator (its check runs %d of %d layers), but the largest live worker serving %s has %d MiB; add a worker with more memory (or raise its max_memory_mb)",
+			cfg.Name, need.Host>>20, need.CheckLayers, cfg.NLayers, target, largest>>20)
 	}
 	return nil
 }
 
 // Workers lists the transport's live workers.
-func (f *Fleet) Workers(ctx context.Context) ([]api.Worker, error) {
+func (f *Fleet) Workers(ctx context.Context) ([]control.Worker, error) {
 	if f.opts.Workers == nil {
-		return nil, fmt.Errorf("%w: the transport has no worker registry", api.ErrUnsupported)
+		return nil, control.Errorf(control.ErrUnsupported, "the transport has no worker registry")
 	}
 	return f.opts.Workers(ctx)
 }
 
 // Queues reports the transport's queues.
-func (f *Fleet) Queues(ctx context.Context) ([]api.Queue, error) {
+func (f *Fleet) Queues(ctx context.Context) ([]control.Queue, error) {
 	if f.opts.Queues == nil {
-		return nil, fmt.Errorf("%w: the transport has no queues to report", api.ErrUnsupported)
+		return nil, control.Errorf(control.ErrUnsupported, "the transport has no queues to report")
 	}
 	return f.opts.Queues(ctx)
 }
@@ -662,17 +644,68 @@ func (f *Fleet) Health(ctx context.Context) error {
 	return nil
 }
 
-// Samples reads every driven campaign for the metrics collector.
+// Samples reads, for the metrics collector, every driven campaign and
+// every other one that has an alert (one nothing drives), each with its
+// alerts.
 func (f *Fleet) Samples() []metrics.Campaign {
-	f.mu.Lock()
-	entries := make([]*entry, 0, len(f.campaigns))
-	for _, e := range f.campaigns {
-		entries = append(entries, e)
-	}
-	f.mu.Unlock()
-	out := make([]metrics.Campaign, 0, len(entries))
-	for _, e := range entries {
-		e.ledger.Read(func(c *campaign.Campaign) { out = append(out, metrics.CampaignOf(c)) })
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	alerts := f.alerts(ctx)
+	ids, _ := f.IDs()
+	out := make([]metrics.Campaign, 0, len(ids))
+	for _, id := range ids {
+		if f.local.Run(id) == nil && len(alerts[id]) == 0 {
+			continue
+		}
+		_ = f.local.Read(id, func(c *campaign.Campaign) {
+			m := metrics.CampaignOf(c)
+			for _, a := range alerts[id] {
+				m.Alerts = append(m.Alerts, a.Kind)
+			}
+			out = append(out, m)
+		})
 	}
 	return out
+}
+
+// healthTimeout bounds a look at the campaigns' health (the workers'
+// registry is in Redis).
+const healthTimeout = 5 * time.Second
+
+// alerts are the alerts of the workspace's campaigns, by campaign (control
+// judges them: the one place health is decided).
+func (f *Fleet) alerts(ctx context.Context) map[string][]campaign.Alert {
+	reps, _ := f.Campaigns().List(ctx)
+	out := map[string][]campaign.Alert{}
+	for _, r := range reps {
+		if len(r.Alerts) > 0 {
+			out[r.ID] = r.Alerts
+		}
+	}
+	return out
+}
+
+// logHealth logs each alert when it appears, with what to do, and when it
+// clears.
+func (f *Fleet) logHealth() {
+	ctx, cancel := context.WithTimeout(f.ctx, healthTimeout)
+	defer cancel()
+	now := f.alerts(ctx)
+	f.healthMu.Lock()
+	defer f.healthMu.Unlock()
+	for id, alerts := range now {
+		for _, a := range alerts {
+			if !slices.ContainsFunc(f.alerted[id], func(b campaign.Alert) bool { return b.Kind == a.Kind }) {
+				f.log.Warn("campaign alert: "+a.Message, "campaign", id, "alert", a.Kind, "what_to_do", a.Fix)
+			}
+		}
+	}
+	for id, alerts := range f.alerted {
+		for _, a := range alerts {
+			if !slices.ContainsFunc(now[id], func(b campaign.Alert) bool { return b.Kind == a.Kind }) {
+				f.log.Info("campaign alert cleared", "campaign", id, "alert", a.Kind)
+			}
+		}
+	}
+	f.alerted = now
 }

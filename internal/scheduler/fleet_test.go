@@ -3,9 +3,12 @@ package scheduler
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,9 +17,9 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
 )
@@ -56,8 +59,8 @@ func startFleet(t *testing.T, ws *runner.Workspace, opts Options) *Fleet {
 	return f
 }
 
-func toyRequest(iters int) api.CreateRequest {
-	return api.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Overnight: true,
+func toyRequest(iters int) control.CreateRequest {
+	return control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Overnight: true,
 		Budget: &campaign.Budget{Iterations: iters}, Workers: 2}
 }
 
@@ -125,7 +128,7 @@ func TestFleetRunsACampaignToItsBudget(t *testing.T) {
 	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
 	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	checkLedger(t, ws, id, 10)
-	if got := f.IDs(); len(got) != 1 || got[0] != id {
+	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
 	}
 	samples := f.Samples()
@@ -134,6 +137,55 @@ func TestFleetRunsACampaignToItsBudget(t *testing.T) {
 	}
 	if readSettings(ws.CampaignDir(id)).Workers != 2 {
 		t.Fatal("workers setting not stored beside the ledger")
+	}
+}
+
+// A campaign for a workload other than the default, batched, on the
+// fleet: named after its workload, and every trial evaluated by the real
+// pipeline at each of the workload's positions, each correct.
+func TestFleetRunsAWorkloadCampaign(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{})
+	req := toyRequest(4)
+	req.Workload, req.Batch = &trial.Workload{PromptLens: []int{40, 8}, GenLen: 5}, new(2)
+	resp, err := f.Campaigns().Create(context.Background(), req)
+	if err != nil || !resp.Created || resp.ID != "toy-h200-cpu-p40_8-g5-b2" {
+		t.Fatalf("create: %+v %v", resp, err)
+	}
+	id := resp.ID
+	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	checkLedger(t, ws, id, 4)
+	data, err := os.ReadFile(filepath.Join(ws.CampaignDir(id), "trials.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := trial.Workload{PromptLens: []int{40, 8}, GenLen: 5, Batch: 2}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d trials logged, want 4", len(lines))
+	}
+	valid := 0
+	for _, ln := range lines {
+		var o trial.Outcome
+		if err := json.Unmarshal([]byte(ln), &o); err != nil || o.Verdict == nil {
+			t.Fatalf("trial %s: %v", ln, err)
+		}
+		v := o.Verdict
+		if v.Workload == nil || !v.Workload.Equal(want) || len(v.Positions) != 6 {
+			t.Fatalf("trial %d: workload %+v, %d positions", o.TrialID, v.Workload, len(v.Positions))
+		}
+		for i, p := range v.Positions {
+			if p.Pos != want.Positions()[i].Pos || p.KVLen != p.Pos+1 || (v.Valid && (p.Correct == nil || !*p.Correct)) {
+				t.Errorf("trial %d at position %d (KV length %d): correct %v", o.TrialID, p.Pos, p.KVLen, p.Correct)
+			}
+		}
+		if v.Valid {
+			valid++
+		}
+	}
+	if valid == 0 {
+		t.Error("no trial was valid: nothing was checked")
 	}
 }
 
@@ -158,24 +210,24 @@ func TestFleetCreateOfAnExistingCampaignResumesIt(t *testing.T) {
 func TestFleetRefusesBadRequests(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{Targets: []string{"h200"}})
-	for name, req := range map[string]api.CreateRequest{
+	for name, req := range map[string]control.CreateRequest{
 		"unknown model":   {Model: "no-such-model", GPU: "h200", Device: "cpu"},
 		"unknown gpu":     {Model: "toy", GPU: "v100", Device: "cpu"},
 		"target not here": {Model: "toy", GPU: "h100", Device: "cpu"},
 	} {
-		if _, _, _, err := f.Create(context.Background(), req); !errors.Is(err, api.ErrBadValue) {
+		if _, _, _, err := f.Create(context.Background(), req); !errors.Is(err, control.ErrBadValue) {
 			t.Errorf("%s: %v, want ErrBadValue", name, err)
 		}
 	}
 	for _, id := range []string{"nope", "../campaigns/x", "..", "", "a/b", "UPPER"} {
-		if err := f.Read(id, func(*campaign.Campaign) {}); !errors.Is(err, api.ErrNotFound) {
+		if err := f.Read(id, func(*campaign.Campaign) {}); !errors.Is(err, control.ErrNotFound) {
 			t.Errorf("read of campaign %q: %v", id, err)
 		}
 	}
-	if _, err := f.Do(context.Background(), "nope", campaign.Command{Op: campaign.OpPause}); !errors.Is(err, api.ErrNotFound) {
+	if _, err := f.Do(context.Background(), "nope", campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrNotFound) {
 		t.Errorf("command to an unknown campaign: %v", err)
 	}
-	if _, err := f.Workers(context.Background()); !errors.Is(err, api.ErrUnsupported) {
+	if _, err := f.Workers(context.Background()); !errors.Is(err, control.ErrUnsupported) {
 		t.Errorf("workers of a local transport: %v", err)
 	}
 }
@@ -226,18 +278,18 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond})
+	f := startFleet(t, ws, Options{RescanEvery: 20 * time.Millisecond, AdoptAll: true})
 	id := held.ID()
-	if got := f.IDs(); len(got) != 1 || got[0] != id {
+	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
 	}
 	if r := status(t, f, id); r.ID != id {
 		t.Fatalf("a held campaign is not readable: %+v", r)
 	}
-	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, api.ErrConflict) {
+	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrConflict) {
 		t.Fatalf("command to a held campaign: %v, want ErrConflict", err)
 	}
-	if _, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); !errors.Is(err, api.ErrConflict) {
+	if _, _, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); !errors.Is(err, control.ErrConflict) {
 		t.Fatalf("create of a held campaign: %v, want ErrConflict", err)
 	}
 	held.Close()
@@ -246,6 +298,43 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
 	checkLedger(t, ws, id, 4)
+}
+
+// A campaign created beside the scheduler (the demo's, one amkctl
+// autoresearch left) is not the fleet's: it is left as it is, until a
+// start through the fleet asks for it to be driven; from then on it is
+// the fleet's, across restarts.
+func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
+		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
+	start.Settings.Budget.Iterations = 4
+	beside, _, err := ws.Create(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := beside.ID()
+	beside.Close()
+	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond})
+	time.Sleep(100 * time.Millisecond) // several scans
+	if f.Drives(id) || status(t, f, id).ExperimentsRun != 0 {
+		t.Fatalf("the fleet drives a campaign it was not asked to (%d experiments)", status(t, f, id).ExperimentsRun)
+	}
+	if _, err := f.Do(context.Background(), id, campaign.Command{Op: campaign.OpPause}); !errors.Is(err, control.ErrConflict) || !strings.Contains(err.Error(), "--adopt") {
+		t.Fatalf("a command to a campaign left alone: %v, want a conflict naming --adopt", err)
+	}
+	// Starting it through the fleet is the request to drive it.
+	if _, created, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); err != nil || created {
+		t.Fatalf("start of the existing campaign: created=%v %v", created, err)
+	}
+	waitFor(t, "the adopted campaign to finish", func() bool {
+		r := status(t, f, id)
+		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
+	})
+	checkLedger(t, ws, id, 4)
+	if !hasSettings(ws.CampaignDir(id)) {
+		t.Fatal("an adopted campaign does not carry the scheduler's settings: a restarted scheduler would leave it")
+	}
 }
 
 // TestFleetCommandsGoThroughTheDriver runs in a synctest bubble, so the
@@ -291,7 +380,7 @@ func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 	if n := status(t, f, id).ExperimentsRun; n < before+3 {
 		t.Fatalf("%d experiments, want at least %d", n, before+3)
 	}
-	files, err := f.WriteReport(id)
+	files, err := f.Campaigns().WriteReport(ctx, id)
 	if err != nil || len(files.Files) != 4 {
 		t.Fatalf("report: %+v %v", files, err)
 	}
@@ -375,8 +464,13 @@ func TestLogWriterQuietsRepeats(t *testing.T) {
 }
 
 // A failed driver waiting out its backoff restarts as soon as the
-// transport, unhealthy meanwhile, answers again.
+// transport, unhealthy meanwhile, answers again. In a synctest bubble the
+// probes' ticks are the bubble's clock: the outage is seen without waiting.
 func TestDriverRestartFollowsTheTransportBack(t *testing.T) {
+	synctest.Test(t, testDriverRestartFollowsTheTransportBack)
+}
+
+func testDriverRestartFollowsTheTransportBack(t *testing.T) {
 	var healthy atomic.Bool
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	f := startFleet(t, ws, Options{Health: func(context.Context) error {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/model"
@@ -32,7 +33,7 @@ func TestEveryPresetsCampaignIsReachableThroughTheAPI(t *testing.T) {
 	})
 	f := startFleet(t, ws, Options{Transport: idle})
 	const token = "test-token-test-token"
-	h, err := api.NewServer(api.Options{Service: f, Token: token})
+	h, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestEveryPresetsCampaignIsReachableThroughTheAPI(t *testing.T) {
 			if code != http.StatusCreated && code != http.StatusOK {
 				t.Fatalf("create %s/%q: %d %s", preset, name, code, out)
 			}
-			var created api.CreateResponse
+			var created control.CreateResponse
 			if err := json.Unmarshal([]byte(out), &created); err != nil {
 				t.Fatal(err)
 			}

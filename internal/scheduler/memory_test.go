@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/runner"
 )
@@ -16,22 +17,22 @@ import (
 // at start with a 4xx, before any trial is queued.
 func TestStartRefusesAModelNoWorkerCanHold(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
-	workers := []api.Worker{
+	workers := []control.Worker{
 		{ID: "small-box", Target: "h100", Device: "cpu", MemoryBytes: 2 << 30},
 		{ID: "big-box-other-target", Target: "h200", Device: "cpu", MemoryBytes: 512 << 30},
 	}
-	f := startFleet(t, ws, Options{Workers: func(context.Context) ([]api.Worker, error) { return workers, nil }})
-	_, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: "llama-8b", GPU: "h100", Device: "cpu"})
-	if !errors.Is(err, api.ErrBadValue) || !strings.Contains(err.Error(), "MiB") {
+	f := startFleet(t, ws, Options{Workers: func(context.Context) ([]control.Worker, error) { return workers, nil }})
+	_, _, _, err := f.Create(context.Background(), control.CreateRequest{Model: "llama-8b", GPU: "h100", Device: "cpu"})
+	if !errors.Is(err, control.ErrBadValue) || !strings.Contains(err.Error(), "MiB") {
 		t.Fatalf("llama-8b on 2 GiB workers: %v, want ErrBadValue naming the memory", err)
 	}
-	if ids := f.IDs(); len(ids) != 0 {
+	if ids, _ := f.IDs(); len(ids) != 0 {
 		t.Fatalf("a refused campaign was created: %v", ids)
 	}
-	if _, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu", Workers: 1}); err != nil {
+	if _, _, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h100", Device: "cpu", Workers: 1}); err != nil {
 		t.Fatalf("toy fits: %v", err)
 	}
-	h, _ := api.NewServer(api.Options{Service: f, Token: "test-token-test-token"})
+	h, _ := api.NewServer(api.Options{Service: f.Campaigns(), Token: "test-token-test-token"})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	req, _ := http.NewRequest("POST", srv.URL+"/v1/campaigns", strings.NewReader(`{"model": "llama-8b", "gpu": "h100"}`))

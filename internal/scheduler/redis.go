@@ -12,7 +12,7 @@ import (
 	"github.com/hibiken/asynqmon"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/redisq"
 )
@@ -48,22 +48,22 @@ func (v *RedisView) Health(ctx context.Context) error {
 }
 
 // Workers lists the live workers of the namespace.
-func (v *RedisView) Workers(ctx context.Context) ([]api.Worker, error) {
+func (v *RedisView) Workers(ctx context.Context) ([]control.Worker, error) {
 	workers, err := v.disp.Workers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis: %v", api.ErrUnavailable, err)
+		return nil, control.Errorf(control.ErrUnavailable, "redis: %v", err)
 	}
 	return workers, nil
 }
 
 // Queues reports the trial queues and the results queue of the namespace.
-func (v *RedisView) Queues(ctx context.Context) ([]api.Queue, error) {
+func (v *RedisView) Queues(ctx context.Context) ([]control.Queue, error) {
 	names, err := v.insp.Queues()
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis: %v", api.ErrUnavailable, err)
+		return nil, control.Errorf(control.ErrUnavailable, "redis: %v", err)
 	}
 	trials, results := redisq.TrialQueue(v.ns, ""), redisq.ResultQueue(v.ns)
-	var out []api.Queue
+	var out []control.Queue
 	for _, q := range names {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -73,11 +73,18 @@ func (v *RedisView) Queues(ctx context.Context) ([]api.Queue, error) {
 		}
 		info, err := v.insp.GetQueueInfo(q)
 		if err != nil {
-			return nil, fmt.Errorf("%w: redis: queue %s: %v", api.ErrUnavailable, q, err)
+			return nil, control.Errorf(control.ErrUnavailable, "redis: queue %s: %v", q, err)
 		}
-		out = append(out, api.Queue{Queue: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
+		out = append(out, control.Queue{Queue: q, Pending: info.Pending, Active: info.Active, Scheduled: info.Scheduled,
 			Retry: info.Retry, Archived: info.Archived, Completed: info.Completed, LatencySeconds: info.Latency.Seconds(),
 			Paused: info.Paused, ProcessedTotal: int64(info.ProcessedTotal), FailedTotal: int64(info.FailedTotal)})
+		if q == results {
+			n, err := redisq.OutcomesReceived(ctx, v.rdb, v.ns)
+			if err != nil {
+				return nil, control.Errorf(control.ErrUnavailable, "redis: outcomes received: %v", err)
+			}
+			out[len(out)-1].OutcomesReceived = &n
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
 	return out, nil
@@ -93,7 +100,7 @@ func (v *RedisView) QueueMetrics(ctx context.Context) ([]metrics.Queue, error) {
 }
 
 // QueueMetrics converts API queue reports for the metrics collector.
-func QueueMetrics(qs []api.Queue) []metrics.Queue {
+func QueueMetrics(qs []control.Queue) []metrics.Queue {
 	out := make([]metrics.Queue, len(qs))
 	for i, q := range qs {
 		out[i] = metrics.Queue{Name: q.Queue, Pending: q.Pending, Active: q.Active, Scheduled: q.Scheduled,

@@ -21,8 +21,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
-	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/cputime"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
@@ -128,16 +128,14 @@ func runFleetScale(b *testing.B, campaigns, workers, trials int) {
 	perCampaign := 2 * (trials/campaigns + 1) // more than a campaign will run
 	var wg sync.WaitGroup
 	for i := range campaigns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _, _, err := fleet.Create(context.Background(), api.CreateRequest{Model: scaleModel, GPU: scaleGPU,
+		wg.Go(func() {
+			_, _, _, err := fleet.Create(context.Background(), control.CreateRequest{Model: scaleModel, GPU: scaleGPU,
 				Device: "cpu", Name: fmt.Sprintf("scale%03d", i), Cold: true, Overnight: true,
 				Budget: &campaign.Budget{Iterations: perCampaign}})
 			if err != nil {
 				b.Error(err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if b.Failed() {

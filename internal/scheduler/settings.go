@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/amk-dev/amk/internal/atomicfile"
+	"github.com/amk-dev/amk/atomicfile"
 )
 
 // settingsFile holds what the scheduler keeps about a campaign beside its
@@ -29,6 +29,13 @@ func readSettings(dir string) fleetSettings {
 		_ = json.Unmarshal(data, &s)
 	}
 	return s
+}
+
+// hasSettings says whether a campaign has the scheduler's settings file:
+// whether it was started through a scheduler.
+func hasSettings(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, settingsFile))
+	return err == nil
 }
 
 func writeSettings(dir string, s fleetSettings) error {

@@ -36,6 +36,10 @@ import (
 type floor struct {
 	streamedUS, allWeightsUS   float64
 	streamedBytes, weightBytes int64
+	// steps, for a workload campaign, are the floors of its evaluated
+	// positions (streamedUS and streamedBytes are then their weighted
+	// means, as trial.Evaluate states them).
+	steps []trial.StepFloor
 }
 
 // recomputing is the fleet's transport with every outcome's derived figures
@@ -84,6 +88,11 @@ func (r *recomputing) Submit(ctx context.Context, spec trial.Spec) error {
 	return r.under.Submit(ctx, spec)
 }
 
+// Withdraw takes back a queued trial from the transport, where it can.
+func (r *recomputing) Withdraw(ctx context.Context, spec trial.Spec) (bool, error) {
+	return dispatch.Withdraw(ctx, r.under, spec)
+}
+
 func (r *recomputing) Outcomes() <-chan trial.Outcome { return r.out }
 
 func (r *recomputing) Close() error {
@@ -116,12 +125,15 @@ func recompute(o *trial.Outcome, f floor) {
 		v.AllWeightsBoundUS = &all
 		v.WeightMB = ir.RoundTo(float64(f.weightBytes)/1e6, 4)
 	}
+	stepsOK := recomputeSteps(v, f)
 	if v.LatencyUS == nil {
 		return
 	}
 	lat := *v.LatencyUS
 	why := ""
 	switch {
+	case !stepsOK:
+		why = "its positions are not the campaign's workload's, or one is below its streamed-bytes floor (recomputed by the scheduler)"
 	case v.Correct == nil || !*v.Correct:
 		why = "latency reported without a correctness PASS"
 	case !positiveFinite(lat):
@@ -136,8 +148,45 @@ func recompute(o *trial.Outcome, f floor) {
 		v.Notes = append(v.Notes, why+"; withheld")
 		return
 	}
-	pct := ir.RoundTo(lat/f.streamedUS*100, 3)
+	pct, _ := ir.PctOfRoofline(lat, f.streamedUS)
 	v.PctOfRoofline = &pct
+}
+
+// recomputeSteps replaces a workload verdict's per-position floors with the
+// scheduler's and their percentages, and reports whether every position is
+// one of the campaign's with its latency at or above its floor (a verdict
+// without positions, for a campaign without a workload, is fine).
+func recomputeSteps(v *trial.Verdict, f floor) bool {
+	if len(v.Positions) == 0 && len(f.steps) == 0 {
+		return true
+	}
+	ok := len(v.Positions) == len(f.steps)
+	for i := range v.Positions {
+		p := &v.Positions[i]
+		p.BoundUS, p.PctOfRoofline, p.StreamedMB = nil, nil, 0
+		if !ok || p.Pos != f.steps[i].Pos || !positiveFinite(f.steps[i].StreamedUS) {
+			ok = false
+			p.LatencyUS = nil
+			continue
+		}
+		s := f.steps[i]
+		p.BoundUS = new(ir.RoundTo(s.StreamedUS, 4))
+		p.StreamedMB = ir.RoundTo(float64(s.StreamedBytes)/1e6, 4)
+		switch {
+		case p.LatencyUS == nil:
+		case !positiveFinite(*p.LatencyUS) || *p.LatencyUS < s.StreamedUS:
+			ok = false
+			p.LatencyUS = nil
+		default:
+			p.PctOfRoofline = new(ir.RoundTo(*p.LatencyUS/s.StreamedUS*100, 3))
+		}
+	}
+	if !ok {
+		for i := range v.Positions {
+			v.Positions[i].LatencyUS, v.Positions[i].PctOfRoofline = nil, nil
+		}
+	}
+	return ok
 }
 
 func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
@@ -153,7 +202,7 @@ func (f *Fleet) floorOf(id string) (floor, bool) {
 	if err := f.Read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
 		return floor{}, false
 	}
-	fl, err := floorFor(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch)
+	fl, err := floorFor(st.Model, st.GPU, st.Settings.Pos, st.Settings.Batch, st.Settings.Workload)
 	if err != nil {
 		f.log.Warn("no floor for the campaign's outcomes", "campaign", id, "err", err)
 		return floor{}, false
@@ -163,10 +212,11 @@ func (f *Fleet) floorOf(id string) (floor, bool) {
 }
 
 // floorFor lowers the default schedule point of model on gpu at decode
-// position pos for batch sequences (0 means one) and states its floors at
-// the target's spec HBM bandwidth, exactly as trial.Evaluate does for the
-// point it evaluates.
-func floorFor(modelName, gpu string, pos, batch int) (floor, error) {
+// position pos for batch sequences (0 means one) — or, for a workload, at
+// each of its positions with its context (trial.StepFloors) — and states
+// its floors at the target's spec HBM bandwidth, exactly as trial.Evaluate
+// does for the point it evaluates.
+func floorFor(modelName, gpu string, pos, batch int, w *trial.Workload) (floor, error) {
 	cfg, err := model.Load(modelName)
 	if err != nil {
 		return floor{}, err
@@ -175,12 +225,29 @@ func floorFor(modelName, gpu string, pos, batch int) (floor, error) {
 	if err != nil {
 		return floor{}, err
 	}
-	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
-	if err != nil {
-		return floor{}, fmt.Errorf("lowering the default point: %w", err)
+	var fl floor
+	if w != nil {
+		if cfg, err = trial.ContextConfig(cfg, modelName, *w); err != nil {
+			return floor{}, err
+		}
+		if fl.steps, fl.weightBytes, err = trial.StepFloors(cfg, target, *w); err != nil {
+			return floor{}, err
+		}
+		var bytes float64
+		for _, s := range fl.steps {
+			fl.streamedUS += s.Weight * s.StreamedUS
+			bytes += s.Weight * float64(s.StreamedBytes)
+		}
+		fl.streamedBytes = int64(math.Round(bytes))
+	} else {
+		prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
+		if err != nil {
+			return floor{}, fmt.Errorf("lowering the default point: %w", err)
+		}
+		fl.streamedBytes, fl.weightBytes = prog.StreamedBytes(), prog.TotalWeightBytes()
+		fl.streamedUS = target.BandwidthBoundUS(fl.streamedBytes)
 	}
-	fl := floor{streamedBytes: prog.StreamedBytes(), weightBytes: prog.TotalWeightBytes()}
-	fl.streamedUS, fl.allWeightsUS = target.BandwidthBoundUS(fl.streamedBytes), target.BandwidthBoundUS(fl.weightBytes)
+	fl.allWeightsUS = target.BandwidthBoundUS(fl.weightBytes)
 	if !positiveFinite(fl.streamedUS) {
 		return floor{}, fmt.Errorf("target %s gives no streamed-bytes floor (HBM bandwidth unknown?)", target.Name)
 	}

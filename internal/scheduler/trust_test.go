@@ -19,7 +19,7 @@ import (
 // campaignFloors lowers the default point the way trial.Evaluate lowers a
 // trial's and states both floors: the streamed-bytes floor a fleet
 // outcome's bound_us must equal, and the seed's all-weights floor.
-func campaignFloors(t *testing.T, modelName, gpu string, pos, batch int) (streamedUS, allWeightsUS float64) {
+func campaignFloors(t *testing.T, modelName, gpu string, w trial.Workload) (streamedUS, allWeightsUS float64) {
 	t.Helper()
 	cfg, err := model.Load(modelName)
 	if err != nil {
@@ -29,11 +29,18 @@ func campaignFloors(t *testing.T, modelName, gpu string, pos, batch int) (stream
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := schedule.Lower(cfg, target, schedule.Default(), schedule.LowerOptions{Pos: pos, B: max(1, batch)})
+	ctxCfg, err := trial.ContextConfig(cfg, modelName, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	streamedUS, allWeightsUS = target.BandwidthBoundUS(prog.StreamedBytes()), target.BandwidthBoundUS(cfg.WeightBytes())
+	for _, p := range w.Positions() {
+		prog, err := schedule.Lower(ctxCfg, target, schedule.Default(), schedule.LowerOptions{Pos: p.Pos, B: w.B()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamedUS += p.Weight * target.BandwidthBoundUS(prog.StreamedBytes())
+	}
+	allWeightsUS = target.BandwidthBoundUS(cfg.WeightBytes())
 	if !(streamedUS > 0 && streamedUS < allWeightsUS) {
 		t.Fatalf("%s/%s: streamed floor %v not below the all-weights floor %v: the test cannot tell them apart", modelName, gpu, streamedUS, allWeightsUS)
 	}
@@ -48,7 +55,10 @@ func campaignFloors(t *testing.T, modelName, gpu string, pos, batch int) (stream
 // shown, with its percentage of the streamed-bytes floor.
 func TestForgedDerivedFiguresAreRecomputed(t *testing.T) {
 	req := toyRequest(6)
-	streamedUS, allWeightsUS := campaignFloors(t, req.Model, req.GPU, campaign.DefaultSettings().Pos, 0)
+	// A short context: toy's weights are tiny, and at the default
+	// workload's 640 positions its KV rows outweigh them.
+	req.Workload = &trial.Workload{PromptLens: []int{0}, GenLen: 16}
+	streamedUS, allWeightsUS := campaignFloors(t, req.Model, req.GPU, *req.Workload)
 	between := (streamedUS + allWeightsUS) / 2
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	forging := dispatch.NewLocal(2, func(ctx context.Context, spec trial.Spec) trial.Outcome {
@@ -166,7 +176,7 @@ func TestFloorForMatchesTheTrialPipeline(t *testing.T) {
 		model, gpu string
 		pos, batch int
 	}{{"toy", "h200", 0, 0}, {"toy-2L", "h100", 37, 2}} {
-		fl, err := floorFor(tc.model, tc.gpu, tc.pos, tc.batch)
+		fl, err := floorFor(tc.model, tc.gpu, tc.pos, tc.batch, nil)
 		if err != nil {
 			t.Fatalf("%+v: %v", tc, err)
 		}
@@ -182,11 +192,50 @@ func TestFloorForMatchesTheTrialPipeline(t *testing.T) {
 			t.Errorf("%+v: all-weights floor %v, the trial's all_weights_bound_us %v", tc, got, *v.AllWeightsBoundUS)
 		}
 	}
-	if _, err := floorFor("toy", "h200", 1<<20, 1); err == nil {
+	if _, err := floorFor("toy", "h200", 1<<20, 1, nil); err == nil {
 		t.Error("a position beyond the model's context gave a floor")
 	}
-	if _, err := floorFor("no-such-model", "h200", 0, 1); err == nil {
+	if _, err := floorFor("no-such-model", "h200", 0, 1, nil); err == nil {
 		t.Error("an unknown model gave a floor")
+	}
+}
+
+// For a workload campaign the scheduler states the floors the trial
+// pipeline states, overall and per position; it keeps a workload verdict's
+// latency only when every position is the campaign's and at or above its
+// floor.
+func TestWorkloadFloorsMatchTheTrialPipeline(t *testing.T) {
+	w := trial.Workload{PromptLens: []int{100, 400}, GenLen: 9, Batch: 2}
+	fl, err := floorFor("toy-2L", "h100", 0, 0, &w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := trial.Evaluate(context.Background(), trial.Spec{Model: "toy-2L", GPU: "h100", Device: schedule.DeviceCPU,
+		Point: json.RawMessage(`{}`), Token: 7, Workload: &w}, trial.Options{Models: models})
+	v := out.Verdict
+	if v == nil || v.BoundUS == nil || v.LatencyUS == nil || len(v.Positions) != 6 {
+		t.Fatalf("the trial pipeline's verdict: %+v", v)
+	}
+	if got := ir.RoundTo(fl.streamedUS, 4); math.Abs(got-*v.BoundUS) > 1e-4 {
+		t.Errorf("streamed-bytes floor %v, the trial's bound_us %v", got, *v.BoundUS)
+	}
+	want := *v
+	want.Positions = append([]trial.PositionVerdict(nil), v.Positions...)
+	recompute(&out, fl)
+	if v.LatencyUS == nil || *v.LatencyUS != *want.LatencyUS {
+		t.Fatalf("the scheduler withheld a sound workload latency: %v", v.Notes)
+	}
+	for i, p := range v.Positions {
+		if p.BoundUS == nil || *p.BoundUS != *want.Positions[i].BoundUS || p.PctOfRoofline == nil {
+			t.Errorf("position %d: floor %v, the trial's %v", p.Pos, value(p.BoundUS), value(want.Positions[i].BoundUS))
+		}
+	}
+	// A position below its floor withholds the whole latency.
+	low := trial.Outcome{Verdict: &want}
+	want.Positions[1].LatencyUS = new(*want.Positions[1].BoundUS / 2)
+	recompute(&low, fl)
+	if low.Verdict.LatencyUS != nil || low.Verdict.Positions[0].LatencyUS != nil {
+		t.Errorf("a position below its floor kept the latencies: %+v", low.Verdict)
 	}
 }
 
@@ -204,7 +253,7 @@ func BenchmarkFloorFor(b *testing.B) {
 	for _, name := range []string{"small", "llama-1b"} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := floorFor(name, "h200", 200, 1); err != nil {
+				if _, err := floorFor(name, "h200", 200, 1, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

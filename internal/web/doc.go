@@ -24,9 +24,10 @@
 // builds over its Redis connection) under one handler: "/" redirects to
 // /ui/.
 //
-// The data come from a Source: control.Local satisfies it for a workspace
-// on this machine (amkctl dashboard), and ServiceSource adapts the
-// scheduler's api.Service (internal/scheduler.Fleet).
+// The pages are a front of the control plane: they show and steer a
+// control.Service (the Campaigns of a workspace on this machine for amkctl
+// dashboard, of the scheduler's fleet for the scheduler) and, with a
+// fleet, its control.Fleet (workers, queues).
 //
 // The README's picture, docs/web-view.png, is the screenshot the browser
 // test takes of a live campaign page in Debian's headless chromium:

@@ -8,16 +8,15 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/scheduler"
-	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
 )
 
 const testToken = "s3cret-test-token"
-
-var models = trial.NewModelCache(0)
 
 // site is a real scheduler fleet (an in-process transport, trials slowed
 // by delay so that the campaign is live while a test looks) behind the
@@ -30,42 +29,28 @@ type site struct {
 
 func startSite(t *testing.T, model string, iters int, delay time.Duration) *site {
 	t.Helper()
-	ws, err := runner.OpenWorkspace(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	eval := func(ctx context.Context, spec trial.Spec) trial.Outcome {
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
 			return trial.Outcome{Failure: &trial.Failure{Class: trial.FailInfra, Message: "cancelled"}}
 		}
-		return trial.Evaluate(ctx, spec, trial.Options{Models: models})
+		return apitest.Evaluate(ctx, spec)
 	}
-	f, err := scheduler.New(scheduler.Options{Workspace: ws, Transport: dispatch.NewLocal(2, eval), TickEvery: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	id, _, _, err := f.Create(context.Background(), api.CreateRequest{Model: model, GPU: "h200", Device: "cpu", Cold: true,
+	s := apitest.Start(t, apitest.Options{Fleet: scheduler.Options{Transport: dispatch.NewLocal(2, eval)}, API: api.Options{Token: testToken},
+		Site: func(f *scheduler.Fleet, apiHandler http.Handler) (http.Handler, error) {
+			pages, err := Handler(Options{Campaigns: f.Campaigns(), Fleet: f.Campaigns(), Token: testToken, Where: "test scheduler", Metrics: true})
+			if err != nil {
+				return nil, err
+			}
+			return Site(pages, apiHandler, http.NotFoundHandler(), "/queues"), nil
+		}})
+	id, _, _, err := s.Fleet.Create(context.Background(), control.CreateRequest{Model: model, GPU: "h200", Device: "cpu", Cold: true,
 		Overnight: true, Budget: &campaign.Budget{Iterations: iters}, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiHandler, err := api.NewServer(api.Options{Service: f, Token: testToken})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := Handler(Options{Campaigns: ServiceSource(f, nil), Fleet: f, Token: testToken, Where: "test scheduler", Metrics: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(Site(pages, apiHandler, http.NotFoundHandler(), "/queues"))
-	t.Cleanup(srv.Close)
-	return &site{fleet: f, srv: srv, id: id}
+	return &site{fleet: s.Fleet, srv: s.Server, id: id}
 }
 
 func (s *site) status(t *testing.T) campaign.StatusReport {
@@ -75,19 +60,6 @@ func (s *site) status(t *testing.T) campaign.StatusReport {
 		t.Fatal(err)
 	}
 	return r
-}
-
-// waitFor polls until cond holds; the bound only keeps a broken test from
-// hanging.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func httptestServer(t *testing.T, h http.Handler) string {

@@ -17,7 +17,7 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/chart"
-	"github.com/amk-dev/amk/internal/api"
+	"github.com/amk-dev/amk/control"
 )
 
 //go:embed assets templates
@@ -27,7 +27,7 @@ var files embed.FS
 const (
 	// maxForm bounds an action's form body.
 	maxForm = 16 << 10
-	// readTimeout bounds what one page asks of its Source.
+	// readTimeout bounds what one page asks of its campaigns.
 	readTimeout = 10 * time.Second
 	// maxRows is how many results a campaign page shows (the newest).
 	maxRows = 200
@@ -35,10 +35,12 @@ const (
 
 // Options configures the pages.
 type Options struct {
-	Campaigns Source
+	// Campaigns are what the pages show (List, Report) and steer (Command:
+	// pause, resume, stop).
+	Campaigns control.Service
 	// Fleet reports workers and queues; nil shows none (a workspace whose
 	// campaigns run in the process that drives them).
-	Fleet Fleet
+	Fleet control.Fleet
 	// Token is what the actions need. Empty means the pages are read-only.
 	Token string
 	// MonitorPath is where the queue monitor is mounted ("" when none), for
@@ -132,8 +134,8 @@ type view struct {
 
 	Campaigns []campaign.StatusReport
 	ListError string
-	Workers   []api.Worker
-	Queues    []api.Queue
+	Workers   []control.Worker
+	Queues    []control.Queue
 	FleetNote string
 
 	Report  *campaign.WakeUp
@@ -171,7 +173,7 @@ func (p *pages) indexView(r *http.Request) view {
 	queues, qerr := p.Fleet.Queues(ctx)
 	v.Workers, v.Queues = workers, queues
 	switch {
-	case errors.Is(werr, api.ErrUnsupported) || errors.Is(qerr, api.ErrUnsupported):
+	case errors.Is(werr, control.ErrUnsupported) || errors.Is(qerr, control.ErrUnsupported):
 		v.FleetNote = "This scheduler evaluates trials in process: there are no remote workers or queues."
 	case werr != nil || qerr != nil:
 		v.FleetNote = "Workers or queues could not be read: " + errors.Join(werr, qerr).Error()
@@ -241,7 +243,7 @@ func (p *pages) chart(w http.ResponseWriter, r *http.Request) {
 		p.failed(w, err, "Chart")
 		return
 	}
-	svg, err := chart.TrajectorySVG(rep)
+	svg, err := chart.ReportSVG(rep)
 	if err != nil {
 		p.failed(w, err, "Chart")
 		return
@@ -277,9 +279,9 @@ func (p *pages) action(w http.ResponseWriter, r *http.Request) {
 		p.page(w, http.StatusUnauthorized, "error", errorPage{Title: "Not authorised", Message: msg + " Nothing was changed."})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), api.DefaultCommandTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), control.CommandTimeout)
 	defer cancel()
-	if _, err := p.Campaigns.Command(ctx, id, op, api.CommandRequest{Note: "from the web view"}); err != nil {
+	if _, err := p.Campaigns.Command(ctx, id, op, control.CommandRequest{Note: "from the web view"}); err != nil {
 		p.failed(w, err, "Could not "+op+" "+id)
 		return
 	}
@@ -301,19 +303,21 @@ func (p *pages) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(p.Token)) == 1
 }
 
-// failed answers a Source error with a page and the status it means.
+// failed answers a service error with a page and the status its kind
+// means.
 func (p *pages) failed(w http.ResponseWriter, err error, title string) {
 	status := http.StatusInternalServerError
-	var ae *api.Error
 	switch {
-	case errors.As(err, &ae) && ae.Status > 0:
-		status = ae.Status
-	case errors.Is(err, api.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, control.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		status = http.StatusNotFound
-	case errors.Is(err, api.ErrConflict), errors.Is(err, campaign.ErrDone), errors.Is(err, campaign.ErrInvalid):
+	case errors.Is(err, control.ErrBadValue):
+		status = http.StatusBadRequest
+	case errors.Is(err, control.ErrConflict):
 		status = http.StatusConflict
-	case errors.Is(err, api.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, control.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		status = http.StatusServiceUnavailable
+	case errors.Is(err, control.ErrUnsupported):
+		status = http.StatusNotImplemented
 	}
 	if status >= 500 {
 		p.Logger.Error("web page failed", "title", title, "err", err)

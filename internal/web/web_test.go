@@ -2,6 +2,7 @@ package web
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/internal/apitest"
 )
 
 type answer struct {
@@ -33,9 +35,7 @@ func post(t *testing.T, target string, form url.Values, header http.Header) answ
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	for k, v := range header {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, header)
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -48,7 +48,7 @@ func post(t *testing.T, target string, form url.Values, header http.Header) answ
 
 func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 	s := startSite(t, "toy", 400, 10*time.Millisecond)
-	waitFor(t, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
+	apitest.WaitFor(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
 
 	if a := get(t, s.srv.URL+"/"); a.status != 200 || !strings.Contains(a.body, "Campaigns") {
 		t.Fatalf("/ does not lead to the campaigns page: %d", a.status)
@@ -127,7 +127,7 @@ func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 
 func TestReadOnlyWithoutAToken(t *testing.T) {
 	s := startSite(t, "toy", 3, 0)
-	pages, err := Handler(Options{Campaigns: ServiceSource(s.fleet, nil)})
+	pages, err := Handler(Options{Campaigns: s.fleet.Campaigns()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,12 +198,12 @@ func joinInts(xs []int, sep string) string {
 	if len(xs) > 12 {
 		return joinInts(xs[:12], sep) + " ... (" + strconv.Itoa(len(xs)-12) + " more)"
 	}
-	s := ""
+	var s strings.Builder
 	for i, x := range xs {
 		if i > 0 {
-			s += sep
+			s.WriteString(sep)
 		}
-		s += strconv.Itoa(x)
+		s.WriteString(strconv.Itoa(x))
 	}
-	return s
+	return s.String()
 }

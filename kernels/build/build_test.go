@@ -212,7 +212,7 @@ func TestConcurrentBuildersCompileOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	arts := make([]*Artifact, n)
 	errs := make([]error, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
@@ -222,7 +222,7 @@ func TestConcurrentBuildersCompileOnce(t *testing.T) {
 	}
 	wg.Wait()
 	misses := 0
-	for i := 0; i < n; i++ {
+	for i := range n {
 		if errs[i] != nil {
 			t.Fatal(errs[i])
 		}
@@ -259,7 +259,7 @@ func TestCrossProcessBuildersCompileOnce(t *testing.T) {
 	script, counter := fakeNVCC(t, "fake nvcc 1.0", 0.3, false)
 	dir := t.TempDir()
 	var cmds []*exec.Cmd
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcessBuild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), "AMK_BUILD_HELPER_DIR="+dir, "AMK_BUILD_HELPER_NVCC="+script)
 		var out bytes.Buffer

@@ -1,10 +1,13 @@
 package build
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -47,28 +50,104 @@ func CacheDirFromEnv() (string, error) {
 	return filepath.Join(base, "amk", "kernels"), nil
 }
 
-// FindNVCC is the nvcc the kernels' nvcc checks use (tests that compile device
-// or host code and skip without one): $AMK_NVCC, else the Debian CUDA 11.8
-// toolkit that scripts/gpu/debian-cuda.sh --nvcc unpacks under the user cache
-// directory ($AMK_CUDA_DEBIAN overrides where), else nvcc on PATH; "" when
-// there is none.
-func FindNVCC() string {
+// CheckoutToolkits are where `make test` (`make nvcc`, scripts/ensure-nvcc.sh) installs
+// Debian's CUDA compilers, relative to the root of an amk checkout, in the
+// order FindNVCC prefers them: nvcc 12.4 (compiles sm_90a, the streaming
+// ring's TMA path included), then nvcc 11.8 (sm_90 only), which make test
+// installs only when 12.4 cannot be fetched.
+var CheckoutToolkits = []struct{ Dir, Release string }{
+	{".cache/cuda-12.4", "12.4"},
+	{".cache/cuda-11.8", "11.8"},
+}
+
+// NVCC is an nvcc executable and how FindNVCC found it.
+type NVCC struct {
+	Path string // "" when there is none
+	// From says where it came from, in words a user can act on.
+	From string
+}
+
+// FindNVCC is the one lookup of an nvcc, used by `amkctl doctor` and by the
+// tests that compile device or host code (they skip without one): $AMK_NVCC;
+// else, inside an amk checkout, the compiler `make test` installed into it
+// (CheckoutToolkits); else nvcc on PATH. Nothing else, so that whether those
+// tests run depends on the checkout and the environment, never on a user's
+// cache. Path is "" when there is none.
+func FindNVCC() NVCC {
 	if n := strings.TrimSpace(os.Getenv(EnvNVCC)); n != "" {
-		return n
+		return NVCC{Path: n, From: "$" + EnvNVCC}
 	}
-	dir := os.Getenv("AMK_CUDA_DEBIAN")
-	if dir == "" {
-		if base, err := os.UserCacheDir(); err == nil {
-			dir = filepath.Join(base, "amk", "cuda-11.8")
-		}
-	}
-	if dir != "" {
-		if st, err := os.Stat(filepath.Join(dir, "bin", "nvcc")); err == nil && st.Mode()&0o111 != 0 {
-			return filepath.Join(dir, "bin", "nvcc")
+	if wd, err := os.Getwd(); err == nil {
+		if root := CheckoutRoot(wd); root != "" {
+			for _, tk := range CheckoutToolkits {
+				nvcc := filepath.Join(root, filepath.FromSlash(tk.Dir), "bin", "nvcc")
+				if st, err := os.Stat(nvcc); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+					return NVCC{Path: nvcc,
+						From: "this checkout's " + tk.Dir + " (Debian's CUDA " + tk.Release + ", installed by make test)"}
+				}
+			}
 		}
 	}
 	if p, err := exec.LookPath("nvcc"); err == nil {
-		return p
+		return NVCC{Path: p, From: "PATH"}
+	}
+	return NVCC{}
+}
+
+// NoNVCCHint is what to do when FindNVCC finds nothing.
+const NoNVCCHint = "make test (make nvcc) installs Debian's CUDA 12.4 nvcc into this checkout's .cache/cuda-12.4; when it cannot, it says why (.cache/cuda-install.log). Or set " + EnvNVCC + " or put nvcc on PATH"
+
+// modulePath is the module an amk checkout's go.mod declares.
+const modulePath = "github.com/amk-dev/amk"
+
+// CheckoutRoot is the root of the amk checkout that holds dir (the nearest
+// directory at or above it whose go.mod declares amk's module), or "".
+func CheckoutRoot(dir string) string {
+	for d := filepath.Clean(dir); ; {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			for line := range strings.SplitSeq(string(data), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+					if strings.Trim(f[1], `"`) == modulePath {
+						return d
+					}
+					break
+				}
+			}
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return ""
+		}
+		d = up
+	}
+}
+
+// ToolkitRelease is the "release X.Y" of `nvcc --version` ("" when nvcc
+// cannot tell), for worker fingerprints and the doctor.
+func ToolkitRelease(ctx context.Context, tc Toolchain) string {
+	out, err := (&Builder{Toolchain: tc}).ToolchainVersion(ctx)
+	if err != nil {
+		return ""
+	}
+	return parseRelease(out)
+}
+
+// CompilesSM90a says whether an nvcc of this release ("12.4") compiles the
+// arch-specific sm_90a, which the streaming ring's TMA path needs: release 12
+// or newer.
+func CompilesSM90a(release string) bool {
+	major, _, _ := strings.Cut(release, ".")
+	v, err := strconv.Atoi(major)
+	return err == nil && v >= 12
+}
+
+// parseRelease is the X.Y of the "release X.Y," that `nvcc --version`
+// prints, or "".
+func parseRelease(version string) string {
+	if m := reRelease.FindStringSubmatch(version); m != nil {
+		return m[1]
 	}
 	return ""
 }
+
+var reRelease = regexp.MustCompile(`\brelease ([0-9]+\.[0-9]+),`)

@@ -19,23 +19,50 @@ import (
 )
 
 // TestKernelsCompileWithoutSpills compiles kernel variants with the nvcc
-// that FindNVCC finds, for $AMK_NVCC_ARCH (default sm_90), in parallel
-// ($AMK_BUILD_JOBS, default GOMAXPROCS), into $AMK_KERNEL_CACHE when set (a
-// GPU visit warms its cache this way). The variants are ExtremeVariants, or
-// SpotVariants with AMK_KERNEL_VARIANTS=spot, or the default variant alone with
-// AMK_KERNEL_VARIANTS=default (a visit's first check that this nvcc builds the
-// kernels at all). It fails on any compile error
-// and on any function (kernel or out-of-line device function) that spills
-// registers, whatever the block size; without an nvcc it is skipped with a
-// message.
+// that FindNVCC finds, in parallel ($AMK_BUILD_JOBS, default GOMAXPROCS),
+// into $AMK_KERNEL_CACHE when set (a GPU visit warms its cache this way). It
+// fails on any compile error and on any function (kernel or out-of-line
+// device function) that spills registers, whatever the block size; without
+// an nvcc it is skipped with a message saying how to get one.
+//
+// The architecture is $AMK_NVCC_ARCH, else sm_90a when the nvcc is release
+// 12 or newer (what `make test` installs: Debian's 12.4, which compiles the
+// streaming ring's TMA path), else sm_90, saying so (Debian's 11.8, the
+// fallback when 12.4 cannot be fetched, has no sm_90a and no TMA path).
+//
+// The variants, by AMK_KERNEL_VARIANTS: unset, `make test`'s compile smoke,
+// the default variant and the largest streaming ring (whose TMA path nvcc 12
+// compiles for sm_90a), about 100 CPU-seconds each, built in parallel;
+// "default", the default alone (a GPU visit's first check); "extreme",
+// ExtremeVariants (the default, and every search knob at its smallest and at
+// its largest choice; `make kernels-sweep`); "spot", SpotVariants (what a GPU
+// visit builds ahead).
 func TestKernelsCompileWithoutSpills(t *testing.T) {
 	nvcc := FindNVCC()
-	if nvcc == "" {
-		t.Skip("no nvcc: set AMK_NVCC, put nvcc on PATH, or run scripts/gpu/debian-cuda.sh --nvcc (Debian's CUDA 11.8) to compile the kernels in make test")
+	if nvcc.Path == "" {
+		t.Skip("no nvcc, so the kernels are not compiled: " + NoNVCCHint)
 	}
+	tc := ToolchainFromEnv()
+	tc.NVCC = nvcc.Path
+	// A visit bounds this test with timeout(1), which signals the test
+	// binary: cancel the builds then, so that their nvcc process groups are
+	// killed instead of outliving the step and competing with the next one.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	b := &Builder{Toolchain: tc}
+	version, err := b.ToolchainVersion(ctx)
+	if err != nil {
+		t.Fatalf("%s (from %s) does not run: %v", nvcc.Path, nvcc.From, err)
+	}
+	release := parseRelease(version)
 	arch := os.Getenv("AMK_NVCC_ARCH")
 	if arch == "" {
-		arch = "sm_90"
+		arch = "sm_90a"
+		if !CompilesSM90a(release) {
+			arch = "sm_90"
+			t.Logf("nvcc release %q cannot compile sm_90a: compiling for sm_90 instead, without the streaming ring's TMA path "+
+				"(make test installs Debian's nvcc 12.4 when Debian trixie's packages can be fetched; this is its 11.8 fallback)", release)
+		}
 	}
 	cache := os.Getenv(EnvCache)
 	if cache == "" {
@@ -45,29 +72,24 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	if j, err := strconv.Atoi(os.Getenv("AMK_BUILD_JOBS")); err == nil && j > 0 {
 		jobs = j
 	}
-	tc := ToolchainFromEnv()
-	tc.NVCC = nvcc
-	b := &Builder{Toolchain: tc, Dir: cache}
-	// A visit bounds this test with timeout(1), which signals the test
-	// binary: cancel the builds then, so that their nvcc process groups are
-	// killed instead of outliving the step and competing with the next one.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	version, err := b.ToolchainVersion(ctx)
-	if err != nil {
-		t.Fatalf("%s does not run: %v", nvcc, err)
-	}
-	t.Logf("%s for %s, %d jobs: %s", nvcc, arch, jobs, version[strings.LastIndex(version, "\n")+1:])
+	b.Dir = cache
+	t.Logf("%s (from %s) for %s, %d jobs: %s", nvcc.Path, nvcc.From, arch, jobs, version[strings.LastIndex(version, "\n")+1:])
 
-	variants := ExtremeVariants()
+	var variants []kernels.Variant
 	switch set := os.Getenv("AMK_KERNEL_VARIANTS"); set {
 	case "spot":
 		variants = SpotVariants()
+	case "":
+		// The smoke: the default, and the largest streaming ring (on
+		// sm_90a with nvcc >= 12, its TMA path).
+		ring := RingVariants()
+		variants = []kernels.Variant{kernels.DefaultVariant(), ring[len(ring)-1]}
 	case "default":
 		variants = []kernels.Variant{kernels.DefaultVariant()}
-	case "", "extreme":
+	case "extreme":
+		variants = ExtremeVariants()
 	default:
-		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want default, spot or extreme", set)
+		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want default, spot or extreme (unset: the default and the largest ring)", set)
 	}
 	type result struct {
 		a   *Artifact
@@ -78,15 +100,13 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	for i, v := range variants {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			start := time.Now()
 			a, err := b.Build(ctx, Request{Arch: arch, Variant: v})
 			results[i] = result{a, err, time.Since(start)}
-		}()
+		})
 	}
 	wg.Wait()
 	for i, r := range results {

@@ -34,8 +34,8 @@ func TestPTXMatchesRevision(t *testing.T) {
 		t.Skip("set AMK_PTX_BASE to a git revision to compare the PTX of its kernel sources with this tree's")
 	}
 	nvcc := FindNVCC()
-	if nvcc == "" {
-		t.Skip("no nvcc: set AMK_NVCC or run scripts/gpu/debian-cuda.sh --nvcc")
+	if nvcc.Path == "" {
+		t.Skip("no nvcc, so no PTX to compare: " + NoNVCCHint)
 	}
 	old := t.TempDir()
 	if err := extractKernels(base, old); err != nil {
@@ -46,7 +46,7 @@ func TestPTXMatchesRevision(t *testing.T) {
 		cache = t.TempDir()
 	}
 	tc := ToolchainFromEnv()
-	tc.NVCC = nvcc
+	tc.NVCC = nvcc.Path
 	// a cold sm_90a compile takes minutes on a loaded 2-core machine
 	before := &Builder{Toolchain: tc, Dir: cache, Sources: os.DirFS(old), Timeout: time.Hour}
 	after := &Builder{Toolchain: tc, Dir: cache, Timeout: time.Hour}

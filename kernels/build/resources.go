@@ -54,7 +54,7 @@ func ParseResources(log string) []Resources {
 		}
 		return i
 	}
-	for _, line := range strings.Split(log, "\n") {
+	for line := range strings.SplitSeq(log, "\n") {
 		if m := reEntry().FindStringSubmatch(line); m != nil {
 			cur = at(m[1])
 			continue

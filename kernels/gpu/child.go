@@ -170,21 +170,6 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
 func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
 
-// ToolkitRelease is the "release X.Y" of `nvcc --version` ("" when nvcc
-// cannot tell), for worker fingerprints.
-func ToolkitRelease(ctx context.Context, tc build.Toolchain) string {
-	out, err := (&build.Builder{Toolchain: tc}).ToolchainVersion(ctx)
-	if err != nil {
-		return ""
-	}
-	_, rest, ok := strings.Cut(out, "release ")
-	if !ok {
-		return ""
-	}
-	rel, _, _ := strings.Cut(rest, ",")
-	return strings.TrimSpace(rel)
-}
-
 // DriverRelease renders a CUDA driver version (12080) as "12.8".
 func DriverRelease(v int) string {
 	if v <= 0 {

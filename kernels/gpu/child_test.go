@@ -3,8 +3,6 @@ package gpu
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -143,7 +141,7 @@ func TestSameLayout(t *testing.T) {
 }
 
 func TestStepInputs(t *testing.T) {
-	in, err := stepInputs(42, 9)
+	in, err := stepInputs([]int32{42}, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,20 +153,31 @@ func TestStepInputs(t *testing.T) {
 	}
 }
 
-func TestToolkitAndDriverRelease(t *testing.T) {
-	dir := t.TempDir()
-	nvcc := filepath.Join(dir, "nvcc")
-	script := "#!/bin/sh\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n"
-	if err := os.WriteFile(nvcc, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if got := ToolkitRelease(context.Background(), build.Toolchain{NVCC: nvcc}); got != "12.4" {
-		t.Fatalf("toolkit %q", got)
-	}
-	if got := ToolkitRelease(context.Background(), build.Toolchain{NVCC: filepath.Join(dir, "missing")}); got != "" {
-		t.Fatalf("missing nvcc gave %q", got)
-	}
+func TestDriverRelease(t *testing.T) {
 	if DriverRelease(12080) != "12.8" || DriverRelease(13000) != "13.0" || DriverRelease(-1) != "" {
 		t.Fatal("driver release")
+	}
+}
+
+// A quantised model travels to the child with its scheme, and the child
+// builds the trial's quantised weights: the int8/int4 bytes and the scales
+// of the reference VM's weights.
+func TestWeightProviderBuildsQuantizedWeights(t *testing.T) {
+	cfg, err := model.Load("toy:w4a16-g32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := model.InitWeights(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&WeightProvider{}).Weights(context.Background(), launch.WeightSource{Kind: SourceSeeded, Model: encodeModel(cfg)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "layers.0.attn.q_proj.weight"
+	if g, w := got[key], want[key]; g == nil || g.DType != w.DType || !slices.Equal(g.Packed, w.Packed) ||
+		!slices.Equal(got[key+".scales"].Half, want[key+".scales"].Half) {
+		t.Fatalf("the child's %s is not the trial's", key)
 	}
 }

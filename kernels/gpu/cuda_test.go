@@ -110,7 +110,7 @@ func TestCUDAWatchdogThroughTheChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := lowerChecked(cfg, l.Target(), schedule.Default(), 0)
+	good, err := lowerChecked(cfg, l.Target(), schedule.Default(), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestCUDAWatchdogThroughTheChild(t *testing.T) {
 		WatchdogNS: 50_000_000, Unchecked: true}); err != nil {
 		t.Fatal(err)
 	}
-	inputs, err := stepInputs(1, 0)
+	inputs, err := stepInputs([]int32{1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

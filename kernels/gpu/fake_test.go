@@ -246,7 +246,7 @@ func (d *vmDevice) TimeInterleaved(cand, inc launch.Handle, warmup, samples int)
 	}
 	vp.timed = true
 	var cs, is []float64
-	for i := 0; i < samples; i++ {
+	for i := range samples {
 		cs = append(cs, 100+float64(i%5))
 		if inc != launch.NoHandle {
 			is = append(is, 120+float64(i%5))

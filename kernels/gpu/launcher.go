@@ -220,7 +220,7 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 		notes = append(notes, l.loadNotes("candidate", resp)...)
 		// The full model was checked on a truncation: one untimed launch at
 		// the trial's step gives the logits its timed launches must repeat.
-		if want, err = l.step(ctx, cand, int32(req.Token), req.Pos); err != nil {
+		if want, err = l.step(ctx, cand, batchTokens(req.Token, req.Pos, req.Pos, max(1, req.Batch), req.Model.Config.Vocab), req.Pos); err != nil {
 			return trial.Timing{}, err
 		}
 	}
@@ -248,9 +248,10 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 	return l.timing(cmp, req.Target.BandwidthBoundUS(req.Program.StreamedBytes()), notes), nil
 }
 
-// step launches handle once at (token, pos) and returns its logits.
-func (l *Launcher) step(ctx context.Context, handle string, token int32, pos int) ([]float32, error) {
-	inputs, err := stepInputs(token, pos)
+// step launches handle once at pos with the batch's tokens and returns its
+// logits.
+func (l *Launcher) step(ctx context.Context, handle string, tokens []int32, pos int) ([]float32, error) {
+	inputs, err := stepInputs(tokens, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +329,7 @@ func (l *Launcher) emulatedTime(ctx context.Context, req trial.TimeRequest, ws l
 	}
 	notes = append(notes, chk.notes...)
 	if chk.isCandidate {
-		got, err := l.step(ctx, handleCheck, int32(req.Token), req.Pos)
+		got, err := l.step(ctx, handleCheck, batchTokens(req.Token, req.Pos, req.Pos, max(1, req.Batch), req.Model.Config.Vocab), req.Pos)
 		if err != nil {
 			return trial.Timing{}, err
 		}
@@ -430,12 +431,13 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 	if ip.ID() == req.Point.ID() && iv.String() == candVariant.String() {
 		return cand, []string{"incumbent is the candidate itself: timed against its own handle"}, nil
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", ip.ID(), req.Target.Name, req.Pos, ws.Model, ws.Path)
+	cfg := lowering(req)
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", ip.ID(), req.Target.Name, req.Pos, cfg.MaxSeq, ws.Model, ws.Path)
 	if l.inc != nil && l.inc.key == key && l.inc.gen == l.opts.Generation() {
 		return handleIncumbent, nil, nil
 	}
 	l.inc = nil
-	prog, err := schedule.Lower(req.Model.Config, req.Target, ip, schedule.LowerOptions{Pos: req.Pos})
+	prog, err := schedule.Lower(cfg, req.Target, ip, schedule.LowerOptions{Pos: req.Pos, B: max(1, req.Batch)})
 	if err != nil {
 		return "", []string{"incumbent not timed: lowering failed: " + err.Error()}, nil
 	}
@@ -452,6 +454,15 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 	}
 	l.inc = &residentIncumbent{key: key, gen: l.opts.Generation()}
 	return handleIncumbent, l.loadNotes("incumbent", resp), nil
+}
+
+// lowering is the model config the request's programs were lowered with:
+// req.Config (a workload's context), or the model's own.
+func lowering(req trial.TimeRequest) model.Config {
+	if req.Config.Name == "" {
+		return req.Model.Config
+	}
+	return req.Config
 }
 
 // classify maps a child failure to a trial.LaunchError with its class.

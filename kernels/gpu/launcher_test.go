@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -112,6 +113,59 @@ func TestLauncherWalksTheHistoryWithUpdates(t *testing.T) {
 	}
 }
 
+// A workload trial is checked on the device as the reference VM checked
+// it: one step at each evaluated position, from the same seeded KV caches
+// (past toy's max_seq of 256: the preset's context grows), each position
+// timed; the device computing otherwise is a mismatch.
+func TestLauncherChecksAWorkloadFromTheSeededCache(t *testing.T) {
+	l, c := newTestLauncher(t, "", Options{})
+	w := trial.Workload{PromptLens: []int{300}, GenLen: 9}
+	point := json.RawMessage(`{"tiling": {"attention": {"n_partitions": 4}}}`)
+	out := evalOn(t, l, nil, trial.Spec{Token: 5, Point: point, Workload: &w})
+	v := out.Verdict
+	if out.Failure != nil || v == nil || v.Correct == nil || !*v.Correct || v.LatencyUS == nil || len(v.Positions) != 3 {
+		t.Fatalf("want a correct measured workload verdict: %+v %+v", out.Failure, v)
+	}
+	for _, p := range v.Positions {
+		if p.LatencyUS == nil || !strings.Contains(joined(v.Notes), fmt.Sprintf("pos %d: GPU logits match the reference VM at pos %d", p.Pos, p.Pos)) {
+			t.Errorf("position %d: %+v\n%s", p.Pos, p, joined(v.Notes))
+		}
+	}
+	// One checked step per position (each then timed and rechecked), not
+	// the 300 steps before it.
+	if c.dev.runs > 3*30 {
+		t.Errorf("%d device runs for three positions: the history was walked", c.dev.runs)
+	}
+	bad, _ := newTestLauncher(t, "corrupt", Options{})
+	if v := evalOn(t, bad, nil, trial.Spec{Token: 5, Point: point, Workload: &w}).Verdict; v == nil || v.Correct == nil || *v.Correct || v.LatencyUS != nil {
+		t.Fatalf("a corrupt device passed a workload trial: %+v", v)
+	}
+}
+
+// The launcher binds a batch: B sequences per step on the device, each
+// row's logits checked against the reference VM's (one step at pos 3 after
+// the history, and a workload from the seeded caches); a device computing
+// otherwise fails it.
+func TestLauncherBindsABatch(t *testing.T) {
+	l, _ := newTestLauncher(t, "", Options{})
+	point := json.RawMessage(`{"tiling": {"attention": {"kv_head_split": 1}}}`)
+	for _, spec := range []trial.Spec{{Token: 9, Pos: 3, Batch: 3, Point: point},
+		{Token: 9, Point: point, Workload: &trial.Workload{PromptLens: []int{40}, GenLen: 5, Batch: 4}}} {
+		out := evalOn(t, l, nil, spec)
+		v := out.Verdict
+		if out.Failure != nil || v == nil || v.Correct == nil || !*v.Correct || v.LatencyUS == nil {
+			t.Fatalf("batch %d: want a correct measured verdict: %+v %+v", spec.Batch, out.Failure, v)
+		}
+		if !strings.Contains(joined(v.Notes), "GPU logits match the reference VM") {
+			t.Errorf("no device check in the notes:\n%s", joined(v.Notes))
+		}
+	}
+	bad, _ := newTestLauncher(t, "corrupt", Options{})
+	if v := evalOn(t, bad, nil, trial.Spec{Token: 9, Pos: 3, Batch: 3, Point: point}).Verdict; v == nil || v.Correct == nil || *v.Correct {
+		t.Fatalf("a corrupt device passed a batch: %+v", v)
+	}
+}
+
 func TestLauncherReloadsWithKVWhenTheLayoutChanges(t *testing.T) {
 	l, c := newTestLauncher(t, "", Options{})
 	// Split-KV attention: the shard count grows with kv_len, so positions
@@ -166,7 +220,7 @@ func TestLauncherRejectsKnobsTheKernelsRefuse(t *testing.T) {
 func TestLauncherTimesTheIncumbentSideBySideAndKeepsItResident(t *testing.T) {
 	l, c := newTestLauncher(t, "", Options{})
 	inc := json.RawMessage(`{"pipelining_depth": 0}`)
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		out := evalOn(t, l, nil, trial.Spec{Token: trial.DefaultToken, Incumbent: inc})
 		if out.Failure != nil || out.Verdict == nil || out.Verdict.LatencyUS == nil {
 			t.Fatalf("trial %d: %+v %+v", i, out.Failure, out.Verdict)

@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels"
@@ -28,25 +29,36 @@ type checked struct {
 
 // verify runs the check model on the device through every decode position
 // up to req.Pos — the history tokens of trial.HistoryToken, then the
-// trial's token — and compares the final logits with the reference VM's
-// (req.Expected) at the model dtype. A mismatch is a *trial.MismatchError.
+// trial's token — or, for a workload trial (req.KV set), the one step at
+// req.Pos from the seeded KV caches the reference VM started from, and
+// compares the final logits with the reference VM's (req.Expected) at the
+// model dtype. A mismatch is a *trial.MismatchError.
 func (l *Launcher) verify(ctx context.Context, req trial.TimeRequest, ws launch.WeightSource, v kernels.Variant) (*checked, error) {
 	m := req.Model
 	truncated := m.Truncated()
+	check := m.Check
+	check.MaxSeq = lowering(req).MaxSeq
+	b := max(1, req.Batch)
 	programAt := func(pos int) (*ir.Program, error) {
 		if pos == req.Pos && !truncated {
 			return req.Program, nil
 		}
-		return lowerChecked(m.Check, req.Target, req.Point, pos)
+		return lowerChecked(check, req.Target, req.Point, pos, b)
 	}
-	token := func(pos int, _ []float32) int32 {
-		if pos == req.Pos {
-			return int32(req.Token)
+	token := func(pos int, _ []float32) []int32 { return batchTokens(req.Token, pos, req.Pos, b, m.Check.Vocab) }
+	first, start := 0, map[string]launch.WireTensor(nil)
+	if req.KV != nil {
+		first, start = req.Pos, map[string]launch.WireTensor{}
+		for name, t := range req.KV {
+			w, err := launch.ToWire(t)
+			if err != nil {
+				return nil, &trial.LaunchError{Class: trial.FailCrash, Phase: "check", Message: "the seeded KV cache " + name + ": " + err.Error()}
+			}
+			start[name] = w
 		}
-		return trial.HistoryToken(req.Token, pos, m.Check.Vocab)
 	}
 	var logits []float32
-	notes, err := l.walk(ctx, handleCheck, ws, v, req.Pos, programAt, token, func(pos int, lg []float32) { logits = lg })
+	notes, err := l.walk(ctx, handleCheck, ws, v, first, req.Pos, start, programAt, token, func(pos int, lg []float32) { logits = lg })
 	if err != nil {
 		return nil, err
 	}
@@ -80,18 +92,18 @@ func (l *Launcher) Greedy(ctx context.Context, m *trial.LoadedModel, target *ir.
 	}
 	var out []int32
 	var steps [][]float32
-	token := func(pos int, prev []float32) int32 {
+	token := func(pos int, prev []float32) []int32 {
 		if pos < len(prompt) {
-			return prompt[pos]
+			return []int32{prompt[pos]}
 		}
 		t := argmax(prev)
 		out = append(out, t)
-		return t
+		return []int32{t}
 	}
-	programAt := func(pos int) (*ir.Program, error) { return lowerChecked(cfg, target, point, pos) }
+	programAt := func(pos int) (*ir.Program, error) { return lowerChecked(cfg, target, point, pos, 1) }
 	last := len(prompt) + n - 2 // the last position whose logits pick a token
 	defer func() { _ = l.unload(ctx, handleCheck) }()
-	_, err = l.walk(ctx, handleCheck, weightSource(m), v, last, programAt, token, func(pos int, lg []float32) {
+	_, err = l.walk(ctx, handleCheck, weightSource(m), v, 0, last, nil, programAt, token, func(pos int, lg []float32) {
 		steps = append(steps, lg)
 	})
 	if err != nil {
@@ -113,8 +125,8 @@ func argmax(xs []float32) int32 {
 
 // lowerChecked lowers and validates one decode step (a program the
 // validator rejects never reaches a device).
-func lowerChecked(cfg model.Config, target *ir.GpuTarget, point schedule.Point, pos int) (*ir.Program, error) {
-	p, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: pos})
+func lowerChecked(cfg model.Config, target *ir.GpuTarget, point schedule.Point, pos, b int) (*ir.Program, error) {
+	p, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: pos, B: b})
 	if err != nil {
 		return nil, &trial.LaunchError{Class: trial.ClassRejected, Phase: "check", Message: fmt.Sprintf("lowering %s at pos %d: %v", cfg.Name, pos, err)}
 	}
@@ -124,15 +136,18 @@ func lowerChecked(cfg model.Config, target *ir.GpuTarget, point schedule.Point, 
 	return p, nil
 }
 
-// walk runs decode positions 0..last on the device under handle: the
-// program of each position from programAt, the token from token(pos,
-// previous logits), the KV caches carried in device memory — launch Update
-// when the next position's program has the same layout (docs/spec/rules.md R28), otherwise a
-// reload with the caches read back and bound again. step receives every
-// position's logits. It returns the load notes.
-func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSource, v kernels.Variant, last int,
-	programAt func(int) (*ir.Program, error), token func(pos int, prev []float32) int32, step func(pos int, logits []float32)) ([]string, error) {
-	cur, err := programAt(0)
+// walk runs decode positions first..last on the device under handle: the
+// program of each position from programAt, the batch's tokens from
+// token(pos, previous logits), the KV caches bound from start at the first position
+// (nil: the loaded program's zeroed caches) and then carried in device
+// memory — launch Update when the next position's program has the same
+// layout (docs/spec/rules.md R28), otherwise a reload with the caches read
+// back and bound again. step receives every position's logits. It returns
+// the load notes.
+func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSource, v kernels.Variant, first, last int,
+	start map[string]launch.WireTensor, programAt func(int) (*ir.Program, error), token func(pos int, prev []float32) []int32,
+	step func(pos int, logits []float32)) ([]string, error) {
+	cur, err := programAt(first)
 	if err != nil {
 		return nil, err
 	}
@@ -141,9 +156,9 @@ func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSour
 		return nil, err
 	}
 	notes := l.loadNotes(handle, resp)
-	var carry map[string]launch.WireTensor
+	carry := start
 	var prev []float32
-	for pos := 0; pos <= last; pos++ {
+	for pos := first; pos <= last; pos++ {
 		var next *ir.Program
 		if pos < last {
 			if next, err = programAt(pos + 1); err != nil {
@@ -154,9 +169,7 @@ func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSour
 		if err != nil {
 			return nil, err
 		}
-		for name, t := range carry {
-			inputs[name] = t
-		}
+		maps.Copy(inputs, carry)
 		reload := next != nil && !sameLayout(cur, next)
 		var read []string
 		if reload {
@@ -227,7 +240,7 @@ func (l *Launcher) RunProgram(ctx context.Context, prog *ir.Program, m *trial.Lo
 	if _, err := l.load(ctx, handleCheck, prog, weightSource(m), kernels.Variant{}); err != nil {
 		return nil, err
 	}
-	inputs, err := stepInputs(token, pos)
+	inputs, err := stepInputs([]int32{token}, pos)
 	if err != nil {
 		return nil, err
 	}

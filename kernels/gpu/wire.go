@@ -89,11 +89,18 @@ func variantOf(p schedule.Point) (kernels.Variant, []string, error) {
 	return v, notes, nil
 }
 
-// stepInputs are the IO inputs of one decode step at position pos (batch 1).
-func stepInputs(token int32, pos int) (map[string]launch.WireTensor, error) {
+// stepInputs are the IO inputs of one decode step at position pos: row r
+// of the batch decodes tokens[r] (every row at pos; the reshape rows
+// 0..B-1), as trial's reference VM binds them.
+func stepInputs(tokens []int32, pos int) (map[string]launch.WireTensor, error) {
+	b := len(tokens)
+	positions, rows := make([]int32, b), make([]int32, b)
+	for r := range rows {
+		positions[r], rows[r] = int32(pos), int32(r)
+	}
 	out := map[string]launch.WireTensor{}
-	for name, val := range map[string]int32{schedule.TokenInput: token, schedule.PosInput: int32(pos), schedule.ReshapeInput: 0} {
-		t, err := tensor.FromInts(ir.I32, []int{1}, []int32{val})
+	for name, vals := range map[string][]int32{schedule.TokenInput: tokens, schedule.PosInput: positions, schedule.ReshapeInput: rows} {
+		t, err := tensor.FromInts(ir.I32, []int{b}, vals)
 		if err != nil {
 			return nil, err
 		}
@@ -102,6 +109,21 @@ func stepInputs(token int32, pos int) (map[string]launch.WireTensor, error) {
 		}
 	}
 	return out, nil
+}
+
+// batchTokens are the tokens the rows of a batch of b decode at pos of a
+// trial of token: trial.RowToken's, or at an earlier position of the
+// history their trial.HistoryToken.
+func batchTokens(token, pos, last, b, vocab int) []int32 {
+	out := make([]int32, b)
+	for r := range out {
+		rt := trial.RowToken(token, r, vocab)
+		out[r] = int32(rt)
+		if pos != last {
+			out[r] = trial.HistoryToken(rt, pos, vocab)
+		}
+	}
+	return out
 }
 
 // kvNames lists the KV cache buffers of a program.

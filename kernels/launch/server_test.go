@@ -9,22 +9,25 @@ import (
 	"github.com/amk-dev/amk/tensor"
 )
 
-func intp(i int) *int       { return &i }
-func strp(s string) *string { return &s }
+//go:fix inline
+func intp(i int) *int { return new(i) }
+
+//go:fix inline
+func strp(s string) *string { return new(s) }
 
 // tinyProgram: EMBED -> GEMV (2 queues), logits out. label marks a task for
 // the fake device ("stuck", "poison").
 func tinyProgram(label string) *ir.Program {
 	p := ir.NewProgram()
 	tok := p.AddBuffer(ir.Buffer{Name: "token_id", Kind: ir.IOInput, DType: ir.I32, Shape: []int{1}})
-	emb := p.AddBuffer(ir.Buffer{Name: "emb", Kind: ir.Weight, DType: ir.BF16, Shape: []int{4, 8}, Source: strp("emb.weight")})
+	emb := p.AddBuffer(ir.Buffer{Name: "emb", Kind: ir.Weight, DType: ir.BF16, Shape: []int{4, 8}, Source: new("emb.weight")})
 	h := p.AddBuffer(ir.Buffer{Name: "h", Kind: ir.Activation, DType: ir.BF16, Shape: []int{1, 8}})
-	w := p.AddBuffer(ir.Buffer{Name: "w", Kind: ir.Weight, DType: ir.BF16, Shape: []int{4, 8}, Source: strp("lm.weight")})
+	w := p.AddBuffer(ir.Buffer{Name: "w", Kind: ir.Weight, DType: ir.BF16, Shape: []int{4, 8}, Source: new("lm.weight")})
 	out := p.AddBuffer(ir.Buffer{Name: "logits", Kind: ir.IOOutput, DType: ir.F32, Shape: []int{1, 4}})
 	c0, c1 := p.AddCounter("embed"), p.AddCounter("lm")
-	p.AddTask(ir.Task{Op: ir.OpEMBED, Inputs: []int{tok, emb}, Outputs: []int{h}, OutCounter: c0, SM: intp(0),
+	p.AddTask(ir.Task{Op: ir.OpEMBED, Inputs: []int{tok, emb}, Outputs: []int{h}, OutCounter: c0, SM: new(0),
 		Params: ir.Params{ir.IntParam("hidden", 8)}, Label: "embed"})
-	p.AddTask(ir.Task{Op: ir.OpGEMVTile, Inputs: []int{h, w}, Outputs: []int{out}, OutCounter: c1, SM: intp(1),
+	p.AddTask(ir.Task{Op: ir.OpGEMVTile, Inputs: []int{h, w}, Outputs: []int{out}, OutCounter: c1, SM: new(1),
 		Waits: []ir.Wait{{Counter: c0, Threshold: 1}}, Params: ir.Params{ir.IntParam("K", 8), ir.IntParam("N_tile", 4), ir.IntParam("n_off", 0)},
 		Label: label})
 	p.Config = &ir.ScheduleConfig{ThreadsPerBlock: 128, PipeliningDepth: 2, Tiling: nil}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/amk-dev/amk/ir"
 )
 
 // Stats summarises repeated timings of one program (microseconds).
@@ -96,8 +98,9 @@ func FloorGuard(latencyUS, floorUS float64, floorName string) (ok bool, note str
 		return false, fmt.Sprintf("latency %v us is not a positive measurement; withheld", latencyUS)
 	}
 	if latencyUS < floorUS {
+		pct, _ := ir.PctOfRoofline(latencyUS, floorUS)
 		return false, fmt.Sprintf("measured %.3f us is below the %s %.3f us (%.1f%% of it): impossible for a full pass, withheld",
-			latencyUS, floorName, floorUS, 100*latencyUS/floorUS)
+			latencyUS, floorName, floorUS, pct)
 	}
 	return true, ""
 }

@@ -35,7 +35,7 @@ type LaunchDevice struct {
 func NewLaunchDevice(dev launch.Device, mods launch.ModuleSource) (*LaunchDevice, error) {
 	r, ok := dev.(launch.OpRunner)
 	if !ok {
-		return nil, errors.New("this device cannot run the Loop-1 entry kernels")
+		return nil, errors.New("this device cannot run the kernel-tuning entry kernels")
 	}
 	info := dev.Info()
 	t, notes, err := launch.MatchTarget(info, "")
@@ -161,7 +161,7 @@ func ParseCUDADevice(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimPrefix(s, "cuda:"))
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("--device must be cuda or cuda:N (Loop 1 needs a GPU), got %q", s)
+		return 0, fmt.Errorf("--device must be cuda or cuda:N (kernel tuning needs a GPU), got %q", s)
 	}
 	return n, nil
 }

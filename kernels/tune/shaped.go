@@ -29,7 +29,7 @@ func NewShapedCase(op ir.Op, target *ir.GpuTarget, s Shape) (*Case, error) {
 		return nil, err
 	}
 	if dt := s.Model.DType; dt != ir.F32 && dt != ir.F16 && dt != ir.BF16 {
-		return nil, fmt.Errorf("Loop-1 cases are fp32, fp16 or bf16, not %s", dt)
+		return nil, fmt.Errorf("kernel-tuning cases are fp32, fp16 or bf16, not %s", dt)
 	}
 	if err := s.Model.Validate(); err != nil {
 		return nil, err

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/amk-dev/amk/dispatch/dispatchtest"
+	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redistest"
+)
+
+// The queue report counts the outcomes the scheduler received, whichever
+// way they came: most come on the fast path and never pass through the
+// results queue, so its PROCESSED alone would make them look lost.
+func TestQueuesCountTheOutcomesReceived(t *testing.T) {
+	srv := redistest.Start(t)
+	conn := redisq.Conn{Addr: srv.Addr}
+	const ns, trials = "received", 6
+	var calls atomic.Int64
+	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+		Identity: "w1", Evaluate: dispatchtest.EchoEvaluator(&calls)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Shutdown(ctx)
+	})
+	d, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	view, err := NewRedisView(d, conn, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = view.Close() })
+	for i := range trials {
+		if err := d.Submit(context.Background(), dispatchtest.Spec("q", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range trials {
+		select {
+		case <-d.Outcomes():
+		case <-time.After(20 * time.Second):
+			t.Fatal("an outcome did not come")
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		qs, err := view.Queues(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var received, published int64 = -1, -1
+		for _, q := range qs {
+			switch {
+			case strings.HasSuffix(q.Queue, ":results") && q.OutcomesReceived != nil:
+				received = *q.OutcomesReceived
+			case strings.Contains(q.Queue, ":trials:"):
+				if q.OutcomesReceived != nil {
+					t.Errorf("%s carries an outcome count", q.Queue)
+				}
+				published = q.ProcessedTotal - q.FailedTotal
+			}
+		}
+		if received == trials && published == trials {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d, trials PROCESSED-FAILED %d; want %d each: %+v", received, published, trials, qs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
