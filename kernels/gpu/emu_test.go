@@ -611,8 +611,8 @@ func TestEmulatorCatchesSeededKernelBugs(t *testing.T) {
 			mutant(t, "cuda/megakernel.cu", "__ldg(s + i);\n    __syncthreads();",
 				"__ldg(s + i);\n    if (threadIdx.x < AMK_THREADS - 32) __syncthreads();")), want: "barrier divergence"},
 		{c: base("a missing __syncwarp after the ring's consume cursor", schedule.FullyFused(), 24, ring,
-			mutant(t, "cuda/ring.cuh", "if (lane == 0) sh->consumed = c + 1;\n            __syncwarp();",
-				"if (lane == 0) sh->consumed = c + 1;")), want: "differ"},
+			mutant(t, "cuda/ring.cuh", "if (amk_lane() == 0) ++amk_ring_state[amk_warp()].consumed;\n    __syncwarp();",
+				"if (amk_lane() == 0) ++amk_ring_state[amk_warp()].consumed;")), want: "differ"},
 	}
 	// the missing __syncwarp is a race between lanes: it shows under shuffled schedules
 	muts[len(muts)-1].c.runs = 4
