@@ -2,10 +2,12 @@
 // ABI (abi.h), the CUDA sources of the micro-kernels and of the persistent
 // megakernel VM (cuda/), the Go mirror of the ABI's POD layouts
 // (MarshalProgram), the pre-launch device checks (CheckDevice, PlanSmem,
-// CheckBinding) and the -D knob space of the sources (KnobSpace).
-// Subpackages: kernels/build compiles the sources with nvcc through a shared
-// cache; kernels/launch runs them (gorgonia.org/cu behind the cuda build tag,
-// a supervised child process per device).
+// CheckBinding), the -D knob space of the sources (KnobSpace) and the
+// sources of the CPU emulator (emu/, EmulatorSources).
+// Subpackages: kernels/build compiles the sources with nvcc (or, for the
+// emulator, a host C++ compiler) through a shared cache; kernels/launch runs
+// them (gorgonia.org/cu behind the cuda build tag, or the emulator; a
+// supervised child process per device).
 //
 // # Execution model
 //
@@ -97,6 +99,24 @@
 // macro or value (ParseDefine) and keys its cache on the full knob set with
 // defaults filled (docs/spec/rules.md R8).
 //
+// # Inline PTX and the CPU emulator
+//
+// Every asm statement of cuda/ is a named wrapper in cuda/ptx.cuh
+// (amk_ptx_*), with a host definition beside it under AMK_EMU; a test keeps
+// inline PTX out of every other file, and kernels/build's opt-in
+// TestPTXMatchesRevision shows a source change left the PTX of every variant
+// unchanged. The emulator (emu/: runtime.cc, the emu.h shim force-included
+// into the kernel translation unit kernel.cc, fake CUDA headers in include/)
+// compiles cuda/ unchanged for the host and runs a launch with one OS thread
+// per block and one fiber per CUDA thread: barriers and warp collectives
+// checked for divergence, cp.async and bulk copies that land only when
+// waited for (their targets poisoned until then), mbarriers with arrival and
+// transaction counts and phase parity, seeded thread schedules, and reports
+// that name the block, thread, task, opcode and counter of a deadlock,
+// divergence or misuse. emu.h states the model; docs/results/emu.md what it
+// cannot show (timing, the GPU's weaker memory model, nvcc's code, driver
+// limits, bit-exact GPU maths).
+//
 // # What is verified here and what is not
 //
 // Verified without a GPU (go test ./kernels/...): abi.h parsed against ir
@@ -112,9 +132,20 @@
 // off); the cuda-tagged launcher passes go vet and links against the CUDA
 // 11.8 headers and stub libcuda.
 //
+// On the CPU emulator (kernels/gpu's emulator tests, in go test): the
+// megakernel's buffers (logits, KV caches, every activation) match the
+// reference VM for toy, toy-2L and a 2-layer 512-wide bf16 model, on the
+// register GEMV, the per-tile cp.async ring and the streaming ring with the
+// sm_80 and sm_90 (bulk copy) engines, the device default and the fully
+// fused point with paired tiles, split-KV attention, 128 and 256 threads,
+// positions 0 and 20, under several thread schedules; seeded kernel bugs
+// (a wrong counter wait, a missing barrier, a short cp.async wait, a wrong
+// mbarrier parity, a paired-tile index off by one, barrier divergence, a
+// missing __syncwarp) are caught.
+//
 // Not verified (no GPU was available): that any kernel computes the right
-// numbers, that the sync primitives and the watchdog behave as designed on
-// hardware, the cooperative launch through cgo, the co-residency numbers,
+// numbers on a GPU, that the sync primitives and the watchdog behave as
+// designed on hardware, the cooperative launch through cgo, the co-residency numbers,
 // performance of any path (the cp.async and register GEMV variants in
 // particular), compilation with nvcc 12/13 and for sm_90a, and the
 // cuda-tagged code at run time (gorgonia.org/cu against a real driver).

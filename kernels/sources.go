@@ -15,6 +15,9 @@ import (
 //go:embed abi.h cuda/*.cuh cuda/*.cu
 var sourceFS embed.FS
 
+//go:embed emu/*.h emu/*.cc emu/include/*.h
+var emulatorFS embed.FS
+
 // EntryFile is the translation unit nvcc compiles (relative to Sources()):
 // it includes every other source and defines every kernel.
 const EntryFile = "cuda/megakernel.cu"
@@ -26,6 +29,29 @@ const MegakernelName = "amk_megakernel"
 // Sources is the CUDA source tree (abi.h and cuda/), embedded in the binary so
 // that a worker compiles exactly the sources it was built with.
 func Sources() fs.FS { return sourceFS }
+
+// The CPU emulator's own sources (emu/, relative to EmulatorSources()): the
+// runtime (fibers, schedulers, copy engine, reports and the command line),
+// the shim every kernel translation unit is compiled with (force-included),
+// the fake CUDA headers of include/, and the kernel translation unit, which
+// includes EntryFile. kernels/build compiles them with a host C++ compiler
+// (BuildEmulator); kernels/launch runs the result (the emulator device).
+const (
+	EmulatorRuntimeFile = "runtime.cc"
+	EmulatorShimFile    = "emu.h"
+	EmulatorKernelFile  = "kernel.cc"
+	EmulatorIncludeDir  = "include"
+)
+
+// EmulatorSources is the CPU emulator's source tree (emu/), embedded like
+// Sources so that a fresh checkout builds the emulator it was built with.
+func EmulatorSources() fs.FS {
+	sub, err := fs.Sub(emulatorFS, "emu")
+	if err != nil {
+		panic(err) // a constant, valid path
+	}
+	return sub
+}
 
 // SourceFiles lists the embedded source paths in sorted order.
 func SourceFiles() []string {

@@ -149,3 +149,99 @@ func TestOpsNeverUseTheReadOnlyPath(t *testing.T) {
 		}
 	}
 }
+
+// TestInlinePTXOnlyInPtxCuh: every asm statement of the kernels lives in
+// cuda/ptx.cuh, and every wrapper there has an emulator definition
+// (AMK_EMU) beside its device one, so the CPU emulator compiles the same
+// sources (kernels/emu).
+func TestInlinePTXOnlyInPtxCuh(t *testing.T) {
+	asm := regexp.MustCompile(`\basm\s*(volatile\s*)?\(`)
+	for _, f := range SourceFiles() {
+		if f == "cuda/ptx.cuh" {
+			continue
+		}
+		if loc := asm.FindStringIndex(readSource(t, f)); loc != nil {
+			t.Errorf("%s has inline PTX at byte %d: move it into a named wrapper in cuda/ptx.cuh", f, loc[0])
+		}
+	}
+	src := readSource(t, "cuda/ptx.cuh")
+	host, device, ok := strings.Cut(src, "#else /* the device */")
+	if !ok {
+		t.Fatal("cuda/ptx.cuh lacks its '#else /* the device */' split between the emulator and the device definitions")
+	}
+	def := regexp.MustCompile(`(?m)^(?:inline|__device__ __forceinline__) [\w ]+?\b(amk_\w+)\(`)
+	names := func(s string) []string {
+		var out []string
+		for _, m := range def.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1])
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	// Templates put their name on the line after "template <...>".
+	tmpl := regexp.MustCompile(`(?m)^template <[^>]*>\n(?:inline|__device__ __forceinline__) [\w ]+?\b(amk_\w+)\(`)
+	withTemplates := func(s string) []string {
+		out := names(s)
+		for _, m := range tmpl.FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1])
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	h, d := withTemplates(host), withTemplates(device)
+	if len(d) < 10 {
+		t.Fatalf("found only %d device wrappers in cuda/ptx.cuh (%v): the pattern no longer reads the file", len(d), d)
+	}
+	if !slices.Equal(h, d) {
+		t.Errorf("cuda/ptx.cuh: the emulator defines %v, the device %v: every wrapper needs both", h, d)
+	}
+	if n := len(asm.FindAllString(device, -1)); n < len(d)-1 {
+		t.Errorf("cuda/ptx.cuh: %d asm statements for %d device wrappers", n, len(d))
+	}
+}
+
+// TestEmulatorSourcesEmbedTheWholeTree: every file of emu/ is embedded, the
+// files the emulator build names exist, and the kernel translation unit
+// includes the entry file.
+func TestEmulatorSourcesEmbedTheWholeTree(t *testing.T) {
+	var embedded []string
+	_ = fs.WalkDir(EmulatorSources(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			embedded = append(embedded, path)
+		}
+		return nil
+	})
+	err := filepath.WalkDir("emu", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("emu", path)
+		if !slices.Contains(embedded, filepath.ToSlash(rel)) {
+			t.Errorf("%s exists but is not embedded", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{EmulatorRuntimeFile, EmulatorShimFile, EmulatorKernelFile, EmulatorIncludeDir + "/cuda_fp16.h"} {
+		if !slices.Contains(embedded, want) {
+			t.Errorf("%s is not embedded (have %v)", want, embedded)
+		}
+	}
+	tu, err := fs.ReadFile(EmulatorSources(), EmulatorKernelFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(tu), `#include "`+filepath.Base(EntryFile)+`"`) {
+		t.Errorf("%s does not include %s", EmulatorKernelFile, EntryFile)
+	}
+	for _, f := range embedded {
+		data, _ := fs.ReadFile(EmulatorSources(), f)
+		for _, bad := range []string{"/work/", "/tmp/", "/home/", "/root/"} {
+			if strings.Contains(string(data), bad) {
+				t.Errorf("emu/%s mentions %s", f, bad)
+			}
+		}
+	}
+}

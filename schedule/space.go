@@ -68,18 +68,26 @@ var (
 )
 
 // Device is the kind of evaluator a schedule is searched for: DeviceCPU
-// (the cost model's latency, labelled predicted) or DeviceCUDA (a GPU run,
-// measured). It is a string so specs and state files keep their JSON.
+// (the cost model's latency, labelled predicted), DeviceCUDA (a GPU run,
+// measured) or DeviceEmu (the CUDA kernels on amk's CPU emulator: checked
+// against the reference VM like a GPU run, with the cost model's latency,
+// predicted). It is a string so specs and state files keep their JSON.
 type Device string
 
 // Devices.
 const (
 	DeviceCPU  Device = "cpu"
 	DeviceCUDA Device = "cuda"
+	DeviceEmu  Device = "emu"
 )
 
 // Valid reports whether d is one of the devices.
-func (d Device) Valid() bool { return d == DeviceCPU || d == DeviceCUDA }
+func (d Device) Valid() bool { return d == DeviceCPU || d == DeviceCUDA || d == DeviceEmu }
+
+// RunsKernels reports whether d runs amk's CUDA kernels (a GPU, or the CPU
+// emulator): then the kernel build knobs and the device lowering change what
+// runs, and the space offers them.
+func (d Device) RunsKernels() bool { return d == DeviceCUDA || d == DeviceEmu }
 
 // ParseDevice reads a device name as a user writes it: case and surrounding
 // spaces do not matter, and an empty name is DeviceCPU.
@@ -89,13 +97,13 @@ func ParseDevice(s string) (Device, error) {
 		return DeviceCPU, nil
 	}
 	if !d.Valid() {
-		return "", fmt.Errorf("%q is not cpu or cuda", s)
+		return "", fmt.Errorf("%q is not cpu, emu or cuda", s)
 	}
 	return d, nil
 }
 
 // Space is the search space as data (docs/spec/rules.md R15) for a target
-// and a device ("cpu" or "cuda"): every knob eval reads, with its choices,
+// and a device ("cpu", "emu" or "cuda"): every knob eval reads, with its choices,
 // its range and whether it changes what eval produces on this target and
 // device (TestSpaceMatchesEval derives that from the lowering, the cost model
 // and the kernel build, knob by knob). The lowering's knobs (the reference's
@@ -105,7 +113,8 @@ func ParseDevice(s string) (Device, error) {
 // program they lower. The streaming ring's knobs are effective on NVIDIA
 // targets on both devices (the kernels build it; the cost model streams it
 // across waits). The other kernel-build knobs (smem_bytes_per_block and
-// kernel_knobs.*) are effective only on "cuda": the cost model does not
+// kernel_knobs.*) are effective only where the kernels run ("cuda", and
+// "emu", whose check runs every variant's kernel): the cost model does not
 // model them, so on "cpu" they are listed as inert and neither drawn nor
 // features. The space is per vendor: threads_per_block offers multiples of
 // the target's warp/wavefront only, and an AMD target has no kernel_knobs.*
@@ -152,7 +161,7 @@ type spaceCacheKey struct {
 
 func space(t *ir.GpuTarget, device Device, quant bool) []Knob {
 	amd := t != nil && t.IsAMD()
-	cuda := device == DeviceCUDA && !amd
+	cuda := device.RunsKernels() && !amd
 	smemCap, wave := 0, 32
 	if t != nil {
 		smemCap, wave = t.DynamicSmemBytes(), t.Wavefront()

@@ -168,15 +168,19 @@ func TestSpaceSize(t *testing.T) {
 	if want := SpaceSize(Space(h200, "cpu")) * 3 * 36; SpaceSize(Space(h200, "cuda")) != want {
 		t.Errorf("cuda space of h200 has %d points, want %d", SpaceSize(Space(h200, "cuda")), want)
 	}
+	// the emulator runs the same kernels: the same space
+	if SpaceSize(Space(h200, DeviceEmu)) != SpaceSize(Space(h200, DeviceCUDA)) {
+		t.Errorf("emu space of h200 has %d points, the cuda one %d", SpaceSize(Space(h200, DeviceEmu)), SpaceSize(Space(h200, DeviceCUDA)))
+	}
 }
 
 func TestParseDevice(t *testing.T) {
-	for in, want := range map[string]Device{"": DeviceCPU, "cpu": DeviceCPU, " CUDA ": DeviceCUDA, "cuda": DeviceCUDA} {
+	for in, want := range map[string]Device{"": DeviceCPU, "cpu": DeviceCPU, " CUDA ": DeviceCUDA, "cuda": DeviceCUDA, "emu": DeviceEmu, "EMU ": DeviceEmu} {
 		if got, err := ParseDevice(in); err != nil || got != want {
 			t.Errorf("ParseDevice(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"gpu", "cuda:0", "rocm"} {
+	for _, in := range []string{"gpu", "cuda:0", "rocm", "emulator", "emu:0"} {
 		if got, err := ParseDevice(in); err == nil || got.Valid() {
 			t.Errorf("ParseDevice(%q) = %q, %v; want an error", in, got, err)
 		}

@@ -524,38 +524,64 @@ func (m *LoadedModel) checkSeeded(ctx context.Context, cfg model.Config, prog *i
 // the KV caches, and returns the logits at pos. The program for the checked
 // model is the trial's own program unless the check model is truncated.
 func runReference(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, point schedule.Point, token, pos, b int, prog *ir.Program) ([]float32, error) {
+	kv, err := referenceHistory(ctx, m, target, point, token, pos, b)
+	if err != nil {
+		return nil, err
+	}
+	step := prog
+	if m.Truncated() {
+		if step, err = lowerCheckStep(m, target, point, pos, b); err != nil {
+			return nil, err
+		}
+	}
+	toks := make([]int32, b)
+	for r := range toks {
+		toks[r] = int32(RowToken(token, r, m.Check.Vocab))
+	}
+	out, err := runBatchStep(ctx, step, m.Weights, toks, pos, kv)
+	if err != nil {
+		return nil, err
+	}
+	return out.Logits, nil
+}
+
+// referenceHistory runs positions 0..pos-1 of the check model under point
+// through the reference VM — sequence r decoding the history tokens of
+// RowToken(token, r) — and returns the KV caches they leave (nil for pos
+// 0): what a decode step at pos starts from.
+func referenceHistory(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, point schedule.Point, token, pos, b int) (map[string]*tensor.Tensor, error) {
 	var kv map[string]*tensor.Tensor
-	var logits []float32
-	for p := 0; p <= pos; p++ {
+	for p := 0; p < pos; p++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		step := prog
-		if m.Truncated() || p != pos {
-			var err error
-			if step, err = schedule.Lower(m.Check, target, point, schedule.LowerOptions{Pos: p, B: b}); err != nil {
-				return nil, fmt.Errorf("lowering the check model at pos %d: %w", p, err)
-			}
-			if rep := validate.Validate(step); !rep.OK {
-				return nil, fmt.Errorf("check program rejected at pos %d: %s", p, rep.Reason(3))
-			}
+		step, err := lowerCheckStep(m, target, point, p, b)
+		if err != nil {
+			return nil, err
 		}
 		toks := make([]int32, b)
 		for r := range toks {
-			rt := RowToken(token, r, m.Check.Vocab)
-			toks[r] = HistoryToken(rt, p, m.Check.Vocab)
-			if p == pos {
-				toks[r] = int32(rt)
-			}
+			toks[r] = HistoryToken(RowToken(token, r, m.Check.Vocab), p, m.Check.Vocab)
 		}
 		out, err := runBatchStep(ctx, step, m.Weights, toks, p, kv)
 		if err != nil {
 			return nil, err
 		}
 		kv = out.KV
-		logits = out.Logits
 	}
-	return logits, nil
+	return kv, nil
+}
+
+// lowerCheckStep lowers and validates the check model at pos.
+func lowerCheckStep(m *LoadedModel, target *ir.GpuTarget, point schedule.Point, pos, b int) (*ir.Program, error) {
+	step, err := schedule.Lower(m.Check, target, point, schedule.LowerOptions{Pos: pos, B: b})
+	if err != nil {
+		return nil, fmt.Errorf("lowering the check model at pos %d: %w", pos, err)
+	}
+	if rep := validate.Validate(step); !rep.OK {
+		return nil, fmt.Errorf("check program rejected at pos %d: %s", pos, rep.Reason(3))
+	}
+	return step, nil
 }
 
 // StepResult is one reference-VM decode step.

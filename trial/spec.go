@@ -22,7 +22,8 @@ type Spec struct {
 	Weights string `json:"weights,omitempty"`
 	// GPU is the target record name (h100, h200, ...).
 	GPU string `json:"gpu"`
-	// Device is "cpu" (cost-model latency, labelled predicted) or "cuda".
+	// Device is "cpu" (cost-model latency, labelled predicted), "emu" (the
+	// CUDA kernels checked on the CPU emulator, latency predicted) or "cuda".
 	Device schedule.Device `json:"device"`
 	// Point is the candidate schedule point.
 	Point json.RawMessage `json:"point"`

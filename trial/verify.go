@@ -7,7 +7,9 @@ import (
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/validate"
+	"github.com/amk-dev/amk/vm"
 )
 
 // ProgramCheck is the result of VerifyProgram.
@@ -24,6 +26,20 @@ type ProgramCheck struct {
 	Batch         int      `json:"batch"`
 	Token         int      `json:"token"`
 	Notes         []string `json:"notes"`
+	// Device names the device the program also ran on (VerifyProgramOn;
+	// empty: the reference VM only), DeviceMaxAbsErr how far its logits were
+	// from the reference VM's. Correct is false when they do not match.
+	Device          string   `json:"device,omitempty"`
+	DeviceMaxAbsErr *float64 `json:"device_max_abs_err,omitempty"`
+}
+
+// ProgramDevice runs one program, one decode step, on a device (the CUDA
+// launcher of a GPU or of the CPU emulator): the model's weights bound, the
+// KV caches a history left (nil: zeros), token at pos; it returns the
+// step's logits.
+type ProgramDevice interface {
+	Name() string
+	RunProgram(ctx context.Context, prog *ir.Program, m *LoadedModel, token int32, pos int, kv map[string]*tensor.Tensor) ([]float32, error)
 }
 
 // VerifyProgram checks a program file against the reference numerics: it
@@ -35,6 +51,15 @@ type ProgramCheck struct {
 // r)). A model too big for the host's check budget cannot be verified (the
 // program holds every layer).
 func VerifyProgram(ctx context.Context, prog *ir.Program, lm *LoadedModel, token int) (*ProgramCheck, error) {
+	return VerifyProgramOn(ctx, prog, lm, token, nil)
+}
+
+// VerifyProgramOn is VerifyProgram, then, with dev, the same step on the
+// device: from the KV caches the reference VM's history left, its logits
+// must match the reference VM's at the model dtype's tolerance (vm.Compare),
+// or the program is not correct. A batched program (B > 1) is checked on
+// the reference VM only, with a note: the devices bind one sequence.
+func VerifyProgramOn(ctx context.Context, prog *ir.Program, lm *LoadedModel, token int, dev ProgramDevice) (*ProgramCheck, error) {
 	if lm.Truncated() {
 		return nil, fmt.Errorf("model %s is too large to verify on this host (its %s weights exceed the check budget)", lm.Config.Name, lm.Config.DType)
 	}
@@ -70,6 +95,30 @@ func VerifyProgram(ctx context.Context, prog *ir.Program, lm *LoadedModel, token
 	if res.Pos > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("positions 0..%d decoded with the default schedule to fill the KV caches", res.Pos-1))
 	}
+	if dev == nil {
+		return res, nil
+	}
+	if res.Batch > 1 {
+		res.Notes = append(res.Notes, fmt.Sprintf("not run on %s: a batched program (B=%d) is checked on the reference VM only", dev.Name(), res.Batch))
+		return res, nil
+	}
+	kv, err := referenceHistory(ctx, lm, prog.Target, schedule.Default(), token, res.Pos, 1)
+	if err != nil {
+		return nil, err
+	}
+	got, err := dev.RunProgram(ctx, prog, lm, int32(token), res.Pos, kv)
+	if err != nil {
+		return nil, fmt.Errorf("on %s: %w", dev.Name(), err)
+	}
+	cmp := vm.Compare(got, check.logits, lm.Config.Vocab, lm.Config.DType)
+	res.Device, res.DeviceMaxAbsErr = dev.Name(), finiteOrNil(cmp.MaxAbsErr)
+	if !cmp.Pass {
+		res.Correct = false
+		res.Reason = fmt.Sprintf("on %s the logits differ from the reference VM's: %s", dev.Name(), cmp.Reason)
+		return res, nil
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("the program ran on %s from the same KV caches: its logits match the reference VM's (max_abs_err %.3g, top1 %.4f)",
+		dev.Name(), cmp.MaxAbsErr, cmp.Top1Agreement))
 	return res, nil
 }
 
@@ -92,6 +141,13 @@ func (c SuiteCase) OK() bool {
 // attention with its combine, a later position, a batch), each checked by
 // VerifyProgram.
 func VerifySuite(ctx context.Context, models *ModelCache) []SuiteCase {
+	return VerifySuiteOn(ctx, models, nil)
+}
+
+// VerifySuiteOn is VerifySuite with each program also run on a device
+// (VerifyProgramOn); dev, when not nil, is called with the suite's target
+// (h200) and returns it.
+func VerifySuiteOn(ctx context.Context, models *ModelCache, dev func(target string) (ProgramDevice, error)) []SuiteCase {
 	type variant struct {
 		name   string
 		edit   func(p *schedule.Point)
@@ -132,7 +188,16 @@ func VerifySuite(ctx context.Context, models *ModelCache) []SuiteCase {
 				out = append(out, c)
 				continue
 			}
-			res, verr := VerifyProgram(ctx, prog, lm, DefaultToken)
+			var on ProgramDevice
+			if dev != nil {
+				var derr error
+				if on, derr = dev(target.Name); derr != nil {
+					c.Error = derr.Error()
+					out = append(out, c)
+					continue
+				}
+			}
+			res, verr := VerifyProgramOn(ctx, prog, lm, DefaultToken, on)
 			if verr != nil {
 				c.Error = verr.Error()
 			}

@@ -20,6 +20,10 @@ type Result struct {
 	KV map[string]*tensor.Tensor
 	// Order lists the task ids in completion order.
 	Order []int
+	// Buffers holds every buffer of the program by id as the run left it
+	// (activations included): what a device's run of the same program is
+	// compared with, buffer by buffer.
+	Buffers []*tensor.Tensor
 }
 
 // Run executes the program once: counter-driven, ready-queue scheduled.
@@ -46,7 +50,7 @@ func (v *VM) Run() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Outputs: map[string]*tensor.Tensor{}, KV: map[string]*tensor.Tensor{}, Order: s.order}
+	res := &Result{Outputs: map[string]*tensor.Tensor{}, KV: map[string]*tensor.Tensor{}, Order: s.order, Buffers: bufs}
 	for i := range v.prog.Buffers {
 		b := &v.prog.Buffers[i]
 		switch b.Kind {

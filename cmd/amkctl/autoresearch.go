@@ -24,7 +24,7 @@ func init() { addVerb(groupCampaign, newAutoresearchCmd) }
 
 func newAutoresearchCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--speedup-target X] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
+		Use:               "autoresearch MODEL --gpu G [--iters N] [--minutes M] [--reopen] [--device cpu|emu|cuda] [--prompt-len N] [--gen-len N] [--batch B | --workload F] [--speedup-target X] [--workers K] [--cold] [--seed S] [--overnight] [--restart-after N] [--workspace DIR]",
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
@@ -39,7 +39,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	gpu := addGPUFlag(cmd, "h100", "")
 	minutes := fs.Float64("minutes", 0, "wall-clock minutes of this invocation (an addition, not the campaign's total)")
 	device := addDeviceFlag(cmd, "")
-	workers := fs.Int("workers", 0, "trials evaluated at once; 0: min(4, CPUs) on cpu, 1 on cuda")
+	workers := fs.Int("workers", 0, "trials evaluated at once; 0: min(4, CPUs) on cpu, 1 on emu and cuda")
 	cold := fs.Bool("cold", false, "ignore the flywheel prior (no warm start, no ranking)")
 	seed := fs.Uint64("seed", 0, "random seed of the campaign's proposer")
 	overnight := fs.Bool("overnight", false, "never stop on a plateau; basin-hop after --restart-after non-improvements")
@@ -82,10 +82,11 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
-		launcher, dev, err := launcherFor(*device)
+		launcher, dev, err := launcherFor(*device, target.Name)
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
+		defer closeLauncher(launcher)
 		wsDir, corpusFile, notes, err := ref.Workspace(*workspace, cmd.Flags().Changed("workspace"))
 		if err != nil {
 			return fail(exitBadInput, "%v", err)

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/kernels/gpu"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -15,8 +19,25 @@ import (
 // GPU support; without it, --device cuda is refused with a clear error.
 var openCUDALauncher func(ordinal int) (trial.Launcher, error)
 
-// launcherFor maps a --device value to a latency source.
-func launcherFor(arg string) (trial.Launcher, schedule.Device, error) {
+// The supervised launcher process behind --device emu (every build) and
+// --device cuda (a -tags cuda build).
+func init() {
+	addVerb(groupGPU, func() *cobra.Command {
+		return &cobra.Command{
+			Use:                gpu.ChildCommand,
+			Short:              "(internal) the supervised launcher process behind --device emu and --device cuda",
+			Hidden:             true,
+			DisableFlagParsing: true,
+			RunE: runVerb(func(args []string, stdout, stderr io.Writer) int {
+				return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
+			}),
+		}
+	})
+}
+
+// launcherFor maps a --device value to a latency source; target is the GPU
+// target record (--gpu) the CPU emulator stands in for with --device emu.
+func launcherFor(arg, target string) (trial.Launcher, schedule.Device, error) {
 	device, err := schedule.ParseDevice(arg)
 	if err != nil {
 		return nil, "", fmt.Errorf("--device: %w", err)
@@ -24,11 +45,25 @@ func launcherFor(arg string) (trial.Launcher, schedule.Device, error) {
 	if device == schedule.DeviceCPU {
 		return trial.CPULauncher{}, device, nil
 	}
+	if device == schedule.DeviceEmu {
+		l, err := gpu.OpenLocal(context.Background(), 0, target, os.Stderr)
+		if err != nil {
+			return nil, "", fmt.Errorf("--device emu: %w", err)
+		}
+		return l, device, nil
+	}
 	if openCUDALauncher == nil {
 		return nil, "", fmt.Errorf("--device cuda: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver)")
 	}
 	l, err := openCUDALauncher(0)
 	return l, device, err
+}
+
+// closeLauncher stops the launcher child a GPU or emulator launcher owns.
+func closeLauncher(l trial.Launcher) {
+	if c, ok := l.(interface{ Close() error }); ok {
+		_ = c.Close()
+	}
 }
 
 // evaluateOnce evaluates one spec, on a GPU under the watchdog (its

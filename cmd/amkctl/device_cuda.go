@@ -4,10 +4,7 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
-
-	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/gpu"
@@ -17,36 +14,16 @@ import (
 )
 
 // The cuda build of amkctl: --device cuda runs trials through a supervised
-// launcher child (this binary's hidden launcher-child verb), and
+// launcher child (this binary's hidden launcher-child verb, device.go), and
 // tune-instruction opens the device in-process. The toolchain and the build
 // cache come from AMK_NVCC, AMK_NVCC_HOST_ARGS and AMK_KERNEL_CACHE.
 func init() {
 	openCUDALauncher = openSupervisedLauncher
 	openTuneDevice = openLaunchDevice
-	addVerb(groupGPU, func() *cobra.Command {
-		return &cobra.Command{
-			Use:                gpu.ChildCommand,
-			Short:              "(internal) the supervised CUDA launcher process behind --device cuda",
-			Hidden:             true,
-			DisableFlagParsing: true,
-			RunE: runVerb(func(args []string, stdout, stderr io.Writer) int {
-				return gpu.ChildMain(context.Background(), args, os.Stdin, stdout, stderr)
-			}),
-		}
-	})
 }
 
 func openSupervisedLauncher(ordinal int) (trial.Launcher, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cache, err := build.CacheDirFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	return gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
-		Ordinal: ordinal, Toolchain: build.ToolchainFromEnv(), CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+	return gpu.OpenLocal(context.Background(), ordinal, "", os.Stderr)
 }
 
 func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {

@@ -19,7 +19,7 @@ func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|cuda] [--token-id T] [--pos P | --prompt-len N --gen-len N | --workload F] [--batch B] [--weights F] [--quantize w8a16|w4a16] [--quality N]",
+		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|emu|cuda] [--token-id T] [--pos P | --prompt-len N --gen-len N | --workload F] [--batch B] [--weights F] [--quantize w8a16|w4a16] [--quality N]",
 		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
@@ -60,11 +60,12 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 		} else {
 			point = []byte(schedulePointJSON(schedule.Default()))
 		}
-		launcher, dev, err := launcherFor(*device)
+		launcher, dev, err := launcherFor(*device, *gpu)
 		if err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)
 			return exitBadInput
 		}
+		defer closeLauncher(launcher)
 		name, err := quantizedModel(args[0], *quantize)
 		if err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)

@@ -65,13 +65,14 @@ func addGPUFlag(cmd *cobra.Command, def, usage string) *string {
 }
 
 // addDeviceFlag adds --device: cpu (the cost model, latencies labelled
+// predicted), emu (the CUDA kernels checked on the CPU emulator, latencies
 // predicted) or cuda (measured on the GPU).
 func addDeviceFlag(cmd *cobra.Command, usage string) *string {
 	if usage == "" {
-		usage = "cpu (cost-model latencies, labelled predicted) or cuda (measured on the GPU)"
+		usage = "cpu (cost-model latencies, labelled predicted), emu (the CUDA kernels checked on the CPU emulator; latencies predicted) or cuda (measured on the GPU)"
 	}
 	device := cmd.Flags().String("device", "cpu", usage)
-	_ = cmd.RegisterFlagCompletionFunc("device", cobra.FixedCompletions([]string{"cpu", "cuda"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("device", cobra.FixedCompletions([]string{"cpu", "emu", "cuda"}, cobra.ShellCompDirectiveNoFileComp))
 	return device
 }
 

@@ -38,7 +38,7 @@ func newGenerateCmd() *cobra.Command {
 	fs.IntVar(&g.maxTokens, "max-tokens", 8, "number of tokens to generate")
 	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: seeded weights")
 	fs.BoolVar(&g.verify, "verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
-	device := addDeviceFlag(cmd, "cpu (the reference VM) or cuda (the megakernel on GPU 0; a -tags cuda build)")
+	device := addDeviceFlag(cmd, "cpu (the reference VM), emu (the megakernel on the CPU emulator) or cuda (the megakernel on GPU 0; a -tags cuda build)")
 	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
 		if len(pos0) == 1 {
@@ -89,8 +89,8 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err := d.Check(); err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	if device == schedule.DeviceCUDA {
-		return generateOnGPU(cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
+	if device.RunsKernels() {
+		return generateOnGPU(device, cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
 	}
 	if g.weights != "" {
 		d.Weights, err = model.LoadSafetensors(g.weights, cfg)
@@ -134,14 +134,16 @@ type greedyDecoder interface {
 	Greedy(ctx context.Context, m *trial.LoadedModel, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int) ([]int32, [][]float32, error)
 }
 
-// generateOnGPU decodes greedily with the megakernel on the GPU and, with
-// verify, compares every step's logits and the tokens with the eager pass.
-func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
-	launcher, _, err := launcherFor(string(schedule.DeviceCUDA))
+// generateOnGPU decodes greedily with the megakernel on the GPU (or the CPU
+// emulator) and, with verify, compares every step's logits and the tokens
+// with the eager pass.
+func generateOnGPU(device schedule.Device, cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
+	launcher, _, err := launcherFor(string(device), target.Name)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate:", err)
 		return exitBadInput
 	}
+	defer closeLauncher(launcher)
 	g, ok := launcher.(greedyDecoder)
 	if !ok {
 		fmt.Fprintln(stderr, "amkctl generate: this launcher cannot decode on the device")
@@ -158,7 +160,7 @@ func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget,
 	}
 	tokens, logits, err := g.Greedy(context.Background(), lm, target, point, prompt, n)
 	if err != nil {
-		fmt.Fprintln(stderr, "amkctl generate: GPU decode:", err)
+		fmt.Fprintf(stderr, "amkctl generate: %s decode: %v\n", device, err)
 		return exitRejected
 	}
 	printTokens(stdout, tokens)
@@ -180,10 +182,10 @@ func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget,
 		mismatch = want[i] != tokens[i]
 	}
 	if mismatch {
-		fmt.Fprintf(stderr, "verify: GPU tokens %v differ from eager greedy %v (%d steps of logits returned)\n", tokens, want, len(logits))
+		fmt.Fprintf(stderr, "verify: %s tokens %v differ from eager greedy %v (%d steps of logits returned)\n", device, tokens, want, len(logits))
 		return exitRejected
 	}
-	fmt.Fprintf(stderr, "verify: %d GPU tokens identical to eager greedy\n", len(tokens))
+	fmt.Fprintf(stderr, "verify: %d %s tokens identical to eager greedy\n", len(tokens), device)
 	return exitOK
 }
 

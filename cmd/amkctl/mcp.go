@@ -20,6 +20,7 @@ import (
 
 	"github.com/amk-dev/amk/internal/mcpserver"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -61,7 +62,10 @@ AGENTS.md at the repository root says how an agent uses the tools.`,
 		opts := mcpserver.Options{
 			Campaigns: cs,
 			OpenLauncher: func(device string) (trial.Launcher, string, error) {
-				l, d, err := launcherFor(device)
+				if d, err := schedule.ParseDevice(device); err == nil && d == schedule.DeviceEmu {
+					return nil, "", errors.New("emu is not offered through MCP (its tools name no GPU target for the emulator): run amkctl eval or autoresearch --device emu")
+				}
+				l, d, err := launcherFor(device, "")
 				return l, string(d), err
 			},
 			OpenTuneDevice: openTuneDevice,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -16,7 +17,7 @@ func init() { addVerb(groupFormats, newVerifyCmd) }
 
 func newVerifyCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "verify [PROGRAM.json...] [--model M] [--token-id T] [--weights F]",
+		Use:   "verify [PROGRAM.json...] [--model M] [--token-id T] [--weights F] [--device cpu|emu|cuda]",
 		Short: "check programs (or, with no file, the built-in proofs) against the reference numerics",
 		Long: `verify runs each program file ("-" reads standard input) on the CPU reference
 VM with the model's weights and compares every sequence's logits with the
@@ -24,6 +25,10 @@ eager oracle (earlier positions are decoded with the default schedule to
 fill the KV caches). The model is --model, or the preset whose name the
 program's meta.model holds. With no file, verify runs the built-in proofs:
 the toy presets under schedules that exercise every lowering path.
+With --device emu (or cuda) each program also runs on the CUDA kernels —
+on the CPU emulator standing in for the program's target, or on the GPU —
+from the KV caches the reference VM's history left, and its logits must
+match the reference VM's.
 A micro-kernel is checked against the reference on a GPU by kernel tuning:
 amkctl tune-instruction OP --budget 1 builds the incumbent and compares it.
 Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
@@ -34,11 +39,47 @@ Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 	weights := fs.String("weights", "", "optional .safetensors file with real weights")
 	jsonOut := addJSONFlags(cmd, "print the results as JSON")
 	lim := addProgramLimitFlags(cmd)
+	device := addDeviceFlag(cmd, "cpu (the reference VM only), emu (also the CUDA kernels on the CPU emulator) or cuda (also on the GPU)")
 	cmd.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
 		models := trial.NewModelCache(0)
 		ctx := context.Background()
+		dev, err := schedule.ParseDevice(*device)
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl verify: --device:", err)
+			return exitBadInput
+		}
+		// one launcher per target the programs name, opened on first use
+		launchers := map[string]trial.ProgramDevice{}
+		defer func() {
+			for _, l := range launchers {
+				closeLauncher(l.(trial.Launcher))
+			}
+		}()
+		on := func(target string) (trial.ProgramDevice, error) {
+			if !dev.RunsKernels() {
+				return nil, nil
+			}
+			if l, ok := launchers[target]; ok {
+				return l, nil
+			}
+			l, _, err := launcherFor(string(dev), target)
+			if err != nil {
+				return nil, err
+			}
+			pd, ok := l.(trial.ProgramDevice)
+			if !ok {
+				closeLauncher(l)
+				return nil, fmt.Errorf("--device %s: this launcher cannot run a program file", dev)
+			}
+			launchers[target] = pd
+			return pd, nil
+		}
 		if len(files) == 0 {
-			cases := trial.VerifySuite(ctx, models)
+			var suiteDev func(string) (trial.ProgramDevice, error)
+			if dev.RunsKernels() {
+				suiteDev = on
+			}
+			cases := trial.VerifySuiteOn(ctx, models, suiteDev)
 			status := exitOK
 			for _, c := range cases {
 				if !c.OK() {
@@ -82,7 +123,18 @@ Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 				fmt.Fprintf(stderr, "amkctl verify: %s: %v\n", f, err)
 				return exitBadInput
 			}
-			res, err := trial.VerifyProgram(ctx, prog, lm, *token)
+			var pd trial.ProgramDevice
+			if dev.RunsKernels() {
+				if prog.Target == nil {
+					fmt.Fprintf(stderr, "amkctl verify: %s: the program names no target for --device %s\n", f, dev)
+					return exitBadInput
+				}
+				if pd, err = on(prog.Target.Name); err != nil {
+					fmt.Fprintf(stderr, "amkctl verify: %v\n", err)
+					return exitBadInput
+				}
+			}
+			res, err := trial.VerifyProgramOn(ctx, prog, lm, *token, pd)
 			if err != nil {
 				r.Error = err.Error()
 			}
@@ -146,6 +198,9 @@ func detail(r *trial.ProgramCheck, errText string) string {
 	}
 	if r.Top1Agreement != nil {
 		s += fmt.Sprintf(", top1 %.3f", *r.Top1Agreement)
+	}
+	if r.Device != "" && r.DeviceMaxAbsErr != nil {
+		s += fmt.Sprintf("; on %s: max_abs_err %.3g vs the VM", r.Device, *r.DeviceMaxAbsErr)
 	}
 	s += ")"
 	if !r.Correct && r.Reason != "" {

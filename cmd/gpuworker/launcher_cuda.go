@@ -21,20 +21,11 @@ func init() {
 }
 
 func openSupervisedLauncher(ordinal int) (trial.Launcher, deviceInfo, func() error, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, deviceInfo{}, nil, err
-	}
-	cache, err := build.CacheDirFromEnv()
-	if err != nil {
-		return nil, deviceInfo{}, nil, err
-	}
-	tc := build.ToolchainFromEnv()
-	l, err := gpu.Open(context.Background(), gpu.ChildConfig{Executable: exe, Subcommand: []string{gpu.ChildCommand},
-		Ordinal: ordinal, Toolchain: tc, CacheDir: cache, Log: os.Stderr}, gpu.Options{})
+	l, err := gpu.OpenLocal(context.Background(), ordinal, "", os.Stderr)
 	if err != nil {
 		return nil, deviceInfo{}, nil, err
 	}
 	info := l.Device()
-	return l, deviceInfo{Name: info.Name, Driver: gpu.DriverRelease(info.DriverVersion), Toolkit: build.ToolkitRelease(context.Background(), tc)}, l.Close, nil
+	return l, deviceInfo{Name: info.Name, Driver: gpu.DriverRelease(info.DriverVersion),
+		Toolkit: build.ToolkitRelease(context.Background(), build.ToolchainFromEnv())}, l.Close, nil
 }

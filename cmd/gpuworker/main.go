@@ -33,7 +33,7 @@ type deps struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == gpu.ChildCommand { // the supervised launcher process of --device N
+	if len(os.Args) > 1 && os.Args[1] == gpu.ChildCommand { // the supervised launcher process of --device N or emu
 		os.Exit(runLauncherChild(os.Args[2:]))
 	}
 	daemon.Main(func(ctx context.Context) int {
@@ -45,7 +45,7 @@ func main() {
 var command = daemon.Command[config.Worker]{
 	Name: "gpuworker",
 	Usage: []string{
-		"usage: gpuworker --redis ADDR --target GPU --device cpu|N [--metrics-listen ADDR] [--config FILE]",
+		"usage: gpuworker --redis ADDR --target GPU --device cpu|emu|N [--metrics-listen ADDR] [--config FILE]",
 		"Evaluates the trials of one GPU target's queue on one device.",
 		"Secrets come from the environment or files: AMK_REDIS_PASSWORD or --redis-password-file.",
 		"Precedence: flags > AMK_* environment > --config file > defaults.",
@@ -65,7 +65,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, d deps) int {
 // serve runs the worker until ctx ends (clean shutdown, nil) or it fails.
 func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) error {
 	ordinal, cpu, _ := cfg.DeviceOrdinal()
-	launcher, devInfo, release, err := openLauncher(ordinal, cpu)
+	emulate := ""
+	if cfg.Emulated() {
+		emulate = cfg.Target
+	}
+	launcher, devInfo, release, err := openLauncher(ordinal, cpu, emulate)
 	if err != nil {
 		return err
 	}

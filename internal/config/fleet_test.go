@@ -56,6 +56,7 @@ func TestFleetSecret(t *testing.T) {
 func TestMetricsListenFollowsTheDevice(t *testing.T) {
 	for _, c := range []struct{ device, listen, want string }{
 		{"cpu", DefaultWorkerListen, DefaultWorkerListen},
+		{"emu", DefaultWorkerListen, DefaultWorkerListen},
 		{"0", DefaultWorkerListen, "127.0.0.1:9101"},
 		{"3", DefaultWorkerListen, "127.0.0.1:9104"},
 		{"3", "0.0.0.0:9200", "0.0.0.0:9200"},
@@ -63,6 +64,25 @@ func TestMetricsListenFollowsTheDevice(t *testing.T) {
 		w := Worker{Device: c.device, Listen: c.listen}
 		if got := w.MetricsListen(); got != c.want {
 			t.Errorf("device %s listen %s: %s, want %s", c.device, c.listen, got, c.want)
+		}
+	}
+}
+
+func TestWorkerDeviceKinds(t *testing.T) {
+	for _, c := range []struct {
+		device        string
+		ordinal       int
+		cpu, emulated bool
+	}{{"cpu", 0, true, false}, {"emu", 0, false, true}, {"2", 2, false, false}, {"cuda:1", 1, false, false}} {
+		w := Worker{Device: c.device}
+		n, cpu, err := w.DeviceOrdinal()
+		if err != nil || n != c.ordinal || cpu != c.cpu || w.Emulated() != c.emulated {
+			t.Errorf("device %q: ordinal %d cpu %v emulated %v (%v)", c.device, n, cpu, w.Emulated(), err)
+		}
+	}
+	for _, bad := range []string{"gpu", "emu:0", "-1", ""} {
+		if _, _, err := (Worker{Device: bad}).DeviceOrdinal(); err == nil || !strings.Contains(err.Error(), "not cpu, emu or a CUDA device ordinal") {
+			t.Errorf("device %q: %v", bad, err)
 		}
 	}
 }

@@ -58,7 +58,7 @@ func workerDefaults() map[string]any {
 
 var workerFlags = append(append([]flagSpec{
 	{"target", "target", kString, "GPU target whose queue to serve (trials:<target>)"},
-	{"device", "device", kString, "cpu, or a CUDA device ordinal (0, 1, ...)"},
+	{"device", "device", kString, "cpu, emu (the CUDA kernels on the CPU emulator), or a CUDA device ordinal (0, 1, ...)"},
 	{"metrics-listen", "listen", kString, "address of /metrics and /healthz"},
 	{"trial-timeout", "trial_timeout", kDuration, "wall-clock limit of a trial whose spec sets none"},
 	{"shutdown-grace", "shutdown_grace", kDuration, "on SIGTERM, how long the running trial may finish before it is handed back"},
@@ -108,17 +108,24 @@ func (w Worker) Validate() error {
 }
 
 // DeviceOrdinal parses Device: cpu is true for "cpu", otherwise ordinal is
-// the CUDA device number.
+// the CUDA device number (0 for "emu", the CPU emulator: Emulated).
 func (w Worker) DeviceOrdinal() (ordinal int, cpu bool, err error) {
 	if w.Device == "cpu" {
 		return 0, true, nil
 	}
+	if w.Emulated() {
+		return 0, false, nil
+	}
 	n, perr := strconv.Atoi(strings.TrimPrefix(w.Device, "cuda:"))
 	if perr != nil || n < 0 {
-		return 0, false, &FieldError{Key: "device", Msg: fmt.Sprintf("%q is not cpu or a CUDA device ordinal (0, 1, ...)", w.Device)}
+		return 0, false, &FieldError{Key: "device", Msg: fmt.Sprintf("%q is not cpu, emu or a CUDA device ordinal (0, 1, ...)", w.Device)}
 	}
 	return n, false, nil
 }
+
+// Emulated reports whether the worker runs the CUDA kernels on the CPU
+// emulator standing in for its target (--device emu).
+func (w Worker) Emulated() bool { return w.Device == "emu" }
 
 // MetricsListen is the address the metrics listener tries first: Listen,
 // except that with the default address a CUDA worker takes port 9101 plus
@@ -127,7 +134,7 @@ func (w Worker) DeviceOrdinal() (ordinal int, cpu bool, err error) {
 // port and announces it to the scheduler.)
 func (w Worker) MetricsListen() string {
 	ordinal, cpu, err := w.DeviceOrdinal()
-	if w.Listen != DefaultWorkerListen || cpu || err != nil {
+	if w.Listen != DefaultWorkerListen || cpu || w.Emulated() || err != nil {
 		return w.Listen
 	}
 	host, port, _ := net.SplitHostPort(DefaultWorkerListen)

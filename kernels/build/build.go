@@ -37,6 +37,13 @@ const cacheVersion = "v1"
 type Toolchain struct {
 	NVCC     string   // nvcc executable (path or name on PATH); exec'd directly, never through a shell
 	HostArgs []string // extra trusted arguments, e.g. "-ccbin", "g++-12"
+	// CXX is the host C++ compiler of the CPU emulator's builds
+	// (BuildEmulator; "" is g++), CXXArgs extra trusted arguments for it,
+	// EmulatorOpt the optimisation level of the kernel translation unit
+	// ("" is EmulatorKernelOpt).
+	CXX         string
+	CXXArgs     []string
+	EmulatorOpt string
 }
 
 // Request is one build: an architecture and a kernel variant.
@@ -85,9 +92,13 @@ type Builder struct {
 	Dir       string        // cache directory
 	Sources   fs.FS         // nil = kernels.Sources()
 	Timeout   time.Duration // per compiler run; 0 = 15 minutes
+	// EmulatorSources is the CPU emulator's runtime (nil =
+	// kernels.EmulatorSources()).
+	EmulatorSources fs.FS
 
-	mu      sync.Mutex
-	version string // cached `nvcc --version`
+	mu         sync.Mutex
+	version    string // cached `nvcc --version`
+	cxxVersion string // cached `CXX --version`
 }
 
 var reArch = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
@@ -198,7 +209,12 @@ type keyInputs struct {
 
 func (k keyInputs) key() string {
 	data, _ := json.Marshal(k)
-	sum := sha256.Sum256(data)
+	return keyOf(data)
+}
+
+// keyOf is the cache key of a build's inputs, as JSON: their SHA-256 in hex.
+func keyOf(inputs []byte) string {
+	sum := sha256.Sum256(inputs)
 	return hex.EncodeToString(sum[:])
 }
 
@@ -246,23 +262,19 @@ func (b *Builder) Key(ctx context.Context, req Request) (string, error) {
 
 // meta is stored next to each artifact.
 type meta struct {
-	Key     string    `json:"key"`
-	Inputs  keyInputs `json:"inputs"`
-	Flags   []string  `json:"flags"`
-	Log     string    `json:"log"`
-	BuiltAt time.Time `json:"built_at"`
-	Seconds float64   `json:"seconds"`
+	Key     string          `json:"key"`
+	Inputs  json.RawMessage `json:"inputs"`
+	Flags   []string        `json:"flags"`
+	Log     string          `json:"log"`
+	BuiltAt time.Time       `json:"built_at"`
+	Seconds float64         `json:"seconds"`
 }
 
 func (b *Builder) root() string { return filepath.Join(b.Dir, cacheVersion) }
 
-func (b *Builder) objPath(p *plan) string {
-	return filepath.Join(b.root(), "obj", p.key+"."+string(p.out))
-}
-
-func (b *Builder) artifact(p *plan, hit bool) *Artifact {
-	a := &Artifact{Key: p.key, Path: b.objPath(p), Hit: hit, Args: p.in.Args, Arch: p.in.Arch, Flags: p.flags}
-	if data, err := os.ReadFile(filepath.Join(b.root(), "obj", p.key+".json")); err == nil {
+func (b *Builder) artifact(key, ext string, args []string, arch string, flags []string, hit bool) *Artifact {
+	a := &Artifact{Key: key, Path: filepath.Join(b.root(), "obj", key+"."+ext), Hit: hit, Args: args, Arch: arch, Flags: flags}
+	if data, err := os.ReadFile(filepath.Join(b.root(), "obj", key+".json")); err == nil {
 		var m meta
 		if json.Unmarshal(data, &m) == nil {
 			a.Log = m.Log
@@ -288,35 +300,103 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Artifact, error) {
 	if err != nil {
 		return nil, err
 	}
-	if exists(b.objPath(p)) {
-		return b.artifact(p, true), nil
+	hit, err := b.produce(ctx, p.key, string(p.out), p.in, p.flags, func(ctx context.Context, tmpPath string) (string, error) {
+		srcDir, err := b.materialize(b.sources(), p.src)
+		if err != nil {
+			return "", err
+		}
+		nvcc := b.Toolchain.NVCC
+		if nvcc == "" {
+			nvcc = "nvcc"
+		}
+		args := append(append([]string{}, p.in.Args...), "-o", tmpPath, filepath.Join(srcDir, filepath.FromSlash(kernels.EntryFile)))
+		log, err := b.run(ctx, srcDir, nvcc, args)
+		if err != nil {
+			return log, &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log, Err: err}
+		}
+		return log, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b.artifact(p.key, string(p.out), p.in.Args, p.in.Arch, p.flags, hit), nil
+}
+
+// produce makes the cache entry obj/<key>.<ext> once per host: a hit needs
+// no lock; a miss takes the key's lock, re-checks, lets make write the file
+// at tmpPath (its log and error are make's), then publishes the metadata
+// (inputs, flags, log) and the file by rename. It reports whether the entry
+// was already there. A failed make publishes nothing.
+func (b *Builder) produce(ctx context.Context, key, ext string, inputs any, flags []string,
+	make func(ctx context.Context, tmpPath string) (log string, err error)) (bool, error) {
+	final := filepath.Join(b.root(), "obj", key+"."+ext)
+	if exists(final) {
+		return true, nil
 	}
 	for _, d := range []string{"obj", "lock", "tmp", "src"} {
 		if err := os.MkdirAll(filepath.Join(b.root(), d), 0o755); err != nil {
-			return nil, err
+			return false, err
 		}
 	}
-	unlock, err := lockFile(ctx, filepath.Join(b.root(), "lock", p.key+".lock"))
+	unlock, err := lockFile(ctx, filepath.Join(b.root(), "lock", key+".lock"))
 	if err != nil {
-		return nil, fmt.Errorf("locking build %s: %w", p.key[:12], err)
+		return false, fmt.Errorf("locking build %s: %w", key[:12], err)
 	}
 	defer unlock()
-	if exists(b.objPath(p)) { // another builder finished while we waited
-		return b.artifact(p, true), nil
+	if exists(final) { // another builder finished while we waited
+		return true, nil
 	}
-	srcDir, err := b.materialize(p.src)
+	tmp, err := os.CreateTemp(filepath.Join(b.root(), "tmp"), key[:16]+"-*."+ext)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	if err := b.compile(ctx, p, srcDir); err != nil {
-		return nil, err
+	tmpPath := tmp.Name()
+	tmp.Close()
+	defer os.Remove(tmpPath)
+	start := time.Now()
+	log, err := make(ctx, tmpPath)
+	if err != nil {
+		return false, err
 	}
-	return b.artifact(p, false), nil
+	if st, err := os.Stat(tmpPath); err != nil || st.Size() == 0 {
+		return false, &CompileError{Flags: flags, Log: log, Err: errors.New("compiler produced no output")}
+	}
+	raw, _ := json.Marshal(inputs)
+	m := meta{Key: key, Inputs: raw, Flags: flags, Log: log, BuiltAt: time.Now().UTC(), Seconds: time.Since(start).Seconds()}
+	data, _ := json.MarshalIndent(m, "", "  ")
+	if err := writeAtomic(filepath.Join(b.root(), "obj", key+".json"), data, filepath.Join(b.root(), "tmp")); err != nil {
+		return false, err
+	}
+	return false, os.Rename(tmpPath, final)
 }
 
-// materialize writes the source tree under src/<hash> once (atomic rename of
+// run executes one compiler command in dir (its process group killed when
+// ctx or Builder.Timeout ends) and returns its combined output.
+func (b *Builder) run(ctx context.Context, dir, exe string, args []string) (string, error) {
+	timeout := b.Timeout
+	if timeout <= 0 {
+		timeout = 15 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Dir = dir
+	killGroupOnCancel(cmd)
+	cmd.WaitDelay = 10 * time.Second
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (%v)", err, ctx.Err())
+		}
+		return log.String(), err
+	}
+	return log.String(), nil
+}
+
+// materialize writes a source tree under src/<hash> once (atomic rename of
 // a fully written temporary directory).
-func (b *Builder) materialize(hash string) (string, error) {
+func (b *Builder) materialize(src fs.FS, hash string) (string, error) {
 	dir := filepath.Join(b.root(), "src", hash)
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
 		return dir, nil
@@ -326,7 +406,6 @@ func (b *Builder) materialize(hash string) (string, error) {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	src := b.sources()
 	err = fs.WalkDir(src, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -342,7 +421,7 @@ func (b *Builder) materialize(hash string) (string, error) {
 		return os.WriteFile(target, data, 0o644)
 	})
 	if err != nil {
-		return "", fmt.Errorf("writing kernel sources: %w", err)
+		return "", fmt.Errorf("writing sources: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if st, serr := os.Stat(dir); serr == nil && st.IsDir() {
@@ -351,51 +430,6 @@ func (b *Builder) materialize(hash string) (string, error) {
 		return "", err
 	}
 	return dir, nil
-}
-
-func (b *Builder) compile(ctx context.Context, p *plan, srcDir string) error {
-	timeout := b.Timeout
-	if timeout <= 0 {
-		timeout = 15 * time.Minute
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tmp, err := os.CreateTemp(filepath.Join(b.root(), "tmp"), p.key[:16]+"-*."+string(p.out))
-	if err != nil {
-		return err
-	}
-	tmpPath := tmp.Name()
-	tmp.Close()
-	defer os.Remove(tmpPath)
-
-	nvcc := b.Toolchain.NVCC
-	if nvcc == "" {
-		nvcc = "nvcc"
-	}
-	args := append(append([]string{}, p.in.Args...), "-o", tmpPath, filepath.Join(srcDir, filepath.FromSlash(kernels.EntryFile)))
-	cmd := exec.CommandContext(ctx, nvcc, args...)
-	cmd.Dir = srcDir
-	killGroupOnCancel(cmd)
-	cmd.WaitDelay = 10 * time.Second
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%v)", err, ctx.Err())
-		}
-		return &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log.String(), Err: err}
-	}
-	if st, err := os.Stat(tmpPath); err != nil || st.Size() == 0 {
-		return &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log.String(), Err: errors.New("compiler produced no output")}
-	}
-	m := meta{Key: p.key, Inputs: p.in, Flags: p.flags, Log: log.String(), BuiltAt: time.Now().UTC(),
-		Seconds: time.Since(start).Seconds()}
-	data, _ := json.MarshalIndent(m, "", "  ")
-	if err := writeAtomic(filepath.Join(b.root(), "obj", p.key+".json"), data, filepath.Join(b.root(), "tmp")); err != nil {
-		return err
-	}
-	return os.Rename(tmpPath, b.objPath(p))
 }
 
 // writeAtomic writes data to path through a temporary file and a rename.

@@ -16,6 +16,17 @@
 // src/<source hash>/ (the sources, written once), obj/<key>.<cubin|ptx> and
 // obj/<key>.json (the build's log and inputs), lock/<key>.lock, tmp/.
 //
+// The CPU emulator's builds (BuildEmulator) share the cache: the kernel
+// translation unit (kernels.EmulatorSources' kernel.cc including the kernel
+// sources, the emu.h shim force-included, -D__CUDA_ARCH__ for the emulated
+// architecture and the variant's knobs) is compiled by the toolchain's host
+// C++ compiler (Toolchain.CXX, AMK_CXX; its level Toolchain.EmulatorOpt,
+// AMK_EMU_OPT) and linked with the emulator's runtime object, compiled once
+// per host and compiler: obj/<key>.o (the runtime) and obj/<key>.emu (an
+// executable per architecture, variant, kernel tree and compiler). A mutated
+// kernel tree recompiles the kernel translation unit only. A missing C++
+// compiler is an error that says how to get one.
+//
 // Concurrency: a hit needs no lock. A miss takes an exclusive flock on the
 // key's lock file (cancellable by the context; released by the kernel when a
 // builder dies), re-checks the cache, compiles into tmp/ and publishes by

@@ -17,13 +17,22 @@ const (
 	EnvNVCC     = "AMK_NVCC"           // nvcc executable (default: nvcc on PATH)
 	EnvNVCCArgs = "AMK_NVCC_HOST_ARGS" // extra trusted nvcc arguments, space-separated (e.g. "-ccbin g++-12")
 	EnvCache    = "AMK_KERNEL_CACHE"   // the host's shared build cache (default: the user cache dir + amk/kernels)
+	EnvCXX      = "AMK_CXX"            // the CPU emulator's C++ compiler (default: g++ on PATH)
+	EnvCXXArgs  = "AMK_CXX_ARGS"       // extra trusted arguments for it, space-separated
+	EnvEmuOpt   = "AMK_EMU_OPT"        // the emulator kernel's optimisation level (default EmulatorKernelOpt)
 )
 
-// ToolchainFromEnv reads the nvcc configuration from the environment.
+// ToolchainFromEnv reads the nvcc and the emulator's C++ compiler
+// configuration from the environment.
 func ToolchainFromEnv() Toolchain {
-	tc := Toolchain{NVCC: strings.TrimSpace(os.Getenv(EnvNVCC)), HostArgs: strings.Fields(os.Getenv(EnvNVCCArgs))}
+	tc := Toolchain{NVCC: strings.TrimSpace(os.Getenv(EnvNVCC)), HostArgs: strings.Fields(os.Getenv(EnvNVCCArgs)),
+		CXX: strings.TrimSpace(os.Getenv(EnvCXX)), CXXArgs: strings.Fields(os.Getenv(EnvCXXArgs)),
+		EmulatorOpt: strings.TrimSpace(os.Getenv(EnvEmuOpt))}
 	if tc.NVCC == "" {
 		tc.NVCC = "nvcc"
+	}
+	if tc.CXX == "" {
+		tc.CXX = "g++"
 	}
 	return tc
 }

@@ -12,8 +12,17 @@ import (
 func TestToolchainAndCacheFromEnv(t *testing.T) {
 	t.Setenv(EnvNVCC, "")
 	t.Setenv(EnvNVCCArgs, "")
-	if tc := ToolchainFromEnv(); tc.NVCC != "nvcc" || len(tc.HostArgs) != 0 {
+	t.Setenv(EnvCXX, "")
+	t.Setenv(EnvCXXArgs, "")
+	t.Setenv(EnvEmuOpt, "")
+	if tc := ToolchainFromEnv(); tc.NVCC != "nvcc" || len(tc.HostArgs) != 0 || tc.CXX != "g++" || len(tc.CXXArgs) != 0 || tc.EmulatorOpt != "" {
 		t.Fatalf("default toolchain %+v", tc)
+	}
+	t.Setenv(EnvCXX, " clang++ ")
+	t.Setenv(EnvCXXArgs, "-stdlib=libc++")
+	t.Setenv(EnvEmuOpt, "-O0")
+	if tc := ToolchainFromEnv(); tc.CXX != "clang++" || !slices.Equal(tc.CXXArgs, []string{"-stdlib=libc++"}) || tc.EmulatorOpt != "-O0" {
+		t.Fatalf("emulator toolchain %+v", tc)
 	}
 	t.Setenv(EnvNVCC, "/usr/local/cuda/bin/nvcc")
 	t.Setenv(EnvNVCCArgs, " -ccbin  g++-12 ")

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../abi.h"
+#include "ptx.cuh"
 
 /* ---- knobs (defaults == kernels.KnobSpace defaults) ---------------------------------------- */
 #ifndef AMK_THREADS
@@ -64,11 +65,7 @@ __device__ __forceinline__ int amk_lane() { return threadIdx.x & 31; }
 __device__ __forceinline__ int amk_warp() { return threadIdx.x >> 5; }
 
 /* Bytes of dynamic shared memory this launch provides. */
-__device__ __forceinline__ uint32_t amk_dyn_smem_bytes() {
-    uint32_t n;
-    asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
-    return n;
-}
+__device__ __forceinline__ uint32_t amk_dyn_smem_bytes() { return amk_ptx_dynamic_smem_size(); }
 
 extern __shared__ __align__(16) unsigned char amk_dyn_smem[];
 

@@ -111,7 +111,7 @@ __device__ __noinline__ int64_t amk_prefetch_weights(const amk_program_t& prog, 
         const int nt = second > 0 ? AMK_THREADS / 2 : AMK_THREADS, tid = (int)threadIdx.x % nt;
         if ((int)threadIdx.x >= nt) p += second;
         for (int64_t off = begin + (int64_t)tid * 128; off < end; off += (int64_t)nt * 128)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(p + off));
+            amk_ptx_prefetch_l2(p + off);
     }
     return (end - begin) * (second > 0 ? 2 : 1);
 }
@@ -167,6 +167,7 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
             amk_trap(prog, AMK_TRAP_INDEX, task, s_inst.op, -1);
             break;
         }
+        amk_trace_task(task, s_inst.op); /* the emulator's reports name it (ptx.cuh; nothing on a GPU) */
         if (!amk_wait_all(prog, s_inst, task)) break;
         if (!amk_dispatch(prog, s_inst, task)) break;
         amk_signal(prog, s_inst.out_counter);

@@ -36,22 +36,7 @@
 #define AMK_HAVE_CPASYNC 0
 #endif
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-/* cp.async (sm_80+) for both rings: one 16-byte global -> shared copy that bypasses L1, the
- * commit of the thread's copies so far as one group, and the wait until at most N of its groups
- * are pending. The PTX <cuda_pipeline.h> emits for 16-byte copies, written here with memory
- * clobbers (the header's commit and wait have none, so the compiler could move shared loads
- * across them) and without the header, which newer toolkits need not ship. */
-__device__ __forceinline__ void amk_cp_async16(void* dst, const void* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((uint32_t)__cvta_generic_to_shared(dst)), "l"(src)
-                 : "memory");
-}
-__device__ __forceinline__ void amk_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void amk_cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-#endif
+/* Both rings copy with cp.async (ptx.cuh: amk_ptx_cp_async_16, _commit, _wait). */
 
 #define AMK_CPA_CHUNK_BYTES 512 /* one 16-byte vector per lane */
 
@@ -262,21 +247,21 @@ __device__ __forceinline__ void amk_gemv_cpasync(const float* __restrict__ xs, c
         for (int c = 0; c < C; ++c)
             if (c < cols) {
                 const uint4* src = reinterpret_cast<const uint4*>(W + (int64_t)(n_off + t + c) * ldw) + (int64_t)ci * 32 + lane;
-                amk_cp_async16(st + (c * 32 + lane) * 16, src);
+                amk_ptx_cp_async_16(st + (c * 32 + lane) * 16, src);
             }
     };
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < total) issue(s);
-        amk_cp_async_commit();
+        amk_ptx_cp_async_commit();
     }
     float acc[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) acc[c] = 0.f;
     for (int j = 0; j < total; ++j) {
         if (j + STAGES - 1 < total) issue(j + STAGES - 1);
-        amk_cp_async_commit();
-        amk_cp_async_wait<STAGES - 1>();
+        amk_ptx_cp_async_commit();
+        amk_ptx_cp_async_wait<STAGES - 1>();
         const int t = first + (j / nchunks) * step, ci = j % nchunks;
         const int cols = min(C, N_tile - t);
         const unsigned char* st = ring + (size_t)(j % STAGES) * C * AMK_CPA_CHUNK_BYTES;
@@ -309,7 +294,7 @@ __device__ __forceinline__ void amk_gemv_cpasync(const float* __restrict__ xs, c
             }
         }
     }
-    amk_cp_async_wait<0>();
+    amk_ptx_cp_async_wait<0>();
 }
 #endif
 

@@ -255,21 +255,16 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
          * the copy engine writes it through the async proxy. Each reading lane orders its reads
          * before the copy with a proxy fence, then the warp barrier hands them to lane 0 (the
          * pattern the PTX memory model asks for when two proxies touch the same bytes). */
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        amk_ptx_fence_proxy_async_shared();
         __syncwarp();
         if (amk_lane() == 0) {
-            const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[warp][slot]);
-            const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(AMK_RING_TILE_BYTES)
-                         : "memory");
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d),
-                         "l"(src), "r"(AMK_RING_TILE_BYTES), "r"(bar)
-                         : "memory");
+            amk_ptx_mbarrier_arrive_expect_tx(&amk_ring_bar[warp][slot], AMK_RING_TILE_BYTES);
+            amk_ptx_cp_async_bulk_g2s(dst, src, AMK_RING_TILE_BYTES, &amk_ring_bar[warp][slot]);
         }
 #else
         const int lane = amk_lane();
 #pragma unroll
-        for (int v = 0; v < AMK_RING_VPL; ++v) amk_cp_async16(dst + (v * 32 + lane) * 16, src + (v * 32 + lane) * 16);
+        for (int v = 0; v < AMK_RING_VPL; ++v) amk_ptx_cp_async_16(dst + (v * 32 + lane) * 16, src + (v * 32 + lane) * 16);
 #endif
         __syncwarp();
         if (amk_lane() == 0) {
@@ -279,7 +274,7 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
         __syncwarp();
     }
 #if !AMK_RING_TMA
-    amk_cp_async_commit();
+    amk_ptx_cp_async_commit();
 #endif
 }
 
@@ -298,15 +293,12 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const amk_program_t* prog) {
     const int slot = (int)(c % AMK_RING_STAGES);
 #if AMK_RING_TMA
-    const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[amk_warp()][slot]);
+    uint64_t* const bar = &amk_ring_bar[amk_warp()][slot];
     const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
     uint32_t done = prog && amk_ring_state[amk_warp()].broken;
     uint64_t start = 0;
     for (uint32_t polls = 1; !done; ++polls) {
-        asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(bar), "r"(parity)
-                     : "memory");
+        done = amk_ptx_mbarrier_try_wait_parity(bar, parity);
         if (done || !prog || (polls & 0xFu) != 0u) continue;
         const uint64_t now = amk_now_ns();
         const uint64_t budget = prog->watchdog_ns ? prog->watchdog_ns : (uint64_t)(AMK_WATCHDOG_NS);
@@ -323,7 +315,7 @@ __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const 
 #else
     (void)prog;
     /* Commit groups complete in order; STAGES - 1 groups were committed after this chunk's. */
-    amk_cp_async_wait<AMK_RING_STAGES - 1>();
+    amk_ptx_cp_async_wait<AMK_RING_STAGES - 1>();
 #endif
     return amk_ring_base(amk_warp()) + (size_t)slot * AMK_RING_TILE_BYTES;
 }
@@ -338,11 +330,10 @@ __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const 
     }
 #if AMK_RING_TMA
     if (threadIdx.x < AMK_WARPS * AMK_RING_STAGES) {
-        const uint32_t bar = (uint32_t)__cvta_generic_to_shared(&amk_ring_bar[0][0] + threadIdx.x);
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+        amk_ptx_mbarrier_init(&amk_ring_bar[0][0] + threadIdx.x, 1);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    amk_ptx_fence_mbarrier_init();
+    amk_ptx_fence_proxy_async_shared();
 #endif
     __syncthreads();
     if (!amk_ring_active) return;
@@ -380,7 +371,7 @@ __device__ __forceinline__ void amk_ring_finish() {
     const amk_ring_warp& w = amk_ring_state[amk_warp()];
     for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c, nullptr);
 #else
-    amk_cp_async_wait<0>();
+    amk_ptx_cp_async_wait<0>();
 #endif
 }
 

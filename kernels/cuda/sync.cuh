@@ -35,18 +35,12 @@
 #endif
 #define AMK_POLL_MASK       0x3Fu /* abort flag + watchdog clock every 64 polls               */
 
-__device__ __forceinline__ uint64_t amk_now_ns() {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+__device__ __forceinline__ uint64_t amk_now_ns() { return amk_ptx_globaltimer(); }
 
 /* Non-hoistable acquire load of a counter. */
 __device__ __forceinline__ uint32_t amk_acquire_load(amk_counter_t* c) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    uint32_t v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
-    return v;
+    return amk_ptx_ld_acquire_gpu(c);
 #else
     return atomicAdd(c, 0u);
 #endif
@@ -67,7 +61,7 @@ __device__ __forceinline__ void amk_backoff(uint32_t& spins, uint32_t& sleep_ns)
  * B); cheaper than __threadfence(), which compiles to the sequentially consistent fence.sc.gpu. */
 __device__ __forceinline__ void amk_fence_acq_rel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    amk_ptx_fence_acq_rel_gpu();
 #else
     __threadfence();
 #endif
@@ -80,7 +74,7 @@ __device__ __forceinline__ void amk_signal(const amk_program_t& prog, int32_t co
     __syncthreads();
     if (threadIdx.x == 0) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&prog.counters[counter]) : "memory");
+        amk_ptx_red_release_gpu_add<1u>(&prog.counters[counter]);
 #else
         amk_fence_acq_rel();
         atomicAdd(&prog.counters[counter], 1u);

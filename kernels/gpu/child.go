@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/launch"
@@ -29,6 +31,12 @@ type ChildConfig struct {
 	CacheDir   string
 	// Log receives the child's stderr (build chatter, crash reports).
 	Log io.Writer
+	// Emulate, when set, is the GPU target the child's CPU emulator
+	// stands in for (launch.OpenEmulator) instead of CUDA device Ordinal;
+	// Seed is its first launch's schedule seed (later launches count up
+	// from it: 0 resumes threads round robin, others shuffle them).
+	Emulate string
+	Seed    uint64
 }
 
 // Args are the child's command-line arguments after the subcommand.
@@ -36,6 +44,18 @@ func (c ChildConfig) Args() []string {
 	args := []string{"--device", strconv.Itoa(c.Ordinal), "--nvcc", c.Toolchain.NVCC, "--cache", c.CacheDir}
 	for _, a := range c.Toolchain.HostArgs {
 		args = append(args, "--nvcc-arg="+a)
+	}
+	if c.Emulate != "" {
+		args = append(args, "--emulate", c.Emulate, "--seed", strconv.FormatUint(c.Seed, 10))
+		if c.Toolchain.CXX != "" {
+			args = append(args, "--cxx", c.Toolchain.CXX)
+		}
+		for _, a := range c.Toolchain.CXXArgs {
+			args = append(args, "--cxx-arg="+a)
+		}
+		if c.Toolchain.EmulatorOpt != "" {
+			args = append(args, "--emu-opt", c.Toolchain.EmulatorOpt)
+		}
 	}
 	return args
 }
@@ -54,6 +74,9 @@ func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) 
 	if opts.Generation == nil {
 		opts.Generation = sup.Generation
 	}
+	if cc.Emulate != "" && opts.RunTimeout <= 0 { // the emulator's own bound first, with room to report
+		opts.RunTimeout = launch.DefaultEmulatorTimeout + time.Minute
+	}
 	l, err := New(ctx, launch.Client{S: sup}, opts)
 	if err != nil {
 		_ = sup.Close()
@@ -63,8 +86,39 @@ func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) 
 	return l, nil
 }
 
+// OpenLocal starts this executable's supervised launcher child (its hidden
+// ChildCommand) for CUDA device ordinal or, with emulate set, for the CPU
+// emulator that stands in for that target, with the operator's toolchain
+// (build.ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS; AMK_CXX,
+// AMK_CXX_ARGS and AMK_EMU_OPT for the emulator) and the host's build cache
+// (build.CacheDirFromEnv), and returns its Launcher; the child's stderr goes
+// to log. For the emulator, a target without a CUDA record or a missing C++
+// compiler is refused here, before any child starts.
+func OpenLocal(ctx context.Context, ordinal int, emulate string, log io.Writer) (*Launcher, error) {
+	tc := build.ToolchainFromEnv()
+	if emulate != "" {
+		if _, err := launch.EmulatorInfo(emulate); err != nil {
+			return nil, err
+		}
+		if _, err := (&build.Builder{Toolchain: tc}).CompilerVersion(ctx); err != nil {
+			return nil, err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cache, err := build.CacheDirFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, ChildConfig{Executable: exe, Subcommand: []string{ChildCommand}, Ordinal: ordinal, Toolchain: tc,
+		CacheDir: cache, Log: log, Emulate: emulate}, Options{})
+}
+
 // ChildMain is the body of the hidden launcher subcommand: it opens CUDA
-// device --device and serves launch protocol frames on stdin/stdout until
+// device --device (or, with --emulate TARGET, the CPU emulator standing in
+// for that target) and serves launch protocol frames on stdin/stdout until
 // EOF or shutdown, resolving seeded and safetensors weights with a
 // WeightProvider. It returns the process exit code: 0 after a clean
 // shutdown, 2 for bad arguments or a build without CUDA, 1 otherwise.
@@ -74,8 +128,13 @@ func ChildMain(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	ordinal := fs.Int("device", 0, "CUDA device ordinal")
 	nvcc := fs.String("nvcc", "nvcc", "nvcc executable")
 	cache := fs.String("cache", "", "shared kernel build cache directory")
-	var hostArgs multiFlag
+	var hostArgs, cxxArgs multiFlag
 	fs.Var(&hostArgs, "nvcc-arg", "extra trusted nvcc argument (repeatable)")
+	emulate := fs.String("emulate", "", "serve the CPU emulator standing in for this GPU target instead of a CUDA device")
+	seed := fs.Uint64("seed", 0, "the emulator's first schedule seed")
+	cxx := fs.String("cxx", "", "the emulator's C++ compiler (default g++)")
+	fs.Var(&cxxArgs, "cxx-arg", "extra trusted argument of the emulator's C++ compiler (repeatable)")
+	emuOpt := fs.String("emu-opt", "", "optimisation level of the emulator's kernel builds (default "+build.EmulatorKernelOpt+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -86,8 +145,13 @@ func ChildMain(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintln(stderr, ChildCommand+": want --device N (>= 0) and --cache DIR and no positional arguments")
 		return 2
 	}
-	err := launch.RunChild(ctx, launch.ChildConfig{Ordinal: *ordinal, CacheDir: *cache,
-		Toolchain: build.Toolchain{NVCC: *nvcc, HostArgs: hostArgs}, Weights: &WeightProvider{}, Stdin: stdin, Stdout: stdout})
+	cfg := launch.ChildConfig{Ordinal: *ordinal, CacheDir: *cache,
+		Toolchain: build.Toolchain{NVCC: *nvcc, HostArgs: hostArgs, CXX: *cxx, CXXArgs: cxxArgs, EmulatorOpt: *emuOpt},
+		Weights:   &WeightProvider{}, Stdin: stdin, Stdout: stdout}
+	if *emulate != "" {
+		cfg.Emulator = &launch.EmulatorConfig{Target: *emulate, Seed: *seed}
+	}
+	err := launch.RunChild(ctx, cfg)
 	switch {
 	case err == nil:
 		return 0

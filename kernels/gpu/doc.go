@@ -39,14 +39,24 @@
 // incumbent never fails the candidate: a refusal times the candidate alone
 // with a note, a child failure is "infra" (retried).
 //
+// On the CPU emulator (the child's device reports launch.Info.Emulator)
+// Time checks exactly as above, then launches the
+// checked step once more, under the next thread schedule, and requires the
+// same logits bit for bit; the latency is the cost model's, labelled
+// predicted, and the verdict's notes say the kernels ran on the emulator.
+// RunProgram (trial.ProgramDevice) runs a program file's step from given KV
+// caches, for amkctl verify.
+//
 // Devices are matched to a target record at start (launch.MatchTarget, docs/spec/rules.md R1):
 // a GPU without one is refused. A trial for another target is measured and
 // labelled with the trial's target, and the verdict notes the difference.
 //
 // Processes: Open starts the child as a hidden subcommand of the running
-// binary (ChildCommand, served by ChildMain) with the operator's toolchain
-// (build.ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS) and the host's
-// shared build cache (build.CacheDirFromEnv: AMK_KERNEL_CACHE). Nothing here imports
+// binary (ChildCommand, served by ChildMain; OpenLocal for this executable,
+// a CUDA ordinal or a target to emulate) with the operator's toolchain
+// (build.ToolchainFromEnv: AMK_NVCC, AMK_NVCC_HOST_ARGS; AMK_CXX for the
+// emulator) and the host's shared build cache (build.CacheDirFromEnv:
+// AMK_KERNEL_CACHE). Nothing here imports
 // gorgonia.org/cu: the default build compiles and tests everything with a
 // fake device; only the child's launch.Open needs the cuda build tag.
 package gpu

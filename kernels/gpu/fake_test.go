@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 	}
 	mode, ok := os.LookupEnv("AMK_GPU_FAKE_CHILD")
 	if !ok {
-		os.Exit(m.Run())
+		code := m.Run()
+		removeEmuCache()
+		os.Exit(code)
 	}
 	srv := &launch.Server{Device: newVMDevice(mode), Modules: fakeModules{}, Weights: &WeightProvider{}}
 	if err := launch.Serve(context.Background(), os.Stdin, os.Stdout, srv); err != nil {
@@ -69,7 +71,9 @@ func (fakeModules) Module(ctx context.Context, arch string, v kernels.Variant) (
 // "corrupt" shifts every logit, "racy" leaves a different last logit after
 // the timed launches than after a checked one, "watchdog" ends each launch
 // at the device watchdog, "poison" fails the launch, "hang" never returns from a launch,
-// "unknown" is a GPU without a target record.
+// "unknown" is a GPU without a target record, "emu" the CPU emulator of
+// h200, and "emu-racy" an emulator whose every second launch of a program
+// leaves the last logit one ulp off (a race a thread schedule exposed).
 type vmDevice struct {
 	mode string
 
@@ -83,6 +87,7 @@ type vmDevice struct {
 }
 
 type vmProgram struct {
+	runs    int
 	prog    *ir.Program
 	weights map[string]*tensor.Tensor
 	kv      map[string]*tensor.Tensor
@@ -98,6 +103,10 @@ func (d *vmDevice) Info() launch.Info {
 	name := "NVIDIA H200"
 	if d.mode == "unknown" {
 		name = "NVIDIA Mystery 9000"
+	}
+	if strings.HasPrefix(d.mode, "emu") {
+		info, _ := launch.EmulatorInfo("h200")
+		return info
 	}
 	return launch.Info{Ordinal: 0, Name: name, SMs: 132, CCMajor: 9, CCMinor: 0, DriverVersion: 12080,
 		SmemOptinBytes: ir.DynamicSmemCap(232448), Cooperative: true}
@@ -198,6 +207,7 @@ func (d *vmDevice) Run(h launch.Handle, inputs map[int][]byte, read []int) (*lau
 	}
 	vp.kv = res.KV
 	vp.last, vp.timed = res.Outputs, false
+	vp.runs++
 	out := &launch.RunResult{Status: launch.StatusOK, Outputs: map[int][]byte{}, Grid: 1}
 	for _, id := range read {
 		b := &vp.prog.Buffers[id]
@@ -213,6 +223,10 @@ func (d *vmDevice) Run(h launch.Handle, inputs map[int][]byte, read []int) (*lau
 			for i := range t.F {
 				t.F[i] = tensor.Round(b.DType, t.F[i]+0.5)
 			}
+		}
+		if d.mode == "emu-racy" && vp.runs%2 == 0 && b.Name == schedule.LogitsOutput {
+			t = t.Clone()
+			t.F[len(t.F)-1] = math.Nextafter32(t.F[len(t.F)-1], float32(math.Inf(1)))
 		}
 		data, err := kernels.EncodeTensor(b, t)
 		if err != nil {

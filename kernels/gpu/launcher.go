@@ -98,6 +98,9 @@ type Launcher struct {
 	notes  []string
 	name   string
 	close  func() error
+	// emulated: the child serves the CPU emulator (launch.Info.Emulator):
+	// its check runs the kernels, its latency is the cost model's.
+	emulated bool
 
 	mu       sync.Mutex
 	inc      *residentIncumbent
@@ -137,8 +140,19 @@ func New(ctx context.Context, c Client, opts Options) (*Launcher, error) {
 		}
 		notes = append(notes, more...)
 	}
-	return &Launcher{c: c, opts: opts, info: info, target: target, notes: notes,
-		name: fmt.Sprintf("cuda:%d %s", info.Ordinal, info.Name)}, nil
+	name := fmt.Sprintf("cuda:%d %s", info.Ordinal, info.Name)
+	if info.Emulator {
+		name = "emu " + info.Name
+	}
+	return &Launcher{c: c, opts: opts, info: info, target: target, notes: notes, name: name, emulated: info.Emulator}, nil
+}
+
+// what names the device in notes and reasons.
+func (l *Launcher) what() string {
+	if l.emulated {
+		return "emulator"
+	}
+	return "GPU"
 }
 
 // Name implements trial.Launcher.
@@ -189,6 +203,9 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 	}
 	notes = append(notes, knobNotes...)
 	ws := weightSource(req.Model)
+	if l.emulated {
+		return l.emulatedTime(ctx, req, ws, variant, notes)
+	}
 
 	chk, err := l.verify(ctx, req, ws, variant)
 	if err != nil {
@@ -203,7 +220,7 @@ func (l *Launcher) Time(ctx context.Context, req trial.TimeRequest) (_ trial.Tim
 			return trial.Timing{}, err
 		}
 		cand = handleCandidate
-		notes = append(notes, loadNotes("candidate", resp)...)
+		notes = append(notes, l.loadNotes("candidate", resp)...)
 		// The full model was checked on a truncation: one untimed launch at
 		// the trial's step gives the logits its timed launches must repeat.
 		if want, err = l.step(ctx, cand, batchTokens(req.Token, req.Pos, req.Pos, max(1, req.Batch), req.Model.Config.Vocab), req.Pos); err != nil {
@@ -241,6 +258,12 @@ func (l *Launcher) step(ctx context.Context, handle string, tokens []int32, pos 
 	if err != nil {
 		return nil, err
 	}
+	return l.launchOnce(ctx, handle, inputs, pos)
+}
+
+// launchOnce launches handle once with inputs (a step at pos) and returns
+// its logits; a status other than OK is a classed error.
+func (l *Launcher) launchOnce(ctx context.Context, handle string, inputs map[string]launch.WireTensor, pos int) ([]float32, error) {
 	rctx, cancel := context.WithTimeout(ctx, l.opts.RunTimeout)
 	res, err := l.c.Run(rctx, &launch.RunRequest{Handle: handle, Inputs: inputs})
 	cancel()
@@ -268,6 +291,13 @@ func (l *Launcher) recheck(ctx context.Context, handle string, want []float32, c
 	if err != nil {
 		return err
 	}
+	return l.sameBits(got, want, cfg, fmt.Sprintf("the logits left by the %d timed launches differ from the checked launch's", launches),
+		"the schedule races or the device is faulty")
+}
+
+// sameBits requires got to equal want bit for bit; a difference is a
+// *trial.MismatchError whose reason starts with what and ends with why.
+func (l *Launcher) sameBits(got, want []float32, cfg model.Config, what, why string) error {
 	differ, first := 0, -1
 	for i := range max(len(got), len(want)) {
 		if i >= len(got) || i >= len(want) || math.Float32bits(got[i]) != math.Float32bits(want[i]) {
@@ -281,13 +311,47 @@ func (l *Launcher) recheck(ctx context.Context, handle string, want []float32, c
 	}
 	cmp := vm.Compare(got, want, cfg.Vocab, cfg.DType)
 	cmp.Pass = false
-	cmp.Reason = fmt.Sprintf("the logits left by the %d timed launches differ from the checked launch's in %d of %d values (first at index %d)",
-		launches, differ, len(want), first)
+	cmp.Reason = fmt.Sprintf("%s in %d of %d values (first at index %d)", what, differ, len(want), first)
 	if first < len(got) && first < len(want) {
 		cmp.Reason += fmt.Sprintf(": %g, checked %g", got[first], want[first])
 	}
-	cmp.Reason += "; the schedule races or the device is faulty"
+	cmp.Reason += "; " + why
 	return &trial.MismatchError{Device: l.name, Comparison: cmp}
+}
+
+// emulatedTime is Time on the CPU emulator: the same check as on a GPU (the
+// check model through every position, the logits against the reference
+// VM), then, when the checked program is the trial's own, a second launch
+// of the step under the next thread schedule, whose logits must be the
+// same bits (a difference is a race the schedule exposed). The latency is
+// the cost model's, labelled predicted: the emulator times nothing.
+func (l *Launcher) emulatedTime(ctx context.Context, req trial.TimeRequest, ws launch.WeightSource, v kernels.Variant, notes []string) (trial.Timing, error) {
+	chk, err := l.verify(ctx, req, ws, v)
+	if err != nil {
+		return trial.Timing{}, err
+	}
+	notes = append(notes, chk.notes...)
+	if chk.isCandidate {
+		got, err := l.step(ctx, handleCheck, batchTokens(req.Token, req.Pos, req.Pos, max(1, req.Batch), req.Model.Config.Vocab), req.Pos)
+		if err != nil {
+			return trial.Timing{}, err
+		}
+		if err := l.sameBits(got, chk.logits, req.Model.Config, "a second emulated launch of the step, under another thread schedule, left logits that differ from the first's",
+			"the kernels race"); err != nil {
+			return trial.Timing{}, err
+		}
+		notes = append(notes, "a second emulated launch of the step, under another thread schedule, left the same logits bit for bit")
+	} else {
+		notes = append(notes, fmt.Sprintf("the emulator ran the %d-layer check model; the full %d-layer program was not run on it",
+			req.Model.Check.NLayers, req.Model.Config.NLayers))
+	}
+	_ = l.unload(ctx, handleCheck)
+	t, err := trial.CPULauncher{}.Time(ctx, req)
+	if err != nil {
+		return trial.Timing{}, err
+	}
+	t.Notes = append(notes, "latency predicted by the cost model: the CUDA kernels ran on the CPU emulator, which checks correctness and times nothing")
+	return t, nil
 }
 
 // timing turns the child's comparison into the trial's Timing. The
@@ -340,10 +404,14 @@ func (l *Launcher) unload(ctx context.Context, handle string) error {
 	return l.c.Unload(uctx, handle)
 }
 
-func loadNotes(what string, r *launch.LoadResponse) []string {
+func (l *Launcher) loadNotes(what string, r *launch.LoadResponse) []string {
 	li := r.Launch
 	out := []string{fmt.Sprintf("%s launch: grid %d x %d threads, %d B dynamic smem, %d registers, %d co-resident blocks/SM proven",
 		what, li.Grid, li.Threads, li.Smem, li.Registers, li.BlocksPerSM)}
+	if l.emulated {
+		out[0] = fmt.Sprintf("%s launch: grid %d x %d threads, %d B dynamic smem, on the CPU emulator (one OS thread per block, one fiber per thread)",
+			what, li.Grid, li.Threads, li.Smem)
+	}
 	for _, n := range r.Notes {
 		out = append(out, what+": "+n)
 	}
@@ -388,7 +456,7 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 		return "", nil, &trial.LaunchError{Class: trial.FailInfra, Phase: "incumbent", Message: err.Error()}
 	}
 	l.inc = &residentIncumbent{key: key, gen: l.opts.Generation()}
-	return handleIncumbent, loadNotes("incumbent", resp), nil
+	return handleIncumbent, l.loadNotes("incumbent", resp), nil
 }
 
 // lowering is the model config the request's programs were lowered with:

@@ -393,3 +393,49 @@ func TestLauncherFreesWhatAFailedTrialLeftLoaded(t *testing.T) {
 		t.Fatalf("%d programs left loaded after a clean trial", c.dev.resident())
 	}
 }
+
+// On the CPU emulator the Launcher checks as on a GPU, relaunches the
+// checked step once, and times nothing: the verdict's latency is the cost
+// model's, labelled predicted, and the emulator is the verdict's device.
+func TestEmulatedLauncherChecksAndPredicts(t *testing.T) {
+	l, c := newTestLauncher(t, "emu", Options{})
+	if l.Name() != "emu CPU emulator of h200" {
+		t.Fatalf("name %q", l.Name())
+	}
+	out := evalOn(t, l, nil, trial.Spec{Token: trial.DefaultToken, Pos: 2, Incumbent: json.RawMessage(`{"pipelining_depth": 0}`)})
+	v := out.Verdict
+	if out.Failure != nil || v == nil || v.Correct == nil || !*v.Correct || v.LatencyKind == nil || *v.LatencyKind != trial.KindPredicted {
+		t.Fatalf("want a correct, predicted verdict: %+v %+v", out.Failure, v)
+	}
+	if v.Device != "emu CPU emulator of h200" || out.IncumbentUS == nil {
+		t.Errorf("device %q, incumbent %v: want the emulator, and the incumbent predicted beside", v.Device, out.IncumbentUS)
+	}
+	notes := joined(v.Notes)
+	for _, want := range []string{"emulator logits match the reference VM at pos 2", "a second emulated launch of the step",
+		"latency predicted by the cost model"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes lack %q:\n%s", want, notes)
+		}
+	}
+	if strings.Contains(notes, "measured-gpu") || len(c.dev.times) != 0 {
+		t.Errorf("the emulator was timed: %v\n%s", c.dev.times, notes)
+	}
+	if c.dev.runs != 4 || c.dev.resident() != 0 { // positions 0, 1, 2 and the second launch of 2
+		t.Errorf("%d launches, %d programs left loaded", c.dev.runs, c.dev.resident())
+	}
+}
+
+// A second emulated launch that leaves other logits makes the trial
+// incorrect, without a latency.
+func TestEmulatedLauncherSecondLaunchMustAgree(t *testing.T) {
+	l, _ := newTestLauncher(t, "emu-racy", Options{})
+	out := evalOn(t, l, nil, trial.Spec{Token: trial.DefaultToken, Pos: 0})
+	v := out.Verdict
+	if out.Failure != nil || v == nil || v.Correct == nil || *v.Correct || v.LatencyUS != nil {
+		t.Fatalf("want correct=false without a latency: %+v %+v", out.Failure, v)
+	}
+	if notes := joined(v.Notes); !strings.Contains(notes, "a second emulated launch of the step, under another thread schedule, left logits that differ") ||
+		!strings.Contains(notes, "the kernels race") {
+		t.Errorf("notes: %s", notes)
+	}
+}

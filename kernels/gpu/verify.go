@@ -10,6 +10,7 @@ import (
 	"github.com/amk-dev/amk/kernels/launch"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/trial"
 	"github.com/amk-dev/amk/validate"
 	"github.com/amk-dev/amk/vm"
@@ -65,8 +66,8 @@ func (l *Launcher) verify(ctx context.Context, req trial.TimeRequest, ws launch.
 	if !cmp.Pass {
 		return nil, &trial.MismatchError{Device: l.name, Comparison: cmp}
 	}
-	notes = append(notes, fmt.Sprintf("GPU logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
-		req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
+	notes = append(notes, fmt.Sprintf("%s logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
+		l.what(), req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
 	return &checked{isCandidate: !truncated, logits: logits, notes: notes}, nil
 }
 
@@ -154,7 +155,7 @@ func (l *Launcher) walk(ctx context.Context, handle string, ws launch.WeightSour
 	if err != nil {
 		return nil, err
 	}
-	notes := loadNotes(handle, resp)
+	notes := l.loadNotes(handle, resp)
 	carry := start
 	var prev []float32
 	for pos := first; pos <= last; pos++ {
@@ -226,4 +227,27 @@ func logitsOf(res *launch.RunResponse) ([]float32, error) {
 		return nil, &trial.LaunchError{Class: trial.FailCrash, Phase: "run", Message: "decoding the device logits: " + err.Error()}
 	}
 	return t.Floats(), nil
+}
+
+// RunProgram implements trial.ProgramDevice: it loads prog with m's
+// weights (the default kernel variant at the program's block size), binds
+// the KV caches kv (nil: zeros), launches the step of token at pos once and
+// returns its logits. The handle is unloaded afterwards.
+func (l *Launcher) RunProgram(ctx context.Context, prog *ir.Program, m *trial.LoadedModel, token int32, pos int, kv map[string]*tensor.Tensor) ([]float32, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer func() { _ = l.unload(ctx, handleCheck) }()
+	if _, err := l.load(ctx, handleCheck, prog, weightSource(m), kernels.Variant{}); err != nil {
+		return nil, err
+	}
+	inputs, err := stepInputs([]int32{token}, pos)
+	if err != nil {
+		return nil, err
+	}
+	for name, t := range kv {
+		if inputs[name], err = launch.ToWire(t); err != nil {
+			return nil, err
+		}
+	}
+	return l.launchOnce(ctx, handleCheck, inputs, pos)
 }

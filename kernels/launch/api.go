@@ -60,6 +60,13 @@ func StatusOf(code kernels.AbortCode) Status {
 	}
 }
 
+// The status block every device allocates beside the counters: the abort
+// flag at +0, amk_diag_t at +diagOffset.
+const (
+	statusBytes = 64
+	diagOffset  = 8
+)
+
 // Info describes the live device (docs/spec/rules.md R1: grid, co-residency and SM assignment
 // come from it, not from a target record).
 type Info struct {
@@ -75,6 +82,9 @@ type Info struct {
 	SmemOptinBytes int    `json:"smem_optin_bytes"` // max dynamic smem per block: ir.DynamicSmemCap of the opt-in cap
 	Cooperative    bool   `json:"cooperative"`
 	ClockKHz       int    `json:"clock_khz"`
+	// Emulator marks the CPU emulator standing in for a GPU of the target
+	// its name gives (OpenEmulator): it checks correctness, it times nothing.
+	Emulator bool `json:"emulator,omitempty"`
 }
 
 // Arch is the nvcc architecture to build for: sm_90a / sm_100a for the
@@ -88,6 +98,9 @@ func (i Info) Arch() string {
 }
 
 func (i Info) String() string {
+	if i.Emulator {
+		return fmt.Sprintf("emu %s (%d SMs, sm_%d%d code paths)", i.Name, i.SMs, i.CCMajor, i.CCMinor)
+	}
 	return fmt.Sprintf("cuda:%d %s (%d SMs, cc %d.%d, driver %d.%d)", i.Ordinal, i.Name, i.SMs, i.CCMajor, i.CCMinor,
 		i.DriverVersion/1000, i.DriverVersion%1000/10)
 }

@@ -24,12 +24,6 @@ const (
 	attrSmemOptin         = cu.DeviceAttribute(97)
 )
 
-// abort flag at +0 of the status block, amk_diag_t at +8.
-const (
-	statusBytes = 64
-	diagOffset  = 8
-)
-
 // cudaDevice runs every CUDA call on one goroutine locked to one OS thread
 // with the device's primary context current (cu's free functions act on the
 // calling thread's context).
@@ -38,8 +32,7 @@ type cudaDevice struct {
 	dev    cu.Device
 	work   chan func()
 	quit   chan struct{}
-	progs  map[Handle]*cudaProgram
-	next   Handle
+	progs  handles[*cudaProgram]
 	closed bool
 }
 
@@ -63,7 +56,7 @@ type cudaProgram struct {
 // Open opens CUDA device ordinal: it retains the primary context on a
 // dedicated OS thread and reads the attributes Info reports.
 func Open(ordinal int) (Device, error) {
-	d := &cudaDevice{work: make(chan func()), quit: make(chan struct{}), progs: map[Handle]*cudaProgram{}}
+	d := &cudaDevice{work: make(chan func()), quit: make(chan struct{})}
 	ready := make(chan error, 1)
 	go d.loop(ordinal, ready)
 	if err := <-ready; err != nil {
@@ -194,9 +187,7 @@ func (d *cudaDevice) Load(spec *LoadSpec) (Handle, LoadInfo, error) {
 		if err != nil {
 			return err
 		}
-		h = d.next
-		d.next++
-		d.progs[h] = p
+		h = d.progs.add(p)
 		regs, _ := p.vm.Attribute(cu.NumRegs)
 		info = LoadInfo{Grid: p.grid, BlocksPerSM: p.occupancy, Threads: p.threads, Smem: p.smem, Registers: regs}
 		return nil
@@ -310,13 +301,7 @@ func (d *cudaDevice) load(spec *LoadSpec) (_ *cudaProgram, err error) {
 	return p, nil
 }
 
-func (d *cudaDevice) program(h Handle) (*cudaProgram, error) {
-	p, ok := d.progs[h]
-	if !ok {
-		return nil, fmt.Errorf("unknown handle %d", h)
-	}
-	return p, nil
-}
+func (d *cudaDevice) program(h Handle) (*cudaProgram, error) { return d.progs.get(h) }
 
 func (d *cudaDevice) Update(h Handle, prog *ir.Program) error {
 	return d.do(func() error {
@@ -485,12 +470,9 @@ func (d *cudaDevice) TimeInterleaved(cand, inc Handle, warmup, samples int) (*Co
 // upload copies host-bound buffers to the device.
 func (p *cudaProgram) setInputs(inputs map[int][]byte) error {
 	for id, data := range inputs {
-		ptr, ok := p.ext[id]
-		if !ok {
-			return fmt.Errorf("buffer %d is not host-bound", id)
-		}
-		if int64(len(data)) != p.prog.Buffers[id].NBytes() {
-			return fmt.Errorf("buffer %d: %d bytes, want %d", id, len(data), p.prog.Buffers[id].NBytes())
+		ptr, err := inputAddress(p.prog, p.ext, id, data)
+		if err != nil {
+			return err
 		}
 		if err := upload(ptr, data); err != nil {
 			return classify(OpRun, err)
@@ -503,12 +485,9 @@ func (p *cudaProgram) setInputs(inputs map[int][]byte) error {
 func (p *cudaProgram) readBack(read []int) (map[int][]byte, error) {
 	out := map[int][]byte{}
 	for _, id := range read {
-		if id < 0 || id >= len(p.prog.Buffers) {
-			return nil, fmt.Errorf("read: unknown buffer %d", id)
-		}
-		src, ok := p.ext[id]
-		if !ok {
-			src = p.arena + cu.DevicePtr(p.tables.ArenaOffset[id])
+		src, err := bufferAddress(p.prog, p.tables, p.ext, p.arena, id)
+		if err != nil {
+			return nil, err
 		}
 		data, err := download(src, p.prog.Buffers[id].NBytes())
 		if err != nil {
@@ -599,15 +578,7 @@ func (d *cudaDevice) RunOp(h Handle, l OpLaunch) (*RunResult, Stats, error) {
 }
 
 func (d *cudaDevice) Unload(h Handle) error {
-	return d.do(func() error {
-		p, err := d.program(h)
-		if err != nil {
-			return err
-		}
-		p.free()
-		delete(d.progs, h)
-		return nil
-	})
+	return d.do(func() error { return d.progs.remove(h) })
 }
 
 func (d *cudaDevice) Close() error {
@@ -615,10 +586,7 @@ func (d *cudaDevice) Close() error {
 		return nil
 	}
 	err := d.do(func() error {
-		for h, p := range d.progs {
-			p.free()
-			delete(d.progs, h)
-		}
+		d.progs.clear()
 		return d.dev.ReleasePrimaryCtx()
 	})
 	d.closed = true

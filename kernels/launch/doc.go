@@ -19,6 +19,21 @@
 // floor); MatchTarget maps the live device to its ir target record and
 // refuses a GPU without one (docs/spec/rules.md R1).
 //
+// The CPU emulator is a Device too (OpenEmulator, EmulatorInfo): it stands
+// in for a CUDA target record (its SM count bounds the grid, its
+// architecture picks the kernels' code paths, its shared memory the
+// launch's), takes as its module the executable of build.BuildEmulator
+// (EmulatorModules: the image is the executable's path), lays every loaded
+// program out in a file of device memory exactly as the CUDA device's Load
+// does, and runs each launch in an emulator process mapped over it, under
+// the next thread-schedule seed. A kernel error the emulator reports
+// (divergence, collective or copy misuse, a fault) is a run with status
+// ERROR, a deadlock or a launch past its deadline one with TIMEOUT, both
+// with the emulator's message naming block, thread, task, opcode and
+// counter; the kernel's own traps and watchdog come back as on a GPU. It
+// never times: TimeInterleaved refuses. RunChild serves it when
+// ChildConfig.Emulator is set.
+//
 // Supervised child: the gpuworker runs the launcher as a child process per
 // device (a hidden subcommand that calls Serve with a Server over Open's
 // Device, a BuilderModules cache and a WeightProvider) and talks to it

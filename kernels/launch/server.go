@@ -389,23 +389,33 @@ func (s *Server) time(req *TimeRequest) (*Comparison, error) {
 // ChildConfig configures the launcher child process of one device.
 type ChildConfig struct {
 	Ordinal   int             // CUDA device ordinal
-	Toolchain build.Toolchain // nvcc for the device's architecture
+	Toolchain build.Toolchain // nvcc for the device's architecture (the C++ compiler for the emulator's)
 	CacheDir  string          // the host's shared build cache
 	Weights   WeightProvider  // resolves seeded / safetensors weights (optional)
 	Stdin     io.Reader       // request frames
 	Stdout    io.Writer       // response frames (nothing else may write here)
+	// Emulator, when set, serves the CPU emulator (OpenEmulator) instead
+	// of CUDA device Ordinal, with modules from EmulatorModules.
+	Emulator *EmulatorConfig
 }
 
 // RunChild is the body of the launcher child (a hidden subcommand of the
 // gpuworker): it opens the device and serves frames until shutdown or EOF.
-// In a build without the cuda tag it returns ErrNoCUDA at once.
+// For a CUDA device, a build without the cuda tag returns ErrNoCUDA at once.
 func RunChild(ctx context.Context, cfg ChildConfig) error {
-	dev, err := Open(cfg.Ordinal)
+	builder := &build.Builder{Toolchain: cfg.Toolchain, Dir: cfg.CacheDir}
+	var dev Device
+	var mods ModuleSource = BuilderModules{Builder: builder}
+	var err error
+	if cfg.Emulator != nil {
+		dev, err = OpenEmulator(*cfg.Emulator)
+		mods = EmulatorModules{Builder: builder}
+	} else {
+		dev, err = Open(cfg.Ordinal)
+	}
 	if err != nil {
 		return err
 	}
 	defer dev.Close()
-	srv := &Server{Device: dev, Weights: cfg.Weights,
-		Modules: BuilderModules{Builder: &build.Builder{Toolchain: cfg.Toolchain, Dir: cfg.CacheDir}}}
-	return Serve(ctx, cfg.Stdin, cfg.Stdout, srv)
+	return Serve(ctx, cfg.Stdin, cfg.Stdout, &Server{Device: dev, Weights: cfg.Weights, Modules: mods})
 }
