@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -23,15 +24,20 @@ func newEvalCmd() *cobra.Command {
 		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
-JSON on stdout (nothing else goes to stdout). Unknown config keys are not an
-error (seed 000's forward compatibility) but each is named in the verdict's
-notes and on stderr. Exit 0 iff the program is valid and correct, 1
-otherwise.`,
+JSON on stdout (nothing else goes to stdout). --schedule takes a config
+object, or propose's whole answer as it is (its schedule_config is
+evaluated). A config key amk does not know is an error (exit 2, with the
+keys it probably meant) unless --ignore-unknown-keys, which names each
+ignored key in the verdict's notes and on stderr. A value off the search
+grid is evaluated as written, with a note. Exit 0 iff the program is valid
+and correct, 1 if it is rejected or incorrect, 2 for an unknown model or
+GPU or a config file that is not a JSON object.`,
 		ValidArgsFunction: completeModels,
 	}
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "")
-	cfgPath := addScheduleFlag(cmd, "schedule config JSON file, or - for stdin; empty: the canonical default config")
+	cfgPath := addScheduleFlag(cmd, "schedule config JSON file (or propose's answer), - for stdin; empty: the canonical default config")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	device := addDeviceFlag(cmd, "")
 	token := fs.Int("token-id", trial.DefaultToken, "token id fed to the checked decode step (--token is the old name)")
 	flagAliases(fs, map[string]string{"token": "token-id"})
@@ -43,13 +49,24 @@ otherwise.`,
 			fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
 			return exitBadInput
 		}
+		// A name amk does not know is bad input, answered in one line, not
+		// a rejected verdict.
+		if _, err := model.Load(args[0]); err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		if _, err := ir.Target(*gpu); err != nil {
+			fmt.Fprintln(stderr, "amkctl eval: --gpu:", err)
+			return exitBadInput
+		}
 		var point []byte
 		if *cfgPath != "" {
-			var err error
-			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
-				fmt.Fprintln(stderr, "amkctl eval:", err)
+			cfg, err := readConfig(*cfgPath, *ignoreUnknown, "eval", stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "amkctl eval: --schedule:", err)
 				return exitBadInput
 			}
+			point = cfg.JSON()
 		} else {
 			point = []byte(schedulePointJSON(schedule.Default()))
 		}
@@ -62,8 +79,8 @@ otherwise.`,
 		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Version: version.String()}, stderr)
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
-				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {
-					fmt.Fprintln(stderr, "amkctl eval: warning:", n)
+				if strings.Contains(n, schedule.OffGridMarker) {
+					fmt.Fprintln(stderr, "amkctl eval: note:", n)
 				}
 			}
 		}

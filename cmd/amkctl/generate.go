@@ -20,7 +20,7 @@ func init() { addVerb(groupFormats, newGenerateCmd) }
 type generateFlags struct {
 	gpu, cfgPath, prompt, weights, device string
 	maxTokens                             int
-	verify                                bool
+	verify, ignoreUnknown                 bool
 }
 
 func newGenerateCmd() *cobra.Command {
@@ -34,13 +34,14 @@ func newGenerateCmd() *cobra.Command {
 	fs.StringVar(&g.gpu, "gpu", "h100", "GPU target record the schedule is lowered for")
 	_ = cmd.RegisterFlagCompletionFunc("gpu", cobra.FixedCompletions(ir.TargetNames(), cobra.ShellCompDirectiveNoFileComp))
 	cfgPath := addScheduleFlag(cmd, "schedule config JSON file; empty: the canonical default config")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	fs.StringVar(&g.prompt, "prompt-ids", "", "comma-separated prompt token ids (required)")
 	fs.IntVar(&g.maxTokens, "max-tokens", 8, "number of tokens to generate")
 	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: seeded weights")
 	fs.BoolVar(&g.verify, "verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
 	device := addDeviceFlag(cmd, "cpu (the reference VM) or cuda (the megakernel on GPU 0; a -tags cuda build)")
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
-		g.cfgPath, g.device = *cfgPath, *device
+		g.cfgPath, g.device, g.ignoreUnknown = *cfgPath, *device, *ignoreUnknown
 		return generate(pos0, g, stdout, stderr)
 	})
 	return cmd
@@ -70,7 +71,7 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	point, err := loadPoint(g.cfgPath)
+	point, err := loadPoint(g.cfgPath, g.ignoreUnknown, "generate", stderr)
 	if err != nil {
 		return fail(exitBadInput, "--schedule: %v", err)
 	}
