@@ -360,7 +360,7 @@ func (c *Campaign) resultOf(exp int, r result) *Result {
 	return &Result{
 		Trial: r.trial, Experiment: exp, LatencyUS: *r.latency, Kind: r.kind, Score: *r.score,
 		PctOfRoofline: r.pct, BoundUS: r.bound, ScheduleID: r.scheduleID, Point: r.sched,
-		Source: r.source, Complexity: r.complexity, Regions: r.regions,
+		Source: r.source, Complexity: r.complexity, Regions: r.regions, Worker: r.worker,
 	}
 }
 

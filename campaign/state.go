@@ -143,6 +143,8 @@ type Result struct {
 	Source        string             `json:"source"`
 	Complexity    int                `json:"complexity"`
 	Regions       map[string]float64 `json:"region_breakdown,omitempty"`
+	// Worker is who evaluated it: host, device and amk build (trial.Environment).
+	Worker string `json:"worker,omitempty"`
 }
 
 // Anchor is the exploration incumbent.

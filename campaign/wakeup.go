@@ -44,9 +44,31 @@ type WakeUp struct {
 	SearchSpacePoints    int      `json:"search_space_points"`
 	SearchSpaceExhausted bool     `json:"search_space_exhausted"`
 	Widen                []string `json:"widen,omitempty"`
+	// SearchedPoints is how many distinct points were tried, and
+	// SearchedShare that share of SearchSpacePoints (at most 1).
+	SearchedPoints int      `json:"searched_points"`
+	SearchedShare  *float64 `json:"searched_share"`
+	// Model is the model as the campaign was started (a preset or a
+	// config.json path), GPU its target, Seed its proposer's random seed
+	// and Build the amk build that started it (version and commit).
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	Seed  uint64 `json:"seed"`
+	Build string `json:"build,omitempty"`
+	// BestWorker is who evaluated the best: host, device and amk build.
+	BestWorker string `json:"best_worker,omitempty"`
+	// BestFile is the best config's file beside the report (BestConfigFile)
+	// and Reproduce the commands that check it again and lower it; both
+	// empty while there is no best.
+	BestFile  string   `json:"best_file,omitempty"`
+	Reproduce []string `json:"reproduce,omitempty"`
 	// Notes are the operators' notes, oldest first.
 	Notes []Note `json:"notes,omitempty"`
 }
+
+// BestConfigFile is the name of the file beside report.md that holds the
+// best config, ready for amkctl eval --schedule and amkctl lower --schedule.
+const BestConfigFile = "best.json"
 
 // Milestone is one kept experiment.
 type Milestone struct {
@@ -82,7 +104,10 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
-		Notes: st.Notes,
+		Notes: st.Notes, SearchedPoints: len(st.Tried), Model: st.Model, GPU: st.GPU, Seed: st.Seed, Build: st.Env.AMKVersion,
+	}
+	if w.SearchSpacePoints > 0 {
+		w.SearchedShare = new(min(1, float64(w.SearchedPoints)/float64(w.SearchSpacePoints)))
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -96,8 +121,10 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if b := st.Best; b != nil {
 		kind := b.Kind
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
+		w.BestWorker = b.Worker
 		if b.Point != nil {
 			w.BestConfig = pointJSON(*b.Point)
+			w.BestFile, w.Reproduce = BestConfigFile, c.reproduceCommands(BestConfigFile)
 		}
 	}
 	for _, t := range st.Trajectory {
@@ -107,6 +134,39 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		}
 	}
 	return w
+}
+
+// reproduceCommands are the amkctl command lines that evaluate the config in
+// file again as the campaign's trials did, and lower it into a program.
+func (c *Campaign) reproduceCommands(file string) []string {
+	st := &c.st
+	model := shellWord(st.Model)
+	eval := fmt.Sprintf("amkctl eval %s --gpu %s --device %s --schedule %s", model, st.GPU, st.Device, shellWord(file))
+	if st.Weights != "" {
+		eval += " --weights " + shellWord(st.Weights)
+	}
+	if st.Settings.Batch > 1 {
+		eval += fmt.Sprintf(" --batch %d", st.Settings.Batch)
+	}
+	if st.Settings.Pos != 0 {
+		eval += fmt.Sprintf(" --pos %d", st.Settings.Pos)
+	}
+	if st.Settings.Token != trial.DefaultToken {
+		eval += fmt.Sprintf(" --token-id %d", st.Settings.Token)
+	}
+	lower := fmt.Sprintf("amkctl lower %s --gpu %s --schedule %s --out best-program.json", model, st.GPU, shellWord(file))
+	return []string{eval, lower}
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but letters,
+// digits and -_./:=+,@.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Markdown renders the wake-up report like the reference's
@@ -176,6 +236,31 @@ func (w WakeUp) Markdown() string {
 		}
 	}
 	add("%s", notesMarkdown(w.Notes))
+	add("## Provenance and coverage")
+	add("")
+	add("- Model %s on %s, device %s; proposer random seed %d (`amkctl start --seed %d`)", w.Model, w.GPU, w.Device, w.Seed, w.Seed)
+	if w.Build != "" {
+		add("- Campaign started by amk %s", w.Build)
+	}
+	if w.BestWorker != "" {
+		add("- Best evaluated by: %s", w.BestWorker)
+	}
+	if w.SearchedShare != nil {
+		add("- Searched %d of the %d points of the search space (%.1f%%)", w.SearchedPoints, w.SearchSpacePoints, *w.SearchedShare*100)
+	}
+	add("")
+	if len(w.Reproduce) > 0 {
+		add("## Reproduce and apply")
+		add("")
+		add("The best config is in `%s` beside this report. Check it again, then lower it into a program:", w.BestFile)
+		add("")
+		add("```sh")
+		for _, cmd := range w.Reproduce {
+			add("%s", cmd)
+		}
+		add("```")
+		add("")
+	}
 	add("## Best config")
 	add("")
 	add("```json")

@@ -14,7 +14,8 @@ import (
 const AggregateReportFile = "aggregate_report.md"
 
 // WriteReports writes a campaign's report files into dir: the wake-up
-// report (report.json, report.md, report.svg) and the aggregate report.
+// report (report.json, report.md, report.svg, and best.json once there is a
+// best) and the aggregate report.
 // It is what amkctl report does locally and the scheduler does for
 // POST /v1/campaigns/{id}/report.
 func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFiles, error) {
@@ -28,6 +29,9 @@ func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFi
 		return ReportFiles{}, err
 	}
 	files := []string{AggregateReportFile, "report.json", "report.md", "report.svg"}
+	if c.WakeUp(now).BestFile != "" {
+		files = append(files, campaign.BestConfigFile)
+	}
 	for i, n := range files {
 		files[i] = filepath.Join(dir, n)
 	}

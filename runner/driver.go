@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -279,7 +280,8 @@ func (d *Driver) WriteReport() error {
 	return WriteReport(d.Ledger.Dir(), d.Ledger.Campaign(), d.now())
 }
 
-// WriteReport writes a campaign's wake-up report files into dir.
+// WriteReport writes a campaign's wake-up report files into dir, with the
+// best config in campaign.BestConfigFile once there is one.
 func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 	w := c.WakeUp(now)
 	js, err := json.MarshalIndent(w, "", "  ")
@@ -294,6 +296,13 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 		"report.json": append(js, '\n'),
 		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
 		"report.svg":  svg,
+	}
+	if w.BestFile != "" {
+		var best bytes.Buffer
+		if err := json.Indent(&best, w.BestConfig, "", "  "); err != nil {
+			return err
+		}
+		files[w.BestFile] = append(best.Bytes(), '\n')
 	}
 	for name, data := range files {
 		if err := atomicfile.Write(dir+string(os.PathSeparator)+name, data); err != nil {
