@@ -17,6 +17,7 @@ type WakeUp struct {
 	Campaign              string             `json:"campaign"`
 	ID                    string             `json:"id"`
 	Device                schedule.Device    `json:"device"`
+	LatencyKind           trial.LatencyKind  `json:"latency_kind"`
 	Status                Status             `json:"status"`
 	MoveOnReason          string             `json:"move_on_reason,omitempty"`
 	ElapsedMinutes        float64            `json:"elapsed_minutes"`
@@ -95,7 +96,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	st := &c.st
 	n := st.Counts
 	w := WakeUp{
-		Campaign: st.Label + " / " + st.GPU, ID: st.ID, Device: st.Device, Status: st.Status,
+		Campaign: st.Label + " / " + st.GPU, ID: st.ID, Device: st.Device, LatencyKind: st.LatencyKind, Status: st.Status,
 		MoveOnReason: st.MoveOnReason, ElapsedMinutes: math.Round(c.ElapsedMinutes(now)*10) / 10,
 		Iterations: n.Trials, TotalExperiments: st.ExperimentsRun, Kept: st.ExperimentsKept,
 		Correct: n.Correct, RejectedOrFailed: n.Rejected + n.Revert + n.Failed,

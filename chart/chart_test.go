@@ -5,16 +5,19 @@ import (
 	"flag"
 	"image/png"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/trial"
 )
 
 var keep = flag.String("chart.keep", "", "also write the test's pictures to this directory")
 
 func sample() campaign.WakeUp {
-	w := campaign.WakeUp{Campaign: "small / h200", BoundUS: new(40.0), BaselineUS: new(400.0)}
+	w := campaign.WakeUp{Campaign: "small / h200", GPU: "h200", LatencyKind: trial.KindPredicted, BoundUS: new(40.0), BaselineUS: new(400.0)}
 	best := 400.0
 	for i := 1; i <= 30; i++ {
 		lat := 400 - float64(i*i%97)*3
@@ -33,7 +36,8 @@ func TestTrajectoryBothFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(svg)
-	for _, want := range []string{"<svg", "streamed-bytes floor", "best so far", "experiment", "µs"} {
+	for _, want := range []string{"<svg", "streamed-bytes floor", "best so far", "experiment", "µs",
+		"small / h200 — latency predicted by the cost model, best against", ">latency predicted by the cost model</text>"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the SVG lacks %q", want)
 		}
@@ -52,6 +56,54 @@ func TestTrajectoryBothFormats(t *testing.T) {
 	if *keep != "" {
 		_ = os.WriteFile(*keep+"/trajectory.svg", svg, 0o644)
 		_ = os.WriteFile(*keep+"/trajectory.png", data, 0o644)
+	}
+}
+
+// TestTrajectorySaysWhatItsLatenciesAre: a measured campaign's chart names
+// the GPU in its title and axis, a predicted one says so.
+func TestTrajectorySaysWhatItsLatenciesAre(t *testing.T) {
+	w := sample()
+	w.LatencyKind = trial.KindMeasuredGPU
+	svg, err := TrajectorySVG(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(svg); strings.Count(s, "latency measured on h200") != 2 || strings.Contains(s, "predicted") {
+		t.Errorf("a measured campaign's chart: title and axis should say \"latency measured on h200\" and never \"predicted\"")
+	}
+}
+
+// TestLegendBesideTheData: every legend entry lies right of everything the
+// plot drew before it (the data, the grid, the axes), so no legend text
+// covers a curve, whatever font the viewer substitutes.
+func TestLegendBesideTheData(t *testing.T) {
+	svg, err := TrajectorySVG(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	legendAt := strings.Index(s, ">best so far</text>")
+	if legendAt < 0 {
+		t.Fatal("no legend")
+	}
+	textX := regexp.MustCompile(`<text x="([0-9.]+)"[^<]*>best so far</text>`).FindStringSubmatch(s)
+	if textX == nil {
+		t.Fatal("the legend's text has no x")
+	}
+	legendX, _ := strconv.ParseFloat(textX[1], 64)
+	// Every x of every path drawn before the legend, skipping the page's
+	// background (the first path, the whole image).
+	paths := regexp.MustCompile(`<path d="([^"]*)"`).FindAllStringSubmatchIndex(s[:legendAt], -1)
+	num := regexp.MustCompile(`[ML]([0-9.]+),`)
+	maxX := 0.0
+	for _, p := range paths[1:] {
+		for _, m := range num.FindAllStringSubmatch(s[p[2]:p[3]], -1) {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			maxX = max(maxX, x)
+		}
+	}
+	if legendX <= maxX {
+		t.Errorf("the legend's text starts at x=%.1f, inside what the plot drew (up to x=%.1f)", legendX, maxX)
 	}
 }
 
