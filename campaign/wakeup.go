@@ -63,9 +63,18 @@ type WakeUp struct {
 	// empty while there is no best.
 	BestFile  string   `json:"best_file,omitempty"`
 	Reproduce []string `json:"reproduce,omitempty"`
+	// KnobImportance ranks the searched knobs by how much of the spread of
+	// latencies each explains, and KnobSlice plots every trial against the
+	// first one (both empty until enough trials ran; KnobImportances).
+	KnobImportance []KnobImportance `json:"knob_importance,omitempty"`
+	KnobSlice      *KnobSlice       `json:"knob_slice,omitempty"`
 	// Notes are the operators' notes, oldest first.
 	Notes []Note `json:"notes,omitempty"`
 }
+
+// KnobSliceFile is the name of the slice plot beside report.md: every
+// correct trial's latency against the most important knob.
+const KnobSliceFile = "knobs.svg"
 
 // BestConfigFile is the name of the file beside report.md that holds the
 // best config, ready for amkctl eval --schedule and amkctl lower --schedule.
@@ -107,6 +116,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
 		Notes: st.Notes, SearchedPoints: len(st.Tried), Model: st.Model, GPU: st.GPU, Seed: st.Seed, Build: st.Env.AMKVersion,
 	}
+	w.KnobImportance, w.KnobSlice = c.KnobImportances()
 	if w.SearchSpacePoints > 0 {
 		w.SearchedShare = new(min(1, float64(w.SearchedPoints)/float64(w.SearchSpacePoints)))
 	}
@@ -237,6 +247,21 @@ func (w WakeUp) Markdown() string {
 		}
 	}
 	add("%s", notesMarkdown(w.Notes))
+	if len(w.KnobImportance) > 0 {
+		add("## Which knobs mattered")
+		add("")
+		add("Each knob's share of the spread of the correct trials' log latencies that its value explains on its own")
+		add("(importance adds up to 1 over the knobs; the best value is the one with the lowest geometric mean latency).")
+		add("")
+		add("| knob | importance | | best value | trials per value |")
+		add("|---|---:|---|---|---|")
+		for _, k := range w.KnobImportance {
+			add("| %s | %.2f | %s | %s | %s |", k.Knob, k.Importance, importanceBar(k.Importance), k.bestValue(), k.trialsPerValue())
+		}
+		add("")
+		add("![latency against %s, every correct trial](%s)", w.KnobSlice.Knob, KnobSliceFile)
+		add("")
+	}
 	add("## Provenance and coverage")
 	add("")
 	add("- Model %s on %s, device %s; proposer random seed %d (`amkctl start --seed %d`)", w.Model, w.GPU, w.Device, w.Seed, w.Seed)

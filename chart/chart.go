@@ -49,6 +49,9 @@ type Chart struct {
 	// XMin and XMax, when XMax > XMin, fix the x range (charts of a grid
 	// that share a time axis).
 	XMin, XMax float64
+	// XTicks, when set, labels x = 0, 1, 2, ... with these names (the
+	// values of a knob) instead of numbers.
+	XTicks []string
 }
 
 // Palette is the series colours, in order.
@@ -266,6 +269,9 @@ func build(c Chart) (*plot.Plot, *plot.Legend, error) {
 	if c.XMax > c.XMin {
 		p.X.Min, p.X.Max = c.XMin, c.XMax
 	}
+	if len(c.XTicks) > 0 {
+		p.X.Tick.Marker = namedTicks(c.XTicks)
+	}
 	if !any {
 		p.Title.Text += " (no data yet)"
 		p.Y.Min, p.Y.Max = 0, 1
@@ -311,6 +317,19 @@ func (c Chart) span() (lo, hi float64, ok bool) {
 		lo, hi = lo-pad, hi+pad
 	}
 	return lo, hi, true
+}
+
+// namedTicks labels the integer positions 0, 1, ... with names.
+type namedTicks []string
+
+func (n namedTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for i, name := range n {
+		if x := float64(i); x >= lo && x <= hi {
+			ts = append(ts, plot.Tick{Value: x, Label: name})
+		}
+	}
+	return ts
 }
 
 // unitTicks appends a unit to the major tick labels of a marker.

@@ -107,6 +107,28 @@ func TestLegendBesideTheData(t *testing.T) {
 	}
 }
 
+// TestKnobSliceLabelsTheKnobsValues: the slice plot names the knob and
+// its values on the x axis; without a slice it still draws and says why.
+func TestKnobSliceLabelsTheKnobsValues(t *testing.T) {
+	w := sample()
+	w.KnobSlice = &campaign.KnobSlice{Knob: "sm_assignment", Values: []string{`"round_robin"`, `"load_balance"`},
+		Points: []campaign.SlicePoint{{Value: 0, LatencyUS: 120}, {Value: 1, LatencyUS: 100}, {Value: 1, LatencyUS: 110}, {Value: 7, LatencyUS: 1}}}
+	svg, err := KnobSliceSVG(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	for _, want := range []string{"latency predicted by the cost model against sm_assignment", "round_robin", "load_balance", "fastest per value"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the slice plot lacks %q", want)
+		}
+	}
+	w.KnobSlice = nil
+	if svg, err := KnobSliceSVG(w); err != nil || !strings.Contains(string(svg), "not enough correct trials yet") {
+		t.Errorf("no slice: %v", err)
+	}
+}
+
 func TestEmptyAndBadInput(t *testing.T) {
 	if _, err := TrajectorySVG(campaign.WakeUp{Campaign: "new"}); err != nil {
 		t.Fatalf("a campaign with no latency yet: %v", err)

@@ -14,8 +14,8 @@ import (
 const AggregateReportFile = "aggregate_report.md"
 
 // WriteReports writes a campaign's report files into dir: the wake-up
-// report (report.json, report.md, report.svg, and best.json once there is a
-// best) and the aggregate report.
+// report (report.json, report.md, report.svg, and best.json and knobs.svg
+// once there is a best and enough trials) and the aggregate report.
 // It is what amkctl report does locally and the scheduler does for
 // POST /v1/campaigns/{id}/report.
 func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFiles, error) {
@@ -29,8 +29,12 @@ func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFi
 		return ReportFiles{}, err
 	}
 	files := []string{AggregateReportFile, "report.json", "report.md", "report.svg"}
-	if c.WakeUp(now).BestFile != "" {
+	w := c.WakeUp(now)
+	if w.BestFile != "" {
 		files = append(files, campaign.BestConfigFile)
+	}
+	if len(w.KnobImportance) > 0 {
+		files = append(files, campaign.KnobSliceFile)
 	}
 	for i, n := range files {
 		files[i] = filepath.Join(dir, n)

@@ -297,6 +297,13 @@ func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 		"report.md":   []byte(w.Markdown() + "\n![trajectory](report.svg)\n"),
 		"report.svg":  svg,
 	}
+	if len(w.KnobImportance) > 0 {
+		slice, err := chart.KnobSliceSVG(w)
+		if err != nil {
+			return err
+		}
+		files[campaign.KnobSliceFile] = slice
+	}
 	if w.BestFile != "" {
 		var best bytes.Buffer
 		if err := json.Indent(&best, w.BestConfig, "", "  "); err != nil {

@@ -22,7 +22,7 @@ func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
 	}
 	dir := filepath.Join(ws, "campaigns", campaign.ID("toy", "h200", "cpu", ""))
-	for _, f := range []string{"report.json", "report.md", "report.svg", "results.tsv", "ledger.json", "trials.jsonl", "best.json"} {
+	for _, f := range []string{"report.json", "report.md", "report.svg", "results.tsv", "ledger.json", "trials.jsonl", "best.json", "knobs.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
@@ -51,7 +51,7 @@ func checkReportReproducesTheBest(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"proposer random seed 3", "Best evaluated by: host=", "points of the search space (", "## Reproduce and apply", "`best.json` beside this report"} {
+	for _, want := range []string{"proposer random seed 3", "Best evaluated by: host=", "points of the search space (", "## Reproduce and apply", "`best.json` beside this report", "## Which knobs mattered"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report.md lacks %q", want)
 		}
