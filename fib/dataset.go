@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // MaxDatasetFiles bounds how many files a dataset walk reads.
@@ -129,21 +130,8 @@ func ReadDataset(path string) (*Dataset, error) {
 
 type jsonlFile struct{ path, kind string }
 
-func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("larger than %d bytes", MaxFileBytes)
-	}
-	return data, nil
-}
+// readBounded reads a dataset file: a regular file of at most MaxFileBytes.
+func readBounded(path string) ([]byte, error) { return inputfile.ReadFile(path, MaxFileBytes) }
 
 func (ds *Dataset) readDefinition(path string) {
 	r := FileReport{Path: path, Kind: KindDefinition}
@@ -196,7 +184,7 @@ func (ds *Dataset) readSolution(path string) {
 }
 
 func (ds *Dataset) readLines(path, kind string) {
-	f, err := os.Open(path)
+	f, _, err := inputfile.Open(path) // regular files only, never blocks
 	if err != nil {
 		ds.Reports = append(ds.Reports, FileReport{Path: path, Kind: kind, Err: err})
 		return

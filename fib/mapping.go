@@ -146,6 +146,10 @@ func MapDefinition(d *Definition, workloads []Workload) Mapping {
 			m.Reasons = append(m.Reasons, fmt.Sprintf("workload %s: %s", w.UUID, ps[0]))
 			continue
 		}
+		if why := fileInputs(w); why != "" {
+			m.Reasons = append(m.Reasons, fmt.Sprintf("workload %s: %s", w.UUID, why))
+			continue
+		}
 		c, reasons := rule.match(d, w, dt)
 		if len(reasons) > 0 {
 			m.Reasons = append(m.Reasons, fmt.Sprintf("workload %s: %s", w.UUID, strings.Join(reasons, "; ")))
@@ -238,11 +242,42 @@ func needConst(d *Definition, reasons *[]string, what string, axes ...string) {
 func sizeCheck(reasons *[]string, what string, elems ...int64) {
 	n := int64(1)
 	for _, e := range elems {
+		if e > 0 && n > MaxCaseElements/e {
+			// Past the cap already: stop before the product can overflow.
+			*reasons = append(*reasons, fmt.Sprintf("%s has more than the %d elements the CPU reference VM checks a case with (%s)", what, MaxCaseElements, joinDims(elems)))
+			return
+		}
 		n *= e
 	}
 	if n > MaxCaseElements {
 		*reasons = append(*reasons, fmt.Sprintf("%s has %d elements, more than the %d the CPU reference VM checks a case with", what, n, MaxCaseElements))
 	}
+}
+
+func joinDims(dims []int64) string {
+	parts := make([]string, len(dims))
+	for i, d := range dims {
+		parts[i] = strconv.FormatInt(d, 10)
+	}
+	return strings.Join(parts, " x ")
+}
+
+// fileInputs refuses a workload whose inputs are safetensors files, naming
+// them: amk builds every case from generated data and does not load a
+// workload's tensors, so running it would check (and report PASS on) data
+// the workload did not give. Random inputs are generated data, and scalar
+// inputs are read as parameters.
+func fileInputs(w *Workload) string {
+	var files []string
+	for _, in := range w.Inputs {
+		if in.Value.Type == InputSafetensors {
+			files = append(files, fmt.Sprintf("input %q is tensor %q of the safetensors file %s", in.Name, in.Value.TensorKey, in.Value.Path))
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	return strings.Join(files, "; ") + ": amk builds its cases from generated data and does not load workload tensors, so this workload is not run (on other data its PASS would be about inputs it was not given)"
 }
 
 func dimOK(reasons *[]string, name string, v int64) int {
@@ -305,6 +340,11 @@ func matchRMSNorm(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) 
 
 func matchGEMM(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) {
 	in, out := tensorsOfRank(d.Inputs, 2), tensorsOfRank(d.Outputs, 2)
+	for _, tag := range d.Tags {
+		if strings.HasPrefix(tag, "quantization:") {
+			return CaseSpec{}, []string{"a quantized gemm (" + tag + "): amk exports its own (quantized_gemm_*) but does not map one back into a Loop-1 case; tune the quantised GEMV with tune-instruction gemv_tile --quantize SCHEME"}
+		}
+	}
 	if len(d.Inputs) != 2 || len(in) != 2 || len(d.Outputs) != 1 || len(out) != 1 {
 		return CaseSpec{}, []string{fmt.Sprintf("gemm with inputs %s: amk's GEMV/GEMM tiles take exactly A [M, K] and B [N, K] (no scales, no bias)",
 			quoteList(d.Inputs.Names()))}

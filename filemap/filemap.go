@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // ErrUnsupported is Map's error where the platform has no memory maps.
@@ -36,13 +38,12 @@ type File struct {
 // maxBytes bytes; nil (and no error) where it is not or cannot be mapped:
 // the caller reads it instead, which also reports every error.
 func Open(path string, minBytes, maxBytes int64) *File {
-	f, err := os.Open(path)
+	f, fi, err := inputfile.Open(path) // never blocks, regular files only
 	if err != nil {
 		return nil
 	}
 	defer f.Close() // the mapping outlives the descriptor
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() < minBytes || fi.Size() > maxBytes {
+	if fi.Size() < minBytes || fi.Size() > maxBytes {
 		return nil
 	}
 	data, err := Map(f, fi.Size())

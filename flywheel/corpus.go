@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
 )
@@ -287,7 +288,7 @@ func ImportReference(r io.Reader) (recs []Record, skipped int, err error) {
 // corpusPath; it returns how many it appended and how many lines it
 // skipped. Nothing is appended when no line is usable.
 func ImportReferenceFile(corpusPath, referencePath string) (imported, skipped int, err error) {
-	f, err := os.Open(referencePath)
+	f, _, err := inputfile.Open(referencePath) // regular files only, never blocks
 	if err != nil {
 		return 0, 0, err
 	}

@@ -44,7 +44,7 @@ func TestReadAStreamOverTheLimit(t *testing.T) {
 	os.Stdin = r
 	defer func() { os.Stdin = stdin; r.Close() }()
 	var tooLarge *TooLargeError
-	if _, err := Read("-", 100); !errors.As(err, &tooLarge) || tooLarge.Path != "-" {
+	if _, err := Read("-", 100); !errors.As(err, &tooLarge) || tooLarge.Path != "-" || !strings.Contains(err.Error(), "standard input is larger than 100 bytes") {
 		t.Fatalf("a pipe over the limit: %v", err)
 	}
 }

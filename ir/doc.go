@@ -7,8 +7,10 @@
 // (arity, required params, the marshalled param fields), the GPU target
 // registry, the fused layer patterns of FUSED tasks (FusedPatterns, as data),
 // the JSON codec of docs/spec/ir.md §6 and the graph algorithms the
-// validator, lowering and VMs build on (dependency edges, Kahn order, counter
-// simulation, adversarial interleavings).
+// validator, lowering and VMs build on (dependency edges, Kahn order, the
+// per-SM queues and their deadlock cycle, counter simulation, adversarial
+// interleavings, the device's queue-by-queue execution). The simulations
+// start every counter at 0, as the device does.
 //
 // Decoding has two paths: the direct decoder (direct.go) scans the bytes
 // straight into the structs and only accepts; anything it does not take,

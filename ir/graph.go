@@ -103,6 +103,98 @@ func BuildGraph(p *Program) *Graph {
 	return g
 }
 
+// QueueNext returns, per task position, the next task placed on the same SM
+// in task-list order (-1 for the last task of its SM and for unplaced
+// tasks): the serial queue each SM runs (docs/spec/rules.md R21).
+func QueueNext(p *Program) []int32 {
+	next := make([]int32, len(p.Tasks))
+	last := map[int]int32{}
+	for t := range p.Tasks {
+		next[t] = -1
+		if sm := p.Tasks[t].SM; sm != nil {
+			if prev, ok := last[*sm]; ok {
+				next[prev] = int32(t)
+			}
+			last[*sm] = int32(t)
+		}
+	}
+	return next
+}
+
+// WithQueues returns the dependency graph plus an edge from every placed task
+// to the next task of its SM's queue (QueueNext). The queues cannot deadlock
+// iff this graph is acyclic (every wait being satisfiable): a cycle is a
+// queue head that waits, directly or through other SMs, for a task behind it
+// in its own queue.
+func (g *Graph) WithQueues(next []int32) *Graph {
+	n := g.N
+	q := &Graph{N: n, succOff: make([]int32, n+1), predOff: make([]int32, n+1)}
+	extraPred := make([]int32, n)
+	for i := range extraPred {
+		extraPred[i] = -1
+	}
+	for t := 0; t < n && t < len(next); t++ {
+		if nx := next[t]; nx >= 0 && !slices.Contains(g.Succ(t), nx) {
+			extraPred[nx] = int32(t)
+		}
+	}
+	q.succ = make([]int32, 0, len(g.succ)+n)
+	for t := 0; t < n; t++ {
+		q.succ = append(q.succ, g.Succ(t)...)
+		if t < len(next) && next[t] >= 0 && extraPred[next[t]] == int32(t) {
+			q.succ = append(q.succ, next[t])
+		}
+		q.succOff[t+1] = int32(len(q.succ))
+	}
+	q.pred = make([]int32, 0, len(q.succ))
+	for t := 0; t < n; t++ {
+		q.pred = append(q.pred, g.Pred(t)...)
+		if extraPred[t] >= 0 {
+			q.pred = append(q.pred, extraPred[t])
+		}
+		q.predOff[t+1] = int32(len(q.pred))
+	}
+	return q
+}
+
+// QueueCycle returns nil when the per-SM queues (QueueNext) cannot
+// deadlock given the dependency graph g of p, and otherwise a witness
+// cycle whose first edge cyc[0] -> cyc[1] is a queue edge (cyc[0] runs
+// before cyc[1] on their SM) that is not also a dependency; the rest of
+// the cycle, cyc[1] -> ... -> cyc[0], is why cyc[0] must wait for cyc[1].
+// A cycle of dependencies alone (reported elsewhere) is returned as it is.
+func QueueCycle(p *Program, g *Graph) []int32 {
+	// When every dependency points forward in the task list (as in every
+	// lowering), the list order is a topological order of the dependencies
+	// and of the queues (each in list order) together: no cycle, nothing
+	// to build.
+	forward := true
+	for t := 0; t < g.N && forward; t++ {
+		for _, s := range g.Succ(t) {
+			if int(s) <= t {
+				forward = false
+				break
+			}
+		}
+	}
+	if forward {
+		return nil
+	}
+	next := QueueNext(p)
+	q := g.WithQueues(next)
+	if q.TopologicalOrder() != nil {
+		return nil
+	}
+	cyc := q.FindCycle()
+	for k := range cyc {
+		a, b := cyc[k], cyc[(k+1)%len(cyc)]
+		if next[a] == b && !slices.Contains(g.Succ(int(a)), b) {
+			return append(cyc[k:], cyc[:k]...)
+		}
+	}
+	return cyc
+}
+
 // TopologicalOrder is Kahn's algorithm: the initial ready set in position
 // order, then FIFO. It returns nil when the graph has a cycle.
 func (g *Graph) TopologicalOrder() []int32 {
@@ -183,16 +275,25 @@ func (g *Graph) FindCycle() []int32 {
 // SimulateCounters is the static reachability cross-check: fire every ready
 // task (all waits satisfied) until none is, incrementing counters. It returns
 // the firing order and the tasks left stuck (non-empty iff some wait can never
-// be satisfied). It is ready-queue driven: O(tasks + waits).
+// be satisfied). It is ready-queue driven: O(tasks + waits). Like every
+// simulation here it starts each counter at 0, as the device does (the host
+// zeroes the counters before every launch, docs/spec/ir.md §2; validate
+// refuses a program whose counters say otherwise).
 func SimulateCounters(p *Program) (order, stuck []int) {
-	return simulate(p, false, func(ready []int) int { return 0 })
+	return simulate(p, false, false, func(ready []int) int { return 0 })
 }
+
+// adversarialPick is the reference's adversarial choice among n ready
+// tasks for one seed.
+func adversarialPick(seed, n int) int { return int(uint64(seed) * 2654435761 % uint64(n)) }
 
 // SimulateAdversarial fires ready tasks in adversarial interleavings (one per
 // seed, each picking ready[(seed*2654435761) mod len(ready)] with ready in
 // task-list order, as the reference does) and reports
 // every read of a transient buffer that no fired task has written yet. It
-// stops at the first seed with violations, as the reference does.
+// stops at the first seed with violations, as the reference does. It is the
+// dynamic backstop to validate's static proofs: the differential check
+// (package vm's tests) runs it on every program validate accepts.
 func SimulateAdversarial(p *Program, seeds int) []string {
 	writers := WritersByBuffer(p)
 	for seed := range seeds {
@@ -204,19 +305,18 @@ func SimulateAdversarial(p *Program, seeds int) []string {
 			}
 		}
 		var bad []string
-		mult := uint64(seed) * 2654435761
-		simulate(p, true, func(ready []int) int {
-			pick := int(mult % uint64(len(ready)))
+		simulate(p, true, false, func(ready []int) int {
+			pick := adversarialPick(seed, len(ready))
 			t := &p.Tasks[ready[pick]]
+			label := t.Label
+			if label == "" {
+				label = t.Op.String()
+			}
 			for _, b := range t.Inputs {
 				// A KV cache read by the task that appends to it is prior-step
 				// state (KV_APPEND updates the cache in place).
 				inPlaceKV := b >= 0 && b < len(written) && p.Buffers[b].Kind == KVCache && containsInt(t.Outputs, b)
 				if b >= 0 && b < len(written) && !written[b] && !inPlaceKV {
-					label := t.Label
-					if label == "" {
-						label = t.Op.String()
-					}
 					bad = append(bad, fmt.Sprintf("[seed %d] task %d (%s) reads buffer #%d ('%s') before any producer wrote it",
 						seed, t.ID, label, b, p.Buffers[b].Name))
 				}
@@ -236,6 +336,19 @@ func SimulateAdversarial(p *Program, seeds int) []string {
 	return nil
 }
 
+// SimulateQueues runs the program the way the device runs it: each SM
+// executes the tasks placed on it one at a time, in task-list order (the
+// queues amk's loader builds, docs/spec/rules.md R21), a task starting once
+// its waits hold; a task with no SM starts whenever its waits hold. Among the
+// tasks that could start, the next is the seed's adversarial pick (as in
+// SimulateAdversarial). It returns the firing order and the tasks never
+// fired: non-empty iff the queues deadlock (a queue's head waits, directly or
+// through other SMs, for a task behind it) or a wait can never be met. Which
+// tasks fire does not depend on the seed, only their order does.
+func SimulateQueues(p *Program, seed int) (order, stuck []int) {
+	return simulate(p, true, true, func(ready []int) int { return adversarialPick(seed, len(ready)) })
+}
+
 func dedupe(xs []string) []string {
 	out := xs[:0]
 	for i, x := range xs {
@@ -246,20 +359,31 @@ func dedupe(xs []string) []string {
 	return out
 }
 
-// simulate runs the counter-driven walk; choose picks which ready task (an
-// index into ready) fires next. Tasks become ready when all waits hold; with
-// listOrder the ready list is kept in task-list order, else in the order
-// tasks became ready.
-func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, stuck []int) {
+// simulate runs the counter-driven walk from zeroed counters; choose picks
+// which ready task (an index into ready) fires next. Tasks become ready when
+// all waits hold and, with queues, when every task placed on the same SM
+// before them has fired. With listOrder the ready list is kept in task-list
+// order, else in the order tasks became ready.
+func simulate(p *Program, listOrder, queues bool, choose func(ready []int) int) (order, stuck []int) {
 	n := len(p.Tasks)
 	nc := len(p.Counters)
 	value := make([]int, nc)
-	for c := range p.Counters {
-		value[c] = p.Counters[c].Init
-	}
 	// waiters[c] = tasks with a wait on c; unmet[t] = number of unmet waits.
 	waiters := make([][]int32, nc)
 	unmet := make([]int, n)
+	// With queues, next[t] is the task after t on t's SM (-1: none) and
+	// blocked[t] says that an earlier task of its SM has not fired yet.
+	var next []int32
+	var blocked []bool
+	if queues {
+		next = QueueNext(p)
+		blocked = make([]bool, n)
+		for t := 0; t < n; t++ {
+			if next[t] >= 0 {
+				blocked[next[t]] = true
+			}
+		}
+	}
 	ready := []int{}
 	for t := range n {
 		for _, w := range p.Tasks[t].Waits {
@@ -275,7 +399,7 @@ func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, 
 				}
 			}
 		}
-		if unmet[t] == 0 {
+		if unmet[t] == 0 && (!queues || !blocked[t]) {
 			ready = append(ready, t)
 		}
 	}
@@ -290,6 +414,14 @@ func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, 
 		}
 		fired[t] = true
 		order = append(order, t)
+		if queues {
+			if nx := next[t]; nx >= 0 {
+				blocked[nx] = false
+				if unmet[nx] == 0 {
+					ready = insertReady(ready, int(nx), listOrder)
+				}
+			}
+		}
 		c := p.Tasks[t].OutCounter
 		if c < 0 || c >= nc {
 			continue
@@ -299,7 +431,7 @@ func simulate(p *Program, listOrder bool, choose func(ready []int) int) (order, 
 			for _, wt := range p.Tasks[w].Waits {
 				if wt.Counter == c && value[c] == wt.Threshold {
 					unmet[w]--
-					if unmet[w] == 0 {
+					if unmet[w] == 0 && (!queues || !blocked[w]) {
 						ready = insertReady(ready, int(w), listOrder)
 					}
 				}

@@ -101,7 +101,7 @@ func TestFindCycle5000(t *testing.T) {
 	}
 	for i, x := range cyc {
 		next := cyc[(i+1)%len(cyc)]
-		if !containsInt32(g.Succ(int(x)), next) {
+		if !slices.Contains(g.Succ(int(x)), next) {
 			t.Fatalf("witness step %d -> %d is not an edge", x, next)
 		}
 	}
@@ -111,10 +111,6 @@ func TestFindCycle5000(t *testing.T) {
 	if BuildGraph(dag(nil, []int{0})).FindCycle() != nil {
 		t.Fatal("acyclic graph reported a cycle")
 	}
-}
-
-func containsInt32(xs []int32, x int32) bool {
-	return slices.Contains(xs, x)
 }
 
 func TestSimulateCounters(t *testing.T) {

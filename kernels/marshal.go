@@ -322,8 +322,11 @@ func (t *Tables) buildQueues(p *ir.Program) {
 }
 
 // checkSchedule proves the queues cannot deadlock a co-resident grid: the
-// DAG is acyclic, every wait can be satisfied, and within a queue every
-// producer precedes its consumers (the queue is a linear extension, docs/spec/rules.md R21).
+// DAG is acyclic, every wait can be satisfied, and every queue is a linear
+// extension of the dependency order, transitively: the dependency graph
+// plus each queue's order has no cycle (docs/spec/rules.md R21, R32). The
+// queues are the ones buildQueues makes, each SM's tasks in task-list order,
+// which is what ir.QueueNext describes.
 func checkSchedule(p *ir.Program, queues [][]int32) error {
 	prod := ir.ProducersByCounter(p)
 	for i := range p.Tasks {
@@ -351,6 +354,10 @@ func checkSchedule(p *ir.Program, queues [][]int32) error {
 					*p.Tasks[i].SM, p.Tasks[i].Describe(), p.Tasks[pr].Describe())
 			}
 		}
+	}
+	if cyc := ir.QueueCycle(p, g); cyc != nil {
+		return fmt.Errorf("queue %d runs task %s before task %s, which it waits for through other queues (deadlock)",
+			*p.Tasks[cyc[0]].SM, p.Tasks[cyc[0]].Describe(), p.Tasks[cyc[1]].Describe())
 	}
 	return nil
 }

@@ -194,6 +194,17 @@ func TestMarshalRejects(t *testing.T) {
 			p.Tasks[1].ID, p.Tasks[4].ID = 1, 4
 			p.Tasks[1].Waits = append(p.Tasks[1].Waits, ir.Wait{Counter: 1, Threshold: 1})
 		}, MarshalOptions{}, "before its producer"},
+		{"queue order through another queue", func(p *ir.Program) {
+			// embed and argmax swap places in the list, both on queue 0; the
+			// rest on queue 1. No dependency joins two tasks of queue 0
+			// directly, but queue 0 runs argmax first, which waits (through
+			// queue 1's norm and tiles) for the embed behind it.
+			p.Tasks[0], p.Tasks[4] = p.Tasks[4], p.Tasks[0]
+			p.Tasks[0].ID, p.Tasks[4].ID = 0, 4
+			for i, q := range []int{0, 1, 1, 1, 0} {
+				p.Tasks[i].SM = new(q)
+			}
+		}, MarshalOptions{}, "queue 0 runs task 0:argmax before task 4:embed"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -53,6 +53,11 @@ func FromHFConfig(data []byte, nLayers int) (Config, error) {
 	if err != nil {
 		return Config{}, &HFConfigError{Problems: []string{"config.json is not valid JSON: " + err.Error()}}
 	}
+	if d := pyjson.FindDuplicateKey(root); d != nil {
+		// Python keeps the last value, another reader the first: refused,
+		// as a repeated key is in every document amk reads.
+		return Config{}, &HFConfigError{Problems: []string{"config.json has a " + d.Error()}}
+	}
 	if root.Kind != pyjson.Object {
 		return Config{}, &HFConfigError{Problems: []string{"config.json must be a JSON object, got " + root.Kind.String()}}
 	}
@@ -107,9 +112,12 @@ func integer(v pyjson.Value) (int64, bool) {
 	return int64(f), true
 }
 
-// posInt reads a positive integer field; def is used when absent (required
-// fields pass def <= 0 and are reported missing).
-func (r *hfReader) posInt(key string, def int) int {
+// posInt reads a positive integer field of at most MaxDim; def is used
+// when absent (required fields pass def <= 0 and are reported missing).
+func (r *hfReader) posInt(key string, def int) int { return r.posIntUpTo(key, def, MaxDim) }
+
+// posIntUpTo is posInt with its own upper bound.
+func (r *hfReader) posIntUpTo(key string, def, limit int) int {
 	v, ok := r.get(key)
 	if !ok {
 		if def <= 0 {
@@ -118,8 +126,8 @@ func (r *hfReader) posInt(key string, def int) int {
 		return def
 	}
 	i, ok := integer(v)
-	if !ok || i <= 0 || i > MaxDim {
-		r.invalid = append(r.invalid, fmt.Sprintf("%s must be an integer in [1, %d], got %s", key, MaxDim, v.Repr()))
+	if !ok || i <= 0 || i > int64(limit) {
+		r.invalid = append(r.invalid, fmt.Sprintf("%s must be an integer in [1, %d], got %s", key, limit, v.Repr()))
 		return 0
 	}
 	return int(i)
@@ -169,7 +177,7 @@ func (r *hfReader) shape(nLayers int) Config {
 	case nLayers < 0:
 		r.invalid = append(r.invalid, fmt.Sprintf("the layer override must be positive (0 keeps num_hidden_layers), got %d", nLayers))
 	default:
-		cfg.NLayers = r.posInt("num_hidden_layers", 0)
+		cfg.NLayers = r.posIntUpTo("num_hidden_layers", 0, MaxLayers)
 	}
 	if _, explicit := r.get("head_dim"); explicit {
 		cfg.HeadDim = r.posInt("head_dim", 0)

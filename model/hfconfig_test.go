@@ -2,12 +2,14 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // tinyLlamaJSON is TinyLlama-1.1B's published config.json.
@@ -19,15 +21,24 @@ const tinyLlamaJSON = `{
   "torch_dtype": "bfloat16", "transformers_version": "4.35.0", "use_cache": true, "vocab_size": 32000
 }`
 
-// llamaJSON is a small Llama config with the given extra members.
+// llamaJSON is a small Llama config with the given extra members; an extra
+// member replaces the base's member of that name (a repeated key would be
+// refused).
 func llamaJSON(extra string) string {
-	s := `{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
+	base, err := pyjson.Parse([]byte(`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
   "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 320,
-  "max_position_embeddings": 512, "rms_norm_eps": 1e-06, "hidden_act": "silu"`
-	if extra != "" {
-		s += ", " + extra
+  "max_position_embeddings": 512, "rms_norm_eps": 1e-06, "hidden_act": "silu"}`))
+	if err != nil {
+		panic(err)
 	}
-	return s + "}"
+	more, err := pyjson.Parse([]byte("{" + extra + "}"))
+	if err != nil {
+		panic(fmt.Sprintf("extra members %s: %v", extra, err))
+	}
+	for _, m := range more.Obj {
+		base.Set(m.Key, m.Val)
+	}
+	return pyjson.Compact(base, false)
 }
 
 func TestFromHFConfigTinyLlama(t *testing.T) {

@@ -3,12 +3,12 @@ package model
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/amk-dev/amk/didyoumean"
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // maxConfigBytes bounds a config.json read by Load.
@@ -22,8 +22,26 @@ const maxConfigBytes = 16 << 20
 const ImportMaxSeq = 4096
 
 // Load resolves a model argument: a preset name, a path to a HuggingFace
-// config.json, or a directory holding one.
-func Load(nameOrPath string) (Config, error) {
+// config.json, or a directory holding one, optionally followed by
+// ModelSpecSep and a quantization scheme ("small:w4a16-g64",
+// SplitModelSpec): the model with its projections quantised.
+func Load(spec string) (Config, error) {
+	nameOrPath, q, err := SplitModelSpec(spec)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := loadFloat(nameOrPath)
+	if err != nil || !q.On() {
+		return cfg, err
+	}
+	cfg = cfg.Quantized(q)
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func loadFloat(nameOrPath string) (Config, error) {
 	if cfg, err := Preset(nameOrPath); err == nil {
 		return cfg, nil
 	}
@@ -36,7 +54,7 @@ func Load(nameOrPath string) (Config, error) {
 	if info.IsDir() {
 		path = filepath.Join(path, "config.json")
 	}
-	data, err := readBounded(path, maxConfigBytes)
+	data, err := inputfile.ReadFile(path, maxConfigBytes) // regular files only, bounded
 	if err != nil {
 		return Config{}, err
 	}
@@ -59,21 +77,4 @@ func hint(name string) string {
 		return " (" + h + ")"
 	}
 	return ""
-}
-
-// readBounded reads a whole file, refusing one larger than limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes; not a config.json", path, limit)
-	}
-	return data, nil
 }

@@ -12,6 +12,16 @@ import (
 // stay far from integer overflow whatever a config file says.
 const MaxDim = 1 << 24
 
+// MaxLayers bounds a Config's decoder layers, far above any released decoder
+// (Llama 3.1 405B has 126), so that a config file cannot make the
+// per-layer work of lowering, weights and checks unbounded.
+const MaxLayers = 1024
+
+// MaxParams bounds a Config's weight values (about 4.4 trillion, ten times
+// a 405B model): beyond it no evaluator could hold the model, and the
+// counts stay far from integer overflow.
+const MaxParams = int64(1) << 42
+
 // Key schemes: the state-dict key layouts of the Python reference's toy
 // model and of HuggingFace Llama checkpoints.
 const (
@@ -45,19 +55,30 @@ func (c *Config) Validate() error {
 func (c *Config) problems() []string {
 	var p []string
 	dims := []struct {
-		name string
-		v    int
+		name  string
+		v     int
+		limit int
 	}{
-		{"hidden", c.Hidden}, {"n_heads", c.NHeads}, {"n_kv_heads", c.NKVHeads},
-		{"head_dim", c.HeadDim}, {"intermediate", c.Intermediate}, {"vocab", c.Vocab},
-		{"n_layers", c.NLayers}, {"max_seq", c.MaxSeq},
+		{"hidden", c.Hidden, MaxDim}, {"n_heads", c.NHeads, MaxDim}, {"n_kv_heads", c.NKVHeads, MaxDim},
+		{"head_dim", c.HeadDim, MaxDim}, {"intermediate", c.Intermediate, MaxDim}, {"vocab", c.Vocab, MaxDim},
+		{"n_layers", c.NLayers, MaxLayers}, {"max_seq", c.MaxSeq, MaxDim},
 	}
+	inRange := true
 	for _, d := range dims {
 		switch {
 		case d.v <= 0:
 			p = append(p, fmt.Sprintf("%s must be at least 1, got %d", d.name, d.v))
-		case d.v > MaxDim:
-			p = append(p, fmt.Sprintf("%s must be at most %d, got %d", d.name, MaxDim, d.v))
+			inRange = false
+		case d.v > d.limit:
+			p = append(p, fmt.Sprintf("%s must be at most %d, got %d", d.name, d.limit, d.v))
+			inRange = false
+		}
+	}
+	// With every dimension in range the count cannot overflow: each product
+	// of two is below 2^48, a layer below 2^52, MaxLayers of them below 2^62.
+	if inRange && int64(c.NHeads)*int64(c.HeadDim) <= MaxDim && int64(c.NKVHeads)*int64(c.HeadDim) <= MaxDim {
+		if n := c.NumParams(); n > MaxParams {
+			p = append(p, fmt.Sprintf("the model has %d parameters, more than the %d (%.1f trillion) amk models", n, MaxParams, float64(MaxParams)/1e12))
 		}
 	}
 	if c.HeadDim > 0 && c.HeadDim%2 != 0 {
@@ -84,7 +105,7 @@ func (c *Config) problems() []string {
 	if c.KeyScheme != SchemeToy && c.KeyScheme != SchemeHF {
 		p = append(p, fmt.Sprintf("key_scheme must be %q or %q, got %q", SchemeToy, SchemeHF, c.KeyScheme))
 	}
-	return p
+	return append(p, c.Quant.problems(c)...)
 }
 
 // Rep is n_heads / n_kv_heads: how many query heads share one KV head.

@@ -18,6 +18,7 @@ const (
 	RuleReorder    = "reorder"       // the reorder put a cross-stage fragment before a same-partition MMA
 	RuleExcessWait = "excess-wait"   // advisory: a derived wait drains ops the consumer does not need
 	RuleDeadLoad   = "dead-prologue" // advisory: a prologue fragment load nobody reads
+	RuleCoverage   = "coverage"      // an output quadrant is not computed exactly once per k-step
 )
 
 // Finding is one hazard (or advisory) of a schedule, at a place of the
@@ -38,9 +39,12 @@ func (f Finding) String() string {
 	if f.Half >= 0 {
 		where = append(where, fmt.Sprintf("half %d", f.Half))
 	}
-	if f.Mini > 0 {
+	switch {
+	case f.Mini > 0:
 		where = append(where, fmt.Sprintf("mini-iter %d", f.Mini))
-	} else {
+	case f.Rule == RuleCoverage:
+		where = append(where, "body")
+	default:
 		where = append(where, "prologue")
 	}
 	where = append(where, f.Op)
@@ -181,6 +185,7 @@ func analyze(s *Schedule, iters int) ([]*inst, []Finding) {
 		}
 	}
 	c.deadPrologue()
+	c.coverage()
 	var hazards, advisories []Finding
 	for _, f := range c.findings {
 		if f.Advisory {
@@ -612,6 +617,49 @@ func (c *checker) consume(in *inst, ri [2]int) {
 	}
 	c.report(c.finding(in, RuleWrongData, false, wantStage, fmt.Sprintf("reads %s holding k-block %d, but half %d "+
 		"computes k-block %d: %s", name, r.kblk, in.part, want, why)))
+}
+
+// coverage checks that every k-step (one partition of one iteration)
+// computes each output quadrant (m, n) of the Quadrants x Quadrants tile
+// exactly once: an MMA accumulates A_quad[m]·B_quad[n] of its k-block into
+// C(m, n), so a quadrant computed twice adds that k-block twice and one
+// never computed misses it; either way the GEMM is wrong, however well the
+// loads are ordered. Every partition runs the same body, so each miss or
+// repeat is reported once per partition, at the partition's first
+// iteration.
+func (c *checker) coverage() {
+	q := c.s.Quadrants
+	type key struct{ half, m, n int }
+	count := map[key]int{}
+	second := map[key]*inst{}
+	for _, in := range c.stream {
+		if in.iter < 0 || in.op.Kind.Class() != MMAClass {
+			continue
+		}
+		k := key{in.half, in.op.Quadrant[0], in.op.Quadrant[1]}
+		count[k]++
+		if count[k] == 2 {
+			second[k] = in
+		}
+	}
+	for p := 0; p < c.s.Partitions; p++ {
+		for m := 0; m < q; m++ {
+			for n := 0; n < q; n++ {
+				k := key{p, m, n} // iteration 0: half index p
+				switch got := count[k]; {
+				case got == 0:
+					c.report(Finding{Rule: RuleCoverage, Half: p, Op: fmt.Sprintf("MMA(%d,%d)", m, n), Stage: -1,
+						Message: fmt.Sprintf("the body computes output quadrant (%d,%d) never in a k-step: no MMA(%d,%d) "+
+							"accumulates A_quad[%d]·B_quad[%d], so C(%d,%d) misses every k-block", m, n, m, n, m, n, m, n)})
+				case got > 1:
+					in := second[k]
+					c.report(c.finding(in, RuleCoverage, false, -1, fmt.Sprintf("the body computes output quadrant "+
+						"(%d,%d) twice in a k-step (%d MMA(%d,%d)): C(%d,%d) accumulates each k-block %d times",
+						m, n, got, m, n, m, n, got)))
+				}
+			}
+		}
+	}
 }
 
 // deadPrologue notes prologue fragment loads whose value no MMA read.

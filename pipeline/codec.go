@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/amk-dev/amk/pyjson"
 )
 
 // Format is the "format" value of a schedule file.
@@ -61,6 +63,14 @@ type wirePrologue struct {
 func Decode(data []byte) (*Schedule, error) {
 	if len(data) > MaxFileBytes {
 		return nil, fmt.Errorf("schedule file is %d bytes: at most %d", len(data), MaxFileBytes)
+	}
+	// Go's decoder keeps the last of a repeated key and matches keys to
+	// fields without regard to case; amk refuses a repeated key in any
+	// spelling, as in every document it reads.
+	if v, err := pyjson.Parse(data); err == nil {
+		if d := pyjson.FindDuplicateKeyFold(v); d != nil {
+			return nil, fmt.Errorf("not a pipeline schedule: %v", d)
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -70,3 +70,29 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeRefusesRepeatedKeys: a key given twice, or twice in spellings
+// that differ only by case (which Go's JSON decoder matches to one field),
+// is refused wherever it stands.
+func TestDecodeRefusesRepeatedKeys(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "amd-4wave-fp8.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	for _, tc := range []struct{ name, from, to string }{
+		{"top level", `"quadrants": 2,`, `"quadrants": 2, "quadrants": 1,`},
+		{"by case", `"quadrants": 2,`, `"quadrants": 2, "Quadrants": 1,`},
+		{"in an op", `{"op": "MMA", "quadrant": [0, 0]}`, `{"op": "MMA", "quadrant": [0, 0], "quadrant": [0, 1]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(doc, tc.from) {
+				t.Fatalf("the seed file has no %s", tc.from)
+			}
+			_, err := Decode([]byte(strings.Replace(doc, tc.from, tc.to, 1)))
+			if err == nil || !strings.Contains(err.Error(), "duplicate key") {
+				t.Fatalf("err = %v, want a duplicate key error", err)
+			}
+		})
+	}
+}

@@ -45,9 +45,11 @@
 // with the rule that would have covered it), reg-war (a fragment load
 // overwrote a quadrant before its MMA consumed it), wrong-data (an MMA
 // reads another k-block: wrong stage, stale or refilled too early),
-// prologue (the prologue does not leave what the first iteration reads)
-// and reorder (double_buffer_reorder placed a cross-stage fragment before a
-// same-partition MMA). Advisory: excess-wait (a derived wait drains past
+// prologue (the prologue does not leave what the first iteration reads),
+// reorder (double_buffer_reorder placed a cross-stage fragment before a
+// same-partition MMA) and coverage (a k-step does not compute every output
+// quadrant (m, n) exactly once: a quadrant computed twice accumulates its
+// k-block twice, one never computed misses it). Advisory: excess-wait (a derived wait drains past
 // every true producer) and dead-prologue (a prologue fragment nobody
 // reads). Listing prints the proved issue stream with the derived waits as
 // counter values (s_waitcnt vmcnt(N) lgkmcnt(N)). Not modelled: other waves (cross-wave LDS visibility is the

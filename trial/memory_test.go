@@ -89,3 +89,27 @@ func TestCancelledLoadIsNotCachedAndNotAVerdict(t *testing.T) {
 		t.Fatalf("a cancelled load must not be cached: %v", err)
 	}
 }
+
+// TestCheckConfigIsTheLargestThatFits: the check model is the most layers
+// whose weights fit the budget, for every budget around each layer count
+// (the search must agree with removing one layer at a time).
+func TestCheckConfigIsTheLargestThatFits(t *testing.T) {
+	cfg, err := model.Preset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NLayers = 40
+	for n := 1; n <= cfg.NLayers; n++ {
+		at := cfg
+		at.NLayers = n
+		for _, budget := range []int64{at.WeightBytes() - 1, at.WeightBytes(), at.WeightBytes() + 1} {
+			want := cfg
+			for want.NLayers > 1 && want.WeightBytes() > budget {
+				want.NLayers--
+			}
+			if got := checkConfig(cfg, budget); got.NLayers != want.NLayers {
+				t.Fatalf("budget %d: %d layers, want %d", budget, got.NLayers, want.NLayers)
+			}
+		}
+	}
+}

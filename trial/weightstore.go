@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/amk-dev/amk/filemap"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/model"
 )
 
@@ -121,15 +122,11 @@ func storeWeights(path string, w model.Weights) error {
 // and the keep budget lets it go (ModelCache.KeepUnused). The mapping of a
 // file that failed the checks is released at once.
 func readMapped(path string, cfg model.Config) (model.Weights, func(), error) {
-	f, err := os.Open(path)
+	f, info, err := inputfile.Open(path) // regular files only, never blocks
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
 	data, unmap, err := mapFile(f, info.Size())
 	if err != nil {
 		return nil, nil, err

@@ -42,7 +42,7 @@ func (c *checker) checkBounds() {
 		case ir.OpSampleArgmax:
 			tc.argmax()
 		case ir.OpFUSED:
-			if pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t)); ok && len(t.Inputs) == len(pat.Inputs) {
+			if pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t)); ok && len(t.Inputs) == pat.TaskArity(t) {
 				tc.fused(pat)
 			}
 		}
@@ -98,7 +98,7 @@ func (tc *taskCheck) projection() {
 			tc.fail(CodeBadK, x, "K=%d must be positive", k)
 		case k != dim(x, -1):
 			tc.fail(CodeBadK, x, "K=%d != last dimension %d of input #%d ('%s')", k, dim(x, -1), x.ID, x.Name)
-		case len(w.Shape) >= 2 && k != dim(w, -1):
+		case k != dim(w, -1):
 			tc.fail(CodeBadK, w, "K=%d != last dimension %d of weight #%d ('%s')", k, dim(w, -1), w.ID, w.Name)
 		}
 	}
@@ -110,8 +110,9 @@ func (tc *taskCheck) projection() {
 			tc.fail(CodeTileBounds, o, "tile n_off=%d N_tile=%d is not a column range (needs n_off >= 0 and N_tile > 0)", nOff, nTile)
 		case nOff+nTile > dim(o, -1):
 			tc.fail(CodeTileBounds, o, "tile columns [%d, %d) exceed the %d columns of output #%d ('%s')", nOff, nOff+nTile, dim(o, -1), o.ID, o.Name)
-		case len(w.Shape) == 2 && nOff+nTile > dim(w, 0):
-			tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, nOff+nTile, dim(w, 0), w.ID, w.Name)
+		case nOff+nTile > rowsOf(w):
+			// The weight is read as rows of K values, whatever its rank.
+			tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, nOff+nTile, rowsOf(w), w.ID, w.Name)
 		}
 	}
 	if tc.t.Op == ir.OpGEMMTile {
@@ -123,14 +124,13 @@ func (tc *taskCheck) projection() {
 	if !x.DType.IsFloat() {
 		tc.fail(CodeDTypeMismatch, x, "input #%d ('%s') has dtype %s; a projection reads a floating-point activation", x.ID, x.Name, x.DType)
 	}
-	qd, hasQ := tc.param("qdtype")
-	quantized := hasQ && (qd == int64(ir.I4) || qd == int64(ir.I8)) && len(tc.in) >= 3
+	_, si, quantized := ir.TileQuant(tc.t)
 	switch {
-	case quantized && w.DType != ir.DType(qd):
-		tc.fail(CodeDTypeMismatch, w, "quantized weight #%d ('%s') has dtype %s, but qdtype=%d is %s", w.ID, w.Name, w.DType, qd, ir.DType(qd))
-	case quantized && !tc.in[2].DType.IsFloat():
-		tc.fail(CodeDTypeMismatch, tc.in[2], "scales #%d ('%s') have dtype %s; scales must be floating-point", tc.in[2].ID, tc.in[2].Name, tc.in[2].DType)
-	case !quantized && !w.DType.IsFloat():
+	case quantized:
+		if k, ok := tc.param("K"); ok && k > 0 && k == dim(w, -1) && ok1 && ok2 && nOff >= 0 && nTile > 0 {
+			tc.quantScales(w, tc.in[si], k, nOff+nTile)
+		}
+	case !w.DType.IsFloat():
 		tc.fail(CodeDTypeMismatch, w, "weight #%d ('%s') has dtype %s; an unquantized projection needs a floating-point weight (quantized tiles carry qdtype 6 or 7 and a scales input)", w.ID, w.Name, w.DType)
 	}
 }
@@ -170,6 +170,10 @@ func (tc *taskCheck) embed() {
 	ids, table, o := tc.in[0], tc.in[1], tc.out[0]
 	if !isIndexType(ids.DType) {
 		tc.fail(CodeDTypeMismatch, ids, "ids #%d ('%s') have dtype %s; EMBED ids must be an integer type", ids.ID, ids.Name, ids.DType)
+	}
+	if len(table.Shape) == 0 || table.Shape[0] <= 0 {
+		tc.fail(CodeShapeMismatch, table, "table #%d ('%s') has shape %s; EMBED gathers rows of its first dimension, so it needs one", table.ID, table.Name, pyInts(table.Shape))
+		return
 	}
 	h, ok := tc.param("hidden")
 	if !ok {
@@ -394,15 +398,68 @@ func (tc *taskCheck) combine() {
 	}
 }
 
-// elementwise checks that each input has the output's size or broadcasts to
-// its shape.
+// elementwise checks the sizes amk's VM and kernels compute with (the
+// reference's torch ops broadcast more freely): a one-input op (COPY,
+// GELU, SOFTMAX, MUL by params.scale) writes as many elements as it reads;
+// a two-input op (ADD, MUL, SILU_MUL) takes operands of one size, or whose
+// smaller shape (leading 1s dropped) is a suffix of the larger's, and
+// writes the larger's size (SILU_MUL: equal sizes only); ALLREDUCE_SHARD's
+// shards and output all have one size. SOFTMAX's dim lies within x's rank.
 func (tc *taskCheck) elementwise() {
-	o := tc.out[0]
-	for _, x := range tc.in {
-		if numel(x) != numel(o) && !broadcastsTo(x.Shape, o.Shape) {
-			tc.fail(CodeShapeMismatch, x, "input #%d ('%s') shape %s does not fit output #%d ('%s') shape %s", x.ID, x.Name, pyInts(x.Shape), o.ID, o.Name, pyInts(o.Shape))
+	o, x := tc.out[0], tc.in[0]
+	switch {
+	case len(tc.in) == 1:
+		if numel(x) != numel(o) {
+			tc.fail(CodeShapeMismatch, o, "output #%d ('%s') has %d elements but input #%d ('%s') has %d", o.ID, o.Name, numel(o), x.ID, x.Name, numel(x))
+		}
+		if d, ok := tc.param("dim"); ok && tc.t.Op == ir.OpSOFTMAX {
+			if rank := int64(max(len(x.Shape), 1)); d < -rank || d >= rank {
+				tc.fail(CodeShapeMismatch, x, "dim=%d outside the %d dimension(s) of input #%d ('%s')", d, rank, x.ID, x.Name)
+			}
+		}
+	case tc.t.Op == ir.OpAllreduceShard:
+		for _, shard := range tc.in {
+			if numel(shard) != numel(o) {
+				tc.fail(CodeShapeMismatch, shard, "shard #%d ('%s') has %d elements but output #%d ('%s') has %d", shard.ID, shard.Name, numel(shard), o.ID, o.Name, numel(o))
+			}
+		}
+	default:
+		a, b := tc.in[0], tc.in[1]
+		n, ok := suffixBroadcast(a, b)
+		switch {
+		case !ok || (tc.t.Op == ir.OpSiLUMul && numel(a) != numel(b)):
+			tc.fail(CodeShapeMismatch, b, "inputs #%d ('%s') shape %s and #%d ('%s') shape %s do not combine (equal sizes, or the smaller's shape without leading 1s a suffix of the larger's; SILU_MUL: equal sizes)", a.ID, a.Name, pyInts(a.Shape), b.ID, b.Name, pyInts(b.Shape))
+		case numel(o) != n:
+			tc.fail(CodeShapeMismatch, o, "output #%d ('%s') has %d elements, the result has %d", o.ID, o.Name, numel(o), n)
 		}
 	}
+}
+
+// suffixBroadcast is the VM's pairing of two operands: equal sizes, or the
+// smaller's shape, leading 1s dropped, a suffix of the larger's (it then
+// repeats); n is the larger size.
+func suffixBroadcast(a, b *ir.Buffer) (n int64, ok bool) {
+	na, nb := numel(a), numel(b)
+	if na == nb {
+		return na, true
+	}
+	big, small := a, b
+	if nb > na {
+		big, small = b, a
+	}
+	ss := small.Shape
+	for len(ss) > 0 && ss[0] == 1 {
+		ss = ss[1:]
+	}
+	if numel(small) <= 0 || len(ss) > len(big.Shape) {
+		return 0, false
+	}
+	for i := 1; i <= len(ss); i++ {
+		if ss[len(ss)-i] != big.Shape[len(big.Shape)-i] {
+			return 0, false
+		}
+	}
+	return numel(big), true
 }
 
 // argmax checks one output element per row of the logits.

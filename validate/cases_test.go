@@ -69,7 +69,16 @@ var goldenCases = []goldenCase{
 	{code: CodeOnChipCrossSM, name: "smem_used_on_two_sms", build: func(t testing.TB) *ir.Program { return onChip(t, new(0), new(1)) }},
 	{code: CodeOnChipUnplaced, name: "smem_users_unplaced", build: func(t testing.TB) *ir.Program { return onChip(t, nil, nil) }},
 	{code: CodeSMQueueOrder, name: "consumer_listed_before_producer", build: queueOrder},
+	{code: CodeSMQueueOrder, name: "queue_deadlock_through_another_sm", build: queueDeadlockAcrossSMs},
 	{code: CodeSMRange, name: "sm_999", build: smOutOfRange},
+	{code: CodeTileBounds, name: "gemv_tile_beyond_rank_1_weight", build: gemvRank1Weight},
+	{code: CodeShapeMismatch, name: "copy_into_a_larger_buffer", build: copyBroadcast},
+	{code: CodeShapeMismatch, name: "add_into_a_larger_buffer", build: addIntoLarger},
+	{code: CodeShapeMismatch, name: "embed_from_a_scalar_table", build: embedScalarTable},
+	{code: CodeReadOnlyWrite, name: "copy_writes_weight", build: copyIntoWeight},
+	{code: CodeReadOnlyWrite, name: "norm_writes_io_input", build: normWritesInput},
+	{code: CodeReadOnlyWrite, name: "copy_writes_const", build: copyIntoConst},
+	{code: CodeCounterInit, name: "counter_init_3", build: counterInit3},
 	{code: CodePageAlias, name: "unordered_page_sharing", build: unorderedPages},
 	{code: CodePageAlias, name: "reuse_before_last_read", build: func(t testing.TB) *ir.Program { return pagedChain(t, true) }},
 	{code: CodePageBinding, name: "binding_to_missing_buffer", build: pageBindingMissing},
@@ -90,6 +99,13 @@ var goldenCases = []goldenCase{
 	{code: CodeShapeMismatch, name: "attention_head_dim_not_cache", build: func(t testing.TB) *ir.Program { return attention(t, 0, 10, 4, 2, 8) }},
 	{code: CodeDTypeMismatch, name: "float_embed_ids", build: floatEmbedIDs},
 	{code: CodeDTypeMismatch, name: "float_rope_positions", build: floatRopePositions},
+	{name: "int4_gemv_with_scales", build: func(t testing.TB) *ir.Program { return quantGEMV(t, nil) }},
+	{code: CodeQuantScales, name: "scales_one_group_short", build: func(t testing.TB) *ir.Program {
+		return quantGEMV(t, func(p *ir.Program, qs, _ int) { p.Buffers[qs].Shape = []int{16, 1} })
+	}},
+	{code: CodeQuantScales, name: "tile_reads_another_weights_scales", build: func(t testing.TB) *ir.Program {
+		return quantGEMV(t, func(p *ir.Program, _, os int) { p.Tasks[1].Inputs[2] = os })
+	}},
 }
 
 // irSmokeChain is test_ir_smoke.py's rmsnorm -> gemv -> add chain (F16).
@@ -256,8 +272,9 @@ func capacityOverflow(t testing.TB) *ir.Program {
 // config keys that the decoder must drop.
 func additiveFields(t testing.TB) *ir.Program {
 	b := newBuilder(t, "rtx5090")
+	x := b.buf("x", ir.IOInput, 1)
 	o := b.buf("o", ir.IOOutput, 1)
-	b.task(ir.OpCOPY, ints(o), ints(o), b.ctr(), nil, "x")
+	b.task(ir.OpCOPY, ints(x), ints(o), b.ctr(), nil, "x")
 	return b.p
 }
 

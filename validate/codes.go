@@ -35,7 +35,7 @@ const (
 	CodeRaceRAW       = "race-raw"
 	CodeRaceKV        = "race-kv"
 	CodeNeverProduced = "never-produced"
-	CodeSelfRead      = "self-read" // warning
+	CodeSelfRead      = "self-read" // an error in amk, a warning in the reference (docs/spec/rules.md R31)
 	CodeRaceWAW       = "race-waw"
 
 	// Steps 6 and 7: on-chip locality, per-SM queues.
@@ -60,4 +60,9 @@ const (
 	CodeKVPos         = "kv-pos"
 	CodeShapeMismatch = "shape-mismatch"
 	CodeDTypeMismatch = "dtype-mismatch"
+	CodeQuantScales   = "quant-scales"
+
+	// docs/spec/rules.md R31: the memory model.
+	CodeReadOnlyWrite = "readonly-write"
+	CodeCounterInit   = "counter-init"
 )

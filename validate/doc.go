@@ -38,7 +38,10 @@
 //  6. On-chip (SMEM/REGISTER) buffers are used on one SM.
 //  7. Per-SM queues: amk's loader builds each SM's serial queue in task-list
 //     order (docs/spec/rules.md R21), so a dependency between two tasks on one SM must point
-//     forward in the list; placements lie in [0, target.num_sms).
+//     forward in the list; placements lie in [0, target.num_sms). Beyond the
+//     reference (docs/spec/rules.md R32): a queue must respect the dependency order
+//     transitively too, through tasks on other SMs; the dependency graph plus
+//     the queues' order must have no cycle (ir.QueueCycle).
 //  8. Page aliasing, at every size: buffers sharing a page have separated
 //     live ranges (every use of one precedes every writer of the other).
 //  9. Every IO_OUTPUT is produced; meta['gpu'] != target.name warns.
@@ -51,6 +54,10 @@
 //     tiles of ir.FusedPatterns,
 //     split-KV partials [n_heads, hd+2] with flags bit 1, GEMM tiles with
 //     M_tile rows, quantized I4/I8 weights with scales).
+//  11. docs/spec/rules.md R31, the memory model (docs/spec/ir.md §1, §4), which
+//     the reference states but does not check: no task writes a WEIGHT,
+//     CONST or IO_INPUT buffer, and every counter starts at 0 (the device
+//     zeroes them before each launch).
 //
 // # Codes
 //
@@ -81,11 +88,14 @@
 //	                              does not precede the read
 //	race-kv             error     step 4: the same for a KV cache written this pass
 //	never-produced      error     step 4: a transient buffer is read but never written
-//	self-read           warning   step 4: a task reads a buffer only it writes
+//	self-read           error     step 4: a task reads a buffer only it writes (R31: the
+//	                              reference only warns; no write precedes the read)
 //	race-waw            error     step 5: two writers that overlap and are unordered
 //	onchip-cross-sm     error     step 6: an on-chip buffer used from several SMs
 //	onchip-unplaced     warning   step 6: an on-chip buffer whose users have no SM yet
-//	sm-queue-order      error     step 7: a same-SM dependency pointing backwards in the list
+//	sm-queue-order      error     step 7: a same-SM dependency pointing backwards in the list, or
+//	                              (R32) a queue head that waits, through other SMs, for a task
+//	                              behind it in its queue
 //	sm-range            error     step 7: sm outside [0, target.num_sms)
 //	page-binding        error     step 8: a page binding names a buffer that does not exist
 //	page-alias          error     step 8: two buffers on one page with unordered live ranges
@@ -105,6 +115,12 @@
 //	                              with the buffers' shapes
 //	dtype-mismatch      error     R19: a dtype the op cannot consume (non-integer EMBED ids or ROPE
 //	                              positions, a non-float activation, weight dtype vs qdtype)
+//	quant-scales        error     R19: a quantised tile's scales are not a float WEIGHT of shape
+//	                              [N, ceil(K/group)] (a group short, a row short), params.group
+//	                              is not positive, or they are another weight's scales (their
+//	                              source is not the weight's + ".scales")
+//	readonly-write      error     R31: a task writes a WEIGHT, CONST or IO_INPUT buffer
+//	counter-init        error     R31: a counter whose init is not 0
 //
 // # Reachability
 //

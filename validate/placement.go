@@ -1,6 +1,11 @@
 package validate
 
-import "slices"
+import (
+	"slices"
+	"strings"
+
+	"github.com/amk-dev/amk/ir"
+)
 
 // checkOnChip is step 6: an SMEM/REGISTER buffer moves no data across SMs,
 // so all its users must sit on one SM.
@@ -74,6 +79,7 @@ func (c *checker) checkSMQueues() {
 	if !placed {
 		return
 	}
+	direct := false
 	for a := 0; a < c.g.N; a++ {
 		sa := p.Tasks[a].SM
 		if sa == nil {
@@ -82,9 +88,13 @@ func (c *checker) checkSMQueues() {
 		for _, b := range c.g.Succ(a) {
 			sb := p.Tasks[b].SM
 			if sb != nil && *sb == *sa && a >= int(b) {
+				direct = true
 				c.errf(CodeSMQueueOrder, int(b), -1, -1, "SM %d queue order violates dependency %d->%d (producer must precede consumer in the same SM's serial queue)", *sa, a, b)
 			}
 		}
+	}
+	if !direct && c.order != nil {
+		c.checkQueueCycle()
 	}
 	if p.Target == nil {
 		return
@@ -95,4 +105,27 @@ func (c *checker) checkSMQueues() {
 			c.errf(CodeSMRange, t.ID, -1, -1, "task %d assigned to SM %d out of range [0,%d)", t.ID, *t.SM, p.Target.NumSMs)
 		}
 	}
+}
+
+// checkQueueCycle is the rest of step 7 (docs/spec/rules.md R32): each SM's
+// queue must be a linear extension of the dependency order, transitively,
+// not only for the direct edges the reference checks. Two tasks of one SM
+// with no direct edge between them can still be ordered through tasks on
+// other SMs; if the later one in the queue must run first, the SM blocks on
+// its head for ever. The queues deadlock iff the dependency graph plus the
+// queue order has a cycle; one such cycle is reported.
+func (c *checker) checkQueueCycle() {
+	p := c.p
+	cyc := ir.QueueCycle(p, c.g)
+	if len(cyc) < 2 || ir.QueueNext(p)[cyc[0]] != cyc[1] {
+		return // no deadlock, or a cycle of dependencies (step 3 reported it)
+	}
+	a, b := cyc[0], cyc[1]
+	path := make([]string, 0, len(cyc))
+	for _, t := range cyc[1:] {
+		path = append(path, p.Tasks[t].Describe())
+	}
+	path = append(path, p.Tasks[a].Describe())
+	c.errf(CodeSMQueueOrder, int(a), -1, -1, "SM %d queue runs task %d before task %d, but task %d can only start after task %d (%s, through other SMs): the SM blocks on its queue head for ever (deadlock)",
+		*p.Tasks[a].SM, a, b, a, b, strings.Join(path, " -> "))
 }

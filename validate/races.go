@@ -135,7 +135,7 @@ func (c *checker) checkRaces() {
 		case 1:
 			c.errf(CodeNeverProduced, t.ID, rd.buf, -1, "task %d (%s) reads buffer #%d ('%s') that is never produced", t.ID, t.Label, rd.buf, buf.Name)
 		case 3:
-			c.warnf(CodeSelfRead, t.ID, rd.buf, -1, "task %d (%s) reads buffer #%d ('%s') in place with no external producer (reads its own uninitialized output?)", t.ID, t.Label, rd.buf, buf.Name)
+			c.selfRead(t, rd.buf, buf)
 		case 2:
 			for h < len(hard) && hard[h].at < i {
 				h++
@@ -155,7 +155,7 @@ func (c *checker) checkRaces() {
 				}
 				c.errf(code, t.ID, rd.buf, -1, "task %d (%s) reads %s #%d ('%s') but writer task(s) %s are NOT ordered before it, data RACE", t.ID, t.Label, word, rd.buf, buf.Name, pyInts(missing))
 			case len(hr.others) == 0 && buf.Kind != ir.KVCache:
-				c.warnf(CodeSelfRead, t.ID, rd.buf, -1, "task %d (%s) reads buffer #%d ('%s') in place with no external producer (reads its own uninitialized output?)", t.ID, t.Label, rd.buf, buf.Name)
+				c.selfRead(t, rd.buf, buf)
 			}
 		}
 	}
@@ -219,4 +219,14 @@ func (c *checker) writtenBufferOrder() []int {
 		}
 	}
 	return out
+}
+
+// selfRead reports a task that reads a transient buffer only it writes. The
+// reference only warns; docs/spec/ir.md §3 (seed 000's provenance rule: every
+// read of an activation or output has a writer before it) makes it a race,
+// and amk rejects it (docs/spec/rules.md R31): the read sees whatever the
+// memory held (zeros in the VM, the last step's or a page-mate's data on a
+// device), so the VM's check says nothing about the device's result.
+func (c *checker) selfRead(t *ir.Task, b int, buf *ir.Buffer) {
+	c.errf(CodeSelfRead, t.ID, b, -1, "task %d (%s) reads buffer #%d ('%s') in place with no external producer (reads its own uninitialized output?): no write precedes the read, data RACE", t.ID, t.Label, b, buf.Name)
 }

@@ -54,19 +54,5 @@ func rowsOf(b *ir.Buffer) int64 {
 	return numel(b) / cols
 }
 
-// broadcastsTo reports whether shape a broadcasts to shape b (numpy rules).
-func broadcastsTo(a, b []int) bool {
-	if len(a) > len(b) {
-		return false
-	}
-	for i := 1; i <= len(a); i++ {
-		x, y := a[len(a)-i], b[len(b)-i]
-		if x != y && x != 1 {
-			return false
-		}
-	}
-	return true
-}
-
 // isIndexType reports whether a dtype can carry ids or positions.
 func isIndexType(d ir.DType) bool { return d == ir.I32 || d == ir.I8 || d == ir.U8 }

@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/{good,bad}/*.json from the Go builders")
 
-var warningCodes = map[string]bool{CodeUnknownParam: true, CodeSelfRead: true, CodeOnChipUnplaced: true, CodeGPULabel: true}
+var warningCodes = map[string]bool{CodeUnknownParam: true, CodeOnChipUnplaced: true, CodeGPULabel: true}
 
 // encodeCase renders a golden case as its file bytes.
 func encodeCase(t *testing.T, g goldenCase) []byte {

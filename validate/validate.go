@@ -87,6 +87,7 @@ func (c *checker) run() {
 	if c.order != nil {
 		c.checkCoverage() // docs/spec/rules.md R19: tiles cover every column exactly once
 	}
+	c.checkMemoryModel() // docs/spec/rules.md R31: read-only kinds, counters from 0
 }
 
 func (c *checker) finish() Report {

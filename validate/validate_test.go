@@ -158,6 +158,7 @@ func TestMessages(t *testing.T) {
 		{readsMissing, "task 1 (copy) reads missing buffer 99"},
 		{incrementsMissing, "task 1 (copy) increments missing counter 7"},
 		{rmsnormOneInput, "task 0 (RMSNORM) arity: 1 inputs, expected [2,2]"},
+		{inPlaceRead, "task 0 (accumulate) reads buffer #1 ('a') in place with no external producer (reads its own uninitialized output?): no write precedes the read, data RACE"},
 	} {
 		if got := Validate(tc.build(t)).Reason(0); got != tc.want && !strings.HasPrefix(got, tc.want+"; ") {
 			t.Errorf("reason:\n got %s\nwant %s", got, tc.want)
@@ -169,7 +170,6 @@ func TestMessages(t *testing.T) {
 	}{
 		{gpuLabel, "meta['gpu']='h100' != target.name='rtx5090' - flywheel rows derive GPU from target.name"},
 		{unknownParam, "task 0 (RMSNORM) param 'alpha' is not a known amk_params_t field (will not marshal to the device)"},
-		{inPlaceRead, "task 0 (accumulate) reads buffer #1 ('a') in place with no external producer (reads its own uninitialized output?)"},
 		{func(t testing.TB) *ir.Program { return onChip(t, nil, nil) }, "on-chip buffer 'h'(#2) requires same-SM placement (unverified until sm_assignment runs)"},
 	} {
 		rep := Validate(tc.build(t))

@@ -15,7 +15,8 @@
 //
 // # Execution
 //
-// Run is ready-queue driven (docs/spec/rules.md R30): each counter keeps its waiters sorted by
+// Run is ready-queue driven (docs/spec/rules.md R30): every counter starts at 0, as on the
+// device; each counter keeps its waiters sorted by
 // threshold, so a task becomes ready exactly when its last wait is met and
 // the whole run costs O(tasks + waits) bookkeeping. Ready tasks run on a
 // worker pool (Options.Workers, default GOMAXPROCS); counters are only ever
@@ -41,6 +42,9 @@
 // schedule; the other reductions (softmax and attention denominators, split-
 // KV combine) accumulate in float32 in element order. Transcendentals (exp, erf, sqrt, sin, cos, pow) are evaluated
 // in float64 and rounded to float32, because Go has no float32 versions.
+// A FUSED pattern tile with params.qdtype carries its weight's scales as
+// its last input and dequantises through the same opLinear as GEMV_TILE
+// (docs/spec/quantization.md §5).
 // Integer dequantisation follows one rule for GEMV/GEMM and DEQUANT (docs/spec/rules.md R27):
 // int8 q as stored, packed int4 q = nibble − 8, and q − zero when zero points
 // are given. A float64 FUSED scratch is held at float32 precision. Weights

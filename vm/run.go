@@ -88,10 +88,9 @@ func (v *VM) newRunState(bufs []*tensor.Tensor) *runState {
 	for i := range v.tasks {
 		s.need[i] = v.tasks[i].need
 	}
-	for c := range s.counters {
-		s.counters[c] = int64(v.prog.Counters[c].Init)
-		s.advance(c)
-	}
+	// Every counter starts at 0, as on the device (the host zeroes them
+	// before each launch); validate refuses a program whose counters say
+	// otherwise, so no wait is met before its producers run.
 	for i := range v.tasks {
 		if s.need[i] == 0 {
 			s.ready = append(s.ready, int32(i))

@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/amk-dev/amk/baseline"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/model"
 )
 
@@ -40,7 +40,7 @@ func checkBaseline(args []string, file, weights string, jsonOut bool, stdout, st
 		fmt.Fprintln(stderr, "amkctl check-baseline: one MODEL and --file are required")
 		return exitBadInput
 	}
-	f, err := os.Open(file)
+	f, _, err := inputfile.Open(file) // regular files only, never blocks
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl check-baseline:", err)
 		return exitBadInput

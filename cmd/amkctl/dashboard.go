@@ -14,6 +14,7 @@ import (
 
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/internal/web"
 )
@@ -38,7 +39,7 @@ func newDashboardCmd() *cobra.Command {
 	cmd.RunE = runVerb(func(_ []string, stdout, stderr io.Writer) int {
 		token := strings.TrimSpace(os.Getenv(envToken))
 		if *tokenFile != "" {
-			data, err := os.ReadFile(*tokenFile)
+			data, err := inputfile.ReadFile(*tokenFile, maxTokenFileBytes)
 			if err != nil {
 				fmt.Fprintf(stderr, "amkctl dashboard: --token-file: %v\n", err)
 				return exitBadInput

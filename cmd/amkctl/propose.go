@@ -26,7 +26,15 @@ func newProposeCmd() *cobra.Command {
 	device := addDeviceFlag(cmd, "cpu or cuda: kernel-build knobs are levers only on cuda")
 	incPath := cmd.Flags().String("incumbent", "", "a schedule config JSON (or propose's answer) to present as the incumbent; empty: the canonical default")
 	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
+	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		if len(pos0) == 1 {
+			var err error
+			if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+				fmt.Fprintln(stderr, "amkctl propose:", err)
+				return exitBadInput
+			}
+		}
 		return propose(pos0, *gpu, *device, *incPath, *ignoreUnknown, stdout, stderr)
 	})
 	return cmd
@@ -57,7 +65,7 @@ func propose(pos0 []string, gpu, device, incPath string, ignoreUnknown bool, std
 		fmt.Fprintln(stderr, "amkctl propose: --incumbent:", err)
 		return exitBadInput
 	}
-	doc := schedule.Surface(cfg.Name, target, dev, inc)
+	doc := schedule.SurfaceFor(cfg.Name, target, dev, cfg.Quant.On(), inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
 	return exitOK
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/api"
 )
 
@@ -119,19 +120,23 @@ func (r remoteFlags) resolveToken() (string, error) {
 		return t, nil
 	}
 	if *r.tokenFile != "" {
-		data, err := os.ReadFile(*r.tokenFile)
+		data, err := inputfile.ReadFile(*r.tokenFile, maxTokenFileBytes)
 		if err != nil {
 			return "", fmt.Errorf("--token-file: %w", err)
 		}
 		return strings.TrimSpace(string(data)), nil
 	}
 	if p := defaultTokenPath(); p != "" {
-		if data, err := os.ReadFile(p); err == nil {
+		if data, err := inputfile.ReadFile(p, maxTokenFileBytes); err == nil {
 			return strings.TrimSpace(string(data)), nil
 		}
 	}
 	return "", nil
 }
+
+// maxTokenFileBytes bounds a token file (a token is a line of a few dozen
+// characters).
+const maxTokenFileBytes = 4 << 10
 
 // defaultTokenPath is $XDG_CONFIG_HOME/amk/token (~/.config/amk/token).
 func defaultTokenPath() string {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"github.com/spf13/pflag"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
+
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // EnvPrefix is the prefix of every environment variable read.
@@ -136,16 +139,21 @@ func decodeError(err error) error {
 	return errors.Join(errs...)
 }
 
+// maxConfigFileBytes bounds a daemon's YAML configuration file.
+const maxConfigFileBytes = 1 << 20
+
+// maxSecretFileBytes bounds a file holding a password, a token or a secret.
+const maxSecretFileBytes = 64 << 10
+
 // readFile reads the YAML file into v and rejects keys no daemon knows.
 func readFile(v *viper.Viper, path string, defaults map[string]any) error {
-	f, err := os.Open(path)
+	data, err := inputfile.ReadFile(path, maxConfigFileBytes) // regular files only, never blocks
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
-	defer f.Close()
 	fv := viper.New()
 	fv.SetConfigType("yaml")
-	if err := fv.ReadConfig(f); err != nil {
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
 	var errs []error

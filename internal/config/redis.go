@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/redisq"
 )
 
@@ -76,7 +77,7 @@ func (r Redis) Conn() (redisq.Conn, error) {
 	c := redisq.Conn{Addr: r.Addr, Username: r.Username, Password: r.Password, DB: r.DB, TLS: r.TLS, CAFile: r.CAFile,
 		SentinelAddrs: r.SentinelAddrs, SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword}
 	if r.PasswordFile != "" {
-		b, err := os.ReadFile(r.PasswordFile)
+		b, err := inputfile.ReadFile(r.PasswordFile, maxSecretFileBytes)
 		if err != nil {
 			return c, &FieldError{Key: "redis.password_file", Msg: err.Error()}
 		}
@@ -145,7 +146,7 @@ func (r Redis) Secret() ([]byte, error) {
 	secret := r.FleetSecret
 	key := "redis.fleet_secret"
 	if r.FleetSecretFile != "" {
-		b, err := os.ReadFile(r.FleetSecretFile)
+		b, err := inputfile.ReadFile(r.FleetSecretFile, maxSecretFileBytes)
 		if err != nil {
 			return nil, &FieldError{Key: "redis.fleet_secret_file", Msg: err.Error()}
 		}

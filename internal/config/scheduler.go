@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/ir"
 )
@@ -128,7 +129,7 @@ func (s Scheduler) APIToken() (string, error) {
 	if s.TokenFile == "" {
 		return s.Token, nil
 	}
-	b, err := os.ReadFile(s.TokenFile)
+	b, err := inputfile.ReadFile(s.TokenFile, maxSecretFileBytes)
 	if err != nil {
 		return "", &FieldError{Key: "token_file", Msg: err.Error()}
 	}

@@ -8,12 +8,13 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/amk-dev/amk/inputfile"
 )
 
 // Conn says how to reach Redis. Addr is either host:port or a URL
@@ -112,7 +113,7 @@ func (c Conn) options() (*redis.Options, error) {
 		if o.TLSConfig == nil {
 			return nil, fmt.Errorf("redis CA file %s given but TLS is off (use rediss:// or tls)", c.CAFile)
 		}
-		pem, err := os.ReadFile(c.CAFile)
+		pem, err := inputfile.ReadFile(c.CAFile, 1<<20) // regular files only, never blocks
 		if err != nil {
 			return nil, fmt.Errorf("redis CA file: %w", err)
 		}

@@ -18,6 +18,10 @@ const (
 	MaxTasks  = 1 << 22
 	MaxEvents = 1 << 22
 	MaxDims   = 8
+	// MaxViewBytes bounds the bytes one view may reach (offset plus
+	// extent, 1 TiB): the import sizes a tensor to the furthest byte its
+	// views reach.
+	MaxViewBytes = int64(1) << 40
 )
 
 // Looks reports whether a JSON document is shaped like an MPK task graph (a
@@ -43,7 +47,7 @@ func Decode(data []byte) (*Graph, error) {
 	if len(data) > MaxGraphBytes {
 		return nil, fmt.Errorf("task graph is %d bytes, over the %d-byte limit", len(data), MaxGraphBytes)
 	}
-	root, err := pyjson.Parse(data)
+	root, err := pyjson.ParseUnique(data) // a repeated key is refused (docs/spec/formats.md §1)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +215,33 @@ func (d *decoder) tensor(v pyjson.Value, path string) Tensor {
 	if d.err == nil && len(t.Dims) != len(t.Strides) {
 		d.fail(dot(path, "strides"), "%d strides for %d dims", len(t.Strides), len(t.Dims))
 	}
+	if d.err == nil && !viewWithin(t) {
+		d.fail(path, "the view reaches past byte %d (offset plus its furthest element); a view may span at most %d bytes",
+			MaxViewBytes, MaxViewBytes)
+	}
 	return t
+}
+
+// viewWithin reports whether a view's footprint ends within MaxViewBytes,
+// computed without overflow (dims and strides are at most 2^31 - 1 each).
+func viewWithin(t Tensor) bool {
+	bits, ok := dataTypeBits[t.DataType]
+	if !ok {
+		bits = 8
+	}
+	maxElems := MaxViewBytes * 8 / int64(max(bits, 1))
+	var last int64
+	for i, dim := range t.Dims {
+		if dim <= 0 {
+			return t.Offset <= MaxViewBytes // an empty view reaches nothing
+		}
+		last += (dim - 1) * t.Strides[i] // each term < 2^62
+		if last > maxElems {
+			return false
+		}
+	}
+	_, hi := t.Footprint()
+	return hi <= MaxViewBytes
 }
 
 func (d *decoder) event(v pyjson.Value, path string) Event {

@@ -82,7 +82,13 @@
 // LAUNCH_TASKS/LAUNCH_MASSIVE_TASKS event whose range holds the task become
 // waits with threshold num_triggers, each base_ptr becomes one buffer sized
 // to the furthest byte any view reaches (written tensors ACTIVATION, the
-// rest WEIGHT), est_bytes is the bytes of the task's views, and meta.mpk
+// rest WEIGHT) — shaped [rows, cols] when every view of it is a block of
+// columns of one row-major matrix, flat otherwise — a projection tile whose
+// output view covers columns [a, a+n) of every row keeps them as its
+// n_off = a and N_tile = n (so tiles writing disjoint columns are not a
+// write-after-write race; a tile writing only some rows stays a write of
+// the whole tensor, for which mpk check is the exact test), est_bytes is
+// the bytes of the task's views, and meta.mpk
 // keeps the task types, metadata, views and the event table, so ToGraph
 // writes the same graph back. Such a program serves checking and the cost
 // model: its opcodes stand in for MPK's kernels and carry no params, so

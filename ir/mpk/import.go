@@ -256,13 +256,16 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 	p.SetMeta("source", pyjson.StringValue("MPK task_graph.json"))
 
 	// Tensors -> buffers: one per base_ptr, sized to the furthest byte any
-	// view reaches; read-only tensors count as weights.
+	// view reaches; read-only tensors count as weights. A tensor whose views
+	// are all rows or column blocks of one row-major matrix is shaped as
+	// that matrix, so that views keep their place in it (rowLayout).
 	type tensorInfo struct {
 		id       int
 		dataType int
 		mixed    bool
 		hi       int64
 		written  bool
+		views    []Tensor
 	}
 	infos := map[string]*tensorInfo{}
 	var order []string
@@ -277,6 +280,7 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 		_, hi := v.Footprint()
 		ti.hi = max(ti.hi, hi)
 		ti.written = ti.written || written
+		ti.views = append(ti.views, v)
 	}
 	for m := range g.Tasks {
 		for _, v := range g.Tasks[m].Inputs {
@@ -300,7 +304,13 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 		if ti.written {
 			kind = ir.Activation
 		}
-		p.AddBuffer(ir.Buffer{Name: name, Kind: kind, DType: dt, Shape: []int{int(elems)}})
+		shape := []int{int(elems)}
+		if !ti.mixed && dt.Bits()%8 == 0 {
+			if rows, cols, ok := rowLayout(ti.views, int64(dt.Bits()/8), elems); ok {
+				shape = []int{int(rows), int(cols)}
+			}
+		}
+		p.AddBuffer(ir.Buffer{Name: name, Kind: kind, DType: dt, Shape: shape})
 	}
 
 	// Events -> counters, one each, plus one for tasks that signal nothing.
@@ -332,6 +342,15 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 		}
 		ins := views(mt.Inputs, &t.Inputs)
 		outs := views(mt.Outputs, &t.Outputs)
+		if t.Op == ir.OpGEMVTile && len(mt.Outputs) == 1 {
+			// A projection tile keeps the columns its output view covers,
+			// so that tiles writing disjoint columns of one tensor are
+			// seen as disjoint, as they are (amk's validator knows a
+			// GEMV tile's footprint by n_off and N_tile).
+			if off, n, ok := columnTile(mt.Outputs[0], p.Buffers[t.Outputs[0]]); ok {
+				t.Params = ir.Params{ir.IntParam("N_tile", n), ir.IntParam("n_off", off)}
+			}
+		}
 		dependsOnLauncher := false
 		if dep := mt.DependentEvent; dep.Valid() {
 			t.Waits = append(t.Waits, ir.Wait{Counter: dep.Index(), Threshold: g.Events[dep.Index()].NumTriggers})
@@ -365,4 +384,70 @@ func programFromMPK(g *Graph) (*ir.Program, error) {
 		pyjson.M("no_trigger_counter", pyjson.IntValue(int64(noTrigger))),
 	))
 	return p, nil
+}
+
+// rowLayout finds the row-major matrix [rows, cols] of elemBytes-byte
+// elements (rows*cols = elems) in which every view of one tensor is a
+// block of whole rows' columns: a rank-1 run of elements or a rank-2 view
+// [r, c] with strides [cols, 1] that stays within its rows. cols is the
+// row stride the multi-row views share (one row of all elems when none has
+// several rows). ok is false when the views do not fit one such matrix; the
+// tensor then stays flat.
+func rowLayout(views []Tensor, elemBytes, elems int64) (rows, cols int64, ok bool) {
+	cols = elems
+	for _, v := range views {
+		if len(v.Dims) == 2 && v.Dims[0] > 1 {
+			cols = v.Strides[0]
+			break
+		}
+	}
+	if cols <= 0 || elems%cols != 0 {
+		return 0, 0, false
+	}
+	for _, v := range views {
+		if _, _, _, _, inside := block(v, elemBytes, cols); !inside {
+			return 0, 0, false
+		}
+	}
+	return elems / cols, cols, true
+}
+
+// block places a view in a row-major matrix of cols columns: rows [row0,
+// row0+r) x columns [col0, col0+c); inside is false for a view that is not
+// such a block (a gap between its elements, a stride other than the
+// matrix's, an offset between elements, or columns past the row).
+func block(v Tensor, elemBytes, cols int64) (row0, r, col0, c int64, inside bool) {
+	if elemBytes <= 0 || v.Offset%elemBytes != 0 {
+		return 0, 0, 0, 0, false
+	}
+	o := v.Offset / elemBytes
+	switch {
+	case len(v.Dims) == 1 && (v.Dims[0] == 1 || v.Strides[0] == 1):
+		r, c = 1, v.Dims[0]
+	case len(v.Dims) == 2 && (v.Dims[1] == 1 || v.Strides[1] == 1) && (v.Dims[0] == 1 || v.Strides[0] == cols):
+		r, c = v.Dims[0], v.Dims[1]
+	default:
+		return 0, 0, 0, 0, false
+	}
+	row0, col0 = o/cols, o%cols
+	if r <= 0 || c <= 0 || col0+c > cols {
+		return 0, 0, 0, 0, false
+	}
+	return row0, r, col0, c, true
+}
+
+// columnTile is a projection's output view as a GEMV tile of its buffer:
+// the columns [off, off+n) of every row. ok is false when the buffer is
+// not a matrix or the view does not cover all its rows (a GEMV tile writes
+// every row of its columns).
+func columnTile(v Tensor, b ir.Buffer) (off, n int64, ok bool) {
+	if len(b.Shape) != 2 {
+		return 0, 0, false
+	}
+	rows, cols := int64(b.Shape[0]), int64(b.Shape[1])
+	row0, r, col0, c, inside := block(v, int64(b.DType.Bits()/8), cols)
+	if !inside || row0 != 0 || r != rows {
+		return 0, 0, false
+	}
+	return col0, c, true
 }
