@@ -22,7 +22,7 @@ func (c *Campaign) moveOn(now time.Time) (bool, string) {
 	m := st.Settings.MoveOn
 	night := st.Settings.Overnight
 	if limit := c.plateauThreshold(); !night && limit > 0 && st.ConsecutiveReverts >= limit {
-		return true, fmt.Sprintf("plateau: %d consecutive reverts (threshold %d)", st.ConsecutiveReverts, limit)
+		return true, fmt.Sprintf("plateau: %d consecutive reverts (threshold %d%s)", st.ConsecutiveReverts, limit, c.plateauScalingNote())
 	}
 	if pct := c.bestPct(); !night && m.PctRooflineTarget > 0 && pct != nil && *pct <= m.PctRooflineTarget {
 		return true, fmt.Sprintf("near roofline: best at %.1f%% of the streamed-bytes floor (target <= %.0f%%)", *pct, m.PctRooflineTarget)
@@ -63,22 +63,41 @@ const (
 // plateau. The cost is the mean issue-to-outcome time of the campaign's
 // evaluated trials (factor 1 until one is timed).
 func (c *Campaign) plateauThreshold() int {
+	base, cost, space := c.plateauFactors()
+	return int(math.Round(float64(base) * cost * space))
+}
+
+// plateauFactors are plateauThreshold's base and its two factors (1 and 1
+// when the threshold is not scaled).
+func (c *Campaign) plateauFactors() (base int, cost, space float64) {
 	st := &c.st
-	base := st.Settings.MoveOn.ConsecutiveReverts
+	base = st.Settings.MoveOn.ConsecutiveReverts
 	if base <= 0 || !st.Settings.PlateauScaling {
-		return base
+		return base, 1, 1
 	}
 	logBetween := func(x, lo, hi float64) float64 {
 		x = min(max(x, lo), hi)
 		return math.Log(x/lo) / math.Log(hi/lo)
 	}
-	cost := 1.0
+	cost = 1.0
 	if st.TimedTrials > 0 {
 		mean := st.TrialSeconds / float64(st.TimedTrials)
 		cost = 2 - logBetween(mean, cheapTrialSeconds, costlyTrialSeconds)
 	}
-	space := 1 + logBetween(c.remainingPoints(), smallSpace, largeSpace)
-	return int(math.Round(float64(base) * cost * space))
+	space = 1 + logBetween(c.remainingPoints(), smallSpace, largeSpace)
+	return base, cost, space
+}
+
+// plateauScalingNote says how a scaled plateau threshold came from the
+// configured one, for the texts a user reads beside it ("" when the
+// threshold is the configured number itself): a campaign started with
+// --max-reverts 5 that moves on after 15 reverts says why.
+func (c *Campaign) plateauScalingNote() string {
+	base, cost, space := c.plateauFactors()
+	if limit := c.plateauThreshold(); limit == base {
+		return ""
+	}
+	return fmt.Sprintf(" = max-reverts %d × %.2f for trial cost × %.2f for untried space", base, cost, space)
 }
 
 // finish marks the campaign done.

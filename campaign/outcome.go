@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -248,7 +249,7 @@ func (c *Campaign) classifyCorrect(r *result, o trial.Outcome, inf *InFlight) {
 		}
 	} else {
 		r.tag = flywheel.TagTried
-		r.description = r.source + ": tried (not faster)"
+		r.description = r.source + ": tried (" + c.marginNote(score) + ")"
 	}
 	r.description += how + perStep(v.Positions)
 }
@@ -269,6 +270,25 @@ func perStep(ps []trial.PositionVerdict) string {
 		}
 	}
 	return "; per step at kv_len " + strings.Join(kv, "/") + ": " + strings.Join(lat, "/") + " us"
+}
+
+// marginNote says how a correct candidate that was not kept compares with
+// the best, naming the keep margin when it was faster by less than that:
+// "0.89% faster than the best, under the 1% keep margin", "4.20% slower
+// than the best", "as fast as the best".
+func (c *Campaign) marginNote(score float64) string {
+	b := c.st.Best
+	if b == nil || b.Score <= 0 {
+		return "not kept"
+	}
+	pct := (b.Score - score) / b.Score * 100
+	switch {
+	case math.Abs(pct) < 0.005:
+		return "as fast as the best"
+	case pct > 0:
+		return fmt.Sprintf("%.2f%% faster than the best, under the %.3g%% keep margin", pct, c.st.Settings.MinGain*100)
+	}
+	return fmt.Sprintf("%.2f%% slower than the best", -pct)
 }
 
 // kindRank orders latency kinds: a measurement outranks a prediction.
@@ -415,7 +435,7 @@ func (c *Campaign) resultOf(exp int, r result) *Result {
 	return &Result{
 		Trial: r.trial, Experiment: exp, LatencyUS: *r.latency, Kind: r.kind, Score: *r.score,
 		PctOfRoofline: r.pct, BoundUS: r.bound, ScheduleID: r.scheduleID, Point: r.sched,
-		Source: r.source, Complexity: r.complexity, Regions: r.regions, Positions: r.positions,
+		Source: r.source, Complexity: r.complexity, Regions: r.regions, Positions: r.positions, Worker: r.worker,
 	}
 }
 

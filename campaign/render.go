@@ -151,7 +151,11 @@ func (c *Campaign) StatusText(now time.Time) string {
 		line("  paused       : %s", st.PauseReason)
 	}
 	line("  elapsed      : %.1f min since %s UTC", c.ElapsedMinutes(now), stamp(st.StartedAt))
-	line("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
+	reverts := fmt.Sprintf("  experiments  : %d (%d kept), %d consecutive reverts", st.ExperimentsRun, st.ExperimentsKept, st.ConsecutiveReverts)
+	if note := c.plateauScalingNote(); note != "" && !st.Settings.Overnight {
+		reverts += fmt.Sprintf(" (moves on at %d%s)", c.plateauThreshold(), note)
+	}
+	line("%s", reverts)
 	line("  in flight    : %d trial(s), %d points tried, %d basin-hop restart(s)", len(st.InFlight), len(st.Tried), st.Restarts)
 	sp := c.Speedup()
 	switch base, best := st.Baseline, st.Best; {

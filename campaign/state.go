@@ -155,6 +155,8 @@ type Result struct {
 	// Positions are a workload trial's per-position figures (its
 	// verdict's), for the report's latency against KV length.
 	Positions []trial.PositionVerdict `json:"positions,omitempty"`
+	// Worker is who evaluated it: host, device and amk build (trial.Environment).
+	Worker string `json:"worker,omitempty"`
 }
 
 // Anchor is the exploration incumbent.

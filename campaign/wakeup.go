@@ -17,6 +17,7 @@ type WakeUp struct {
 	Campaign          string             `json:"campaign"`
 	ID                string             `json:"id"`
 	Device            schedule.Device    `json:"device"`
+	LatencyKind       trial.LatencyKind  `json:"latency_kind"`
 	Status            Status             `json:"status"`
 	MoveOnReason      string             `json:"move_on_reason,omitempty"`
 	PauseReason       string             `json:"pause_reason,omitempty"`
@@ -55,9 +56,40 @@ type WakeUp struct {
 	Workload          *trial.Workload         `json:"workload,omitempty"`
 	BaselinePositions []trial.PositionVerdict `json:"baseline_positions,omitempty"`
 	BestPositions     []trial.PositionVerdict `json:"best_positions,omitempty"`
+	// SearchedPoints is how many distinct points were tried, and
+	// SearchedShare that share of SearchSpacePoints (at most 1).
+	SearchedPoints int      `json:"searched_points"`
+	SearchedShare  *float64 `json:"searched_share"`
+	// Model is the model as the campaign was started (a preset or a
+	// config.json path), GPU its target, Seed its proposer's random seed
+	// and Build the amk build that started it (version and commit).
+	Model string `json:"model"`
+	GPU   string `json:"gpu"`
+	Seed  uint64 `json:"seed"`
+	Build string `json:"build,omitempty"`
+	// BestWorker is who evaluated the best: host, device and amk build.
+	BestWorker string `json:"best_worker,omitempty"`
+	// BestFile is the best config's file beside the report (BestConfigFile)
+	// and Reproduce the commands that check it again and lower it; both
+	// empty while there is no best.
+	BestFile  string   `json:"best_file,omitempty"`
+	Reproduce []string `json:"reproduce,omitempty"`
+	// KnobImportance ranks the searched knobs by how much of the spread of
+	// latencies each explains, and KnobSlice plots every trial against the
+	// first one (both empty until enough trials ran; KnobImportances).
+	KnobImportance []KnobImportance `json:"knob_importance,omitempty"`
+	KnobSlice      *KnobSlice       `json:"knob_slice,omitempty"`
 	// Notes are the operators' notes, oldest first.
 	Notes []Note `json:"notes,omitempty"`
 }
+
+// KnobSliceFile is the name of the slice plot beside report.md: every
+// correct trial's latency against the most important knob.
+const KnobSliceFile = "knobs.svg"
+
+// BestConfigFile is the name of the file beside report.md that holds the
+// best config, ready for amkctl eval --schedule and amkctl lower --schedule.
+const BestConfigFile = "best.json"
 
 // Milestone is one kept experiment.
 type Milestone struct {
@@ -94,7 +126,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	st := &c.st
 	n := st.Counts
 	w := WakeUp{
-		Campaign: st.Label + " / " + st.GPU, ID: st.ID, Device: st.Device, Status: st.Status,
+		Campaign: st.Label + " / " + st.GPU, ID: st.ID, Device: st.Device, LatencyKind: st.LatencyKind, Status: st.Status,
 		MoveOnReason: st.MoveOnReason, PauseReason: st.PauseReason, ElapsedMinutes: math.Round(c.ElapsedMinutes(now)*10) / 10,
 		Iterations: n.Trials, TotalExperiments: st.ExperimentsRun, Kept: st.ExperimentsKept,
 		Correct: n.Correct, RejectedOrFailed: n.Rejected + n.Revert + n.Failed,
@@ -103,7 +135,11 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
-		Notes: st.Notes,
+		Notes: st.Notes, SearchedPoints: len(st.Tried), Model: st.Model, GPU: st.GPU, Seed: st.Seed, Build: st.Env.AMKVersion,
+	}
+	w.KnobImportance, w.KnobSlice = c.KnobImportances()
+	if w.SearchSpacePoints > 0 {
+		w.SearchedShare = new(min(1, float64(w.SearchedPoints)/float64(w.SearchSpacePoints)))
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -123,8 +159,10 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
 		w.BestRecorded = b.Trial < 0
 		w.BestPositions = b.Positions
+		w.BestWorker = b.Worker
 		if b.Point != nil {
 			w.BestConfig = pointJSON(*b.Point)
+			w.BestFile, w.Reproduce = BestConfigFile, c.reproduceCommands(BestConfigFile)
 		}
 	}
 	for _, t := range st.Trajectory {
@@ -134,6 +172,39 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		}
 	}
 	return w
+}
+
+// reproduceCommands are the amkctl command lines that evaluate the config in
+// file again as the campaign's trials did, and lower it into a program.
+func (c *Campaign) reproduceCommands(file string) []string {
+	st := &c.st
+	model := shellWord(st.Model)
+	eval := fmt.Sprintf("amkctl eval %s --gpu %s --device %s --schedule %s", model, st.GPU, st.Device, shellWord(file))
+	if st.Weights != "" {
+		eval += " --weights " + shellWord(st.Weights)
+	}
+	if st.Settings.Batch > 1 {
+		eval += fmt.Sprintf(" --batch %d", st.Settings.Batch)
+	}
+	if st.Settings.Pos != 0 {
+		eval += fmt.Sprintf(" --pos %d", st.Settings.Pos)
+	}
+	if st.Settings.Token != trial.DefaultToken {
+		eval += fmt.Sprintf(" --token-id %d", st.Settings.Token)
+	}
+	lower := fmt.Sprintf("amkctl lower %s --gpu %s --schedule %s --out best-program.json", model, st.GPU, shellWord(file))
+	return []string{eval, lower}
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but letters,
+// digits and -_./:=+,@.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=+,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Markdown renders the wake-up report like the reference's
@@ -226,6 +297,46 @@ func (w WakeUp) Markdown() string {
 		}
 	}
 	add("%s", notesMarkdown(w.Notes))
+	if len(w.KnobImportance) > 0 {
+		add("## Which knobs mattered")
+		add("")
+		add("Each knob's share of the spread of the correct trials' log latencies that its value explains on its own")
+		add("(importance adds up to 1 over the knobs; the best value is the one with the lowest geometric mean latency).")
+		add("")
+		add("| knob | importance | | best value | trials per value |")
+		add("|---|---:|---|---|---|")
+		for _, k := range w.KnobImportance {
+			add("| %s | %.2f | %s | %s | %s |", k.Knob, k.Importance, importanceBar(k.Importance), k.bestValue(), k.trialsPerValue())
+		}
+		add("")
+		add("![latency against %s, every correct trial](%s)", w.KnobSlice.Knob, KnobSliceFile)
+		add("")
+	}
+	add("## Provenance and coverage")
+	add("")
+	add("- Model %s on %s, device %s; proposer random seed %d (`amkctl start --seed %d`)", w.Model, w.GPU, w.Device, w.Seed, w.Seed)
+	if w.Build != "" {
+		add("- Campaign started by amk %s", w.Build)
+	}
+	if w.BestWorker != "" {
+		add("- Best evaluated by: %s", w.BestWorker)
+	}
+	if w.SearchedShare != nil {
+		add("- Searched %d of the %d points of the search space (%.1f%%)", w.SearchedPoints, w.SearchSpacePoints, *w.SearchedShare*100)
+	}
+	add("")
+	if len(w.Reproduce) > 0 {
+		add("## Reproduce and apply")
+		add("")
+		add("The best config is in `%s` beside this report. Check it again, then lower it into a program:", w.BestFile)
+		add("")
+		add("```sh")
+		for _, cmd := range w.Reproduce {
+			add("%s", cmd)
+		}
+		add("```")
+		add("")
+	}
 	add("## Best config")
 	add("")
 	add("```json")

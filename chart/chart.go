@@ -49,6 +49,9 @@ type Chart struct {
 	// XMin and XMax, when XMax > XMin, fix the x range (charts of a grid
 	// that share a time axis).
 	XMin, XMax float64
+	// XTicks, when set, labels x = 0, 1, 2, ... with these names (the
+	// values of a knob) instead of numbers.
+	XTicks []string
 }
 
 // Palette is the series colours, in order.
@@ -132,16 +135,18 @@ func Grid(title, subtitle string, charts []Chart, cols int, f Format, cell Size)
 	}
 	body := draw.Crop(dc, 0, 0, 0, -hdr)
 	plots := make([][]*plot.Plot, rows)
+	legends := make([][]*plot.Legend, rows)
 	for r := range plots {
 		plots[r] = make([]*plot.Plot, cols)
+		legends[r] = make([]*plot.Legend, cols)
 		for c := range plots[r] {
 			i := r*cols + c
 			if i < len(charts) {
-				p, err := build(charts[i])
+				p, leg, err := build(charts[i])
 				if err != nil {
 					return nil, err
 				}
-				plots[r][c] = p
+				plots[r][c], legends[r][c] = p, leg
 			}
 		}
 	}
@@ -151,7 +156,7 @@ func Grid(title, subtitle string, charts []Chart, cols int, f Format, cell Size)
 	for r := range plots {
 		for c, p := range plots[r] {
 			if p != nil {
-				p.Draw(cells[r][c])
+				drawWithLegend(p, legends[r][c], cells[r][c])
 			}
 		}
 	}
@@ -162,18 +167,50 @@ func Grid(title, subtitle string, charts []Chart, cols int, f Format, cell Size)
 	return buf.Bytes(), nil
 }
 
+// drawWithLegend draws a plot with its legend in a column of its own on the
+// right of cell, never over the data. The legend's text is left-aligned
+// after its icons, so a viewer that draws it in a wider font than the one
+// it was measured with (an SVG whose font is missing) pushes it into blank
+// space on the right, not onto a curve.
+func drawWithLegend(p *plot.Plot, leg *plot.Legend, cell draw.Canvas) {
+	if leg == nil {
+		p.Draw(cell)
+		return
+	}
+	r := leg.Rectangle(cell)
+	width := (r.Max.X-r.Min.X)*legendSlack + vg.Points(8)
+	if width <= 0 {
+		p.Draw(cell)
+		return
+	}
+	width = min(width, (cell.Max.X-cell.Min.X)/2)
+	p.Draw(draw.Crop(cell, 0, -width, 0, 0))
+	leg.Draw(draw.Crop(cell, cell.Max.X-cell.Min.X-width+vg.Points(8), 0, 0, -vg.Points(legendTopOffset)))
+}
+
+// legendSlack widens the legend's column beyond its measured width, room
+// for a substitute font; legendTopOffset (points) puts its first entry
+// level with the top of the plot area, below the title.
+const (
+	legendSlack     = 1.25
+	legendTopOffset = 22
+)
+
 func textStyle(size float64) draw.TextStyle {
 	return draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, font.Length(size)), Handler: plot.DefaultTextHandler}
 }
 
-// build makes one chart's plot.
-func build(c Chart) (*plot.Plot, error) {
+// build makes one chart's plot and its legend (nil when no series is
+// named), which drawWithLegend draws beside it.
+func build(c Chart) (*plot.Plot, *plot.Legend, error) {
 	p := plot.New()
 	p.Title.Text = c.Title
 	p.Title.TextStyle.Font.Size = vg.Points(12)
 	p.X.Label.Text, p.Y.Label.Text = c.XLabel, c.YLabel
-	p.Legend.Top = true
-	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	leg := plot.NewLegend()
+	leg.Top, leg.Left = true, true
+	leg.TextStyle.Font.Size = vg.Points(9)
+	named := false
 	p.Add(plotter.NewGrid())
 	lo, hi, any := c.span()
 	logY := c.LogY && any && lo > 0
@@ -194,7 +231,7 @@ func build(c Chart) (*plot.Plot, error) {
 		if l.Dots {
 			s, err := plotter.NewScatter(xys)
 			if err != nil {
-				return nil, fmt.Errorf("chart %q: %v", c.Title, err)
+				return nil, nil, fmt.Errorf("chart %q: %v", c.Title, err)
 			}
 			s.GlyphStyle.Color, s.GlyphStyle.Radius = col, vg.Points(2.5)
 			s.GlyphStyle.Shape = draw.CircleGlyph{}
@@ -203,13 +240,14 @@ func build(c Chart) (*plot.Plot, error) {
 			}
 			p.Add(s)
 			if l.Name != "" {
-				p.Legend.Add(l.Name, s)
+				leg.Add(l.Name, s)
+				named = true
 			}
 			continue
 		}
 		ln, err := plotter.NewLine(xys)
 		if err != nil {
-			return nil, fmt.Errorf("chart %q: %v", c.Title, err)
+			return nil, nil, fmt.Errorf("chart %q: %v", c.Title, err)
 		}
 		ln.LineStyle.Color, ln.LineStyle.Width = col, vg.Points(1.5)
 		if c.Step {
@@ -220,31 +258,38 @@ func build(c Chart) (*plot.Plot, error) {
 		}
 		p.Add(ln)
 		if l.Name != "" {
-			p.Legend.Add(l.Name, ln)
+			leg.Add(l.Name, ln)
+			named = true
 		}
+	}
+	var legend *plot.Legend
+	if named {
+		legend = &leg
 	}
 	if c.XMax > c.XMin {
 		p.X.Min, p.X.Max = c.XMin, c.XMax
 	}
+	if len(c.XTicks) > 0 {
+		p.X.Tick.Marker = namedTicks(c.XTicks)
+	}
 	if !any {
 		p.Title.Text += " (no data yet)"
 		p.Y.Min, p.Y.Max = 0, 1
-		return p, nil
+		return p, legend, nil
 	}
 	if logY {
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = unitTicks{logTicks{}, c.Unit}
-		// Headroom above the data for the legend.
-		p.Y.Min, p.Y.Max = lo/1.15, hi*math.Pow(hi/lo, 0.25)*1.15
+		p.Y.Min, p.Y.Max = lo/1.15, hi*1.15
 	} else {
 		pad := (hi - lo) * 0.08
-		p.Y.Min, p.Y.Max = lo-pad, hi+4*pad
+		p.Y.Min, p.Y.Max = lo-pad, hi+pad
 		if lo >= 0 && p.Y.Min < 0 {
 			p.Y.Min = 0
 		}
 		p.Y.Tick.Marker = unitTicks{plot.DefaultTicks{}, c.Unit}
 	}
-	return p, nil
+	return p, legend, nil
 }
 
 // span is the y range of the chart's finite values and soft limits, widened
@@ -272,6 +317,19 @@ func (c Chart) span() (lo, hi float64, ok bool) {
 		lo, hi = lo-pad, hi+pad
 	}
 	return lo, hi, true
+}
+
+// namedTicks labels the integer positions 0, 1, ... with names.
+type namedTicks []string
+
+func (n namedTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ts []plot.Tick
+	for i, name := range n {
+		if x := float64(i); x >= lo && x <= hi {
+			ts = append(ts, plot.Tick{Value: x, Label: name})
+		}
+	}
+	return ts
 }
 
 // unitTicks appends a unit to the major tick labels of a marker.

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"image/png"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,7 +17,7 @@ import (
 var keep = flag.String("chart.keep", "", "also write the test's pictures to this directory")
 
 func sample() campaign.WakeUp {
-	w := campaign.WakeUp{Campaign: "small / h200", BoundUS: new(40.0), BaselineUS: new(400.0)}
+	w := campaign.WakeUp{Campaign: "small / h200", GPU: "h200", LatencyKind: trial.KindPredicted, BoundUS: new(40.0), BaselineUS: new(400.0)}
 	best := 400.0
 	for i := 1; i <= 30; i++ {
 		lat := 400 - float64(i*i%97)*3
@@ -34,7 +36,8 @@ func TestTrajectoryBothFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(svg)
-	for _, want := range []string{"<svg", "streamed-bytes floor", "best so far", "experiment", "µs"} {
+	for _, want := range []string{"<svg", "streamed-bytes floor", "best so far", "experiment", "µs",
+		"small / h200 — latency predicted by the cost model, best against", ">latency predicted by the cost model</text>"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the SVG lacks %q", want)
 		}
@@ -53,6 +56,76 @@ func TestTrajectoryBothFormats(t *testing.T) {
 	if *keep != "" {
 		_ = os.WriteFile(*keep+"/trajectory.svg", svg, 0o644)
 		_ = os.WriteFile(*keep+"/trajectory.png", data, 0o644)
+	}
+}
+
+// TestTrajectorySaysWhatItsLatenciesAre: a measured campaign's chart names
+// the GPU in its title and axis, a predicted one says so.
+func TestTrajectorySaysWhatItsLatenciesAre(t *testing.T) {
+	w := sample()
+	w.LatencyKind = trial.KindMeasuredGPU
+	svg, err := TrajectorySVG(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(svg); strings.Count(s, "latency measured on h200") != 2 || strings.Contains(s, "predicted") {
+		t.Errorf("a measured campaign's chart: title and axis should say \"latency measured on h200\" and never \"predicted\"")
+	}
+}
+
+// TestLegendBesideTheData: every legend entry lies right of everything the
+// plot drew before it (the data, the grid, the axes), so no legend text
+// covers a curve, whatever font the viewer substitutes.
+func TestLegendBesideTheData(t *testing.T) {
+	svg, err := TrajectorySVG(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	legendAt := strings.Index(s, ">best so far</text>")
+	if legendAt < 0 {
+		t.Fatal("no legend")
+	}
+	textX := regexp.MustCompile(`<text x="([0-9.]+)"[^<]*>best so far</text>`).FindStringSubmatch(s)
+	if textX == nil {
+		t.Fatal("the legend's text has no x")
+	}
+	legendX, _ := strconv.ParseFloat(textX[1], 64)
+	// Every x of every path drawn before the legend, skipping the page's
+	// background (the first path, the whole image).
+	paths := regexp.MustCompile(`<path d="([^"]*)"`).FindAllStringSubmatchIndex(s[:legendAt], -1)
+	num := regexp.MustCompile(`[ML]([0-9.]+),`)
+	maxX := 0.0
+	for _, p := range paths[1:] {
+		for _, m := range num.FindAllStringSubmatch(s[p[2]:p[3]], -1) {
+			x, _ := strconv.ParseFloat(m[1], 64)
+			maxX = max(maxX, x)
+		}
+	}
+	if legendX <= maxX {
+		t.Errorf("the legend's text starts at x=%.1f, inside what the plot drew (up to x=%.1f)", legendX, maxX)
+	}
+}
+
+// TestKnobSliceLabelsTheKnobsValues: the slice plot names the knob and
+// its values on the x axis; without a slice it still draws and says why.
+func TestKnobSliceLabelsTheKnobsValues(t *testing.T) {
+	w := sample()
+	w.KnobSlice = &campaign.KnobSlice{Knob: "sm_assignment", Values: []string{`"round_robin"`, `"load_balance"`},
+		Points: []campaign.SlicePoint{{Value: 0, LatencyUS: 120}, {Value: 1, LatencyUS: 100}, {Value: 1, LatencyUS: 110}, {Value: 7, LatencyUS: 1}}}
+	svg, err := KnobSliceSVG(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(svg)
+	for _, want := range []string{"latency predicted by the cost model against sm_assignment", "round_robin", "load_balance", "fastest per value"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the slice plot lacks %q", want)
+		}
+	}
+	w.KnobSlice = nil
+	if svg, err := KnobSliceSVG(w); err != nil || !strings.Contains(string(svg), "not enough correct trials yet") {
+		t.Errorf("no slice: %v", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package chart
 
 import (
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/trial"
 )
 
 // TrajectorySize is the size of a campaign's progress chart.
@@ -11,10 +12,12 @@ var TrajectorySize = Size{W: 900, H: 480}
 // (filled when kept, open when not), the best so far as a step line, and
 // the baseline and the streamed-bytes floor (bound_us) as dashed levels. The x axis is the
 // experiment number; the y axis is latency in µs, on a log scale (so that
-// the floor and a slow start both fit).
+// the floor and a slow start both fit). The title and the y axis say whether
+// the latencies are predicted by the cost model or measured, and on what.
 func Trajectory(w campaign.WakeUp) Chart {
-	c := Chart{Title: w.Campaign + " — best latency against the streamed-bytes floor", XLabel: "experiment",
-		YLabel: "latency", Unit: " µs", Step: true, LogY: true}
+	what := LatencyWords(w.LatencyKind, w.GPU)
+	c := Chart{Title: w.Campaign + " — " + what + ", best against the streamed-bytes floor", XLabel: "experiment",
+		YLabel: what, Unit: " µs", Step: true, LogY: true}
 	var kept, tried, best []Point
 	last := 1.0
 	for _, t := range w.Trajectory {
@@ -48,6 +51,22 @@ func Trajectory(w campaign.WakeUp) Chart {
 		{Name: "tried", Points: tried, Color: Grey, Dots: true, Hollow: true},
 	}
 	return c
+}
+
+// LatencyWords names a campaign's latencies for a chart's title and axis:
+// "latency predicted by the cost model", "latency measured on h100", or
+// "latency" when the kind is not known yet.
+func LatencyWords(kind trial.LatencyKind, gpu string) string {
+	switch kind {
+	case trial.KindPredicted:
+		return "latency predicted by the cost model"
+	case trial.KindMeasuredGPU:
+		if gpu == "" {
+			return "latency measured on the GPU"
+		}
+		return "latency measured on " + gpu
+	}
+	return "latency"
 }
 
 // TrajectorySVG draws Trajectory as SVG.

@@ -16,7 +16,8 @@ import (
 const AggregateReportFile = "aggregate_report.md"
 
 // WriteReports writes a campaign's report files into dir: the wake-up
-// report (report.json, report.md, report.svg) and the aggregate report.
+// report (report.json, report.md, report.svg, and best.json and knobs.svg
+// once there is a best and enough trials) and the aggregate report.
 // It is what amkctl report does locally and the scheduler does for
 // POST /v1/campaigns/{id}/report.
 func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFiles, error) {
@@ -29,12 +30,19 @@ func WriteReports(id, dir string, c *campaign.Campaign, now time.Time) (ReportFi
 	if err := atomicfile.Write(filepath.Join(dir, AggregateReportFile), []byte(c.ReportMarkdown(now))); err != nil {
 		return ReportFiles{}, err
 	}
-	return reportFiles(id, dir), nil
+	return reportFiles(id, dir, c.WakeUp(now)), nil
 }
 
-// reportFiles lists the report files written into dir.
-func reportFiles(id, dir string) ReportFiles {
+// reportFiles lists the report files written into dir for the wake-up
+// report w.
+func reportFiles(id, dir string, w campaign.WakeUp) ReportFiles {
 	files := []string{AggregateReportFile, "report.json", "report.md", "report.svg"}
+	if w.BestFile != "" {
+		files = append(files, campaign.BestConfigFile)
+	}
+	if len(w.KnobImportance) > 0 {
+		files = append(files, campaign.KnobSliceFile)
+	}
 	for i, n := range files {
 		files[i] = filepath.Join(dir, n)
 	}
@@ -43,7 +51,8 @@ func reportFiles(id, dir string) ReportFiles {
 
 // SaveReports fetches a campaign's reports from s (a workspace here, or a
 // scheduler) and writes their files into dir on this machine: the wake-up
-// report (report.json, report.md, report.svg) and the aggregate report. It
+// report (report.json, report.md, report.svg, best.json and the knob plot
+// when there are some) and the aggregate report. It
 // is how amkctl report --out gets a scheduler's report onto the user's
 // machine. It returns the wake-up report too, for printing.
 func SaveReports(ctx context.Context, s Service, id, dir string) (ReportFiles, campaign.WakeUp, error) {
@@ -67,5 +76,5 @@ func SaveReports(ctx context.Context, s Service, id, dir string) (ReportFiles, c
 	if err := atomicfile.Write(filepath.Join(dir, AggregateReportFile), []byte(agg)); err != nil {
 		return ReportFiles{}, campaign.WakeUp{}, err
 	}
-	return reportFiles(id, dir), wake, nil
+	return reportFiles(id, dir, wake), wake, nil
 }

@@ -1,11 +1,14 @@
 package ir
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/amk-dev/amk/didyoumean"
 )
 
 // GpuTarget describes a GPU as data: adding a chip is adding a record.
@@ -294,7 +297,20 @@ func Target(name string) (*GpuTarget, error) {
 			return &t, nil
 		}
 	}
-	return nil, fmt.Errorf("unknown GPU target %q (known: %s)", name, strings.Join(TargetNames(), ", "))
+	return nil, fmt.Errorf("%w %q (%sknown: %s)", ErrUnknownTarget, name, hintPrefix(name, TargetNames()), strings.Join(TargetNames(), ", "))
+}
+
+// ErrUnknownTarget is the error of a GPU name no target record has; fronts
+// treat it as bad input.
+var ErrUnknownTarget = errors.New("unknown GPU target")
+
+// hintPrefix is didyoumean's hint for name among known, followed by "; ", or
+// "" when nothing is close.
+func hintPrefix(name string, known []string) string {
+	if h := didyoumean.Hint(name, known); h != "" {
+		return h + "; "
+	}
+	return ""
 }
 
 // TargetNames lists the registered targets, sorted.

@@ -1,11 +1,13 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/amk-dev/amk/didyoumean"
 	"github.com/amk-dev/amk/inputfile"
 )
 
@@ -46,8 +48,8 @@ func loadFloat(nameOrPath string) (Config, error) {
 	path := nameOrPath
 	info, err := os.Stat(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("unknown model %q: not a preset (%s) and not a readable config.json: %v",
-			nameOrPath, strings.Join(PresetNames(), ", "), err)
+		return Config{}, fmt.Errorf("%w %q%s: not a preset (%s) and not a readable config.json: %v",
+			ErrUnknownModel, nameOrPath, hint(nameOrPath), strings.Join(PresetNames(), ", "), err)
 	}
 	if info.IsDir() {
 		path = filepath.Join(path, "config.json")
@@ -62,4 +64,17 @@ func loadFloat(nameOrPath string) (Config, error) {
 	}
 	cfg.MaxSeq = min(cfg.MaxSeq, ImportMaxSeq)
 	return cfg, nil
+}
+
+// ErrUnknownModel is the error of a model name that is neither a preset nor
+// a readable config.json; fronts treat it as bad input.
+var ErrUnknownModel = errors.New("unknown model")
+
+// hint is didyoumean's hint for a mistyped preset name in parentheses after
+// a space, or "" when no preset is close.
+func hint(name string) string {
+	if h := didyoumean.Hint(name, PresetNames()); h != "" {
+		return " (" + h + ")"
+	}
+	return ""
 }

@@ -73,5 +73,5 @@ func Preset(name string) (Config, error) {
 			return p.make(), nil
 		}
 	}
-	return Config{}, fmt.Errorf("unknown model preset %q (known: %s)", name, strings.Join(PresetNames(), ", "))
+	return Config{}, fmt.Errorf("%w preset %q%s (known: %s)", ErrUnknownModel, name, hint(name), strings.Join(PresetNames(), ", "))
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,7 +313,8 @@ func (d *Driver) WriteReport() error {
 	return WriteReport(d.Ledger.Dir(), d.Ledger.Campaign(), d.now())
 }
 
-// WriteReport writes a campaign's wake-up report files into dir.
+// WriteReport writes a campaign's wake-up report files into dir, with the
+// best config in campaign.BestConfigFile once there is one.
 func WriteReport(dir string, c *campaign.Campaign, now time.Time) error {
 	return WriteWakeUp(dir, c.WakeUp(now))
 }
@@ -333,6 +335,20 @@ func WriteWakeUp(dir string, w campaign.WakeUp) error {
 		"report.json": append(js, '\n'),
 		"report.md":   []byte(w.Markdown() + "\n![trajectory and latency against KV length](report.svg)\n"),
 		"report.svg":  svg,
+	}
+	if len(w.KnobImportance) > 0 {
+		slice, err := chart.KnobSliceSVG(w)
+		if err != nil {
+			return err
+		}
+		files[campaign.KnobSliceFile] = slice
+	}
+	if w.BestFile != "" {
+		var best bytes.Buffer
+		if err := json.Indent(&best, w.BestConfig, "", "  "); err != nil {
+			return err
+		}
+		files[w.BestFile] = append(best.Bytes(), '\n')
 	}
 	for name, data := range files {
 		if err := atomicfile.Write(dir+string(os.PathSeparator)+name, data); err != nil {

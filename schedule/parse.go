@@ -3,11 +3,13 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/amk-dev/amk/didyoumean"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
 )
@@ -48,24 +50,48 @@ var offSizes = map[string]bool{"gemv.tiles_per_sm": true, "attention.kv_head_spl
 // that is not an object has no ignored keys.
 func IgnoredKeys(v pyjson.Value) []string {
 	var out []string
+	for _, k := range UnknownKeys(v) {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// UnknownKey is one key IgnoredKeys names, with the known keys beside it
+// that the user probably meant.
+type UnknownKey struct {
+	Name string // as a Python subscript: 'tilling', tiling['gemv']['N_tlie']
+	Hint string // didyoumean's hint among the keys known at that level, or ""
+}
+
+// String is the name followed by the hint in parentheses, if any.
+func (k UnknownKey) String() string {
+	if k.Hint == "" {
+		return k.Name
+	}
+	return k.Name + " (" + k.Hint + ")"
+}
+
+// UnknownKeys is IgnoredKeys with a "did you mean" for each key.
+func UnknownKeys(v pyjson.Value) []UnknownKey {
+	var out []UnknownKey
 	if v.Kind != pyjson.Object {
 		return nil
 	}
 	for _, m := range v.Obj {
 		if !slices.Contains(configKeys, m.Key) {
-			out = append(out, fmt.Sprintf("'%s'", m.Key))
+			out = append(out, UnknownKey{fmt.Sprintf("'%s'", m.Key), didyoumean.Hint(m.Key, configKeys)})
 		}
 	}
 	if t, ok := v.Get("tiling"); ok && t.Kind == pyjson.Object {
 		for _, arch := range t.Obj {
 			known, ok := tileSizes[arch.Key]
 			if !ok {
-				out = append(out, fmt.Sprintf("tiling['%s']", arch.Key))
+				out = append(out, UnknownKey{fmt.Sprintf("tiling['%s']", arch.Key), didyoumean.Hint(arch.Key, slices.Sorted(maps.Keys(tileSizes)))})
 				continue
 			}
 			for _, s := range arch.Val.Obj {
 				if !slices.Contains(known, s.Key) {
-					out = append(out, fmt.Sprintf("tiling['%s']['%s']", arch.Key, s.Key))
+					out = append(out, UnknownKey{fmt.Sprintf("tiling['%s']['%s']", arch.Key, s.Key), didyoumean.Hint(s.Key, known)})
 				}
 			}
 		}
@@ -282,7 +308,11 @@ func (c *checker) knobs(k pyjson.Value) map[string]int {
 	for _, m := range k.Obj {
 		spec, ok := findKernelKnob(m.Key)
 		if !ok {
-			c.addf("kernel_knobs: unknown knob '%s' (known: %s)", m.Key, knownKnobNames())
+			hint := didyoumean.Hint(m.Key, strings.Split(knownKnobNames(), ", "))
+			if hint != "" {
+				hint += "; "
+			}
+			c.addf("kernel_knobs: unknown knob '%s' (%sknown: %s)", m.Key, hint, knownKnobNames())
 			continue
 		}
 		name := fmt.Sprintf("kernel_knobs['%s']", m.Key)

@@ -226,6 +226,7 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteMalformedConfig, "malformed ScheduleConfig: %v", err)
 	}
 	v.ScheduleID = point.ID()
+	v.Notes = append(v.Notes, schedule.OffGridNotes(point, target, spec.Device)...)
 	if raw, err := json.Marshal(point); err == nil {
 		v.Point = raw
 	}

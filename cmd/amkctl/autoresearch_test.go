@@ -22,11 +22,12 @@ func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
 	}
 	dir := filepath.Join(ws, "campaigns", campaign.ID("toy", "h200", "cpu", ""))
-	for _, f := range []string{"report.json", "report.md", "report.svg", "results.tsv", "ledger.json", "trials.jsonl"} {
+	for _, f := range []string{"report.json", "report.md", "report.svg", "results.tsv", "ledger.json", "trials.jsonl", "best.json", "knobs.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
 		}
 	}
+	checkReportReproducesTheBest(t, dir)
 	if !strings.Contains(out, "AMK Autoresearch Orchestration Status") {
 		t.Errorf("no status block on stdout:\n%s", out)
 	}
@@ -38,6 +39,43 @@ func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "status", "--workspace", filepath.Join(ws, "nope")); code == 0 {
 		t.Error("status on a missing workspace succeeded")
+	}
+}
+
+// checkReportReproducesTheBest: the report names the seed, the host that
+// evaluated the best and the share of the space searched, and the command
+// it prints, run as printed beside best.json, evaluates the best again.
+func checkReportReproducesTheBest(t *testing.T, dir string) {
+	t.Helper()
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"proposer random seed 3", "Best evaluated by: host=", "points of the search space (", "## Reproduce and apply", "`best.json` beside this report", "## Which knobs mattered"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	var w campaign.WakeUp
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err == nil {
+		err = json.Unmarshal(data, &w)
+	}
+	if err != nil || len(w.Reproduce) == 0 || w.SearchedShare == nil || *w.SearchedShare <= 0 {
+		t.Fatalf("report.json: %v: reproduce %q, searched share %v", err, w.Reproduce, w.SearchedShare)
+	}
+	args := strings.Fields(w.Reproduce[0])
+	for i, a := range args {
+		if a == w.BestFile {
+			args[i] = filepath.Join(dir, a)
+		}
+	}
+	code, out, errOut := runCmd(t, args[1:]...)
+	var v struct {
+		ScheduleID string `json:"schedule_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.ScheduleID != w.BestScheduleID {
+		t.Errorf("%q: exit %d, schedule %q (want the best, %s): %v %s", w.Reproduce[0], code, v.ScheduleID, w.BestScheduleID, err, errOut)
 	}
 }
 

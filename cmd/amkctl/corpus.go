@@ -105,6 +105,10 @@ func newCorpusMergeCmd() *cobra.Command {
 				return exitBadInput
 			}
 			recs, skipped := flywheel.ParseAnyCorpus(data)
+			if skipped > 0 && len(recs) == 0 {
+				fmt.Fprintf(stderr, "amkctl corpus merge: %s: none of its %d line(s) is a corpus record (amk or AMK format); nothing merged\n", f, skipped)
+				return exitBadInput
+			}
 			if skipped > 0 {
 				fmt.Fprintf(stderr, "amkctl corpus merge: %s: skipped %d lines that are not corpus records\n", f, skipped)
 			}

@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/version"
+	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
 )
@@ -27,14 +28,20 @@ JSON on stdout (nothing else goes to stdout). With --prompt-len, --gen-len
 or --workload it evaluates a decode workload instead: the start, middle and
 end of each generation, each checked from the same seeded KV cache, and
 the verdict's latency is the workload's mean time per decode step (its
-"positions" keep each one's figures). Unknown config keys are not an error
-(a newer amk may add knobs) but each is named in the verdict's notes
-and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
+"positions" keep each one's figures). --schedule takes a config object, or
+propose's whole answer as it is (its schedule_config is evaluated). A
+config key amk does not know is an error (exit 2, with the keys it probably
+meant) unless --ignore-unknown-keys, which names each ignored key in the
+verdict's notes and on stderr. A value off the search grid is evaluated as
+written, with a note. Exit 0 iff the program is valid and correct, 1 if it
+is rejected or incorrect, 2 for an unknown model or GPU or a config file
+that is not a JSON object.`,
 		ValidArgsFunction: completeModels,
 	}
 	fs := cmd.Flags()
 	gpu := addGPUFlag(cmd, "h100", "")
-	cfgPath := addScheduleFlag(cmd, "schedule config JSON file, or - for stdin; empty: the canonical default config")
+	cfgPath := addScheduleFlag(cmd, "schedule config JSON file (or propose's answer), - for stdin; empty: the canonical default config")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	device := addDeviceFlag(cmd, "")
 	token := fs.Int("token-id", trial.DefaultToken, "token id fed to the checked decode step (--token is the old name)")
 	flagAliases(fs, map[string]string{"token": "token-id"})
@@ -50,13 +57,29 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 			fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
 			return exitBadInput
 		}
+		name, err := quantizedModel(args[0], *quantize)
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		// A name amk does not know is bad input, answered in one line, not
+		// a rejected verdict.
+		if _, err := model.Load(name); err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		if _, err := ir.Target(*gpu); err != nil {
+			fmt.Fprintln(stderr, "amkctl eval: --gpu:", err)
+			return exitBadInput
+		}
 		var point []byte
 		if *cfgPath != "" {
-			var err error
-			if point, err = inputfile.Read(*cfgPath, 1<<20); err != nil {
-				fmt.Fprintln(stderr, "amkctl eval:", err)
+			cfg, err := readConfig(*cfgPath, *ignoreUnknown, "eval", stderr)
+			if err != nil {
+				fmt.Fprintln(stderr, "amkctl eval: --schedule:", err)
 				return exitBadInput
 			}
+			point = cfg.JSON()
 		} else {
 			point = []byte(schedulePointJSON(schedule.Default()))
 		}
@@ -66,11 +89,6 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 			return exitBadInput
 		}
 		defer closeLauncher(launcher)
-		name, err := quantizedModel(args[0], *quantize)
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl eval:", err)
-			return exitBadInput
-		}
 		if *quality < 0 {
 			fmt.Fprintln(stderr, "amkctl eval: --quality must be a token count >= 0")
 			return exitBadInput
@@ -99,8 +117,8 @@ and on stderr. Exit 0 iff the program is valid and correct, 1 otherwise.`,
 		}
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
-				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {
-					fmt.Fprintln(stderr, "amkctl eval: warning:", n)
+				if strings.Contains(n, schedule.OffGridMarker) {
+					fmt.Fprintln(stderr, "amkctl eval: note:", n)
 				}
 			}
 		}

@@ -13,9 +13,10 @@ import (
 	"github.com/amk-dev/amk/trial"
 )
 
-// TestEvalNamesIgnoredKeysAndMatchesTheReferenceID: a misspelt key is not
-// an error, but the verdict's notes and stderr name it; docs/spec/loop.md's cfg.json
-// gets the reference's id; --batch reaches the pipeline.
+// TestEvalNamesIgnoredKeysAndMatchesTheReferenceID: a misspelt key is an
+// error (exit 2, with the key meant) unless --ignore-unknown-keys, and then
+// the verdict's notes and stderr name it; docs/spec/loop.md's cfg.json gets
+// the reference's id; --batch reaches the pipeline.
 func TestEvalNamesIgnoredKeysAndMatchesTheReferenceID(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "cfg.json")
@@ -27,6 +28,10 @@ func TestEvalNamesIgnoredKeysAndMatchesTheReferenceID(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCmd(t, "eval", "toy", "--gpu", "h100", "--schedule", cfg)
+	if code != exitBadInput || out != "" || !strings.Contains(errOut, `'tilling' (did you mean "tiling"?)`) || !strings.Contains(errOut, "--ignore-unknown-keys") {
+		t.Errorf("a misspelt key: code %d, stdout %q, stderr %q; want exit 2 naming the key meant and the flag", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "eval", "toy", "--gpu", "h100", "--schedule", cfg, "--ignore-unknown-keys")
 	var v trial.Verdict
 	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
 		t.Fatalf("eval: code %d, %v\n%s\n%s", code, err, out, errOut)
@@ -43,6 +48,74 @@ func TestEvalNamesIgnoredKeysAndMatchesTheReferenceID(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, "eval", "toy", "--gpu", "h100", "--batch", "2", "--device", "cpu"); code != 0 {
 		t.Errorf("--batch 2 on cpu: code %d", code)
+	}
+}
+
+// TestEvalAnswersBadInputInOneLineWithExit2: an unknown model or GPU, or a
+// config file that is not JSON, is bad input (exit 2): one short line on
+// stderr with what was probably meant, no verdict.
+func TestEvalAnswersBadInputInOneLineWithExit2(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.json")
+	if err := os.WriteFile(garbage, []byte("garbage{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "smal", "--gpu", "h100"}, `did you mean "small"`},
+		{[]string{"eval", "toy", "--gpu", "h2000"}, `did you mean "h200"?`},
+		{[]string{"eval", "toy", "--gpu", "h100", "--schedule", garbage}, "not valid JSON"},
+		{[]string{"lower", "toy", "--gpu", "h2000"}, `did you mean "h200"?`},
+		{[]string{"propose", "smal"}, `did you mean "small"`},
+	} {
+		code, out, errOut := runCmd(t, c.args...)
+		if code != exitBadInput || out != "" || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, out, errOut, c.want)
+		}
+	}
+}
+
+// TestEvalTakesProposesAnswerAndNotesOffGridValues: propose's JSON, passed
+// to eval as it is, evaluates its schedule_config (not the default with
+// every key ignored); a value off the search grid gets a note.
+func TestEvalTakesProposesAnswerAndNotesOffGridValues(t *testing.T) {
+	dir := t.TempDir()
+	inc := filepath.Join(dir, "inc.json")
+	if err := os.WriteFile(inc, []byte(`{"tiling": {"gemv": {"N_tile": 128}}, "pipelining_depth": 3}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, surface, errOut := runCmd(t, "propose", "toy", "--gpu", "h100", "--incumbent", inc)
+	if code != 0 {
+		t.Fatalf("propose: code %d: %s", code, errOut)
+	}
+	var doc struct {
+		ScheduleID string `json:"schedule_id"`
+	}
+	if err := json.Unmarshal([]byte(surface), &doc); err != nil {
+		t.Fatal(err)
+	}
+	answer := filepath.Join(dir, "propose.json")
+	if err := os.WriteFile(answer, []byte(surface), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "eval", "toy", "--gpu", "h100", "--schedule", answer)
+	var v trial.Verdict
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 {
+		t.Fatalf("eval of propose's answer: code %d, %v\n%s", code, err, errOut)
+	}
+	if v.ScheduleID != doc.ScheduleID || len(v.Notes) != 0 {
+		t.Errorf("eval of propose's answer evaluated %s (notes %q), want the incumbent %s", v.ScheduleID, v.Notes, doc.ScheduleID)
+	}
+	off := filepath.Join(dir, "off.json")
+	if err := os.WriteFile(off, []byte(`{"tiling": {"gemv": {"N_tile": 17}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out, errOut = runCmd(t, "eval", "toy", "--gpu", "h100", "--schedule", off)
+	if err := json.Unmarshal([]byte(out), &v); err != nil || !strings.Contains(strings.Join(v.Notes, "|"), "N_tile 17 is off the search grid") ||
+		!strings.Contains(errOut, "off the search grid") {
+		t.Errorf("N_tile 17: notes %q, stderr %q; want an off-grid note in both", v.Notes, errOut)
 	}
 }
 

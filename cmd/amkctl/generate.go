@@ -20,7 +20,7 @@ func init() { addVerb(groupFormats, newGenerateCmd) }
 type generateFlags struct {
 	gpu, cfgPath, prompt, weights, device string
 	maxTokens                             int
-	verify                                bool
+	verify, ignoreUnknown                 bool
 }
 
 func newGenerateCmd() *cobra.Command {
@@ -34,6 +34,7 @@ func newGenerateCmd() *cobra.Command {
 	fs.StringVar(&g.gpu, "gpu", "h100", "GPU target record the schedule is lowered for")
 	_ = cmd.RegisterFlagCompletionFunc("gpu", cobra.FixedCompletions(ir.TargetNames(), cobra.ShellCompDirectiveNoFileComp))
 	cfgPath := addScheduleFlag(cmd, "schedule config JSON file; empty: the canonical default config")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	fs.StringVar(&g.prompt, "prompt-ids", "", "comma-separated prompt token ids (required)")
 	fs.IntVar(&g.maxTokens, "max-tokens", 8, "number of tokens to generate")
 	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: seeded weights")
@@ -48,7 +49,7 @@ func newGenerateCmd() *cobra.Command {
 				return exitBadInput
 			}
 		}
-		g.cfgPath, g.device = *cfgPath, *device
+		g.cfgPath, g.device, g.ignoreUnknown = *cfgPath, *device, *ignoreUnknown
 		return generate(pos0, g, stdout, stderr)
 	})
 	return cmd
@@ -81,7 +82,7 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	point, err := loadPoint(g.cfgPath)
+	point, err := loadPoint(g.cfgPath, g.ignoreUnknown, "generate", stderr)
 	if err != nil {
 		return fail(exitBadInput, "--schedule: %v", err)
 	}

@@ -47,7 +47,7 @@ func newStartCmd() *cobra.Command {
 		restartAfter: fs.Int("restart-after", 6, "non-improvements before an overnight basin hop"),
 		epsilon:      fs.Float64("epsilon", 0.30, "probability an exploit step skips the prior's ranking"),
 		trialTimeout: fs.Float64("trial-timeout", 0, "wall-clock limit of one trial in seconds; 0: the worker's setting"),
-		maxReverts:   fs.Int("max-reverts", -1, "consecutive reverts before the campaign moves on; negative: the default 8, 0: never"),
+		maxReverts:   fs.Int("max-reverts", -1, "base of the plateau threshold: the campaign moves on after this many consecutive reverts × 1 to 2 (cheaper trials: more) × 1 to 2 (more untried points: more), so 5 can mean up to 20; status shows the threshold in use; negative: the default 8, 0: never"),
 		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"),
 	}
 	wf := addCampaignWorkloadFlags(cmd)
@@ -125,7 +125,7 @@ func lifecycleVerb(op, short string) func() *cobra.Command {
 		if op == campaign.OpReopen {
 			iters = fs.Int("iters", 0, "the campaign's new total budget of experiments, counting those already run (a total: 33 run and 20 more is --iters 53); 0: unbounded")
 			minutes = fs.Float64("minutes", 0, "the campaign's new total budget of (unpaused) minutes, counting those already spent; 0: unbounded")
-			maxReverts = fs.Int("max-reverts", 0, "new consecutive-reverts threshold; 0: never move on")
+			maxReverts = fs.Int("max-reverts", 0, "new base of the plateau threshold (scaled × 1 to 4 with trial cost and untried space, as on start; status shows the threshold in use); 0: never move on")
 		}
 		cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {
 			req := control.CommandRequest{Note: *note}

@@ -117,8 +117,13 @@ func TestCorpusVerb(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "toy(1L)") || !strings.Contains(out, "1 join a corpus point") {
 		t.Fatalf("inspect: %d\n%s", code, out)
 	}
+	garbage := filepath.Join(t.TempDir(), "garbage.json")
+	if err := os.WriteFile(garbage, []byte("garbage{\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"corpus", "import"}, {"corpus", "bogus"}, {"corpus", "merge"},
-		{"corpus", "import", "--state", filepath.Join(fly, "amk_results.tsv")}} {
+		{"corpus", "import", "--state", filepath.Join(fly, "amk_results.tsv")},
+		{"corpus", "merge", "--workspace", ws, garbage}} { // a file without one record is not a corpus
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: code %d", args, code)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -16,16 +17,49 @@ import (
 
 func init() { addVerb(groupFormats, newLowerCmd) }
 
-// loadPoint reads a config file, or returns the canonical default for "".
-func loadPoint(path string) (schedule.Point, error) {
+// loadPoint reads a config file as readConfig does, or returns the
+// canonical default for "", and warns on stderr about what it read past.
+func loadPoint(path string, allowUnknown bool, verb string, stderr io.Writer) (schedule.Point, error) {
 	if path == "" {
 		return schedule.Default(), nil
 	}
-	data, err := inputfile.Read(path, 1<<20)
+	cfg, err := readConfig(path, allowUnknown, verb, stderr)
 	if err != nil {
 		return schedule.Point{}, err
 	}
-	return schedule.ParsePoint(data)
+	return schedule.PointFromValue(cfg.Value)
+}
+
+// readConfig reads the schedule config a user named (a file, or - for
+// standard input) with schedule.ReadUserConfig, says on stderr when it took
+// the config out of propose's answer or read past unknown keys, and points
+// a refusal of unknown keys at --ignore-unknown-keys.
+func readConfig(path string, allowUnknown bool, verb string, stderr io.Writer) (schedule.UserConfig, error) {
+	data, err := inputfile.Read(path, 1<<20)
+	if err != nil {
+		return schedule.UserConfig{}, err
+	}
+	cfg, err := schedule.ReadUserConfig(data, allowUnknown)
+	var unknown *schedule.UnknownKeysError
+	if errors.As(err, &unknown) {
+		return cfg, fmt.Errorf("%s: %w (--ignore-unknown-keys reads past them)", path, err)
+	}
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if cfg.FromSurface {
+		fmt.Fprintf(stderr, "amkctl %s: %s is propose's answer: using its schedule_config\n", verb, path)
+	}
+	for _, k := range cfg.Ignored {
+		fmt.Fprintf(stderr, "amkctl %s: warning: ignoring unknown config key %s\n", verb, k)
+	}
+	return cfg, nil
+}
+
+// addIgnoreUnknownKeysFlag adds --ignore-unknown-keys: read past config keys
+// amk does not know instead of refusing the config.
+func addIgnoreUnknownKeysFlag(cmd *cobra.Command) *bool {
+	return cmd.Flags().Bool("ignore-unknown-keys", false, "read past schedule config keys amk does not know (each is named on stderr) instead of refusing the config")
 }
 
 func newLowerCmd() *cobra.Command {
@@ -36,6 +70,7 @@ func newLowerCmd() *cobra.Command {
 	}
 	gpu := addGPUFlag(cmd, "h100", "")
 	cfgPath := addScheduleFlag(cmd, "schedule config JSON file, or - for stdin; empty: the canonical default config")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	pos := cmd.Flags().Int("pos", 0, "decode position")
 	outPath := cmd.Flags().StringP("out", "o", "-", "output file, - for stdout")
 	format := cmd.Flags().String("format", "amk", "amk (a program file) or mpk (an MPK task_graph.json)")
@@ -48,12 +83,12 @@ func newLowerCmd() *cobra.Command {
 				return exitBadInput
 			}
 		}
-		return lower(pos0, *gpu, *cfgPath, *pos, *outPath, *format, stdout, stderr)
+		return lower(pos0, *gpu, *cfgPath, *ignoreUnknown, *pos, *outPath, *format, stdout, stderr)
 	})
 	return cmd
 }
 
-func lower(pos0 []string, gpu, cfgPath string, pos int, outPath, format string, stdout, stderr io.Writer) int {
+func lower(pos0 []string, gpu, cfgPath string, ignoreUnknown bool, pos int, outPath, format string, stdout, stderr io.Writer) int {
 	if format != "amk" && format != "mpk" {
 		fmt.Fprintf(stderr, "amkctl lower: --format %q: amk or mpk\n", format)
 		return exitBadInput
@@ -72,9 +107,9 @@ func lower(pos0 []string, gpu, cfgPath string, pos int, outPath, format string, 
 		fmt.Fprintln(stderr, "amkctl lower:", err)
 		return exitBadInput
 	}
-	point, err := loadPoint(cfgPath)
+	point, err := loadPoint(cfgPath, ignoreUnknown, "lower", stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "amkctl lower: config:", err)
+		fmt.Fprintln(stderr, "amkctl lower: --schedule:", err)
 		return exitBadInput
 	}
 	prog, err := schedule.Lower(cfg, target, point, schedule.LowerOptions{Pos: pos})

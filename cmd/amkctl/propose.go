@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
@@ -25,7 +24,8 @@ func newProposeCmd() *cobra.Command {
 	}
 	gpu := addGPUFlag(cmd, "h100", "")
 	device := addDeviceFlag(cmd, "cpu or cuda: kernel-build knobs are levers only on cuda")
-	incPath := cmd.Flags().String("incumbent", "", "a schedule config JSON to present as the incumbent; empty: the canonical default")
+	incPath := cmd.Flags().String("incumbent", "", "a schedule config JSON (or propose's answer) to present as the incumbent; empty: the canonical default")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
 		if len(pos0) == 1 {
@@ -35,12 +35,12 @@ func newProposeCmd() *cobra.Command {
 				return exitBadInput
 			}
 		}
-		return propose(pos0, *gpu, *device, *incPath, stdout, stderr)
+		return propose(pos0, *gpu, *device, *incPath, *ignoreUnknown, stdout, stderr)
 	})
 	return cmd
 }
 
-func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Writer) int {
+func propose(pos0 []string, gpu, device, incPath string, ignoreUnknown bool, stdout, stderr io.Writer) int {
 	if len(pos0) != 1 {
 		fmt.Fprintln(stderr, "amkctl propose: exactly one MODEL is required")
 		return exitBadInput
@@ -60,16 +60,10 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, "amkctl propose: --device:", err)
 		return exitBadInput
 	}
-	inc := schedule.Default()
-	if incPath != "" {
-		data, err := inputfile.Read(incPath, 1<<20)
-		if err == nil {
-			inc, err = schedule.ParsePoint(data)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "amkctl propose: incumbent:", err)
-			return exitBadInput
-		}
+	inc, err := loadPoint(incPath, ignoreUnknown, "propose", stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl propose: --incumbent:", err)
+		return exitBadInput
 	}
 	doc := schedule.SurfaceFor(cfg.Name, target, dev, cfg.Quant.On(), inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-var purePackages = []string{"pyjson", "chart", "ir", "ir/mpk", "validate", "tensor", "model", "schedule", "vm", "campaign", "flywheel", "trial", "dispatch", "runner", "pipeline", "fib", "baseline", "control", "control/controltest", "inputfile", "programfile", "ir/mpk/rank", "atomicfile", "filemap"}
+var purePackages = []string{"pyjson", "chart", "ir", "ir/mpk", "validate", "tensor", "model", "schedule", "vm", "campaign", "flywheel", "trial", "dispatch", "runner", "pipeline", "fib", "baseline", "control", "control/controltest", "inputfile", "programfile", "ir/mpk/rank", "atomicfile", "filemap", "didyoumean"}
 
 var forbidden = []string{
 	"github.com/redis/", "github.com/hibiken/asynq", "github.com/spf13/viper", "github.com/prometheus/",

@@ -87,6 +87,7 @@ func Handler(o Options) (http.Handler, error) {
 	mux.HandleFunc("GET /ui/c/{id}", p.campaign)
 	mux.HandleFunc("GET /ui/c/{id}/live", p.campaignLive)
 	mux.HandleFunc("GET /ui/c/{id}/chart.svg", p.chart)
+	mux.HandleFunc("GET /ui/c/{id}/knobs.svg", p.knobsChart)
 	mux.HandleFunc("POST /ui/c/{id}/{op}", p.action)
 	mux.Handle("GET /ui/assets/", p.assets)
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
@@ -143,6 +144,8 @@ type view struct {
 	Results []campaign.TrajectoryPoint
 	Omitted int
 	Chart   string // the chart's URL, changing with the data so that it reloads
+	// KnobsChart is the knob slice plot's URL, likewise.
+	KnobsChart string
 }
 
 type errorPage struct{ Title, Message string }
@@ -216,6 +219,7 @@ func (p *pages) campaignView(w http.ResponseWriter, r *http.Request) (view, bool
 	}
 	v.Results = rows
 	v.Chart = fmt.Sprintf("/ui/c/%s/chart.svg?n=%d", id, len(rep.Trajectory))
+	v.KnobsChart = fmt.Sprintf("/ui/c/%s/knobs.svg?n=%d", id, len(rep.Trajectory))
 	switch r.URL.Query().Get("done") {
 	case campaign.OpPause, campaign.OpResume, campaign.OpStop:
 		v.Flash = "Done: " + r.URL.Query().Get("done") + "."
@@ -236,6 +240,15 @@ func (p *pages) campaignLive(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *pages) chart(w http.ResponseWriter, r *http.Request) {
+	p.svg(w, r, chart.ReportSVG)
+}
+
+func (p *pages) knobsChart(w http.ResponseWriter, r *http.Request) {
+	p.svg(w, r, chart.KnobSliceSVG)
+}
+
+// svg answers one of a campaign's charts, drawn from its report.
+func (p *pages) svg(w http.ResponseWriter, r *http.Request, draw func(campaign.WakeUp) ([]byte, error)) {
 	ctx, cancel := p.ctx(r)
 	defer cancel()
 	rep, err := p.Campaigns.Report(ctx, r.PathValue("id"))
@@ -243,7 +256,7 @@ func (p *pages) chart(w http.ResponseWriter, r *http.Request) {
 		p.failed(w, err, "Chart")
 		return
 	}
-	svg, err := chart.ReportSVG(rep)
+	svg, err := draw(rep)
 	if err != nil {
 		p.failed(w, err, "Chart")
 		return

@@ -75,6 +75,21 @@ func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 	if chart.status != 200 || !strings.HasPrefix(chart.header.Get("Content-Type"), "image/svg+xml") || !strings.Contains(chart.body, "<svg") {
 		t.Errorf("chart: %d %s", chart.status, chart.header.Get("Content-Type"))
 	}
+	// Once enough trials are correct, the page ranks the knobs and shows a
+	// slice plot of the first.
+	apitest.WaitFor(t, 90*time.Second, "enough experiments for the knob view", func() bool {
+		return s.status(t).ExperimentsRun >= 2*campaign.MinImportanceTrials
+	})
+	page = get(t, s.srv.URL+"/ui/c/"+s.id)
+	for _, want := range []string{`id="importance"`, "<meter", `id="knob-slice"`, "/ui/c/" + s.id + "/knobs.svg"} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the campaign page's knob view lacks %q", want)
+		}
+	}
+	knobs := get(t, s.srv.URL+"/ui/c/"+s.id+"/knobs.svg")
+	if knobs.status != 200 || !strings.Contains(knobs.body, "<svg") || !strings.Contains(knobs.body, "latency predicted by the cost model") {
+		t.Errorf("knobs.svg: %d %s", knobs.status, knobs.header.Get("Content-Type"))
+	}
 	if a := get(t, s.srv.URL+"/ui/c/nope"); a.status != 404 {
 		t.Errorf("an unknown campaign answered %d", a.status)
 	}
