@@ -13,7 +13,8 @@ const EditSurfaceHint = "Edit the ScheduleConfig object only (effective knobs mo
 // Surface is docs/spec/loop.md's "propose" answer, the edit surface of one model on
 // one target: the incumbent config and its id, the canonical default's id,
 // and the search space of device ("cpu" or "cuda": kernel-build knobs are
-// levers only on cuda). modelName is the model's name as the verdicts give
+// levers only on cuda), with the JSON Schema of a config (ConfigSchema) as
+// schedule_config_schema. modelName is the model's name as the verdicts give
 // it; incumbent is the config presented as the one to edit.
 func Surface(modelName string, target *ir.GpuTarget, device Device, incumbent Point) pyjson.Value {
 	space := make([]pyjson.Value, 0)
@@ -36,5 +37,6 @@ func Surface(modelName string, target *ir.GpuTarget, device Device, incumbent Po
 		pyjson.M("default_schedule_id", pyjson.StringValue(Default().ID())),
 		pyjson.M("search_space", pyjson.ArrayValue(space...)),
 		pyjson.M("edit_surface", pyjson.StringValue(EditSurfaceHint)),
+		pyjson.M("schedule_config_schema", ConfigSchema(target, device)),
 	)
 }

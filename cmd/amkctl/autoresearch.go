@@ -76,7 +76,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
-		launcher, dev, err := launcherFor(*device)
+		launcher, dev, err := launcherFor(*device, stderr)
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}

@@ -15,20 +15,21 @@ import (
 // GPU support; without it, --device cuda is refused with a clear error.
 var openCUDALauncher func(ordinal int) (trial.Launcher, error)
 
-// launcherFor maps a --device value to a latency source.
-func launcherFor(arg string) (trial.Launcher, schedule.Device, error) {
-	device, err := schedule.ParseDevice(arg)
+// launcherFor maps a --device value (cpu, cuda or auto) to a latency
+// source; with auto, it says on stderr which device it picked and why.
+func launcherFor(arg string, stderr io.Writer) (trial.Launcher, schedule.Device, error) {
+	var openCUDA func() (trial.Launcher, error)
+	if openCUDALauncher != nil {
+		openCUDA = func() (trial.Launcher, error) { return openCUDALauncher(0) }
+	}
+	l, device, picked, err := control.OpenDevice(arg, openCUDA)
 	if err != nil {
-		return nil, "", fmt.Errorf("--device: %w", err)
+		return nil, "", fmt.Errorf("--device %s", err)
 	}
-	if device == schedule.DeviceCPU {
-		return trial.CPULauncher{}, device, nil
+	if picked != "" {
+		fmt.Fprintln(stderr, "amkctl: --"+picked)
 	}
-	if openCUDALauncher == nil {
-		return nil, "", fmt.Errorf("--device cuda: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver)")
-	}
-	l, err := openCUDALauncher(0)
-	return l, device, err
+	return l, device, nil
 }
 
 // evaluateOnce evaluates one spec, on a GPU under the watchdog (its

@@ -53,7 +53,7 @@ otherwise.`,
 		} else {
 			point = []byte(schedulePointJSON(schedule.Default()))
 		}
-		launcher, dev, err := launcherFor(*device)
+		launcher, dev, err := launcherFor(*device, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)
 			return exitBadInput

@@ -126,7 +126,7 @@ type greedyDecoder interface {
 // generateOnGPU decodes greedily with the megakernel on the GPU and, with
 // verify, compares every step's logits and the tokens with the eager pass.
 func generateOnGPU(cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
-	launcher, _, err := launcherFor(string(schedule.DeviceCUDA))
+	launcher, _, err := launcherFor(string(schedule.DeviceCUDA), stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate:", err)
 		return exitBadInput

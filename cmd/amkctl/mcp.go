@@ -61,7 +61,7 @@ AGENTS.md at the repository root says how an agent uses the tools.`,
 		opts := mcpserver.Options{
 			Campaigns: cs,
 			OpenLauncher: func(device string) (trial.Launcher, string, error) {
-				l, d, err := launcherFor(device)
+				l, d, err := launcherFor(device, stderr)
 				return l, string(d), err
 			},
 			OpenTuneDevice: openTuneDevice,

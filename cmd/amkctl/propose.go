@@ -19,20 +19,21 @@ func schedulePointJSON(p schedule.Point) string { return string(pyjson.Indent(p.
 
 func newProposeCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "propose MODEL --gpu G [--device cpu|cuda] [--incumbent cfg.json]",
-		Short:             "print the edit surface: the incumbent config, its id and the search space",
+		Use:               "propose MODEL --gpu G [--device cpu|cuda|auto] [--incumbent cfg.json] [--schema]",
+		Short:             "print the edit surface: the incumbent config, its id, the search space and the config's JSON Schema",
 		ValidArgsFunction: completeModels,
 	}
 	gpu := addGPUFlag(cmd, "h100", "")
-	device := addDeviceFlag(cmd, "cpu or cuda: kernel-build knobs are levers only on cuda")
+	device := addDeviceFlag(cmd, "cpu, cuda or auto: kernel-build knobs are levers only on cuda")
+	schemaOnly := cmd.Flags().Bool("schema", false, "print only the JSON Schema (2020-12) of a schedule config for this target and device")
 	incPath := cmd.Flags().String("incumbent", "", "a schedule config JSON to present as the incumbent; empty: the canonical default")
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
-		return propose(pos0, *gpu, *device, *incPath, stdout, stderr)
+		return propose(pos0, *gpu, *device, *incPath, *schemaOnly, stdout, stderr)
 	})
 	return cmd
 }
 
-func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Writer) int {
+func propose(pos0 []string, gpu, device, incPath string, schemaOnly bool, stdout, stderr io.Writer) int {
 	if len(pos0) != 1 {
 		fmt.Fprintln(stderr, "amkctl propose: exactly one MODEL is required")
 		return exitBadInput
@@ -47,10 +48,13 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 		fmt.Fprintln(stderr, "amkctl propose:", err)
 		return exitBadInput
 	}
-	dev, err := schedule.ParseDevice(device)
+	launcher, dev, err := launcherFor(device, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "amkctl propose: --device:", err)
+		fmt.Fprintln(stderr, "amkctl propose:", err)
 		return exitBadInput
+	}
+	if c, ok := launcher.(io.Closer); ok {
+		_ = c.Close() // propose only needs to know the device
 	}
 	inc := schedule.Default()
 	if incPath != "" {
@@ -62,6 +66,10 @@ func propose(pos0 []string, gpu, device, incPath string, stdout, stderr io.Write
 			fmt.Fprintln(stderr, "amkctl propose: incumbent:", err)
 			return exitBadInput
 		}
+	}
+	if schemaOnly {
+		fmt.Fprintln(stdout, schedule.SchemaJSON(target, dev))
+		return exitOK
 	}
 	doc := schedule.Surface(cfg.Name, target, dev, inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
