@@ -134,12 +134,12 @@ type EvalInput struct {
 	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
 	// Config is the reference's name for Schedule: a config object, or
 	// the JSON text of one.
-	Config any    `json:"config,omitempty" jsonschema:"the reference's name for schedule: a schedule_config object, or its JSON text"`
-	Device string `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted), cuda (measured-gpu; a cuda build on a GPU machine) or auto (cuda when a CUDA device answers here, cpu otherwise; the verdict's notes say which)"`
-	TokenID  *int           `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
-	Pos      int            `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
-	Weights  string         `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
-	Batch    int            `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
+	Config  any    `json:"config,omitempty" jsonschema:"the reference's name for schedule: a schedule_config object, or its JSON text"`
+	Device  string `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted), cuda (measured-gpu; a cuda build on a GPU machine) or auto (cuda when a CUDA device answers here, cpu otherwise; the verdict's notes say which)"`
+	TokenID *int   `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
+	Pos     int    `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
+	Weights string `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Batch   int    `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence; cpu only)"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
