@@ -6,11 +6,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 func init() { addVerb(groupCampaign, newProposeCmd) }
@@ -48,13 +50,19 @@ func propose(pos0 []string, gpu, device, incPath string, schemaOnly bool, stdout
 		fmt.Fprintln(stderr, "amkctl propose:", err)
 		return exitBadInput
 	}
-	launcher, dev, err := launcherFor(device, stderr)
-	if err != nil {
-		fmt.Fprintln(stderr, "amkctl propose:", err)
-		return exitBadInput
+	dev, err := schedule.ParseDevice(device)
+	if control.IsAutoDevice(device) {
+		// propose opens no device for cpu or cuda; auto asks one to answer.
+		var launcher trial.Launcher
+		if launcher, dev, err = launcherFor(device, stderr); err == nil {
+			if c, ok := launcher.(io.Closer); ok {
+				_ = c.Close()
+			}
+		}
 	}
-	if c, ok := launcher.(io.Closer); ok {
-		_ = c.Close() // propose only needs to know the device
+	if err != nil {
+		fmt.Fprintln(stderr, "amkctl propose: --device:", err)
+		return exitBadInput
 	}
 	inc := schedule.Default()
 	if incPath != "" {

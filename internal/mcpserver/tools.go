@@ -108,11 +108,10 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 	if err != nil {
 		return nil, nil, argError("gpu", err)
 	}
-	_, device, _, release, err := s.launcher(in.Device)
+	device, err := s.proposeDevice(in.Device)
 	if err != nil {
 		return nil, nil, err
 	}
-	release() // propose only needs to know the device
 	inc := schedule.Default()
 	if in.Incumbent != nil {
 		data, err := configJSON("incumbent", in.Incumbent)
@@ -413,6 +412,24 @@ func (s *Server) campaigns(ctx context.Context, _ *mcp.CallToolRequest, _ Campai
 
 // argError names the argument a failure is about.
 func argError(arg string, err error) error { return fmt.Errorf("argument %s: %v", arg, err) }
+
+// proposeDevice is the device of propose's surface: cpu or cuda as given
+// (no device is opened), or the device auto picks.
+func (s *Server) proposeDevice(arg string) (schedule.Device, error) {
+	if !control.IsAutoDevice(arg) {
+		d, err := schedule.ParseDevice(arg)
+		if err != nil {
+			return "", argError("device", fmt.Errorf("%v, or auto", err))
+		}
+		return d, nil
+	}
+	_, device, _, release, err := s.launcher(arg)
+	if err != nil {
+		return "", err
+	}
+	release()
+	return device, nil
+}
 
 // scheduleArg is the config of a schedule argument or of config, its name
 // in the reference's tools (an object, or the JSON text of one); nil when
