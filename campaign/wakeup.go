@@ -34,6 +34,16 @@ type WakeUp struct {
 	SpeedupVsBaseline     *float64           `json:"speedup_vs_baseline"`
 	BestScheduleID        string             `json:"best_schedule_id,omitempty"`
 	BestConfig            json.RawMessage    `json:"best_config"`
+	// ItersToBest is the experiment (counted from 1) that recorded the
+	// best; nil before a best.
+	ItersToBest *int `json:"iters_to_best"`
+	// Cold, WarmSeeds, RankerTrained and Ranker are the flywheel's part:
+	// a cold campaign has no prior; a warm one started from WarmSeeds
+	// corpus points and ranks its proposals once the ranker is trained.
+	Cold          bool   `json:"cold"`
+	WarmSeeds     int    `json:"warm_seeds"`
+	RankerTrained bool   `json:"ranker_trained"`
+	Ranker        string `json:"ranker"`
 	BoundUS               *float64           `json:"bound_us"` // the streamed-bytes floor
 	AllWeightsBoundUS     *float64           `json:"all_weights_bound_us,omitempty"`
 	ImprovementMilestones []Milestone        `json:"improvement_milestones"`
@@ -82,7 +92,10 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
-		Notes: st.Notes,
+		Notes: st.Notes, Cold: st.Cold, WarmSeeds: st.WarmSeeds, Ranker: "off (cold campaign)",
+	}
+	if !st.Cold {
+		w.Ranker, w.RankerTrained = c.rankerStatus(), c.rankerFor().Trained()
 	}
 	if st.LatencyKind == trial.KindMeasuredGPU {
 		w.Honesty = honestyMeasured
@@ -96,6 +109,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 	if b := st.Best; b != nil {
 		kind := b.Kind
 		w.BestUS, w.BestKind, w.BestPctOfRoofline, w.BestScheduleID = new(b.LatencyUS), &kind, b.PctOfRoofline, b.ScheduleID
+		w.ItersToBest = new(b.Experiment)
 		if b.Point != nil {
 			w.BestConfig = pointJSON(*b.Point)
 		}
@@ -120,6 +134,14 @@ func (w WakeUp) Markdown() string {
 	add("- Ran: **%s min**, %d iterations (%d total experiments in campaign)", trimFloat(w.ElapsedMinutes), w.Iterations, w.TotalExperiments)
 	add("- Kept %d / correct %d / rejected+failed %d / crash+timeout %d", w.Kept, w.Correct, w.RejectedOrFailed, w.CrashOrTimeout)
 	add("- Basin-hop restarts: %d", w.BasinHopRestarts)
+	if w.Cold {
+		add("- Flywheel: cold (no prior)")
+	} else {
+		add("- Flywheel: %d warm seed(s), ranker %s", w.WarmSeeds, w.Ranker)
+	}
+	if w.ItersToBest != nil {
+		add("- Best found at experiment %d", *w.ItersToBest)
+	}
 	status := "- Status: " + strings.ToUpper(string(w.Status))
 	if w.MoveOnReason != "" {
 		status += " (" + w.MoveOnReason + ")"
