@@ -14,41 +14,41 @@ import (
 // WakeUp is the wake-up report (what an operator reads after an unattended
 // run: best found, against the baseline and the floor) with a trajectory for plots.
 type WakeUp struct {
-	Campaign              string             `json:"campaign"`
-	ID                    string             `json:"id"`
-	Device                schedule.Device    `json:"device"`
-	Status                Status             `json:"status"`
-	MoveOnReason          string             `json:"move_on_reason,omitempty"`
-	ElapsedMinutes        float64            `json:"elapsed_minutes"`
-	Iterations            int                `json:"iterations"`
-	TotalExperiments      int                `json:"total_experiments"`
-	Kept                  int                `json:"kept"`
-	Correct               int                `json:"correct"`
-	RejectedOrFailed      int                `json:"rejected_or_failed"`
-	CrashOrTimeout        int                `json:"crash_or_timeout"`
-	BasinHopRestarts      int                `json:"basin_hop_restarts"`
-	BaselineUS            *float64           `json:"baseline_us"`
-	BestUS                *float64           `json:"best_us"`
-	BestKind              *trial.LatencyKind `json:"best_kind"`
-	BestPctOfRoofline     *float64           `json:"best_pct_of_roofline"`
-	SpeedupVsBaseline     *float64           `json:"speedup_vs_baseline"`
-	BestScheduleID        string             `json:"best_schedule_id,omitempty"`
-	BestConfig            json.RawMessage    `json:"best_config"`
+	Campaign          string             `json:"campaign"`
+	ID                string             `json:"id"`
+	Device            schedule.Device    `json:"device"`
+	Status            Status             `json:"status"`
+	MoveOnReason      string             `json:"move_on_reason,omitempty"`
+	ElapsedMinutes    float64            `json:"elapsed_minutes"`
+	Iterations        int                `json:"iterations"`
+	TotalExperiments  int                `json:"total_experiments"`
+	Kept              int                `json:"kept"`
+	Correct           int                `json:"correct"`
+	RejectedOrFailed  int                `json:"rejected_or_failed"`
+	CrashOrTimeout    int                `json:"crash_or_timeout"`
+	BasinHopRestarts  int                `json:"basin_hop_restarts"`
+	BaselineUS        *float64           `json:"baseline_us"`
+	BestUS            *float64           `json:"best_us"`
+	BestKind          *trial.LatencyKind `json:"best_kind"`
+	BestPctOfRoofline *float64           `json:"best_pct_of_roofline"`
+	SpeedupVsBaseline *float64           `json:"speedup_vs_baseline"`
+	BestScheduleID    string             `json:"best_schedule_id,omitempty"`
+	BestConfig        json.RawMessage    `json:"best_config"`
 	// ItersToBest is the experiment (counted from 1) that recorded the
 	// best; nil before a best.
 	ItersToBest *int `json:"iters_to_best"`
 	// Cold, WarmSeeds, RankerTrained and Ranker are the flywheel's part:
 	// a cold campaign has no prior; a warm one started from WarmSeeds
 	// corpus points and ranks its proposals once the ranker is trained.
-	Cold          bool   `json:"cold"`
-	WarmSeeds     int    `json:"warm_seeds"`
-	RankerTrained bool   `json:"ranker_trained"`
-	Ranker        string `json:"ranker"`
-	BoundUS               *float64           `json:"bound_us"` // the streamed-bytes floor
-	AllWeightsBoundUS     *float64           `json:"all_weights_bound_us,omitempty"`
-	ImprovementMilestones []Milestone        `json:"improvement_milestones"`
-	Honesty               string             `json:"honesty"`
-	Trajectory            []TrajectoryPoint  `json:"trajectory"`
+	Cold                  bool              `json:"cold"`
+	WarmSeeds             int               `json:"warm_seeds"`
+	RankerTrained         bool              `json:"ranker_trained"`
+	Ranker                string            `json:"ranker"`
+	BoundUS               *float64          `json:"bound_us"` // the streamed-bytes floor
+	AllWeightsBoundUS     *float64          `json:"all_weights_bound_us,omitempty"`
+	ImprovementMilestones []Milestone       `json:"improvement_milestones"`
+	Honesty               string            `json:"honesty"`
+	Trajectory            []TrajectoryPoint `json:"trajectory"`
 	// SearchSpaceExhausted says every point of the space was tried; Widen
 	// what would give the campaign new points.
 	SearchSpacePoints    int      `json:"search_space_points"`
