@@ -31,8 +31,11 @@ func newMCPCmd() *cobra.Command {
 		Short: "serve amk's loops to coding agents over MCP (stdio; --http: streamable HTTP on loopback)",
 		Long: `mcp serves the tools of seed 001's loop contract to a coding agent over the
 Model Context Protocol: doctor, propose, eval, loop, tune_instruction,
-autoresearch, cancel, status, next, report, record, note and campaigns, and the
-resources amk://campaigns/ID/report.md and amk://campaigns/ID/results.tsv.
+autoresearch, cancel, status, next, report, record, note and campaigns (and,
+the same tools, under AMK's names: amk_doctor, amk_propose, amk_eval, amk_loop,
+amk_autoresearch, amk_orchestrate_status|next|report|record), and the resources
+amk://campaigns/ID/report.md, amk://campaigns/ID/results.tsv and
+amk://schema/schedule_config.json (the schedule config's JSON Schema).
 It speaks on stdin/stdout (register "amkctl mcp" in the agent's .mcp.json);
 with --http ADDR it serves streamable HTTP on a loopback address instead, to
 clients that send the scheduler's token as a bearer token. Campaigns live in

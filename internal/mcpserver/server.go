@@ -101,7 +101,10 @@ loop runs that keep/revert loop for you; autoresearch runs it in the background
 (status/next/report to watch it, cancel to end the run). Loop 1 (one micro-kernel's
 -D knobs on a GPU): tune_instruction. Never edit kernel code, the VM or the
 validator through a schedule; a latency exists only for a correct config, and
-latency_kind says predicted (cost model) or measured-gpu.`
+latency_kind says predicted (cost model) or measured-gpu. The schedule config's
+JSON Schema is the resource amk://schema/schedule_config.json. The reference's
+tool names (amk_propose, amk_eval, amk_loop, amk_autoresearch,
+amk_orchestrate_status|next|report|record, amk_doctor) name the same tools.`
 
 // warnings passes on the SDK's warnings and errors only: its info lines
 // (a session connected, disconnected) are noise on an agent's stderr.
