@@ -58,6 +58,7 @@ var FitParams = []FitParam{
 	field("hbm_latency_us", "one HBM round trip, µs (fill latency and Little's-law window)", 0.1, 5),
 	field("staging_us", "a fused tile's staging step, µs", 0.005, 5),
 	field("epilogue_us", "a fused tile's RoPE/append epilogue, µs", 0.005, 5),
+	field("alu_gops_per_sm", "one SM's ALU rate for the dequantisation of quantised tiles, G ops/s", 20, 2000),
 }
 
 // DefaultFit names the quantities Fit moves unless told otherwise.

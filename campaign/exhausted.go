@@ -12,7 +12,7 @@ import (
 // space (its device's effective knobs on its target, schedule.SpaceSize):
 // 560 for a CPU campaign on any preset.
 func (c *Campaign) SpacePoints() int {
-	return schedule.SpaceSize(schedule.Space(c.target, c.st.Device))
+	return schedule.SpaceSize(c.searchSpace())
 }
 
 // exhaustedMessage is the plain statement of an exhausted search space.

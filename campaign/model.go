@@ -59,7 +59,7 @@ type Observation struct {
 // effective, with more than one choice, in Space's order.
 func (c *Campaign) searchKnobs() []schedule.Knob {
 	var out []schedule.Knob
-	for _, k := range schedule.Space(c.target, c.st.Device) {
+	for _, k := range c.searchSpace() {
 		if k.Effective && len(k.Choices) > 1 {
 			out = append(out, k)
 		}
@@ -375,7 +375,7 @@ func (c *Campaign) modelCandidates(knobs []schedule.Knob, anchor schedule.Point)
 	for i := range modelPool {
 		var p schedule.Point
 		if i%2 == 0 {
-			p = schedule.Mutate(anchor, c.rng, c.target, c.st.Device)
+			p = schedule.MutateIn(anchor, c.rng, c.searchSpace())
 		} else {
 			p = c.random()
 		}

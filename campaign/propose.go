@@ -97,7 +97,7 @@ func (c *Campaign) next() (candidate, []string, bool) {
 		cand, ok := c.fresh(SourceRandom, c.random)
 		return cand, nil, ok
 	}
-	mutate := func() schedule.Point { return schedule.Mutate(anchor, c.rng, c.target, c.st.Device) }
+	mutate := func() schedule.Point { return schedule.MutateIn(anchor, c.rng, c.searchSpace()) }
 	if r := c.rankerFor(); r.Trained() && c.rng.Float64() >= s.Epsilon {
 		if cand, ok := c.ranked(mutate); ok {
 			return cand, nil, true
@@ -125,7 +125,14 @@ func (c *Campaign) restart() (candidate, []string, bool) {
 }
 
 func (c *Campaign) random() schedule.Point {
-	return schedule.Random(c.rng, c.target, c.st.Device)
+	return schedule.RandomIn(c.rng, c.searchSpace())
+}
+
+// searchSpace is the campaign's search space: its target and device, with the
+// quantised kernels' knobs for a model spec that names a quantization
+// scheme (schedule.SpaceFor).
+func (c *Campaign) searchSpace() []schedule.Knob {
+	return schedule.SpaceFor(c.target, c.st.Device, schedule.QuantizedSpec(c.st.Model))
 }
 
 // fresh draws from gen until an untried point turns up, then falls back to

@@ -15,6 +15,11 @@ const (
 	AxisVar   = "var"
 )
 
+// QuantOnlyDTypes are effective dtypes a quantization:* tag may name that
+// are no tensor dtype of the format: int4 weights travel packed, two per
+// int8 byte.
+var QuantOnlyDTypes = []string{"int4"}
+
 // DTypes is the fixed list of tensor dtypes the format allows.
 var DTypes = []string{"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
 	"int64", "int32", "int16", "int8", "bool"}

@@ -115,12 +115,12 @@ func Export(slug string, cfg model.Config, opts ExportOptions) ([]Exported, erro
 	x.embedding()
 	x.rmsnorm()
 	H, qd, kd, I, V := cfg.Hidden, cfg.QDim(), cfg.KVDim(), cfg.Intermediate, cfg.Vocab
-	x.gemm(qd, H, RoleQProj)
-	x.gemm(kd, H, RoleKVProj)
-	x.gemm(H, qd, RoleOProj)
-	x.gemm(I, H, RoleGateUp)
-	x.gemm(H, I, RoleDown)
-	x.gemm(V, H, RoleLMHead)
+	x.gemm(qd, H, RoleQProj, cfg.Quant.On())
+	x.gemm(kd, H, RoleKVProj, cfg.Quant.On())
+	x.gemm(H, qd, RoleOProj, cfg.Quant.On())
+	x.gemm(I, H, RoleGateUp, cfg.Quant.On())
+	x.gemm(H, I, RoleDown, cfg.Quant.On())
+	x.gemm(V, H, RoleLMHead, cfg.Quant.QuantizesRole(model.RoleLMHead))
 	x.rope()
 	x.kvAppend()
 	x.attention()
@@ -271,7 +271,11 @@ func (x *exporter) rmsnorm() {
 	x.add(d, []ir.Op{ir.OpRMSNORM}, []string{RoleNorm}, "batch_size", "", nil)
 }
 
-func (x *exporter) gemm(n, k int, role string) {
+func (x *exporter) gemm(n, k int, role string, quant bool) {
+	if quant {
+		x.quantGEMM(n, k, role)
+		return
+	}
 	d := &Definition{
 		Name: fmt.Sprintf("gemm_n%d_k%d", n, k), OpType: "gemm",
 		Description: "General matrix multiply C = A @ B.T with float32 accumulation (amk GEMV_TILE for M = 1, GEMM_TILE for M > 1, column tiles of B).",
@@ -441,7 +445,7 @@ func (x *exporter) step(slug string) {
 			"intermediate_size", c.Intermediate, "vocab_size", c.Vocab, "max_seq_len", c.MaxSeq),
 		Constraints: []string{"q_dim == num_qo_heads * head_dim", "kv_dim == num_kv_heads * head_dim",
 			"num_qo_heads % num_kv_heads == 0"},
-		Inputs: Ordered[TensorSpec]{
+		Inputs: x.quantStepInputs(Ordered[TensorSpec]{
 			{"token_ids", spec("int32", "batch_size")},
 			{"pos", scalar("int32")},
 			{"embed", spec(x.dt, "vocab_size", "hidden_size")},
@@ -458,9 +462,12 @@ func (x *exporter) step(slug string) {
 			{"lm_head", spec(x.dt, "vocab_size", "hidden_size")},
 			{"k_cache", spec(x.dt, "num_layers", "batch_size", "max_seq_len", "num_kv_heads", "head_dim")},
 			{"v_cache", spec(x.dt, "num_layers", "batch_size", "max_seq_len", "num_kv_heads", "head_dim")},
-		},
+		}),
 		Outputs:   Ordered[TensorSpec]{{"logits", spec(x.dt, "batch_size", "vocab_size")}},
 		Reference: stepReference(c),
+	}
+	if c.Quant.On() {
+		x.quantStep(d)
 	}
 	pos := c.MaxSeq / 2
 	x.add(d, nil, []string{RoleStep}, "batch_size", "",

@@ -340,6 +340,11 @@ func matchRMSNorm(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) 
 
 func matchGEMM(d *Definition, w *Workload, dt ir.DType) (CaseSpec, []string) {
 	in, out := tensorsOfRank(d.Inputs, 2), tensorsOfRank(d.Outputs, 2)
+	for _, tag := range d.Tags {
+		if strings.HasPrefix(tag, "quantization:") {
+			return CaseSpec{}, []string{"a quantized gemm (" + tag + "): amk exports its own (quantized_gemm_*) but does not map one back into a Loop-1 case; tune the quantised GEMV with tune-instruction gemv_tile --quantize SCHEME"}
+		}
+	}
 	if len(d.Inputs) != 2 || len(in) != 2 || len(d.Outputs) != 1 || len(out) != 1 {
 		return CaseSpec{}, []string{fmt.Sprintf("gemm with inputs %s: amk's GEMV/GEMM tiles take exactly A [M, K] and B [N, K] (no scales, no bias)",
 			quoteList(d.Inputs.Names()))}

@@ -151,7 +151,7 @@ func validateTags(ps *problems, tags []string) {
 				ps.warn(field, fmt.Sprintf("status %q is none of the seed's (%s)", value, strings.Join(statusValues, ", ")))
 			}
 		case "quantization":
-			if !slices.Contains(DTypes, value) {
+			if !slices.Contains(DTypes, value) && !slices.Contains(QuantOnlyDTypes, value) {
 				ps.warn(field, fmt.Sprintf("quantization %q is not a dtype of the allowed list", value))
 			}
 		}

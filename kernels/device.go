@@ -79,7 +79,7 @@ func taskUnsupported(p *ir.Program, t *ir.Task) string {
 		return fusedUnsupported(p, t)
 	case ir.OpGEMVTile:
 		q := t.Params.IntOr("qdtype", 0)
-		quant := (q == int64(ir.I8) || q == int64(ir.I4)) && len(t.Inputs) >= 3
+		_, _, quant := ir.TileQuant(t)
 		if q != 0 && !quant {
 			return fmt.Sprintf("qdtype %d is not a device weight format (0, %d for I8, %d for I4 with a scales input)", q, ir.I8, ir.I4)
 		}
@@ -124,15 +124,19 @@ func taskUnsupported(p *ir.Program, t *ir.Task) string {
 func fusedUnsupported(p *ir.Program, t *ir.Task) string {
 	id := ir.TaskFusedPattern(t)
 	pat, ok := ir.FusedPatternByID(id)
-	if !ok || len(t.Inputs) != len(pat.Inputs) {
-		return fmt.Sprintf("FUSED runs on the device only as a pattern of ir.FusedPatterns (params.flags bits 16-31) with its inputs; pattern %d with %d inputs is not one (a params.recipe is VM-only)", id, len(t.Inputs))
+	if !ok || len(t.Inputs) != pat.TaskArity(t) {
+		return fmt.Sprintf("FUSED runs on the device only as a pattern of ir.FusedPatterns (params.flags bits 16-31) with its inputs (and a quantised tile's scales); pattern %d with %d inputs is not one (a params.recipe is VM-only)", id, len(t.Inputs))
 	}
+	if q := t.Params.IntOr("qdtype", 0); q != 0 && q != int64(ir.I8) && q != int64(ir.I4) {
+		return fmt.Sprintf("qdtype %d is not a device weight format (0, %d for I8, %d for I4)", q, ir.I8, ir.I4)
+	}
+	_, _, quant := ir.TileQuant(t)
 	paired := t.Params.IntOr("flags", 0)&ir.FlagPairedTile != 0
 	if paired && !pat.Paired() {
 		return fmt.Sprintf("pattern %s cannot be a paired tile: only the q/k/v patterns, which carry head_dim, can", pat.Name)
 	}
 	if id == ir.FusedGEMVAdd {
-		return projectionUnsupported(p, t, false)
+		return projectionUnsupported(p, t, quant)
 	}
 	x, w, out := buf(p, t.Inputs, 0), buf(p, t.Inputs, pat.Role(ir.RoleW)), buf(p, t.Outputs, 0)
 	k, nt, off := t.Params.IntOr("K", 0), t.Params.IntOr("N_tile", 0), t.Params.IntOr("n_off", 0)
@@ -165,10 +169,40 @@ func fusedUnsupported(p *ir.Program, t *ir.Task) string {
 		}
 	}
 	switch {
+	case quant && len(w.Shape) == 2:
+		if reason := quantUnsupported(p, t, w, k, last); reason != "" {
+			return reason
+		}
 	case !w.DType.IsFloat() || len(w.Shape) != 2:
-		return fmt.Sprintf("weight %s is %s %v; fused patterns need a float [N, K] weight", w.Name, w.DType, w.Shape)
-	case int64(w.Shape[0]) < last || int64(w.Cols()) < k:
+		return fmt.Sprintf("weight %s is %s %v; fused patterns need a float [N, K] weight (or a quantised one with qdtype)", w.Name, w.DType, w.Shape)
+	}
+	if int64(w.Shape[0]) < last || int64(w.Cols()) < k {
 		return fmt.Sprintf("weight %s %v does not cover the tile [%d, %d) x K=%d", w.Name, w.Shape, off, last, k)
+	}
+	return ""
+}
+
+// quantUnsupported mirrors amk_qtile_of (ops_gemv.cuh): a quantised weight
+// of the dtype qdtype names holding the tile's rows, an int4 row of whole
+// bytes, float scales holding every row's groups up to the tile's last row.
+func quantUnsupported(p *ir.Program, t *ir.Task, w *ir.Buffer, k, last int64) string {
+	q, si, _ := ir.TileQuant(t)
+	s := buf(p, t.Inputs, si)
+	group := t.Params.IntOr("group", k)
+	if group <= 0 {
+		group = k
+	}
+	switch {
+	case w.DType != q:
+		return fmt.Sprintf("quantized weight %s is %s but qdtype says %s", w.Name, w.DType, q)
+	case w.Numel() < last*k:
+		return fmt.Sprintf("quantized weight %s holds %d elements, the tile needs %d", w.Name, w.Numel(), last*k)
+	case q == ir.I4 && k%2 != 0:
+		return fmt.Sprintf("int4 weight %s: K=%d is odd; the device reads whole bytes per row", w.Name, k)
+	case s == nil || !s.DType.IsFloat():
+		return fmt.Sprintf("the scales of %s must be a float buffer", w.Name)
+	case s.Numel() < last*ir.QuantGroups(k, group):
+		return fmt.Sprintf("scales %s hold %d values, the tile needs %d rows x %d groups", s.Name, s.Numel(), last, ir.QuantGroups(k, group))
 	}
 	return ""
 }
@@ -199,17 +233,7 @@ func projectionUnsupported(p *ir.Program, t *ir.Task, quant bool) string {
 	}
 	switch {
 	case quant:
-		q := ir.DType(t.Params.IntOr("qdtype", 0))
-		if w.DType != q {
-			return fmt.Sprintf("quantized weight %s is %s but qdtype says %s", w.Name, w.DType, q)
-		}
-		if w.Numel() < (off+nt)*k {
-			return fmt.Sprintf("quantized weight %s holds %d elements, the tile needs %d", w.Name, w.Numel(), (off+nt)*k)
-		}
-		s := buf(p, t.Inputs, 2)
-		if !s.DType.IsFloat() {
-			return fmt.Sprintf("scales %s must be a float buffer, got %s", s.Name, s.DType)
-		}
+		return quantUnsupported(p, t, w, k, off+nt)
 	case !w.DType.IsFloat():
 		return fmt.Sprintf("weight %s is %s; fp projections need F32, F16 or BF16 weights", w.Name, w.DType)
 	case int64(w.Cols()) < k && len(w.Shape) >= 2:

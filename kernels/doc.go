@@ -33,7 +33,7 @@
 //
 // With the streaming ring (kernel knobs ring_stages > 0 and ring_tile,
 // cuda/ring.cuh; off by default) every warp also streams the weight rows of
-// the fp GEMV/FUSED tiles of its queue through a private shared-memory ring
+// the GEMV/FUSED tiles (fp and quantized) of its queue through a private shared-memory ring
 // (cp.async.bulk + mbarrier on sm_90 with nvcc >= 12, cp.async otherwise),
 // ring_stages - 1 chunks ahead of its dot products and across task ends, so
 // the next projection's first weights are in flight before its wait; the
@@ -75,7 +75,9 @@
 // streaming loads, a register path with COLS x KUNROLL loads in flight per
 // lane and a cp.async path streaming each warp's rows through a private ring
 // that never drains between row groups; int8/int4 dequant-fused with q = nibble -
-// zero when zeros are given, else nibble - 8, docs/spec/rules.md R27), GEMM_TILE (batch rows in
+// zero when zeros are given, else nibble - 8, docs/spec/rules.md R27; also the FUSED patterns'
+// quantized tiles and through the streaming ring, amk_gemv_q_row, docs/spec/quantization.md §4),
+// GEMM_TILE (batch rows in
 // register tiles), ATTENTION_TILE (GQA, batched, split-KV partials; q and
 // the accumulator in registers, head_dim <= 256), ATTENTION_COMBINE, ROPE,
 // KV_APPEND (rank 3/4, pos bounds-checked, docs/spec/rules.md R28), ADD, MUL, GELU, SILU_MUL,

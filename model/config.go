@@ -21,6 +21,8 @@ type Config struct {
 	TiedEmbeddings bool `json:"tie_word_embeddings"`
 	// KeyScheme selects state-dict key names: "toy" or "hf".
 	KeyScheme string `json:"key_scheme"`
+	// Quant is how the projection weights are stored (zero: at DType).
+	Quant Quantization `json:"quantization,omitzero"`
 }
 
 // QDim is n_heads * head_dim.

@@ -17,6 +17,14 @@
 //     initialisation (InitWeights: a counter-based splitmix64 stream per key,
 //     generated in parallel, identical for any number of cores) and
 //     safetensors reading and writing;
+//   - quantized weights (quant.go, docs/spec/quantization.md): Quantization
+//     (w8a16, w4a16 and their groups, a float or quantized lm_head) as part
+//     of Config, Quantize (symmetric round to nearest, F16 scales), the
+//     quantized keys of Keys (KEY and KEY.scales), quantized checkpoints
+//     (safetensors_quant.go: int8 / packed int4 read, written and
+//     inspected, other layouts refused by name), "NAME:SCHEME" model
+//     arguments (SplitModelSpec), and the model-quality figure of a
+//     quantized model against its float twin (CompareQuality);
 //   - Eager, a plain direct implementation of one decode step with a KV cache.
 //     It is written from the model's definition, not derived from any task
 //     DAG, so the reference VM and the GPU kernels can be checked against it.

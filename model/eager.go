@@ -53,10 +53,15 @@ func NewEager(cfg Config, w Weights) (*Eager, error) {
 	}
 	e := &Eager{cfg: cfg, dt: cfg.DType, workers: runtime.GOMAXPROCS(0)}
 	names := KeyNames(cfg)
-	mat := func(key string) *matrix { return newMatrix(w[key]) }
-	e.embed = mat(names.Embed)
+	mat := func(key string) *matrix {
+		if t := w[key]; t.DType == ir.I8 || t.DType == ir.I4 { // Check found its scales
+			return newQuantMatrix(t, w[key+ir.ScalesSuffix], cfg.Quant.GroupOf(t.Shape[1]))
+		}
+		return newMatrix(w[key])
+	}
+	e.embed = newMatrix(w[names.Embed])
 	e.lmHead = e.embed
-	if !cfg.TiedEmbeddings {
+	if !cfg.LMHeadShared() {
 		e.lmHead = mat(names.LMHead)
 	}
 	for _, ln := range names.Layers {
@@ -159,6 +164,11 @@ func (e *Eager) StepContext(ctx context.Context, token int32, pos int) ([]float3
 // decodes maxTokens tokens greedily (Argmax), returning only the generated
 // tokens. It needs len(prompt)+maxTokens−1 ≤ max_seq positions.
 func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
+	return e.GreedyContext(context.Background(), prompt, maxTokens)
+}
+
+// GreedyContext is Greedy that gives up with ctx's error between steps.
+func (e *Eager) GreedyContext(ctx context.Context, prompt []int32, maxTokens int) ([]int32, error) {
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("eager: greedy decoding needs a non-empty prompt")
 	}
@@ -176,7 +186,7 @@ func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
 	var logits []float32
 	var err error
 	for i, tok := range prompt {
-		if logits, err = e.Step(tok, i); err != nil {
+		if logits, err = e.StepContext(ctx, tok, i); err != nil {
 			return nil, err
 		}
 	}
@@ -187,7 +197,7 @@ func (e *Eager) Greedy(prompt []int32, maxTokens int) ([]int32, error) {
 		if len(out) == maxTokens {
 			return out, nil
 		}
-		if logits, err = e.Step(next, e.n); err != nil {
+		if logits, err = e.StepContext(ctx, next, e.n); err != nil {
 			return nil, err
 		}
 	}

@@ -80,6 +80,13 @@ func InitWeightsContext(ctx context.Context, cfg Config, seed uint64) (Weights, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Quant.On() { // amk's own weights of the float model, quantised
+		base, err := InitWeightsContext(ctx, cfg.Float(), seed)
+		if err != nil {
+			return nil, err
+		}
+		return QuantizeContext(ctx, cfg, base)
+	}
 	specs := Keys(cfg)
 	w := make(Weights, len(specs))
 	type job struct {

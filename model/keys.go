@@ -1,6 +1,10 @@
 package model
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/amk-dev/amk/ir"
+)
 
 // Role says what a weight tensor is for; InitWeights draws each role from its
 // own distribution.
@@ -11,7 +15,8 @@ const (
 	RoleEmbed  Role = iota // token embedding table [vocab, hidden]
 	RoleNorm               // RMSNorm weight [hidden]
 	RoleLinear             // projection [N_out, K_in]
-	RoleLMHead             // output projection [vocab, hidden] (absent when tied)
+	RoleLMHead             // output projection [vocab, hidden] (absent when tied and not quantised apart)
+	RoleScales             // the F16 scales [N, groups] of the quantised projection listed before it
 )
 
 // KeySpec is one state-dict entry of a model.
@@ -21,6 +26,9 @@ type KeySpec struct {
 	Role  Role
 	// Layer is the decoder layer index, or -1 outside the layers.
 	Layer int
+	// DType is the stored dtype: the model dtype, a quantised projection's
+	// I8/I4 (Shape stays [N, K] in elements), its scales' ScalesDType.
+	DType ir.DType
 }
 
 // Numel is the element count of the entry.
@@ -87,44 +95,52 @@ func KeyNames(cfg Config) Names {
 			}
 		}
 	}
-	if cfg.TiedEmbeddings {
+	if cfg.LMHeadShared() {
 		n.LMHead = n.Embed
 	}
 	return n
 }
 
-// Keys lists every weight tensor of cfg with its shape, in a fixed order:
-// the embedding; per layer input norm, q, k, v, o, post norm, gate, up,
-// down; the final norm; the lm_head (omitted when tied, since it is the
-// embedding).
+// Keys lists every weight tensor of cfg with its shape and stored dtype,
+// in a fixed order: the embedding; per layer input norm, q, k, v, o, post
+// norm, gate, up, down; the final norm; the lm_head (omitted when it is the
+// embedding table, LMHeadShared). A quantised projection (cfg.Quant) is
+// followed by its scales, KEY + ir.ScalesSuffix.
 func Keys(cfg Config) []KeySpec {
 	n := KeyNames(cfg)
 	h, q, kv, inter := cfg.Hidden, cfg.QDim(), cfg.KVDim(), cfg.Intermediate
-	out := make([]KeySpec, 0, 3+9*len(n.Layers))
-	out = append(out, KeySpec{n.Embed, []int{cfg.Vocab, h}, RoleEmbed, -1})
-	for l, ln := range n.Layers {
-		out = append(out,
-			KeySpec{ln.InputNorm, []int{h}, RoleNorm, l},
-			KeySpec{ln.Q, []int{q, h}, RoleLinear, l},
-			KeySpec{ln.K, []int{kv, h}, RoleLinear, l},
-			KeySpec{ln.V, []int{kv, h}, RoleLinear, l},
-			KeySpec{ln.O, []int{h, q}, RoleLinear, l},
-			KeySpec{ln.PostNorm, []int{h}, RoleNorm, l},
-			KeySpec{ln.Gate, []int{inter, h}, RoleLinear, l},
-			KeySpec{ln.Up, []int{inter, h}, RoleLinear, l},
-			KeySpec{ln.Down, []int{h, inter}, RoleLinear, l},
-		)
+	out := make([]KeySpec, 0, 3+16*len(n.Layers))
+	add := func(key string, shape []int, role Role, layer int) {
+		out = append(out, KeySpec{key, shape, role, layer, cfg.DType})
+		if !cfg.Quant.QuantizesRole(role) {
+			return
+		}
+		out[len(out)-1].DType = cfg.Quant.WeightDType()
+		groups := int(ir.QuantGroups(int64(shape[1]), int64(cfg.Quant.GroupOf(shape[1]))))
+		out = append(out, KeySpec{key + ir.ScalesSuffix, []int{shape[0], groups}, RoleScales, layer, ScalesDType})
 	}
-	out = append(out, KeySpec{n.FinalNorm, []int{h}, RoleNorm, -1})
-	if !cfg.TiedEmbeddings {
-		out = append(out, KeySpec{n.LMHead, []int{cfg.Vocab, h}, RoleLMHead, -1})
+	add(n.Embed, []int{cfg.Vocab, h}, RoleEmbed, -1)
+	for l, ln := range n.Layers {
+		add(ln.InputNorm, []int{h}, RoleNorm, l)
+		add(ln.Q, []int{q, h}, RoleLinear, l)
+		add(ln.K, []int{kv, h}, RoleLinear, l)
+		add(ln.V, []int{kv, h}, RoleLinear, l)
+		add(ln.O, []int{h, q}, RoleLinear, l)
+		add(ln.PostNorm, []int{h}, RoleNorm, l)
+		add(ln.Gate, []int{inter, h}, RoleLinear, l)
+		add(ln.Up, []int{inter, h}, RoleLinear, l)
+		add(ln.Down, []int{h, inter}, RoleLinear, l)
+	}
+	add(n.FinalNorm, []int{h}, RoleNorm, -1)
+	if !cfg.LMHeadShared() {
+		add(n.LMHead, []int{cfg.Vocab, h}, RoleLMHead, -1)
 	}
 	return out
 }
 
 // NumParams is the number of weight values of cfg (a tied lm_head counted
-// once): the values Keys lists, counted without listing them (a config
-// with very many layers costs no more than one with few).
+// once; scales not counted): the values Keys lists, counted without listing
+// them (a config with very many layers costs no more than one with few).
 func (c *Config) NumParams() int64 {
 	return c.ParamsOutsideLayers() + int64(max(c.NLayers, 0))*c.ParamsPerLayer()
 }
@@ -137,16 +153,40 @@ func (c *Config) ParamsPerLayer() int64 {
 }
 
 // ParamsOutsideLayers is the number of weight values outside the decoder
-// layers: the embedding, the final norm and an untied lm_head.
+// layers: the embedding, the final norm and an lm_head of its own (untied,
+// or tied but quantised while the embedding is not).
 func (c *Config) ParamsOutsideLayers() int64 {
 	h, v := int64(c.Hidden), int64(c.Vocab)
 	n := v*h + h
-	if !c.TiedEmbeddings {
+	if !c.LMHeadShared() {
 		n += v * h
 	}
 	return n
 }
 
-// WeightBytes is the storage size of all weights at the model dtype (a tied
-// lm_head counted once): 279,296 bytes for toy, 622,891,008 for small.
-func (c *Config) WeightBytes() int64 { return c.DType.NBytes(c.NumParams()) }
+// WeightBytes is the storage size of all weights at their stored dtypes (a
+// tied lm_head counted once, scales included): 279,296 bytes for toy,
+// 622,891,008 for small. It is the sum over Keys, computed without listing
+// them, so a config with very many layers costs no more than one with few.
+func (c *Config) WeightBytes() int64 {
+	h, q, kv, inter, v := c.Hidden, c.QDim(), c.KVDim(), c.Intermediate, c.Vocab
+	norm := c.DType.NBytes(int64(h))
+	layer := 2*norm + c.matrixBytes(RoleLinear, q, h) + 2*c.matrixBytes(RoleLinear, kv, h) +
+		c.matrixBytes(RoleLinear, h, q) + 2*c.matrixBytes(RoleLinear, inter, h) + c.matrixBytes(RoleLinear, h, inter)
+	n := c.matrixBytes(RoleEmbed, v, h) + norm + int64(max(c.NLayers, 0))*layer
+	if !c.LMHeadShared() {
+		n += c.matrixBytes(RoleLMHead, v, h)
+	}
+	return n
+}
+
+// matrixBytes is the storage size of one [rows, cols] weight of the given
+// role as Keys lists it: at the model dtype, or quantised with its scales.
+func (c *Config) matrixBytes(role Role, rows, cols int) int64 {
+	values := int64(rows) * int64(cols)
+	if !c.Quant.QuantizesRole(role) {
+		return c.DType.NBytes(values)
+	}
+	groups := ir.QuantGroups(int64(cols), int64(c.Quant.GroupOf(cols)))
+	return c.Quant.WeightDType().NBytes(values) + ScalesDType.NBytes(int64(rows)*groups)
+}

@@ -20,8 +20,26 @@ const maxConfigBytes = 16 << 20
 const ImportMaxSeq = 4096
 
 // Load resolves a model argument: a preset name, a path to a HuggingFace
-// config.json, or a directory holding one.
-func Load(nameOrPath string) (Config, error) {
+// config.json, or a directory holding one, optionally followed by
+// ModelSpecSep and a quantization scheme ("small:w4a16-g64",
+// SplitModelSpec): the model with its projections quantised.
+func Load(spec string) (Config, error) {
+	nameOrPath, q, err := SplitModelSpec(spec)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := loadFloat(nameOrPath)
+	if err != nil || !q.On() {
+		return cfg, err
+	}
+	cfg = cfg.Quantized(q)
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func loadFloat(nameOrPath string) (Config, error) {
 	if cfg, err := Preset(nameOrPath); err == nil {
 		return cfg, nil
 	}

@@ -10,12 +10,26 @@ import (
 // and F16 weights are held at their stored width (tensor.Tensor.Half), so a
 // decode step reads 2 bytes per weight, as the device does. A bf16 value
 // widens with a shift inside the dot product; an fp16 row is widened into a
-// scratch row first (its conversion is not a shift).
+// scratch row first (its conversion is not a shift). A quantised weight
+// (I8 bytes or packed I4 with its scales) is dequantised into the scratch
+// row by docs/spec/quantization.md's rule before the same dot product.
 type matrix struct {
 	rows, cols int
 	dt         ir.DType
 	f          []float32
 	half       []uint16
+	q          *quantRows
+}
+
+// quantRows is a quantised weight's storage: int8 values (two's
+// complement bytes) or int4 nibbles (q + 8, two per byte, low nibble
+// first), and scales [rows, groups] widened to float32.
+type quantRows struct {
+	i8     []byte
+	i4     []byte
+	scales []float32
+	group  int
+	groups int
 }
 
 // pad4 rounds n up to a multiple of 4.
@@ -26,7 +40,15 @@ func newMatrix(t *tensor.Tensor) *matrix {
 	return &matrix{rows: t.Shape[0], cols: t.Shape[1], dt: t.DType, f: t.F, half: t.Half}
 }
 
-// row copies row r into dst[:cols].
+// newQuantMatrix is the eager view of a quantised [rows, cols] weight with
+// its scales [rows, groups], each group covering group columns.
+func newQuantMatrix(t, scales *tensor.Tensor, group int) *matrix {
+	m := &matrix{rows: t.Shape[0], cols: t.Shape[1], dt: t.DType}
+	m.q = &quantRows{i8: t.Bytes, i4: t.Packed, scales: scales.Floats(), group: group, groups: scales.Shape[1]}
+	return m
+}
+
+// row copies row r into dst[:cols] (a float weight).
 func (m *matrix) row(r int, dst []float32) {
 	if m.half == nil {
 		copy(dst, m.f[r*m.cols:(r+1)*m.cols])
@@ -38,10 +60,36 @@ func (m *matrix) row(r int, dst []float32) {
 	}
 }
 
+// dequantRow writes row r of a quantised weight into dst[:cols]: column c
+// is q·s in float32, q its integer (int4: nibble − 8) and s the scale of
+// group c / group.
+func (m *matrix) dequantRow(r int, dst []float32) {
+	q := m.q
+	base := r * m.cols
+	for g := 0; g < q.groups; g++ {
+		s := q.scales[r*q.groups+g]
+		c0, c1 := g*q.group, min((g+1)*q.group, m.cols)
+		if q.i4 == nil {
+			for c, b := range q.i8[base+c0 : base+c1] {
+				dst[c0+c] = float32(int8(b)) * s
+			}
+			continue
+		}
+		for c := c0; c < c1; c++ {
+			e := base + c
+			dst[c] = float32(int(q.i4[e>>1]>>(4*(e&1))&0xf)-8) * s
+		}
+	}
+}
+
 // dot is row r · x in float32 in dotF32's order. x must hold pad4(cols)
-// values, zero past cols; scratch (cols values) is used for fp16 rows.
+// values, zero past cols; scratch (cols values) is used for fp16 and
+// quantised rows.
 func (m *matrix) dot(r int, x, scratch []float32) float32 {
 	switch {
+	case m.q != nil:
+		m.dequantRow(r, scratch)
+		return dotF32(scratch[:m.cols], x)
 	case m.half == nil:
 		return dotF32(m.f[r*m.cols:(r+1)*m.cols], x)
 	case m.dt == ir.BF16:
@@ -147,7 +195,7 @@ func matvecs(dt ir.DType, workers int, jobs ...matvec) {
 
 func matvecRows(dt ir.DType, j matvec, lo, hi int) {
 	var scratch []float32
-	if j.m.half != nil && j.m.dt != ir.BF16 {
+	if j.m.q != nil || (j.m.half != nil && j.m.dt != ir.BF16) {
 		scratch = make([]float32, j.m.cols)
 	}
 	for r := lo; r < hi; r++ {

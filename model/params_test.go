@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// TestNumParamsIsTheSumOfTheKeys: the arithmetic count equals the sum over
-// every state-dict entry, for every preset and a spread of shapes (tied or
-// not, GQA or not).
+// TestNumParamsIsTheSumOfTheKeys: the arithmetic counts (values and bytes)
+// equal the sums over every state-dict entry, quantised or not, for every
+// preset and a spread of shapes (tied or not, GQA or not).
 func TestNumParamsIsTheSumOfTheKeys(t *testing.T) {
 	var cfgs []Config
 	for _, name := range PresetNames() {
@@ -31,13 +31,26 @@ func TestNumParamsIsTheSumOfTheKeys(t *testing.T) {
 		cfg.TiedEmbeddings = i%2 == 0
 		cfgs = append(cfgs, cfg)
 	}
-	for _, cfg := range cfgs {
-		var sum int64
-		for _, k := range Keys(cfg) {
-			sum += k.Numel()
+	for _, scheme := range []string{"", "w8a16", "w4a16-g128", "w8a16-fphead", "w4a16-g32"} {
+		q, err := ParseQuantization(scheme)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := cfg.NumParams(); got != sum {
-			t.Errorf("%s: NumParams %d, the keys hold %d", cfg.Name, got, sum)
+		for _, cfg := range cfgs {
+			cfg.Quant = q
+			var values, bytes int64
+			for _, k := range Keys(cfg) {
+				if k.Role != RoleScales {
+					values += k.Numel()
+				}
+				bytes += k.DType.NBytes(k.Numel())
+			}
+			if got := cfg.NumParams(); got != values {
+				t.Errorf("%s %s: NumParams %d, the keys hold %d", cfg.Name, scheme, got, values)
+			}
+			if got := cfg.WeightBytes(); got != bytes {
+				t.Errorf("%s %s: WeightBytes %d, the keys take %d", cfg.Name, scheme, got, bytes)
+			}
 		}
 	}
 }

@@ -21,6 +21,23 @@ var ErrModelNotAllowed = errors.New("model not allowed")
 // dir exists. An empty dir allows presets only. The same rule serves a
 // weights file (what is "weights" names the field in errors).
 func ResolveUnder(what, name, dir string, allowPreset bool) (string, error) {
+	if allowPreset { // a model may name a quantization scheme after its preset or path
+		base, q, err := SplitModelSpec(name)
+		if err != nil {
+			return "", fmt.Errorf("%w: %s %q: %v", ErrModelNotAllowed, what, name, err)
+		}
+		if q.On() {
+			r, err := resolveUnder(what, base, dir, allowPreset)
+			if err != nil {
+				return "", err
+			}
+			return ModelSpec(r, q), nil
+		}
+	}
+	return resolveUnder(what, name, dir, allowPreset)
+}
+
+func resolveUnder(what, name, dir string, allowPreset bool) (string, error) {
 	if allowPreset {
 		if _, err := Preset(name); err == nil {
 			return name, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/amk-dev/amk/inputfile"
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -226,32 +227,53 @@ func loadWeights(files []*stFile, cfg Config) (Weights, error) {
 			index[k] = stRef{f, f.entries[k]}
 		}
 	}
+	if len(problems) == 0 && cfg.Quant.On() && !holdsQuantized(index, cfg) {
+		// A float checkpoint of a quantised model: its weights, quantised.
+		base, err := loadWeights(files, cfg.Float())
+		if err != nil {
+			return nil, err
+		}
+		return Quantize(cfg, base)
+	}
 	specs := Keys(cfg)
-	problems = append(problems, unmodelledTensors(files, cfg, specs)...)
+	refs := make(map[string]stRef, len(specs))
+	names := make(map[string]bool, len(specs))
 	var missing []string
 	for _, spec := range specs {
-		ref, ok := index[spec.Key]
-		if !ok {
+		name, msg := lookupEntry(index, spec)
+		if msg != "" {
+			problems = append(problems, msg)
+			continue
+		}
+		if name == "" {
 			missing = append(missing, spec.Key)
 			continue
 		}
-		if msg := checkEntry(ref.entry, spec.Shape, cfg); msg != "" {
-			problems = append(problems, spec.Key+": "+msg)
+		ref := index[name]
+		refs[spec.Key], names[name] = ref, true
+		if msg := checkEntry(ref.entry, spec, cfg); msg != "" {
+			problems = append(problems, name+": "+msg)
 		}
 	}
+	problems = append(problems, unmodelledTensors(files, cfg, names)...)
 	if len(missing) > 0 {
 		problems = append([]string{missingSummary(missing, cfg)}, problems...)
 	}
 	if len(problems) > 0 {
 		return nil, &WeightsError{Problems: problems}
 	}
-	return readTensors(index, specs, cfg)
+	return readTensors(refs, specs, cfg)
 }
 
-// checkEntry checks an expected tensor's shape and dtype.
-func checkEntry(e stEntry, shape []int, cfg Config) string {
-	if !slices.Equal(e.shape, shape) {
-		return fmt.Sprintf("shape %v in the file, the model needs %v", e.shape, shape)
+// checkEntry checks an expected tensor's shape and dtype: a float tensor
+// at a dtype that converts exactly to cfg's, or a quantised projection or
+// its scales in an accepted layout (checkQuantEntry).
+func checkEntry(e stEntry, spec KeySpec, cfg Config) string {
+	if spec.Role == RoleScales || spec.DType != cfg.DType {
+		return checkQuantEntry(e, spec)
+	}
+	if !slices.Equal(e.shape, spec.Shape) {
+		return fmt.Sprintf("shape %v in the file, the model needs %v", e.shape, spec.Shape)
 	}
 	dt, ok := stDType(e.dtype)
 	if !ok {
@@ -266,25 +288,30 @@ func checkEntry(e stEntry, shape []int, cfg Config) string {
 // projections are the names of the bias-free projections.
 var projections = []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
 
-// unmodelledTensors lists projection biases anywhere and unexpected tensors
-// inside the model's layers.
-func unmodelledTensors(files []*stFile, cfg Config, specs []KeySpec) []string {
-	expected := make(map[string]bool, len(specs))
-	for _, s := range specs {
-		expected[s.Key] = true
-	}
+// unmodelledTensors lists projection biases anywhere, tensors of
+// quantisation layouts amk does not read (by name), and unexpected tensors
+// inside the model's layers. expected holds the file names the model's keys
+// were found under.
+func unmodelledTensors(files []*stFile, cfg Config, expected map[string]bool) []string {
 	prefix := "layers."
 	if cfg.KeyScheme == SchemeHF {
 		prefix = "model.layers."
 	}
-	var biases, extra []string
+	var biases, foreign, extra []string
 	for _, f := range files {
 		for _, k := range f.order {
 			if strings.HasSuffix(k, ".bias") && containsAny(k, projections) {
 				biases = append(biases, k)
 				continue
 			}
-			if expected[k] || strings.HasSuffix(k, "rotary_emb.inv_freq") || !strings.HasPrefix(k, prefix) {
+			if expected[k] {
+				continue
+			}
+			if foreignQuantTensor(k) {
+				foreign = append(foreign, k)
+				continue
+			}
+			if strings.HasSuffix(k, "rotary_emb.inv_freq") || !strings.HasPrefix(k, prefix) {
 				continue
 			}
 			if layer, ok := leadingInt(k[len(prefix):]); ok && layer < cfg.NLayers {
@@ -296,6 +323,11 @@ func unmodelledTensors(files []*stFile, cfg Config, specs []KeySpec) []string {
 	if len(biases) > 0 {
 		out = append(out, fmt.Sprintf("the checkpoint has %d projection bias tensor(s) the bias-free template cannot model (e.g. %s)",
 			len(biases), strings.Join(biases[:min(4, len(biases))], ", ")))
+	}
+	if len(foreign) > 0 {
+		out = append(out, fmt.Sprintf("the checkpoint holds %d tensor(s) of a quantisation layout amk does not read (e.g. %s): "+
+			"amk reads int8 [N, K] or packed int4 uint8 [N, K/2] weights with symmetric F16 scales named KEY%s (docs/spec/quantization.md)",
+			len(foreign), strings.Join(foreign[:min(4, len(foreign))], ", "), ir.ScalesSuffix))
 	}
 	if len(extra) > 0 {
 		out = append(out, fmt.Sprintf("the checkpoint's layers hold %d tensor(s) the Llama template does not model (e.g. %s)",

@@ -31,8 +31,10 @@ func stDType(name string) (ir.DType, bool) {
 // stName is the safetensors dtype name of a writable ir.DType.
 func stName(dt ir.DType) (string, bool) {
 	switch dt {
-	case ir.F32, ir.F16, ir.BF16:
+	case ir.F32, ir.F16, ir.BF16, ir.I8:
 		return dt.String(), true
+	case ir.I4:
+		return "U8", true // packed, two per byte
 	}
 	return "", false
 }
@@ -45,7 +47,7 @@ const readChunkBytes = 4 << 20
 // fp16/bf16 widened into an F32 model) as float32. A tensor of an in-memory
 // file stored at the model's dtype is a view of the file's bytes where
 // viewStored allows.
-func readTensors(index map[string]stRef, specs []KeySpec, cfg Config) (Weights, error) {
+func readTensors(refs map[string]stRef, specs []KeySpec, cfg Config) (Weights, error) {
 	type job struct {
 		ref    stRef
 		src    ir.DType
@@ -55,7 +57,15 @@ func readTensors(index map[string]stRef, specs []KeySpec, cfg Config) (Weights, 
 	w := make(Weights, len(specs))
 	var jobs []job
 	for _, spec := range specs {
-		ref := index[spec.Key]
+		ref := refs[spec.Key]
+		if spec.Role == RoleScales || spec.DType != cfg.DType {
+			t, err := readQuantTensor(ref, spec)
+			if err != nil {
+				return nil, err
+			}
+			w[spec.Key] = t
+			continue
+		}
 		src, _ := stDType(ref.entry.dtype)
 		if data := ref.file.data; data != nil && src == cfg.DType {
 			if t := viewStored(cfg.DType, spec.Shape, data[ref.entry.begin:ref.entry.end]); t != nil {
@@ -156,8 +166,9 @@ func decodeFloats(dst []float32, src []byte, dt ir.DType) {
 }
 
 // WriteSafetensors writes weights as a .safetensors file: tensors in key
-// order, each at its own dtype (F32, F16 or BF16), metadata {"format": "pt"},
-// the header padded with spaces to a multiple of 8 bytes.
+// order, each at its own dtype (F32, F16 or BF16; an int8 weight as I8, a
+// packed int4 one as U8 [.., K/2], docs/spec/quantization.md), metadata
+// {"format": "pt"}, the header padded with spaces to a multiple of 8 bytes.
 func WriteSafetensors(w io.Writer, weights Weights) error {
 	keys := make([]string, 0, len(weights))
 	for k := range weights {
@@ -178,13 +189,19 @@ func WriteSafetensors(w io.Writer, weights Weights) error {
 		}
 		name, ok := stName(t.DType)
 		if !ok {
-			return fmt.Errorf("WriteSafetensors: tensor %q has dtype %s; only F32, F16 and BF16 can be written", k, t.DType)
+			return fmt.Errorf("WriteSafetensors: tensor %q has dtype %s; only F32, F16, BF16, I8 and I4 can be written", k, t.DType)
 		}
-		if t.FloatCount() != t.Numel() {
-			return fmt.Errorf("WriteSafetensors: tensor %q holds %d values for shape %v", k, t.FloatCount(), t.Shape)
+		if storedCount(t) != storedCount(&tensor.Tensor{DType: t.DType, Shape: t.Shape}) {
+			return fmt.Errorf("WriteSafetensors: tensor %q holds %d stored units for shape %v", k, storedCount(t), t.Shape)
 		}
 		n := t.DType.NBytes(int64(t.Numel()))
 		shape := append([]int{}, t.Shape...)
+		if t.DType == ir.I4 {
+			if len(shape) == 0 || shape[len(shape)-1]%2 != 0 {
+				return fmt.Errorf("WriteSafetensors: int4 tensor %q of shape %v: rows must have an even length to pack into bytes", k, t.Shape)
+			}
+			shape[len(shape)-1] /= 2
+		}
 		header[k] = entry{name, shape, []int64{off, off + n}}
 		off += n
 	}
@@ -204,6 +221,14 @@ func WriteSafetensors(w io.Writer, weights Weights) error {
 	buf := make([]byte, 0, 4*chunk)
 	for _, k := range keys {
 		t := weights[k]
+		switch t.DType {
+		case ir.I8:
+			bw.Write(t.Bytes)
+			continue
+		case ir.I4:
+			bw.Write(t.Packed)
+			continue
+		}
 		for lo := 0; lo < t.FloatCount(); lo += chunk {
 			buf = appendStored(buf[:0], t, lo, min(lo+chunk, t.FloatCount()))
 			bw.Write(buf)

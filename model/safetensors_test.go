@@ -262,15 +262,25 @@ func FuzzLoadSafetensors(f *testing.F) {
 	f.Add(rawFile(`{"embed.weight": {"dtype": "F32", "shape": [8, 8], "data_offsets": [0, 256]}}`, make([]byte, 256)))
 	f.Add(rawFile(`{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 99999999999]}}`, nil))
 	f.Add([]byte{255, 255, 255, 255, 255, 255, 255, 255})
+	// Quantised checkpoints (int8 and packed int4 with F16 scales) of a
+	// small quantised model, read by the same parser.
+	q8 := quantConfig(ir.BF16, Quantization{Bits: 8})
+	q4 := quantConfig(ir.BF16, Quantization{Bits: 4, Group: 32})
+	f.Add(encode(f, mustInit(f, q8)))
+	f.Add(encode(f, mustInit(f, q4)))
+	f.Add(rawFile(`{"layers.0.attn.q_proj.weight": {"dtype": "U8", "shape": [128, 64], "data_offsets": [0, 8192]}, `+
+		`"layers.0.attn.q_proj.weight.scales": {"dtype": "BF16", "shape": [128, 4], "data_offsets": [8192, 9216]}}`, make([]byte, 9216)))
 	f.Fuzz(func(t *testing.T, img []byte) {
-		w, err := readImage(img, cfg)
-		if err == nil {
-			if cerr := w.Check(cfg); cerr != nil {
-				t.Fatalf("loaded weights fail Check: %v", cerr)
+		for _, c := range []Config{cfg, q8, q4} {
+			w, err := readImage(img, c)
+			if err == nil {
+				if cerr := w.Check(c); cerr != nil {
+					t.Fatalf("%s: loaded weights fail Check: %v", c.Name, cerr)
+				}
 			}
-		}
-		if _, merr := MapSafetensors(img, cfg); (merr == nil) != (err == nil) {
-			t.Fatalf("ReadSafetensors: %v, MapSafetensors: %v", err, merr)
+			if _, merr := MapSafetensors(img, c); (merr == nil) != (err == nil) {
+				t.Fatalf("%s: ReadSafetensors: %v, MapSafetensors: %v", c.Name, err, merr)
+			}
 		}
 	})
 }

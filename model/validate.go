@@ -105,7 +105,7 @@ func (c *Config) problems() []string {
 	if c.KeyScheme != SchemeToy && c.KeyScheme != SchemeHF {
 		p = append(p, fmt.Sprintf("key_scheme must be %q or %q, got %q", SchemeToy, SchemeHF, c.KeyScheme))
 	}
-	return p
+	return append(p, c.Quant.problems(c)...)
 }
 
 // Rep is n_heads / n_kv_heads: how many query heads share one KV head.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/tensor"
 )
 
@@ -26,8 +27,9 @@ func (e *WeightsError) Error() string {
 const maxListed = 8
 
 // Check verifies that w holds every tensor of cfg (Keys) with the expected
-// shape and cfg's dtype, reporting every problem at once (up to 8 missing keys
-// by name).
+// shape and stored dtype (the model dtype, or a quantised projection's and
+// its scales'), reporting every problem at once (up to 8 missing keys by
+// name).
 func (w Weights) Check(cfg Config) error {
 	var problems, missing []string
 	for _, spec := range Keys(cfg) {
@@ -40,12 +42,12 @@ func (w Weights) Check(cfg Config) error {
 			problems = append(problems, fmt.Sprintf("%s has shape %v, want %v", spec.Key, t.Shape, spec.Shape))
 			continue
 		}
-		if t.DType != cfg.DType {
-			problems = append(problems, fmt.Sprintf("%s has dtype %s, want %s", spec.Key, t.DType, cfg.DType))
+		if t.DType != spec.DType {
+			problems = append(problems, fmt.Sprintf("%s has dtype %s, want %s", spec.Key, t.DType, spec.DType))
 			continue
 		}
-		if int64(t.FloatCount()) != spec.Numel() {
-			problems = append(problems, fmt.Sprintf("%s holds %d values, its shape %v needs %d", spec.Key, t.FloatCount(), spec.Shape, spec.Numel()))
+		if got, want := storedCount(t), storedCount(&tensor.Tensor{DType: spec.DType, Shape: spec.Shape}); got != want {
+			problems = append(problems, fmt.Sprintf("%s holds %d stored units, its shape %v needs %d", spec.Key, got, spec.Shape, want))
 		}
 	}
 	if len(missing) > 0 {
@@ -55,6 +57,28 @@ func (w Weights) Check(cfg Config) error {
 		return &WeightsError{Problems: problems}
 	}
 	return nil
+}
+
+// storedCount is what t holds, in the units of its dtype's storage: float
+// values (or their bit patterns), integer bytes, or packed int4 bytes. For
+// a tensor without data it is what its shape needs.
+func storedCount(t *tensor.Tensor) int64 {
+	n := int64(t.Numel())
+	switch {
+	case t.DType == ir.I4:
+		if t.Packed == nil {
+			return (n + 1) / 2
+		}
+		return int64(len(t.Packed))
+	case tensor.HeldInBytes(t.DType):
+		if t.Bytes == nil {
+			return n
+		}
+		return int64(len(t.Bytes))
+	case t.F == nil && t.Half == nil:
+		return n
+	}
+	return int64(t.FloatCount())
 }
 
 // missingSummary names up to maxListed missing keys.

@@ -30,6 +30,14 @@ type CostParams struct {
 	// Fused tiles (ir.FusedPatterns).
 	StagingUS  float64 // a staging step: one block reduction (RMSNorm) or the SiLU pass, plus a barrier
 	EpilogueUS float64 // a RoPE/append epilogue: the tile through shared memory, a barrier, the rotation
+
+	// Quantised tiles (ir.TileQuant): dequantising in registers is ALU
+	// work per weight, which caps one SM's stream rate at ALUGOpsPerSM /
+	// (1 + DequantOps) weights per ns (the 1 is the FMA), bytes at the
+	// stored width plus the scales.
+	ALUGOpsPerSM float64 // CUDA-core lane operations per second per SM, G (H100: 128 lanes x ~1.9 GHz)
+	DequantOpsI8 float64 // per int8 weight: extract the byte, convert to float
+	DequantOpsI4 float64 // per int4 weight: shift/mask the nibble, convert, subtract the offset
 }
 
 // DefaultCostParams are the first-principles estimates every target starts
@@ -41,6 +49,7 @@ func DefaultCostParams() CostParams {
 		HBMLatencyUS: 0.60, InflightPerLane: 64, L2BWFactor: 2.5,
 		TileFixedUS: 0.10, PrefetchIssueUS: 0.04, PipelineGain: 0.6, MinExposed: 0.5,
 		StagingUS: 0.15, EpilogueUS: 0.10,
+		ALUGOpsPerSM: 240, DequantOpsI8: 2, DequantOpsI4: 3,
 	}
 }
 

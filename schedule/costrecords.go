@@ -81,6 +81,9 @@ var costFields = []costField{
 	{"min_exposed", 0, 1, func(c *CostParams) *float64 { return &c.MinExposed }},
 	{"staging_us", 0, 50, func(c *CostParams) *float64 { return &c.StagingUS }},
 	{"epilogue_us", 0, 50, func(c *CostParams) *float64 { return &c.EpilogueUS }},
+	{"alu_gops_per_sm", 1, 10000, func(c *CostParams) *float64 { return &c.ALUGOpsPerSM }},
+	{"dequant_ops_i8", 0, 64, func(c *CostParams) *float64 { return &c.DequantOpsI8 }},
+	{"dequant_ops_i4", 0, 64, func(c *CostParams) *float64 { return &c.DequantOpsI4 }},
 }
 
 func findCostField(name string) (costField, bool) {

@@ -78,6 +78,20 @@
 // positions outside [0, max_seq) (docs/spec/rules.md R28). Reposition re-targets a lowered
 // program to another position when the result equals a fresh lowering.
 //
+// # Quantized models
+//
+// A model with quantized weights (model.Quantization, docs/spec/quantization.md)
+// lowers every quantized projection as an I8/I4 WEIGHT [N, K] followed by
+// its F16 scales [N, groups] (source KEY.scales); its GEMV/GEMM and fused
+// tiles take the scales as their last input and params qdtype and group
+// (withScales), and their est_bytes count the stored width plus the
+// scales, so the streamed-bytes floor is the quantized model's. The cost
+// model caps a quantized tile's per-SM stream at the ALU rate of its
+// dequantization (CostParams.ALUGOpsPerSM, DequantOpsI8, DequantOpsI4;
+// first-principles, uncalibrated). On cuda a quantized model's space
+// (SpaceFor, QuantizedSpec: a "NAME:SCHEME" model) also draws
+// kernel_knobs.qc, the weight rows a warp of the quantized GEMV streams.
+//
 // # Cost model
 //
 // Predict simulates the persistent kernel, event by event. Rates: the

@@ -97,6 +97,12 @@ type lowerer struct {
 
 	token, posIn, reshape tensor
 	embedW                int
+	// quant holds the stored dtype of every quantised weight key (I8 or
+	// I4; model.Keys), scales the scales buffer of each quantised weight
+	// buffer: a tile reading such a weight also reads its scales
+	// (withScales).
+	quant  map[string]ir.DType
+	scales map[int]int
 	// headWaits, when set, is the wait list of KV head h's attention slice
 	// (per-KV-head counters, emitHeadPhase); nil: every slice waits for
 	// the whole of q, k and v.
@@ -109,6 +115,14 @@ func newLowerer(m *model.Config, t *ir.GpuTarget, cfg *ir.ScheduleConfig, pos, b
 	p.Config = cfg.Clone()
 	l := &lowerer{m: m, t: t, cfg: cfg, p: p, pos: pos, kvLen: pos + 1, b: b,
 		dbytes: int64(max(1, m.DType.Bits()/8)), keys: model.KeyNames(*m)}
+	if m.Quant.On() {
+		l.quant, l.scales = map[string]ir.DType{}, map[int]int{}
+		for _, k := range model.Keys(*m) {
+			if k.DType == ir.I8 || k.DType == ir.I4 {
+				l.quant[k.Key] = k.DType
+			}
+		}
+	}
 	p.Tasks = make([]ir.Task, 0, n)
 	p.Buffers = make([]ir.Buffer, 0, 4+16*m.NLayers+8)
 	p.Counters = make([]ir.Counter, 0, 4+20*m.NLayers+4)
@@ -229,6 +243,24 @@ func (l *lowerer) lower() {
 	p.SetMeta("dtype", pyjson.StringValue(m.DType.String()))
 	p.SetMeta("n_layers", intV(m.NLayers))
 	p.SetMeta("weight_bytes", pyjson.IntValue(p.TotalWeightBytes()))
+	if m.Quant.On() { // the reference's quant meta, with amk's scheme name
+		p.SetMeta("quantized", pyjson.BoolValue(true))
+		p.SetMeta("quant", pyjson.ObjectValue(
+			pyjson.M("scheme", pyjson.StringValue(m.Quant.String())),
+			pyjson.M("bits", intV(m.Quant.Bits)), pyjson.M("group", intV(m.Quant.Group)),
+			pyjson.M("symmetric", pyjson.BoolValue(true)), pyjson.M("n_keys", intV(len(l.quant))),
+			pyjson.M("scales_dtype", pyjson.StringValue(model.ScalesDType.String())),
+			pyjson.M("lm_head", pyjson.StringValue(lmHeadPrecision(m)))))
+	}
+}
+
+// lmHeadPrecision says how the lm_head is stored: quantised, or at the
+// model dtype.
+func lmHeadPrecision(m *model.Config) string {
+	if m.Quant.QuantizesRole(model.RoleLMHead) {
+		return m.Quant.WeightDType().String()
+	}
+	return m.DType.String()
 }
 
 func modelName(m *model.Config) string {
@@ -279,10 +311,39 @@ func (l *lowerer) io(name string) tensor {
 	return tensor{buf: l.buffer(name, ir.IOInput, ir.I32, l.shape(l.b), nil), ctr: -1}
 }
 
-// weight adds a WEIGHT buffer named and sourced by its state-dict key.
+// weight adds a WEIGHT buffer named and sourced by its state-dict key: a
+// quantised projection [N, K] at its stored dtype, followed by its scales
+// [N, groups] (source key + ir.ScalesSuffix).
 func (l *lowerer) weight(key string, dims ...int) int {
 	src := key
-	return l.buffer(key, ir.Weight, l.m.DType, l.shape(dims...), &src)
+	dt, quant := l.quant[key]
+	if !quant {
+		return l.buffer(key, ir.Weight, l.m.DType, l.shape(dims...), &src)
+	}
+	w := l.buffer(key, ir.Weight, dt, l.shape(dims...), &src)
+	ssrc := key + ir.ScalesSuffix
+	groups := int(ir.QuantGroups(int64(dims[1]), int64(l.m.Quant.GroupOf(dims[1]))))
+	l.scales[w] = l.buffer(ssrc, ir.Weight, model.ScalesDType, l.shape(dims[0], groups), &ssrc)
+	return w
+}
+
+// withScales makes a projection tile that reads weight buffer w a
+// quantised tile when w is quantised (ir.TileQuant): its scales as the last
+// input, params qdtype and group, and its bytes at the stored width plus
+// the scales. Other tiles are returned as they are.
+func (l *lowerer) withScales(t ir.Task, w int) ir.Task {
+	s, ok := l.scales[w]
+	if !ok {
+		return t
+	}
+	wb, sb := &l.p.Buffers[w], &l.p.Buffers[s]
+	k := wb.Shape[1]
+	t.Inputs = l.ints.take(append(append(make([]int, 0, len(t.Inputs)+1), t.Inputs...), s)...)
+	t.Params = l.params.take(append(append(make([]ir.Param, 0, len(t.Params)+2), t.Params...),
+		ir.IntParam("qdtype", int64(wb.DType)), ir.IntParam("group", int64(l.m.Quant.GroupOf(k))))...)
+	rows := t.Params.IntOr("N_tile", 0)
+	t.EstBytes = rows * (wb.DType.NBytes(int64(k)) + sb.DType.NBytes(int64(sb.Shape[1])))
+	return t
 }
 
 // waitsFor is the wait list to read the given tensors (externals add none).
@@ -338,7 +399,7 @@ func (l *lowerer) linear(name, out, key string, x tensor, K, N int, kind ir.Buff
 	}
 	ctr := l.p.AddCounter(note)
 	var w int
-	if kind == ir.IOOutput && l.m.TiedEmbeddings {
+	if kind == ir.IOOutput && l.m.LMHeadShared() {
 		w = l.embedW
 	} else {
 		w = l.weight(key, N, K)
@@ -355,9 +416,9 @@ func (l *lowerer) linear(name, out, key string, x tensor, K, N int, kind ir.Buff
 			params = l.params.take(ir.IntParam("K", int64(K)), ir.IntParam("N_tile", int64(width)),
 				ir.IntParam("n_off", int64(off)))
 		}
-		l.task(ir.Task{Op: op, Inputs: l.ints.take(x.buf, w), Outputs: l.ints.take(ob), OutCounter: ctr,
+		l.task(l.withScales(ir.Task{Op: op, Inputs: l.ints.take(x.buf, w), Outputs: l.ints.take(ob), OutCounter: ctr,
 			Waits: l.waitsFor(x), Params: params, Label: tileLabel(name, i),
-			EstBytes: perCol * int64(width), EstFlops: int64(2*K*width) * int64(l.b)})
+			EstBytes: perCol * int64(width), EstFlops: int64(2*K*width) * int64(l.b)}, w))
 	}
 	return tensor{ob, ctr, nTiles}
 }

@@ -397,10 +397,11 @@ func (l *lowerer) deviceLayer(layer int, resid tensor, f fusionSet) tensor {
 	return l.residualProjection(pre+".down_proj", pre+".d", pre+".mlp_residual", pre+".h_mlp", keys.Down, act, hAttn, I, f)
 }
 
-// proj adds the projection's weight and binds it into its tile builder.
+// proj adds the projection's weight and binds it into its tile builder (a
+// quantised weight's tiles read its scales too, withScales).
 func (l *lowerer) proj(name, key string, n, k int, build func(off, w, weight int) ir.Task) projection {
 	wb := l.weight(key, n, k)
-	return projection{name: name, key: key, n: n, k: k, task: func(off, w int) ir.Task { return build(off, w, wb) }}
+	return projection{name: name, key: key, n: n, k: k, task: func(off, w int) ir.Task { return l.withScales(build(off, w, wb), wb) }}
 }
 
 // residualProjection is out = resid + x @ W.T: GEMV_ADD tiles with
@@ -491,7 +492,7 @@ func (l *lowerer) deviceHead(h tensor, f fusionSet) {
 			st.flops(l), st.params...)
 	}
 	var pr projection
-	if m.TiedEmbeddings {
+	if m.LMHeadShared() {
 		pr = projection{name: "lm_head", n: m.Vocab, k: m.Hidden, task: func(off, w int) ir.Task { return build(off, w, l.embedW) }}
 	} else {
 		pr = l.proj("lm_head", l.keys.LMHead, m.Vocab, m.Hidden, build)

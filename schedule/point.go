@@ -48,24 +48,27 @@ type kernelKnob struct {
 	// its id) only when it differs from its default, so adding one leaves
 	// every existing id unchanged.
 	drawn []int
+	// quantOnly: drawn only in the space of a model with quantised
+	// weights (SpaceFor): only the quantised kernels read it.
+	quantOnly bool
 }
 
 // kernelKnobs lists every known knob; the first four are the searched ones,
 // always embedded in a point.
 var kernelKnobs = []kernelKnob{
-	{"cols_per_warp", 1, 1, 16, []int{1, 2, 4}, nil},
-	{"cpasync", 1, 0, 1, []int{0, 1}, nil},
-	{"cpa_stages", 4, 1, 16, []int{2, 3, 4}, nil},
-	{"cpa_cols", 2, 1, 16, []int{2, 4}, nil},
-	{"kunroll", 1, 1, 64, nil, nil},
-	{"lb_maxthreads", 0, 0, 1024, nil, nil},
-	{"lb_minblocks", 0, 0, 32, nil, nil},
-	{"gemv_max_k", 0, 0, 65536, nil, nil},
-	{"cpa_vpl", 1, 1, 8, nil, nil},
-	{"qc", 4, 1, 16, nil, nil},
-	{"qcpasync", 0, 0, 1, nil, nil},
-	{"ring_stages", 0, 0, 32, nil, []int{0, 8, 12}},
-	{"ring_tile", 2048, 512, 8192, nil, []int{1024, 2048}},
+	{"cols_per_warp", 1, 1, 16, []int{1, 2, 4}, nil, false},
+	{"cpasync", 1, 0, 1, []int{0, 1}, nil, false},
+	{"cpa_stages", 4, 1, 16, []int{2, 3, 4}, nil, false},
+	{"cpa_cols", 2, 1, 16, []int{2, 4}, nil, false},
+	{"kunroll", 1, 1, 64, nil, nil, false},
+	{"lb_maxthreads", 0, 0, 1024, nil, nil, false},
+	{"lb_minblocks", 0, 0, 32, nil, nil, false},
+	{"gemv_max_k", 0, 0, 65536, nil, nil, false},
+	{"cpa_vpl", 1, 1, 8, nil, nil, false},
+	{"qc", 2, 1, 16, nil, []int{1, 2, 4}, true}, // the kernels' default (kernels/cuda/common.cuh AMK_QGEMV_COLS)
+	{"qcpasync", 0, 0, 1, nil, nil, false},
+	{"ring_stages", 0, 0, 32, nil, []int{0, 8, 12}, false},
+	{"ring_tile", 2048, 512, 8192, nil, []int{1024, 2048}, false},
 }
 
 func findKernelKnob(name string) (kernelKnob, bool) {

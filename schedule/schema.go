@@ -34,8 +34,14 @@ const SchemaID = "amk://schema/schedule_config.json"
 // t and device pick the knobs' notes, choices and defaults (nil: no target,
 // so SMEM choices are [0]); the constraints are the same for every target.
 func ConfigSchema(t *ir.GpuTarget, device Device) pyjson.Value {
+	return ConfigSchemaFor(t, device, false)
+}
+
+// ConfigSchemaFor is ConfigSchema for a model with quantized weights
+// (quant) or not: the knobs are described as SpaceFor presents them.
+func ConfigSchemaFor(t *ir.GpuTarget, device Device, quant bool) pyjson.Value {
 	knobs := map[string]Knob{}
-	for _, k := range Space(t, device) {
+	for _, k := range SpaceFor(t, device, quant) {
 		knobs[k.Path] = k
 	}
 	where := "any target and device"
@@ -179,7 +185,7 @@ func bothOrNeither(a, b string) pyjson.Value {
 	)
 }
 
-// SchemaJSON is ConfigSchema as indented JSON text.
-func SchemaJSON(t *ir.GpuTarget, device Device) string {
-	return strings.TrimSpace(string(pyjson.Indent(ConfigSchema(t, device))))
+// SchemaJSON is a schema as indented JSON text.
+func SchemaJSON(schema pyjson.Value) string {
+	return strings.TrimSpace(string(pyjson.Indent(schema)))
 }

@@ -18,7 +18,7 @@ import (
 // also checks the schema against the 2020-12 meta-schema.
 func compileSchema(t *testing.T, target *ir.GpuTarget, device Device) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(SchemaJSON(target, device)))
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(SchemaJSON(ConfigSchema(target, device))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,6 +254,9 @@ func (m *costModel) taskTiming(p *ir.Program, t *ir.Task) simTask {
 		if f > 0 {
 			st.cap = min(st.cap, st.bytes*m.flopsPerSM/float64(f))
 		}
+		if us := m.dequantUS(t); us > 0 {
+			st.cap = min(st.cap, st.bytes/us)
+		}
 	} else if f > 0 {
 		st.compute = float64(f) / m.flopsPerSM
 	}
@@ -276,6 +279,24 @@ func (m *costModel) fusedUS(t *ir.Task) float64 {
 		us += m.c.EpilogueUS
 	}
 	return us
+}
+
+// dequantUS is the ALU time a quantised tile's dot products take on one SM
+// (CostParams.ALUGOpsPerSM): per weight an FMA per x row and one
+// dequantisation (its
+// bytes' stream can go no faster); 0 for other tasks.
+func (m *costModel) dequantUS(t *ir.Task) float64 {
+	dt, _, ok := ir.TileQuant(t)
+	if !ok || m.c.ALUGOpsPerSM <= 0 {
+		return 0
+	}
+	ops := m.c.DequantOpsI8
+	if dt == ir.I4 {
+		ops = m.c.DequantOpsI4
+	}
+	rows := float64(max(1, t.Params.IntOr("M_tile", 1))) // an FMA per x row, one dequantisation
+	weights := float64(max(0, t.Params.IntOr("K", 0))) * float64(max(0, t.Params.IntOr("N_tile", 0)))
+	return weights * (rows + ops) / (m.c.ALUGOpsPerSM * 1e3)
 }
 
 // xCacheUS is the time a tile spends loading its activation row x (K

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amk-dev/amk/ir"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 )
 
@@ -90,7 +91,21 @@ func ParseDevice(s string) (Device, error) {
 // target's warp/wavefront only, and an AMD target has no kernel_knobs.*
 // (they are the CUDA kernels' -D knobs: cp.async rings, per-warp columns)
 // and no kernel build, so on AMD every point is predicted.
-func Space(t *ir.GpuTarget, device Device) []Knob {
+func Space(t *ir.GpuTarget, device Device) []Knob { return SpaceFor(t, device, false) }
+
+// QuantizedSpec reports whether a model argument names a quantization
+// scheme ("small:w4a16", model.SplitModelSpec): its campaigns search the
+// quantised kernels' knobs too (SpaceFor).
+func QuantizedSpec(modelSpec string) bool {
+	_, q, err := model.SplitModelSpec(modelSpec)
+	return err == nil && q.On()
+}
+
+// SpaceFor is Space for a model whose projection weights are quantised
+// (quant) or not: on cuda, a quantised model's space also draws the
+// quantised GEMV's knobs (kernel_knobs.qc: weight rows a warp streams at
+// once), which a float model's kernels never read.
+func SpaceFor(t *ir.GpuTarget, device Device, quant bool) []Knob {
 	amd := t != nil && t.IsAMD()
 	cuda := device == DeviceCUDA && !amd
 	smemCap, wave := 0, 32
@@ -142,12 +157,17 @@ func Space(t *ir.GpuTarget, device Device) []Knob {
 			Effective: cuda, Scope: kernelScope(cuda), Note: "GEMV build variant (nvcc -D); measured on the GPU only"})
 	}
 	for _, k := range kernelKnobs {
-		if k.drawn == nil || !cuda {
+		if k.drawn == nil || !cuda || (k.quantOnly && !quant) {
 			continue
 		}
+		note := "streaming weight ring (nvcc -D, kernels/cuda/ring.cuh; ring_stages 0 = off): cuda only; the cost " +
+			"model streams the ring across waits, the GPU decides"
+		if k.quantOnly {
+			note = "quantised GEMV (nvcc -D, kernels/cuda/ops_gemv.cuh amk_gemv_q_row): weight rows one warp streams " +
+				"at once; cuda only, quantised models only; the GPU decides"
+		}
 		knobs = append(knobs, Knob{Path: knobPrefix + k.name, Choices: ints(k.drawn...), Default: intV(k.def),
-			Effective: true, Scope: ScopeKernelBuild, Note: "streaming weight ring (nvcc -D, kernels/cuda/ring.cuh; " +
-				"ring_stages 0 = off): cuda only; the cost model streams the ring across waits, the GPU decides"})
+			Effective: true, Scope: ScopeKernelBuild, Note: note})
 	}
 	return knobs
 }
@@ -361,8 +381,13 @@ func cutPrefix(s, prefix string) (string, bool) {
 // Random draws every effective knob of the space uniformly; reserved and
 // device-ineffective knobs stay at their defaults.
 func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
+	return RandomIn(rng, Space(t, device))
+}
+
+// RandomIn is Random over a space (SpaceFor).
+func RandomIn(rng *rand.Rand, space []Knob) Point {
 	p := Default()
-	for _, k := range Space(t, device) {
+	for _, k := range space {
 		if k.Effective && len(k.Choices) > 0 {
 			p.SetKnob(k.Path, k.Choices[rng.IntN(len(k.Choices))])
 		}
@@ -374,9 +399,14 @@ func Random(rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
 // different legal value (a knob is picked uniformly among those with more
 // than one choice, then a value uniformly among the other choices).
 func Mutate(p Point, rng *rand.Rand, t *ir.GpuTarget, device Device) Point {
+	return MutateIn(p, rng, Space(t, device))
+}
+
+// MutateIn is Mutate over a space (SpaceFor).
+func MutateIn(p Point, rng *rand.Rand, space []Knob) Point {
 	out := p.Clone()
 	var movable []Knob
-	for _, k := range Space(t, device) {
+	for _, k := range space {
 		if k.Effective && len(k.Choices) > 1 {
 			movable = append(movable, k)
 		}

@@ -17,8 +17,14 @@ const EditSurfaceHint = "Edit the ScheduleConfig object only (effective knobs mo
 // schedule_config_schema. modelName is the model's name as the verdicts give
 // it; incumbent is the config presented as the one to edit.
 func Surface(modelName string, target *ir.GpuTarget, device Device, incumbent Point) pyjson.Value {
+	return SurfaceFor(modelName, target, device, false, incumbent)
+}
+
+// SurfaceFor is Surface for a model with quantized weights (quant) or not:
+// its search space is SpaceFor's.
+func SurfaceFor(modelName string, target *ir.GpuTarget, device Device, quant bool, incumbent Point) pyjson.Value {
 	space := make([]pyjson.Value, 0)
-	for _, k := range Space(target, device) {
+	for _, k := range SpaceFor(target, device, quant) {
 		space = append(space, pyjson.ObjectValue(
 			pyjson.M("path", pyjson.StringValue(k.Path)),
 			pyjson.M("choices", pyjson.ArrayValue(k.Choices...)),
@@ -37,6 +43,6 @@ func Surface(modelName string, target *ir.GpuTarget, device Device, incumbent Po
 		pyjson.M("default_schedule_id", pyjson.StringValue(Default().ID())),
 		pyjson.M("search_space", pyjson.ArrayValue(space...)),
 		pyjson.M("edit_surface", pyjson.StringValue(EditSurfaceHint)),
-		pyjson.M("schedule_config_schema", ConfigSchema(target, device)),
+		pyjson.M("schedule_config_schema", ConfigSchemaFor(target, device, quant)),
 	)
 }

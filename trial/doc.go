@@ -6,6 +6,13 @@
 // asks a Launcher for a latency (a cost-model prediction on the CPU, a timed
 // launch on a GPU). No latency without correct=true; none below the floor.
 //
+// A model named "NAME:SCHEME" (or whose weights file holds int8/int4
+// weights) is quantized (docs/spec/quantization.md): seeded weights are
+// the float model's, mapped or generated once, quantized in memory; a
+// float checkpoint is quantized on load. ModelQuality compares such a model
+// with its float twin (the verdict's model_quality, asked for by amkctl
+// eval --quality).
+//
 // Launchers report their failures as values the pipeline maps onto the
 // verdict: a *MismatchError (the device's logits disagree with the reference
 // VM) makes the verdict correct=false with no latency; a *LaunchError carries

@@ -37,7 +37,7 @@ func EstimateMemory(cfg model.Config, cuda bool, checkBytes int64) Memory {
 	}
 	check := checkConfig(cfg, checkBytes)
 	m := Memory{CheckLayers: check.NLayers}
-	m.Host = check.WeightBytes() + 2*kvElems(check)*4 + processAllowance
+	m.Host = hostWeightBytes(check) + 2*kvElems(check)*4 + processAllowance
 	if cuda {
 		m.Device = cfg.WeightBytes() + cfg.DType.NBytes(kvElems(cfg)) + processAllowance
 	}
@@ -50,11 +50,11 @@ func kvElems(cfg model.Config) int64 {
 }
 
 // checkConfig is the model whose numerics are checked: cfg itself, or its
-// first layers when cfg's weights, at their stored dtype (model.Config
-// WeightBytes), exceed checkBytes.
+// first layers when the weights a check of cfg holds (hostWeightBytes)
+// exceed checkBytes.
 func checkConfig(cfg model.Config, checkBytes int64) model.Config {
 	check := cfg
-	if check.NLayers <= 1 || check.WeightBytes() <= checkBytes {
+	if check.NLayers <= 1 || hostWeightBytes(check) <= checkBytes {
 		return check
 	}
 	// The most layers (at least one) whose weights fit: the bytes grow with
@@ -64,7 +64,7 @@ func checkConfig(cfg model.Config, checkBytes int64) model.Config {
 	for lo < hi {
 		mid := lo + (hi-lo+1)/2
 		check.NLayers = mid
-		if check.WeightBytes() <= checkBytes {
+		if hostWeightBytes(check) <= checkBytes {
 			lo = mid
 		} else {
 			hi = mid - 1
@@ -72,6 +72,18 @@ func checkConfig(cfg model.Config, checkBytes int64) model.Config {
 	}
 	check.NLayers = lo
 	return check
+}
+
+// hostWeightBytes is the weights a check of cfg holds at once: its stored
+// weights, and for a quantised model the float weights it is quantised
+// from as well (seeded weights are generated in float, then quantised).
+func hostWeightBytes(cfg model.Config) int64 {
+	n := cfg.WeightBytes()
+	if cfg.Quant.On() {
+		f := cfg.Float()
+		n += f.WeightBytes()
+	}
+	return n
 }
 
 // MemoryError is returned when a model does not fit in the memory an

@@ -240,6 +240,11 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	if err != nil {
 		return nil, err
 	}
+	if weightsPath != "" { // a quantised checkpoint states its scheme
+		if cfg, err = model.WithCheckpointQuantization(cfg, []string{weightsPath}); err != nil {
+			return nil, err
+		}
+	}
 	check := checkConfig(cfg, c.checkBytes)
 	m := &LoadedModel{Config: cfg, Check: check, oracle: map[[2]int][]float32{}}
 	if weightsPath != "" && m.Truncated() {
@@ -261,8 +266,16 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
 		m.Source = weightsPath
 	} else {
-		m.Weights, m.WeightsNote, m.unmap, err = c.seededWeights(ctx, check)
+		m.Weights, m.WeightsNote, m.unmap, err = c.seededWeights(ctx, check.Float())
 		m.Source = "seeded init"
+		if err == nil && check.Quant.On() { // amk's own float weights, quantised (docs/spec/quantization.md)
+			m.Weights, err = model.QuantizeContext(ctx, check, m.Weights)
+			m.WeightsNote += ", quantised " + check.Quant.String() + " in memory"
+			if err != nil && m.unmap != nil {
+				m.unmap()
+				m.unmap = nil
+			}
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -1,6 +1,10 @@
 package trial
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/amk-dev/amk/model"
+)
 
 // LatencyKind says how a latency was obtained. A latency is "measured-gpu"
 // only when a CUDA-event-timed run on a GPU also matched the reference;
@@ -53,6 +57,10 @@ type Verdict struct {
 	Point     json.RawMessage `json:"point,omitempty"`
 	Pos       *int            `json:"pos,omitempty"`
 	Batch     int             `json:"batch,omitempty"`
+	// ModelQuality, when asked for (amkctl eval --quality N), compares a
+	// quantised model's logits with its float twin's (ModelQuality): a
+	// figure of the weights, separate from the schedule's correctness.
+	ModelQuality *model.Quality `json:"model_quality,omitempty"`
 }
 
 // Notes of a rejected verdict, one per stage that can reject (docs/spec/loop.md: a

@@ -42,7 +42,7 @@ func (c *checker) checkBounds() {
 		case ir.OpSampleArgmax:
 			tc.argmax()
 		case ir.OpFUSED:
-			if pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t)); ok && len(t.Inputs) == len(pat.Inputs) {
+			if pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t)); ok && len(t.Inputs) == pat.TaskArity(t) {
 				tc.fused(pat)
 			}
 		}
@@ -124,14 +124,13 @@ func (tc *taskCheck) projection() {
 	if !x.DType.IsFloat() {
 		tc.fail(CodeDTypeMismatch, x, "input #%d ('%s') has dtype %s; a projection reads a floating-point activation", x.ID, x.Name, x.DType)
 	}
-	qd, hasQ := tc.param("qdtype")
-	quantized := hasQ && (qd == int64(ir.I4) || qd == int64(ir.I8)) && len(tc.in) >= 3
+	_, si, quantized := ir.TileQuant(tc.t)
 	switch {
-	case quantized && w.DType != ir.DType(qd):
-		tc.fail(CodeDTypeMismatch, w, "quantized weight #%d ('%s') has dtype %s, but qdtype=%d is %s", w.ID, w.Name, w.DType, qd, ir.DType(qd))
-	case quantized && !tc.in[2].DType.IsFloat():
-		tc.fail(CodeDTypeMismatch, tc.in[2], "scales #%d ('%s') have dtype %s; scales must be floating-point", tc.in[2].ID, tc.in[2].Name, tc.in[2].DType)
-	case !quantized && !w.DType.IsFloat():
+	case quantized:
+		if k, ok := tc.param("K"); ok && k > 0 && k == dim(w, -1) && ok1 && ok2 && nOff >= 0 && nTile > 0 {
+			tc.quantScales(w, tc.in[si], k, nOff+nTile)
+		}
+	case !w.DType.IsFloat():
 		tc.fail(CodeDTypeMismatch, w, "weight #%d ('%s') has dtype %s; an unquantized projection needs a floating-point weight (quantized tiles carry qdtype 6 or 7 and a scales input)", w.ID, w.Name, w.DType)
 	}
 }

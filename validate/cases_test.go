@@ -99,6 +99,13 @@ var goldenCases = []goldenCase{
 	{code: CodeShapeMismatch, name: "attention_head_dim_not_cache", build: func(t testing.TB) *ir.Program { return attention(t, 0, 10, 4, 2, 8) }},
 	{code: CodeDTypeMismatch, name: "float_embed_ids", build: floatEmbedIDs},
 	{code: CodeDTypeMismatch, name: "float_rope_positions", build: floatRopePositions},
+	{name: "int4_gemv_with_scales", build: func(t testing.TB) *ir.Program { return quantGEMV(t, nil) }},
+	{code: CodeQuantScales, name: "scales_one_group_short", build: func(t testing.TB) *ir.Program {
+		return quantGEMV(t, func(p *ir.Program, qs, _ int) { p.Buffers[qs].Shape = []int{16, 1} })
+	}},
+	{code: CodeQuantScales, name: "tile_reads_another_weights_scales", build: func(t testing.TB) *ir.Program {
+		return quantGEMV(t, func(p *ir.Program, _, os int) { p.Tasks[1].Inputs[2] = os })
+	}},
 }
 
 // irSmokeChain is test_ir_smoke.py's rmsnorm -> gemv -> add chain (F16).

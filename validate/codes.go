@@ -60,6 +60,7 @@ const (
 	CodeKVPos         = "kv-pos"
 	CodeShapeMismatch = "shape-mismatch"
 	CodeDTypeMismatch = "dtype-mismatch"
+	CodeQuantScales   = "quant-scales"
 
 	// docs/spec/rules.md R31: the memory model.
 	CodeReadOnlyWrite = "readonly-write"

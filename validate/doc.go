@@ -115,6 +115,10 @@
 //	                              with the buffers' shapes
 //	dtype-mismatch      error     R19: a dtype the op cannot consume (non-integer EMBED ids or ROPE
 //	                              positions, a non-float activation, weight dtype vs qdtype)
+//	quant-scales        error     R19: a quantised tile's scales are not a float WEIGHT of shape
+//	                              [N, ceil(K/group)] (a group short, a row short), params.group
+//	                              is not positive, or they are another weight's scales (their
+//	                              source is not the weight's + ".scales")
 //	readonly-write      error     R31: a task writes a WEIGHT, CONST or IO_INPUT buffer
 //	counter-init        error     R31: a counter whose init is not 0
 //

@@ -27,8 +27,9 @@ func (tc *taskCheck) fused(pat ir.FusedPattern) {
 			tc.fail(CodeDTypeMismatch, a, "input #%d ('%s') has dtype %s; pattern %s reads floating-point activations", a.ID, a.Name, a.DType, pat.Name)
 		}
 	}
-	if !w.DType.IsFloat() || w.Kind != ir.Weight || len(w.Shape) != 2 {
-		tc.fail(CodeFusedPattern, w, "input #%d ('%s') must be a floating-point [N, K] WEIGHT for pattern %s (got %s %s %s)", w.ID, w.Name, pat.Name, w.Kind, w.DType, pyInts(w.Shape))
+	_, si, quant := ir.TileQuant(tc.t)
+	if !(w.DType.IsFloat() || quant) || w.Kind != ir.Weight || len(w.Shape) != 2 {
+		tc.fail(CodeFusedPattern, w, "input #%d ('%s') must be a floating-point (or, with qdtype, quantised) [N, K] WEIGHT for pattern %s (got %s %s %s)", w.ID, w.Name, pat.Name, w.Kind, w.DType, pyInts(w.Shape))
 		return
 	}
 	if up := role(ir.RoleUp); up != nil && numel(up) != numel(x) {
@@ -78,6 +79,9 @@ func (tc *taskCheck) fused(pat ir.FusedPattern) {
 	case last > dim(w, 0):
 		tc.fail(CodeTileBounds, w, "tile columns [%d, %d) exceed the %d rows of weight #%d ('%s')", nOff, last, dim(w, 0), w.ID, w.Name)
 		return
+	}
+	if quant {
+		tc.quantScales(w, tc.in[si], k, last)
 	}
 	if rope && hasHD && (hd <= 0 || hd%2 != 0 || nOff%hd != 0 || nTile%hd != 0) {
 		tc.fail(CodeTileBounds, o, "RoPE epilogue of tile [%d, %d) needs whole heads of an even head_dim=%d, or a paired tile (it would rotate columns outside its tile)", nOff, nOff+nTile, hd)

@@ -123,8 +123,12 @@ func (c *checker) checkOpTable(t *ir.Task) {
 			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) names unknown fused pattern %d (params.flags bits 16-31)", t.ID, spec.Name, id)
 			return
 		}
-		if n != len(pat.Inputs) {
-			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) pattern %s takes %d inputs %v, got %d", t.ID, spec.Name, pat.Name, len(pat.Inputs), pat.Inputs, n)
+		if want := pat.TaskArity(t); n != want {
+			roles := pat.Inputs
+			if want > len(pat.Inputs) {
+				roles = append(append([]string{}, pat.Inputs...), ir.RoleScales)
+			}
+			c.errf(CodeFusedPattern, t.ID, -1, -1, "task %d (%s) pattern %s takes %d inputs %v, got %d", t.ID, spec.Name, pat.Name, want, roles, n)
 		}
 		required = pat.RequiredParams() // a pattern replaces params.recipe
 	}

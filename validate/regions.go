@@ -116,7 +116,7 @@ func (c *checker) writeRegion(t *ir.Task) region {
 
 // fusedRegion places a fused tile's columns r in its output's view.
 func (c *checker) fusedRegion(t *ir.Task, pat ir.FusedPattern, r region) region {
-	if len(t.Outputs) != 1 || len(t.Inputs) != len(pat.Inputs) {
+	if len(t.Outputs) != 1 || len(t.Inputs) != pat.TaskArity(t) {
 		return region{whole: true}
 	}
 	out := c.buffer(t.Outputs[0])

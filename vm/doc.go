@@ -42,6 +42,9 @@
 // schedule; the other reductions (softmax and attention denominators, split-
 // KV combine) accumulate in float32 in element order. Transcendentals (exp, erf, sqrt, sin, cos, pow) are evaluated
 // in float64 and rounded to float32, because Go has no float32 versions.
+// A FUSED pattern tile with params.qdtype carries its weight's scales as
+// its last input and dequantises through the same opLinear as GEMV_TILE
+// (docs/spec/quantization.md §5).
 // Integer dequantisation follows one rule for GEMV/GEMM and DEQUANT (docs/spec/rules.md R27):
 // int8 q as stored, packed int4 q = nibble − 8, and q − zero when zero points
 // are given. A float64 FUSED scratch is held at float32 precision. Weights

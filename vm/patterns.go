@@ -13,9 +13,14 @@ import (
 // in float32 (the one opLinear), then the epilogue. Every step reuses the
 // unfused kernels and rounds where the unfused chain stores, so a fused
 // program computes its unfused twin's values bit for bit.
+//
+// A quantised tile (params.qdtype I8/I4, ir.TileQuant) carries its weight's
+// scales after the pattern's inputs; its dot products dequantise the
+// weight's rows as GEMV_TILE does (the one opLinear).
 func runPattern(pat ir.FusedPattern, in, out []*tensor.Tensor, p ir.Params) error {
-	if len(in) != len(pat.Inputs) {
-		return fmt.Errorf("%s takes %d inputs %v, got %d", pat.Name, len(pat.Inputs), pat.Inputs, len(in))
+	_, quant := ir.QuantDTypeOf(p)
+	if n := pat.Arity(quant); len(in) != n {
+		return fmt.Errorf("%s takes %d inputs %v (+ scales when quantised), got %d", pat.Name, n, pat.Inputs, len(in))
 	}
 	if len(out) != 1 {
 		return fmt.Errorf("%s writes 1 output, got %d", pat.Name, len(out))
@@ -49,11 +54,15 @@ func runPattern(pat ir.FusedPattern, in, out []*tensor.Tensor, p ir.Params) erro
 		return err
 	}
 	sums := tensor.New(ir.F32, M, N)
+	operands := []*tensor.Tensor{staged, in[pat.Role(ir.RoleW)]}
+	if quant {
+		operands = append(operands, in[len(pat.Inputs)])
+	}
 	for _, r := range ranges {
 		// One range at a time through the one GEMV kernel (params n_off
 		// and N_tile overridden: Params.Get reads the last entry).
 		pr := append(p[:len(p):len(p)], ir.IntParam("n_off", r[0]), ir.IntParam("N_tile", r[1]-r[0]))
-		if err := opLinear([]*tensor.Tensor{staged, in[pat.Role(ir.RoleW)]}, []*tensor.Tensor{sums}, pr); err != nil {
+		if err := opLinear(operands, []*tensor.Tensor{sums}, pr); err != nil {
 			return fmt.Errorf("%s: %w", pat.Name, err)
 		}
 	}

@@ -50,6 +50,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
 	reopen := fs.Bool("reopen", false, "when the campaign is done (a plateau, or stopped), reopen it first, so that this invocation adds experiments to it")
 	batch := fs.Int("batch", 1, "decode batch B every trial lowers and checks (B > 1: GEMM tiles; --device cpu)")
+	quantize := addQuantizeFlag(cmd)
 	var ref runner.ReferencePaths
 	fs.StringVar(&ref.Corpus, "corpus", "", "the flywheel corpus file (the reference's flag; default WORKSPACE/flywheel/corpus.jsonl)")
 	fs.StringVar(&ref.Results, "results", "", "the reference's results.tsv path: its directory is the workspace (rows go to campaigns/<id>/results.tsv)")
@@ -68,6 +69,10 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		if *iters == 0 && *minutes == 0 {
 			*iters = control.DefaultIterations
+		}
+		var err error
+		if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+			return fail(exitBadInput, "%v", err)
 		}
 		if _, err := model.Load(pos0[0]); err != nil {
 			return fail(exitBadInput, "%v", err)

@@ -19,7 +19,7 @@ func init() { addVerb(groupCampaign, newEvalCmd) }
 
 func newEvalCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|cuda] [--token-id T] [--pos P] [--weights F]",
+		Use:   "eval MODEL --gpu G [--schedule cfg.json|-] [--device cpu|cuda] [--token-id T] [--pos P] [--weights F] [--quantize w8a16|w4a16] [--quality N]",
 		Short: "evaluate one schedule config: one JSON verdict on stdout (exit 0 iff valid and correct)",
 		Long: `eval lowers MODEL with one schedule config, validates the program, runs one
 decode step, checks it against the eager oracle and prints the verdict as
@@ -38,6 +38,9 @@ otherwise.`,
 	pos := fs.Int("pos", 0, "decode position of the checked step")
 	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)")
 	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked; --device cpu)")
+	quantize := addQuantizeFlag(cmd)
+	quality := fs.Int("quality", 0, "with a quantised model: also compare its logits with the float model's over N greedy tokens "+
+		"(verdict model_quality; a figure of the weights, not of the schedule)")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 {
 			fmt.Fprintln(stderr, "amkctl eval: exactly one MODEL (a preset name or a config.json path) is required")
@@ -58,8 +61,26 @@ otherwise.`,
 			fmt.Fprintln(stderr, "amkctl eval:", err)
 			return exitBadInput
 		}
-		spec := trial.Spec{Model: args[0], Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
-		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Version: version.String()}, stderr)
+		name, err := quantizedModel(args[0], *quantize)
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		if *quality < 0 {
+			fmt.Fprintln(stderr, "amkctl eval: --quality must be a token count >= 0")
+			return exitBadInput
+		}
+		spec := trial.Spec{Model: name, Weights: *weights, GPU: *gpu, Device: dev, Point: point, Token: *token, Pos: *pos, Batch: *batch}
+		models := trial.NewModelCache(0)
+		out := evaluateOnce(context.Background(), dev, spec, trial.Options{Launcher: launcher, Models: models, Version: version.String()}, stderr)
+		if *quality > 0 && out.Verdict != nil {
+			q, err := trial.ModelQuality(context.Background(), models, name, *weights, trial.DefaultQualityPrompt, *quality)
+			if err != nil {
+				fmt.Fprintln(stderr, "amkctl eval: --quality:", err)
+				return exitBadInput
+			}
+			out.Verdict.ModelQuality = q
+		}
 		if out.Verdict != nil {
 			for _, n := range out.Verdict.Notes {
 				if strings.HasPrefix(n, trial.IgnoredKeysPrefix) {

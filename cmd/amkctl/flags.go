@@ -119,3 +119,33 @@ func splitIDs(s string) ([]int32, error) {
 	}
 	return out, nil
 }
+
+// addQuantizeFlag adds --quantize, the weight quantization of MODEL
+// (model.ParseQuantization: w8a16, w4a16, w4a16-g64, ...).
+func addQuantizeFlag(cmd *cobra.Command) *string {
+	q := cmd.Flags().String("quantize", "", "quantise MODEL's projection weights: w8a16 (int8, a scale per output channel) or "+
+		"w4a16 (int4, groups of 128; -g32/-g64 for smaller groups; -fphead keeps the lm_head bf16); the same as MODEL:SCHEME")
+	_ = cmd.RegisterFlagCompletionFunc("quantize", cobra.FixedCompletions([]string{"w8a16", "w4a16", "w4a16-g64", "w4a16-g32"}, cobra.ShellCompDirectiveNoFileComp))
+	return q
+}
+
+// quantizedModel is the model argument with --quantize applied
+// ("small" + "w8a16" -> "small:w8a16"); a MODEL that already names another
+// scheme is refused.
+func quantizedModel(arg, quantize string) (string, error) {
+	q, err := model.ParseQuantization(quantize)
+	if err != nil {
+		return "", fmt.Errorf("--quantize: %w", err)
+	}
+	name, has, err := model.SplitModelSpec(arg)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case !q.On():
+		return arg, nil
+	case has.On() && has != q:
+		return "", fmt.Errorf("MODEL %q names %s, --quantize %s", arg, has, q)
+	}
+	return model.ModelSpec(name, q), nil
+}

@@ -39,7 +39,15 @@ func newGenerateCmd() *cobra.Command {
 	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: seeded weights")
 	fs.BoolVar(&g.verify, "verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
 	device := addDeviceFlag(cmd, "cpu (the reference VM) or cuda (the megakernel on GPU 0; a -tags cuda build)")
+	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		if len(pos0) == 1 {
+			var err error
+			if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+				fmt.Fprintln(stderr, "amkctl generate:", err)
+				return exitBadInput
+			}
+		}
 		g.cfgPath, g.device = *cfgPath, *device
 		return generate(pos0, g, stdout, stderr)
 	})
@@ -63,6 +71,9 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 		return fail(exitBadInput, "--device: %v", err)
 	}
 	cfg, err := model.Load(pos0[0])
+	if err == nil && g.weights != "" { // a quantised checkpoint states its scheme
+		cfg, err = model.WithCheckpointQuantization(cfg, []string{g.weights})
+	}
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}

@@ -39,7 +39,15 @@ func newLowerCmd() *cobra.Command {
 	pos := cmd.Flags().Int("pos", 0, "decode position")
 	outPath := cmd.Flags().StringP("out", "o", "-", "output file, - for stdout")
 	format := cmd.Flags().String("format", "amk", "amk (a program file) or mpk (an MPK task_graph.json)")
+	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		if len(pos0) == 1 {
+			var err error
+			if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+				fmt.Fprintln(stderr, "amkctl lower:", err)
+				return exitBadInput
+			}
+		}
 		return lower(pos0, *gpu, *cfgPath, *pos, *outPath, *format, stdout, stderr)
 	})
 	return cmd

@@ -29,7 +29,15 @@ func newProposeCmd() *cobra.Command {
 	device := addDeviceFlag(cmd, "cpu, cuda or auto: kernel-build knobs are levers only on cuda")
 	schemaOnly := cmd.Flags().Bool("schema", false, "print only the JSON Schema (2020-12) of a schedule config for this target and device")
 	incPath := cmd.Flags().String("incumbent", "", "a schedule config JSON to present as the incumbent; empty: the canonical default")
+	quantize := addQuantizeFlag(cmd)
 	cmd.RunE = runVerb(func(pos0 []string, stdout, stderr io.Writer) int {
+		if len(pos0) == 1 {
+			var err error
+			if pos0[0], err = quantizedModel(pos0[0], *quantize); err != nil {
+				fmt.Fprintln(stderr, "amkctl propose:", err)
+				return exitBadInput
+			}
+		}
 		return propose(pos0, *gpu, *device, *incPath, *schemaOnly, stdout, stderr)
 	})
 	return cmd
@@ -76,10 +84,10 @@ func propose(pos0 []string, gpu, device, incPath string, schemaOnly bool, stdout
 		}
 	}
 	if schemaOnly {
-		fmt.Fprintln(stdout, schedule.SchemaJSON(target, dev))
+		fmt.Fprintln(stdout, schedule.SchemaJSON(schedule.ConfigSchemaFor(target, dev, cfg.Quant.On())))
 		return exitOK
 	}
-	doc := schedule.Surface(cfg.Name, target, dev, inc)
+	doc := schedule.SurfaceFor(cfg.Name, target, dev, cfg.Quant.On(), inc)
 	fmt.Fprintln(stdout, string(pyjson.Indent(doc)))
 	return exitOK
 }

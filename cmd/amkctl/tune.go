@@ -17,6 +17,7 @@ import (
 	"github.com/amk-dev/amk/fib/loop1"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/tune"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pipeline"
 )
 
@@ -55,6 +56,7 @@ variants reported. Exit 0 when some variant is safe.`,
 	gpu := addGPUFlag(cmd, "h100", "GPU target record of the roofline (amkctl targets lists them)")
 	budget := fs.Int("budget", 6, "variants to try (variant 0 is the built-in defaults)")
 	dtype := fs.String("dtype", "fp32", "dtype of the case: fp32, fp16 or bf16")
+	quantize := fs.String("quantize", "", "gemv_tile only: tune the quantised GEMV (w8a16, w4a16, w4a16-g64, ...; its knobs: threads and qc)")
 	results := fs.String("results", filepath.Join("workspace", "results.tsv"), "results.tsv to append one loop=instruction row per variant to; empty: none")
 	device := fs.String("device", "cuda", "CUDA device: cuda (ordinal 0) or cuda:N; with --fib also cpu (predicted)")
 	fibDir := fs.String("fib", "", "FlashInfer-Bench dataset whose mapped workloads Loop 1 runs on (instead of OP)")
@@ -72,12 +74,17 @@ variants reported. Exit 0 when some variant is safe.`,
 			}
 			return tuneFib(*fibDir, *fibDef, *fibDump, *gpu, *budget, *results, dev, stdout, stderr)
 		}
-		return tuneInstruction(pos, *gpu, *budget, *dtype, *results, *device, stdout, stderr)
+		q, err := model.ParseQuantization(*quantize)
+		if err != nil {
+			fmt.Fprintln(stderr, "amkctl tune-instruction: --quantize:", err)
+			return exitBadInput
+		}
+		return tuneInstruction(pos, *gpu, *budget, *dtype, q, *results, *device, stdout, stderr)
 	})
 	return cmd
 }
 
-func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, device string, stdout, stderr io.Writer) int {
+func tuneInstruction(pos []string, gpuName string, budget int, dtype string, quant model.Quantization, results, device string, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "amkctl tune-instruction: "+format+"\n", a...)
 		return code
@@ -95,6 +102,9 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 	dt, err := tune.ParseDType(dtype)
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
+	}
+	if quant.On() && op != ir.OpGEMVTile {
+		return fail(exitBadInput, "--quantize tunes the quantised gemv_tile only, not %s", pos[0])
 	}
 	target, err := ir.Target(gpuName)
 	if err != nil {
@@ -115,7 +125,7 @@ func tuneInstruction(pos []string, gpuName string, budget int, dtype, results, d
 	defer release()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, tuneErr := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Target: target, Budget: budget, Results: results, Log: stderr})
+	sum, tuneErr := tune.Tune(ctx, dev, tune.Options{Op: op, DType: dt, Quant: quant, Target: target, Budget: budget, Results: results, Log: stderr})
 	if tuneErr != nil {
 		fmt.Fprintln(stderr, "amkctl tune-instruction:", tuneErr)
 		if sum == nil {

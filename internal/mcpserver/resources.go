@@ -136,7 +136,7 @@ func (s *Server) addSchemaResource() {
 		MIMEType:    "application/schema+json",
 	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI,
-			MIMEType: "application/schema+json", Text: schedule.SchemaJSON(nil, schedule.DeviceCUDA)}}}, nil
+			MIMEType: "application/schema+json", Text: schedule.SchemaJSON(schedule.ConfigSchema(nil, schedule.DeviceCUDA))}}}, nil
 	})
 }
 
@@ -154,7 +154,7 @@ func evalInputSchema() map[string]any {
 		err = json.Unmarshal(data, &schema)
 	}
 	if err == nil {
-		err = json.Unmarshal([]byte(schedule.SchemaJSON(nil, schedule.DeviceCUDA)), &config)
+		err = json.Unmarshal([]byte(schedule.SchemaJSON(schedule.ConfigSchema(nil, schedule.DeviceCUDA))), &config)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("mcpserver: eval's input schema: %v", err))

@@ -122,7 +122,7 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 			return nil, nil, argError("incumbent", err)
 		}
 	}
-	surface := schedule.Surface(cfg.Name, target, device, inc)
+	surface := schedule.SurfaceFor(cfg.Name, target, device, cfg.Quant.On(), inc)
 	return nil, json.RawMessage(pyjson.Compact(surface, false)), nil
 }
 

@@ -17,7 +17,7 @@ import (
 // lowered is the program amk lowers for a preset on h100 at the default point.
 func lowered(t testing.TB, preset string) *ir.Program {
 	t.Helper()
-	cfg, err := model.Preset(preset)
+	cfg, err := model.Load(preset) // a preset, or a preset with a quantization scheme
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func exported(t testing.TB, p *ir.Program) []byte {
 
 // amk -> MPK -> amk gives the program back byte for byte, through the file.
 func TestAMKRoundTripIsByteIdentical(t *testing.T) {
-	for _, preset := range []string{"toy", "small", "llama-1b"} {
+	for _, preset := range []string{"toy", "small", "llama-1b", "toy:w8a16", "small:w4a16"} {
 		t.Run(preset, func(t *testing.T) {
 			p := lowered(t, preset)
 			want := ir.Encode(p)
@@ -219,5 +219,36 @@ func TestValidatorTestdataRoundTrips(t *testing.T) {
 	}
 	if identical < 60 {
 		t.Fatalf("only %d of %d programs round-trip", identical, len(files))
+	}
+}
+
+// A quantised program's graph carries its stored dtypes: int8 and int4
+// weights and their float16 scales as Mirage data types, which an import
+// without amk's sidecar reads back.
+func TestMPKExportCarriesQuantizedDTypes(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want ir.DType
+	}{{"toy:w8a16", ir.I8}, {"toy:w4a16-g32", ir.I4}} {
+		p := lowered(t, c.spec)
+		g, err := mpk.Decode(exported(t, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.AMK = nil
+		back, err := mpk.ToProgram(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]ir.DType{}
+		for _, b := range back.Buffers {
+			got[b.Name] = b.DType
+		}
+		if d := got["layers.0.attn.q_proj.weight"]; d != c.want {
+			t.Errorf("%s: q_proj comes back as %s", c.spec, d)
+		}
+		if d := got["layers.0.attn.q_proj.weight"+ir.ScalesSuffix]; d != ir.F16 {
+			t.Errorf("%s: q_proj's scales come back as %s", c.spec, d)
+		}
 	}
 }

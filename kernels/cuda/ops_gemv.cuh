@@ -168,7 +168,73 @@ __host__ __device__ __forceinline__ bool amk_tile_weight_bytes(bool paired, int3
 /* Bytes of the fp32 x cache of a K-long row (kernels.gemvXBytes in Go). */
 __host__ __device__ __forceinline__ uint32_t amk_gemv_x_bytes(int K) { return (uint32_t)(((int64_t)K * 4 + 15) / 16 * 16); }
 
+/* ---- quantised weights (ir.TileQuant, docs/spec/quantization.md) ----------------------------
+ * A quantised tile's weight is int8 [N, K] or packed int4 [N, K/2 bytes] (column 2b in the low
+ * nibble of byte b, stored as q + 8), with scales [N, ceil(K/group)] (F16 as amk lowers them;
+ * any float dtype is read). The tile streams the stored bytes with 16-byte loads (16 int8 or 32
+ * int4 weights, inside one group when the group is a multiple of that) and dequantises in
+ * registers: per vector, p = sum x[k] * (q[k] - z), then acc += p * scale; z is the zero point
+ * when given, else 8 for int4 and 0 for int8 (docs/spec/rules.md R27). */
+struct amk_qtile {
+    const uint8_t* w;       /* the stored weight bytes                                    */
+    const amk_buffer_t* S;  /* scales [N, ng]                                             */
+    const amk_buffer_t* Z;  /* zero points [N, ng], or nullptr                            */
+    int64_t row_bytes;      /* stored bytes of one weight row (K, or K/2 for int4)         */
+    int32_t group, ng;      /* input columns per scale, scales per row                     */
+    int32_t gshift;         /* log2(group) when group is a power of two, else -1           */
+    bool i4;
+    float zdef;             /* the implicit zero point: 8 (int4) or 0 (int8)               */
+};
+
+/* Scale (or zero point) i: an F16 buffer read directly, any other float dtype through amk_ld. */
+__device__ __forceinline__ float amk_qscale(const amk_buffer_t& S, int64_t i) {
+    return S.dtype == AMK_F16 ? __half2float(((const __half*)S.ptr)[i]) : amk_ld(S, i);
+}
+
+/* The group of column k. */
+__device__ __forceinline__ int amk_qgroup(const amk_qtile& q, int k) {
+    return q.gshift >= 0 ? k >> q.gshift : k / q.group;
+}
+
+/* One 16-byte vector of a quantised row against x[0 .. 16) (int8) or x[0 .. 32) (int4): the
+ * sum of x[k] * (q[k] - z), not yet scaled. */
+__device__ __forceinline__ float amk_qdot16(const uint4 r, const float* __restrict__ xs, bool i4, float z) {
+    const uint32_t wd[4] = {r.x, r.y, r.z, r.w};
+    float p = 0.f;
+    if (i4) {
+#pragma unroll
+        for (int e = 0; e < 16; ++e) {
+            const uint32_t b = (wd[e >> 2] >> (8 * (e & 3))) & 0xFFu;
+            p = fmaf(xs[2 * e], (float)(b & 0xFu) - z, p);
+            p = fmaf(xs[2 * e + 1], (float)(b >> 4) - z, p);
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 16; ++e) {
+            const int32_t v = (int32_t)(int8_t)((wd[e >> 2] >> (8 * (e & 3))) & 0xFFu);
+            p = fmaf(xs[e], (float)v - z, p);
+        }
+    }
+    return p;
+}
+
 #include "ring.cuh"
+
+/* Whether the streaming ring carries a task's weights (its issuer planned its chunks,
+ * amk_ring_plan_for); `have` is amk_ops_smem_bytes(). False without the ring. */
+__device__ __forceinline__ bool amk_on_ring(const amk_program_t& prog, const amk_instruction_t& inst, uint32_t have) {
+#if AMK_RING_ON
+    if (amk_ring_active) {
+        amk_ring_plan plan;
+        return amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
+    }
+#else
+    (void)prog;
+    (void)inst;
+    (void)have;
+#endif
+    return false;
+}
 
 #if AMK_HAVE_CPASYNC
 /* cp.async path. The warp's work is its row groups t = warp*C, warp*C + WARPS*C, ... (C rows
@@ -371,9 +437,8 @@ __device__ __forceinline__ int64_t amk_gemv_shape(const amk_buffer_t& x, const a
     return M;
 }
 
-/* Weight-only quantized tile: inputs [x, qW (I8 [N,K] or packed I4), scales [N, ceil(K/group)]
- * (, zeros)]. real = (q - zero) * scale where q is the int8 value, or for int4 the nibble; int4
- * without zeros subtracts 8 (symmetric). One rule on device and reference (R27). */
+/* Element e of a quantised weight as stored: the int8 value, or the int4 nibble (q + 8); the
+ * caller subtracts the zero point (amk_qtile.zdef without zeros) and scales (R27). */
 __device__ __forceinline__ float amk_qw(const uint8_t* __restrict__ wq, bool i4, int64_t e) {
     if (i4) {
         const uint8_t b = wq[e >> 1];
@@ -382,89 +447,119 @@ __device__ __forceinline__ float amk_qw(const uint8_t* __restrict__ wq, bool i4,
     return (float)(int8_t)wq[e];
 }
 
-__device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
-    const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[1]];
-    const amk_buffer_t S = prog.buffers[inst.inputs[2]], out = prog.buffers[inst.outputs[0]];
-    const bool has_z = inst.n_inputs > 3;
-    const amk_buffer_t Z = prog.buffers[inst.inputs[has_z ? 3 : 2]]; /* index select: no local copy */
-    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
-    const bool i4 = inst.params.qdtype == AMK_I4;
-    const int64_t group = inst.params.group > 0 ? inst.params.group : K;
-    const int64_t M = amk_gemv_shape(x, W, out, K, n_off, N_tile);
-    const int64_t ng = (K + group - 1) / group;
-    if (M < 0 || W.dtype != (i4 ? AMK_I4 : AMK_I8) || W.numel < (int64_t)(n_off + N_tile) * K ||
-        S.numel < (int64_t)(n_off + N_tile) * ng || (has_z && Z.numel < S.numel))
-        return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, K);
-    const uint8_t* __restrict__ wq = (const uint8_t*)W.ptr;
-    const int64_t N = amk_cols(out);
-    const bool use_smem = amk_gemv_x_bytes(K) <= amk_ops_smem_bytes();
-    float* xs = reinterpret_cast<float*>(amk_dyn_smem);
-    /* Vector path: a 16-byte load holds 16 int8 or 32 int4 weights of one row within one group. */
-    const int per_vec = i4 ? 32 : 16;
-    const int64_t row_bytes = i4 ? K / 2 : K;
-    const bool vec_ok = use_smem && K % per_vec == 0 && group % per_vec == 0 && ((uintptr_t)W.ptr & 15) == 0 &&
-                        (row_bytes & 15) == 0;
-    const float zdef = i4 ? 8.f : 0.f; /* no zeros: int4 is symmetric around 8, int8 around 0 */
+/* Rows [n_off, n_off + N_tile) of a quantised tile against one staged x row xs, stored at obase +
+ * n (+ residual, amk_gemv_store). The streaming ring's chunks when the task rides it (rp: the
+ * issuer planned them, amk_ring_plan_for), else 16-byte streaming loads of AMK_QGEMV_COLS rows
+ * per warp (vec: every row a whole number of vectors, 16-byte aligned, groups a multiple of a
+ * vector), else element by element. Out of line, so that the fp paths' register allocation is
+ * what it was before quantised tiles existed. */
+__device__ __noinline__ void amk_gemv_q_row(const amk_program_t& prog, const float* __restrict__ xs, const amk_qtile& q,
+                                            int K, int n_off, int N_tile, const amk_buffer_t& out, int64_t obase,
+                                            const amk_buffer_t* res, bool vec, bool rp) {
+#if AMK_RING_ON
+    if (rp) {
+        amk_gemv_ring_row_q(prog, xs, q, K, n_off, N_tile, out, obase, res);
+        return;
+    }
+#else
+    (void)prog;
+    (void)rp;
+#endif
+    const int per_vec = q.i4 ? 32 : 16;
+    const int nvec = vec ? K / per_vec : 0;
     constexpr int QC = AMK_QGEMV_COLS;
+    for (int t = amk_warp() * QC; t < N_tile; t += AMK_WARPS * QC) {
+        const int cols = min(QC, N_tile - t);
+        const int64_t n0 = n_off + t;
+        float acc[QC];
+#pragma unroll
+        for (int c = 0; c < QC; ++c) acc[c] = 0.f;
+        for (int kv = amk_lane(); kv < nvec; kv += 32) {
+            const int k0 = kv * per_vec;
+            const int g = amk_qgroup(q, k0);
+#pragma unroll
+            for (int c = 0; c < QC; ++c) {
+                if (c >= cols) break;
+                const int64_t n = n0 + c;
+                const uint4 r = __ldcs(reinterpret_cast<const uint4*>(q.w + n * q.row_bytes) + kv);
+                const float z = q.Z ? amk_qscale(*q.Z, n * q.ng + g) : q.zdef;
+                acc[c] = fmaf(amk_qdot16(r, xs + k0, q.i4, z), amk_qscale(*q.S, n * q.ng + g), acc[c]);
+            }
+        }
+        for (int k = nvec * per_vec + amk_lane(); k < K; k += 32) {
+            const int g = amk_qgroup(q, k);
+#pragma unroll
+            for (int c = 0; c < QC; ++c) {
+                if (c >= cols) break;
+                const int64_t n = n0 + c;
+                const float z = q.Z ? amk_qscale(*q.Z, n * q.ng + g) : q.zdef;
+                acc[c] = fmaf(xs[k], (amk_qw(q.w, q.i4, n * K + k) - z) * amk_qscale(*q.S, n * q.ng + g), acc[c]);
+            }
+        }
+#pragma unroll
+        for (int c = 0; c < QC; ++c)
+            if (c < cols) amk_gemv_store(out, obase + n0 + c, acc[c], nullptr, n0 + c, res);
+    }
+}
+
+/* The quantised tile of a task: weight input 1, scales input si, zero points (GEMV_TILE's fourth
+ * input) when zi >= 0. False when the operands do not cover the tile (the caller traps). */
+__device__ __forceinline__ bool amk_qtile_of(const amk_program_t& prog, const amk_instruction_t& inst, int wi, int si, int zi,
+                                             int64_t last, amk_qtile* q) {
+    const amk_buffer_t& W = prog.buffers[inst.inputs[wi]];
+    const int K = inst.params.K;
+    q->i4 = inst.params.qdtype == AMK_I4;
+    q->group = inst.params.group > 0 ? inst.params.group : K;
+    q->ng = K > 0 ? (K + q->group - 1) / q->group : 0;
+    q->gshift = (q->group & (q->group - 1)) == 0 ? __ffs(q->group) - 1 : -1;
+    q->row_bytes = q->i4 ? K / 2 : K;
+    q->zdef = q->i4 ? 8.f : 0.f;
+    q->w = (const uint8_t*)W.ptr;
+    q->S = &prog.buffers[inst.inputs[si]];
+    q->Z = zi >= 0 ? &prog.buffers[inst.inputs[zi]] : nullptr;
+    return K > 0 && W.dtype == (q->i4 ? AMK_I4 : AMK_I8) && W.numel >= last * K && amk_is_float(q->S->dtype) &&
+           q->S->numel >= last * q->ng && (!q->Z || q->Z->numel >= q->S->numel) && (!q->i4 || K % 2 == 0);
+}
+
+/* Whether a quantised tile's rows stream as 16-byte vectors inside one group each. */
+__device__ __forceinline__ bool amk_qvec_ok(const amk_qtile& q, int K) {
+    const int per_vec = q.i4 ? 32 : 16;
+    return K % per_vec == 0 && q.group % per_vec == 0 && ((uintptr_t)q.w & 15) == 0;
+}
+
+/* Weight-only quantized GEMV_TILE: inputs [x, qW (I8 [N,K] or packed I4), scales [N,
+ * ceil(K/group)] (, zeros)], or FUSED GEMV_ADD's [x, qW, residual, scales] (res set, si 3). */
+__device__ __forceinline__ bool amk_gemv_quant(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task,
+                                               const amk_buffer_t* res, int si) {
+    const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[1]];
+    const amk_buffer_t out = prog.buffers[inst.outputs[0]];
+    const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off;
+    const int64_t M = amk_gemv_shape(x, W, out, K, n_off, N_tile);
+    amk_qtile q;
+    if (M < 0 || !amk_qtile_of(prog, inst, 1, si, !res && inst.n_inputs > 3 ? 3 : -1, (int64_t)n_off + N_tile, &q) ||
+        (res && res->numel < out.numel))
+        return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, K);
+    const int64_t N = amk_cols(out);
+    const uint32_t have = amk_ops_smem_bytes();
+    const bool use_smem = amk_gemv_x_bytes(K) <= have;
+    float* xs = reinterpret_cast<float*>(amk_dyn_smem);
+    const bool rp = amk_on_ring(prog, inst, have); /* the streaming ring carries this tile's weights */
     for (int64_t m = 0; m < M; ++m) {
         if (use_smem) {
             amk_stage_x(x, m * K, K, xs);
             __syncthreads();
-        }
-        for (int t = amk_warp() * QC; t < N_tile; t += AMK_WARPS * QC) {
-            const int cols = min(QC, N_tile - t);
-            const int64_t n0 = n_off + t;
-            float acc[QC];
-#pragma unroll
-            for (int c = 0; c < QC; ++c) acc[c] = 0.f;
-            int k_done = 0;
-            if (vec_ok) {
-                const int nvec = K / per_vec;
-                for (int kv = amk_lane(); kv < nvec; kv += 32) {
-                    const int64_t k0 = (int64_t)kv * per_vec;
-                    const int64_t g = k0 / group;
-#pragma unroll
-                    for (int c = 0; c < QC; ++c) {
-                        if (c >= cols) break;
-                        const int64_t n = n0 + c;
-                        const uint4 r = __ldcs(reinterpret_cast<const uint4*>(wq + n * row_bytes) + kv);
-                        const float sc = amk_ld(S, n * ng + g);
-                        const float z = has_z ? amk_ld(Z, n * ng + g) : zdef;
-                        const uint32_t wd[4] = {r.x, r.y, r.z, r.w};
-                        float p = 0.f;
-                        if (i4) {
-#pragma unroll
-                            for (int e = 0; e < 16; ++e) {
-                                const uint32_t b = (wd[e >> 2] >> (8 * (e & 3))) & 0xFFu;
-                                p = fmaf(xs[k0 + 2 * e], (float)(b & 0xFu) - z, p);
-                                p = fmaf(xs[k0 + 2 * e + 1], (float)(b >> 4) - z, p);
-                            }
-                        } else {
-#pragma unroll
-                            for (int e = 0; e < 16; ++e) {
-                                const int32_t q = (int32_t)(int8_t)((wd[e >> 2] >> (8 * (e & 3))) & 0xFFu);
-                                p = fmaf(xs[k0 + e], (float)q - z, p);
-                            }
-                        }
-                        acc[c] = fmaf(p, sc, acc[c]);
-                    }
+            amk_gemv_q_row(prog, xs, q, K, n_off, N_tile, out, m * N, res, amk_qvec_ok(q, K), rp);
+        } else { /* x beyond the shared memory: element by element from global memory */
+            for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
+                const int64_t n = n_off + t;
+                float acc = 0.f;
+                for (int k = amk_lane(); k < K; k += 32) {
+                    const int g = amk_qgroup(q, k);
+                    const float z = q.Z ? amk_qscale(*q.Z, n * q.ng + g) : q.zdef;
+                    acc = fmaf(amk_ld(x, m * K + k), (amk_qw(q.w, q.i4, n * K + k) - z) * amk_qscale(*q.S, n * q.ng + g), acc);
                 }
-                k_done = K;
+                amk_gemv_store(out, m * N + n, acc, nullptr, n, res);
             }
-            for (int k = k_done + amk_lane(); k < K; k += 32) {
-                const float xv = use_smem ? xs[k] : amk_ld(x, m * K + k);
-                const int64_t g = k / group;
-#pragma unroll
-                for (int c = 0; c < QC; ++c) {
-                    if (c >= cols) break;
-                    const int64_t n = n0 + c;
-                    const float z = has_z ? amk_ld(Z, n * ng + g) : zdef;
-                    acc[c] = fmaf(xv, (amk_qw(wq, i4, n * K + k) - z) * amk_ld(S, n * ng + g), acc[c]);
-                }
-            }
-#pragma unroll
-            for (int c = 0; c < QC; ++c)
-                if (c < cols) amk_gemv_store(out, m * N + n0 + c, acc[c], nullptr, n0 + c, nullptr);
         }
         __syncthreads(); /* xs is rewritten for the next row */
     }
@@ -500,13 +595,7 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
 #if AMK_HAVE_CPASYNC
     if (vec_ok && xb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb;
 #endif
-    bool rp = false; /* the streaming ring carries this tile's weights */
-#if AMK_RING_ON
-    if (amk_ring_active) {
-        amk_ring_plan plan;
-        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
-    }
-#endif
+    const bool rp = amk_on_ring(prog, inst, have); /* the streaming ring carries this tile's weights */
     for (int64_t m = 0; m < M; ++m) {
         amk_stage_x(x, m * K, K, xs);
         __syncthreads();
@@ -533,7 +622,7 @@ __device__ __forceinline__ bool amk_gemv_fp(const amk_program_t& prog, const amk
 __device__ __forceinline__ bool amk_op_gemv_tile(const amk_program_t& prog, const amk_instruction_t& inst,
                                                  int32_t task) {
     const int32_t q = inst.params.qdtype;
-    if ((q == AMK_I8 || q == AMK_I4) && inst.n_inputs >= 3) return amk_gemv_quant(prog, inst, task);
+    if ((q == AMK_I8 || q == AMK_I4) && inst.n_inputs >= 3) return amk_gemv_quant(prog, inst, task, nullptr, 2);
     return amk_gemv_fp(prog, inst, task, nullptr);
 }
 
@@ -650,8 +739,13 @@ __device__ __forceinline__ void amk_fused_finish(const amk_program_t& prog, cons
 __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const amk_instruction_t& inst, int32_t task) {
     const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
     const amk_fused_shape f = amk_fused_pattern_shape(pat);
-    if (f.staging < 0 || inst.n_inputs != f.n_in) return amk_trap(prog, AMK_TRAP_FUSED_PATTERN, task, inst.op, pat);
-    if (pat == AMK_FUSED_GEMV_ADD) return amk_gemv_fp(prog, inst, task, &prog.buffers[inst.inputs[2]]);
+    /* a quantised tile (ir.TileQuant) carries its weight's scales after the pattern's inputs */
+    const bool quant = inst.params.qdtype == AMK_I8 || inst.params.qdtype == AMK_I4;
+    if (f.staging < 0 || inst.n_inputs != f.n_in + (quant ? 1 : 0))
+        return amk_trap(prog, AMK_TRAP_FUSED_PATTERN, task, inst.op, pat);
+    if (pat == AMK_FUSED_GEMV_ADD)
+        return quant ? amk_gemv_quant(prog, inst, task, &prog.buffers[inst.inputs[2]], f.n_in)
+                     : amk_gemv_fp(prog, inst, task, &prog.buffers[inst.inputs[2]]);
     const int wi = f.staging == 0 ? 1 : 2; /* W follows x, or x and (norm_w | up) */
     const amk_buffer_t x = prog.buffers[inst.inputs[0]], W = prog.buffers[inst.inputs[wi]];
     const amk_buffer_t out = prog.buffers[inst.outputs[0]];
@@ -669,8 +763,10 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
     const int rank = out.rank;
     /* a dynamic index into a local copy of the record would put it in local memory: read the table */
     const int64_t seq = append && rank >= 3 ? prog.buffers[inst.outputs[0]].shape[rank - 3] : 0;
+    amk_qtile q;
     if (M <= 0 || x.numel != M * K || N <= 0 || n_off < 0 || N_tile <= 0 || last > N ||
-        !amk_is_float(W.dtype) || ldw < K || W.numel < last * ldw || xb + tb > have ||
+        (quant ? !amk_qtile_of(prog, inst, wi, f.n_in, -1, last, &q) : !amk_is_float(W.dtype)) || ldw < K ||
+        W.numel < last * ldw || xb + tb > have ||
         (res && res->numel < out.numel) || (paired && !collect) ||
         (collect && (hd <= 0 || (hd & 1) ||
                      (paired ? ((N_tile & 1) || n_off % hd + w > stride) : (n_off % hd || N_tile % hd)))) ||
@@ -680,18 +776,12 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
     float* xs = reinterpret_cast<float*>(amk_dyn_smem);
     float* tile = reinterpret_cast<float*>(amk_dyn_smem + xb);
     const int esz = W.dtype == AMK_F32 ? 4 : 2;
-    const bool vec_ok = ((uintptr_t)W.ptr & 15) == 0 && ((ldw * esz) & 15) == 0;
+    const bool vec_ok = quant ? amk_qvec_ok(q, K) && ldw == K : ((uintptr_t)W.ptr & 15) == 0 && ((ldw * esz) & 15) == 0;
     unsigned char* ring = nullptr;
 #if AMK_HAVE_CPASYNC
-    if (vec_ok && xb + tb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb + tb;
+    if (!quant && vec_ok && xb + tb + amk_gemv_ring_bytes() <= have) ring = amk_dyn_smem + xb + tb;
 #endif
-    bool rp = false; /* the streaming ring carries this tile's weights */
-#if AMK_RING_ON
-    if (amk_ring_active) {
-        amk_ring_plan plan;
-        rp = amk_ring_plan_of(prog.buffers, prog.n_buffers, inst, have, &plan);
-    }
-#endif
+    const bool rp = amk_on_ring(prog, inst, have); /* the streaming ring carries this tile's weights */
     /* The sums land in the output (obase = m*N), or in the tile (obase = r*w - off: column n of range r
      * -> r*w + n - off, so a paired tile's second range follows its first). */
     amk_buffer_t dst = out;
@@ -711,6 +801,10 @@ __device__ __forceinline__ bool amk_op_fused(const amk_program_t& prog, const am
         const int off = n_off + r * stride;
         const int64_t obase = collect ? (int64_t)r * w - off : m * N;
         switch (W.dtype) {
+            case AMK_I8:
+            case AMK_I4:
+                amk_gemv_q_row(prog, xs, q, K, off, w, dst, obase, res, vec_ok, rp);
+                break;
             case AMK_F16:
                 amk_gemv_fp_row<__half>(xs, (const __half*)W.ptr, ldw, K, off, w, dst, obase, nullptr, res, ring, vec_ok, prog, rp);
                 break;

@@ -23,8 +23,10 @@
  * Copy engine: on sm_90 built with nvcc >= 12 (and AMK_RING_BULK, default 1), lane 0 of the warp
  * issues each chunk as one cp.async.bulk (TMA) completing on the slot's mbarrier; elsewhere every
  * lane copies its 16-byte vectors of the chunk with cp.async (sm_80+), one commit group per
- * chunk. Tiles the ring cannot take (quantized, misaligned, a row shorter than one chunk, an x
- * cache that does not fit) keep the per-tile paths of ops_gemv.cuh.
+ * chunk. Quantised tiles (int8 / packed int4, ir.TileQuant) ride it too: a chunk is a piece of a
+ * stored row, dequantised in registers by amk_gemv_ring_row_q. Tiles the ring cannot take
+ * (misaligned, a row shorter than one chunk, an x cache that does not fit, quantised with zero
+ * points or with groups that cut a 16-byte vector) keep the per-tile paths of ops_gemv.cuh.
  * ========================================================================================== */
 #ifndef AMK_RING_CUH
 #define AMK_RING_CUH
@@ -119,13 +121,14 @@ __host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* b
     plan->total = 0;
     const int32_t op = inst.op;
     int wi = 1, collect = 0, paired = 0;
+    const int32_t qt = inst.params.qdtype;
+    const bool quant = qt == AMK_I8 || qt == AMK_I4; /* a quantised tile (ir.TileQuant) */
     if (op == AMK_OP_GEMV_TILE) {
-        const int32_t q = inst.params.qdtype;
-        if ((q == AMK_I8 || q == AMK_I4) && inst.n_inputs >= 3) return false;
+        if (quant && inst.n_inputs != 3) return false; /* zero points (or no scales): off the ring */
     } else if (op == AMK_OP_FUSED) {
         const int32_t pat = (inst.params.flags >> AMK_FUSED_PATTERN_SHIFT) & 0xFFFF;
         const amk_fused_shape f = amk_fused_pattern_shape(pat);
-        if (f.staging < 0 || inst.n_inputs != f.n_in) return false;
+        if (f.staging < 0 || inst.n_inputs != f.n_in + (quant ? 1 : 0)) return false;
         wi = (f.staging == 0 || pat == AMK_FUSED_GEMV_ADD) ? 1 : 2;
         collect = f.epilogue >= 2;
         paired = (inst.params.flags & AMK_FLAG_PAIRED_TILE) != 0;
@@ -138,21 +141,34 @@ __host__ __device__ __forceinline__ bool amk_ring_plan_for(const amk_buffer_t* b
     const amk_buffer_t& W = bufs[inst.inputs[wi]];
     const int64_t xnumel = bufs[inst.inputs[0]].numel;
     const int K = inst.params.K, N_tile = inst.params.N_tile, n_off = inst.params.n_off, hd = inst.params.head_dim;
-    if (!amk_is_float(W.dtype) || K <= 0 || N_tile <= 0 || n_off < 0 || xnumel <= 0 || xnumel % K != 0) return false;
+    if ((quant ? W.dtype != qt : !amk_is_float(W.dtype)) || K <= 0 || N_tile <= 0 || n_off < 0 || xnumel <= 0 ||
+        xnumel % K != 0)
+        return false;
     /* a paired tile as amk_op_fused accepts it (a malformed one traps there, off the ring) */
     if (paired && (!collect || hd <= 0 || (hd & 1) || (N_tile & 1) || n_off % hd + N_tile / 2 > hd / 2)) return false;
     const int w = paired ? N_tile / 2 : N_tile, second = paired ? hd / 2 : 0; /* rows per range, range 1 - range 0 */
-    const int esz = W.dtype == AMK_F32 ? 4 : 2;
     const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
-    if (ldw < K || W.numel < ((int64_t)n_off + second + w) * ldw || ((uintptr_t)W.ptr & 15) || ((ldw * esz) & 15))
+    /* bytes of one row's data and from one row to the next: esz per element, or the stored width
+     * of a dense quantised row, whose 16-byte vectors must each lie in one scale group */
+    int64_t rowb, ldb;
+    if (quant) {
+        const int per_vec = qt == AMK_I4 ? 32 : 16, group = inst.params.group > 0 ? inst.params.group : K;
+        if (ldw != K || K % per_vec != 0 || group % per_vec != 0) return false;
+        rowb = ldb = qt == AMK_I4 ? K / 2 : K;
+    } else {
+        const int esz = W.dtype == AMK_F32 ? 4 : 2;
+        rowb = (int64_t)K * esz;
+        ldb = ldw * esz;
+    }
+    if (ldw < K || W.numel < ((int64_t)n_off + second + w) * ldw || ((uintptr_t)W.ptr & 15) || (ldb & 15))
         return false;
     const uint32_t xb = amk_gemv_x_bytes(K);
     const uint32_t tb = collect ? amk_gemv_x_bytes(N_tile) : 0u;
     if (xb + tb > ops_smem) return false;
-    const int nchunks = (int)(((int64_t)K * esz) / AMK_RING_TILE_BYTES);
+    const int nchunks = (int)(rowb / AMK_RING_TILE_BYTES);
     if (nchunks < 1) return false;
     plan->w = (const char*)W.ptr;
-    plan->ldb = ldw * esz;
+    plan->ldb = ldb;
     plan->n_off = n_off;
     plan->split = warp < w ? (w - warp + AMK_WARPS - 1) / AMK_WARPS : 0;
     plan->rows = paired ? 2 * plan->split : plan->split;
@@ -368,6 +384,20 @@ __device__ __forceinline__ void amk_ring_finish() {
 #endif
 }
 
+/* The warp's next chunk of its stream, issuing one more ahead: its slot, landed. The consumer reads
+ * it and then calls amk_ring_consumed. */
+__device__ __forceinline__ const unsigned char* amk_ring_next(const amk_program_t& prog) {
+    amk_ring_issue(prog);
+    return amk_ring_wait(amk_ring_state[amk_warp()].consumed, &prog);
+}
+
+/* The chunk amk_ring_next returned has been read by every lane: its slot may be refilled. */
+__device__ __forceinline__ void amk_ring_consumed() {
+    __syncwarp();
+    if (amk_lane() == 0) ++amk_ring_state[amk_warp()].consumed;
+    __syncwarp();
+}
+
 /* Consume the chunks of one row range of one x row of the current task: the warp's rows t of
  * [n_off, n_off + N_tile) (each: its chunks from the ring, the leftover vectors and the scalar
  * tail from global memory, then the store), issuing one chunk ahead for every chunk it consumes.
@@ -383,23 +413,18 @@ __device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, con
     const int lane = amk_lane();
     const int nvec = K / V;
     const int nchunks = (int)(((int64_t)K * sizeof(T)) / AMK_RING_TILE_BYTES);
-    amk_ring_warp* sh = &amk_ring_state[amk_warp()];
     for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
         const int64_t n = n_off + t;
         float acc = 0.f;
         for (int ci = 0; ci < nchunks; ++ci) {
-            amk_ring_issue(prog);
-            const uint32_t c = sh->consumed;
-            const unsigned char* st = amk_ring_wait(c, &prog);
+            const unsigned char* st = amk_ring_next(prog);
 #pragma unroll
             for (int v = 0; v < AMK_RING_VPL; ++v) {
                 float f[V];
                 amk_vec<T>::cvt(*reinterpret_cast<const uint4*>(st + (v * 32 + lane) * 16), f);
                 acc = amk_dot_smem<V>(xs + ((int64_t)ci * CV + v * 32 + lane) * V, f, acc);
             }
-            __syncwarp();
-            if (lane == 0) sh->consumed = c + 1;
-            __syncwarp();
+            amk_ring_consumed();
         }
         for (int kv = nchunks * CV + lane; kv < nvec; kv += 32) {
             float f[V];
@@ -408,6 +433,41 @@ __device__ __forceinline__ void amk_gemv_ring_row(const amk_program_t& prog, con
         }
         for (int k = nvec * V + lane; k < K; k += 32) acc = fmaf(xs[k], amk_vec<T>::one(W + n * ldw, k), acc);
         amk_gemv_store(out, obase + n, acc, bias, n, res);
+    }
+}
+
+/* amk_gemv_ring_row for a quantised tile (amk_qtile, ops_gemv.cuh): the ring's chunks are pieces
+ * of the stored rows (plan ldb = row_bytes), each lane's 16-byte vectors dequantised in registers
+ * (amk_qdot16, one scale per vector: the plan admits only groups that are whole vectors), the
+ * leftover vectors from global memory. No zero points (the plan refuses them). */
+__device__ __forceinline__ void amk_gemv_ring_row_q(const amk_program_t& prog, const float* __restrict__ xs,
+                                                    const amk_qtile& q, int K, int n_off, int N_tile,
+                                                    const amk_buffer_t& out, int64_t obase, const amk_buffer_t* res) {
+    constexpr int CV = AMK_RING_TILE_BYTES / 16; /* vectors per chunk */
+    const int lane = amk_lane();
+    const int per_vec = q.i4 ? 32 : 16;
+    const int nvec = K / per_vec;
+    const int nchunks = (int)(q.row_bytes / AMK_RING_TILE_BYTES);
+    for (int t = amk_warp(); t < N_tile; t += AMK_WARPS) {
+        const int64_t n = n_off + t;
+        const int64_t sb = n * q.ng;
+        float acc = 0.f;
+        for (int ci = 0; ci < nchunks; ++ci) {
+            const unsigned char* st = amk_ring_next(prog);
+#pragma unroll
+            for (int v = 0; v < AMK_RING_VPL; ++v) {
+                const int k0 = (ci * CV + v * 32 + lane) * per_vec;
+                const uint4 r = *reinterpret_cast<const uint4*>(st + (v * 32 + lane) * 16);
+                acc = fmaf(amk_qdot16(r, xs + k0, q.i4, q.zdef), amk_qscale(*q.S, sb + amk_qgroup(q, k0)), acc);
+            }
+            amk_ring_consumed();
+        }
+        for (int kv = nchunks * CV + lane; kv < nvec; kv += 32) {
+            const int k0 = kv * per_vec;
+            const uint4 r = __ldcs(reinterpret_cast<const uint4*>(q.w + n * q.row_bytes) + kv);
+            acc = fmaf(amk_qdot16(r, xs + k0, q.i4, q.zdef), amk_qscale(*q.S, sb + amk_qgroup(q, k0)), acc);
+        }
+        amk_gemv_store(out, obase + n, acc, nullptr, n, res);
     }
 }
 #endif /* AMK_RING_ON */

@@ -158,3 +158,26 @@ func TestDriverRelease(t *testing.T) {
 		t.Fatal("driver release")
 	}
 }
+
+// A quantised model travels to the child with its scheme, and the child
+// builds the trial's quantised weights: the int8/int4 bytes and the scales
+// of the reference VM's weights.
+func TestWeightProviderBuildsQuantizedWeights(t *testing.T) {
+	cfg, err := model.Load("toy:w4a16-g32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := model.InitWeights(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&WeightProvider{}).Weights(context.Background(), launch.WeightSource{Kind: SourceSeeded, Model: encodeModel(cfg)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "layers.0.attn.q_proj.weight"
+	if g, w := got[key], want[key]; g == nil || g.DType != w.DType || !slices.Equal(g.Packed, w.Packed) ||
+		!slices.Equal(got[key+".scales"].Half, want[key+".scales"].Half) {
+		t.Fatalf("the child's %s is not the trial's", key)
+	}
+}

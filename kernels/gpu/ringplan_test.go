@@ -25,7 +25,9 @@ var ringplanHost []byte
 
 // TestRingPlanOnTheHost runs the streaming weight ring's plan, the device's
 // own __host__ __device__ functions compiled for the host by nvcc, over the
-// marshalled tables of toy, small and llama-1b at the device default (B = 1)
+// marshalled tables of toy, small and llama-1b (and small at w8a16 and
+// w4a16, llama-1b at w4a16: quantised tiles ride the ring on their stored
+// bytes) at the device default (B = 1)
 // and fully fused (B = 1 and 2; its q|k|v tiles are paired tiles), h100, with
 // the ring at 8 x 1 KiB and 12 x 2 KiB and the dynamic shared memory
 // kernels.PlanSmem gives the launch. The harness checks the issuer and the
@@ -60,8 +62,8 @@ func TestRingPlanOnTheHost(t *testing.T) {
 		v := kernels.DefaultVariant()
 		v["ring_stages"], v["ring_tile"] = ring[0], ring[1]
 		exe := compileRingHarness(t, nvcc, src, harness, v)
-		for _, name := range []string{"toy", "small", "llama-1b"} {
-			cfg, err := model.Preset(name)
+		for _, name := range []string{"toy", "small", "llama-1b", "small:w8a16", "small:w4a16", "llama-1b:w4a16-g32"} {
+			cfg, err := model.Load(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +85,13 @@ func TestRingPlanOnTheHost(t *testing.T) {
 				if riders == 0 && name != "toy" {
 					t.Errorf("%s: no task rides the ring; the check is vacuous", label)
 				}
-				if paired == 0 && name != "toy" && strings.HasPrefix(pt.name, "fully-fused") {
+				// A q row shorter than one ring chunk (int4 rows of 2048
+				// columns are 1024 bytes) keeps its tiles off the ring.
+				qRow := cfg.DType.NBytes(int64(cfg.Hidden))
+				if cfg.Quant.On() {
+					qRow = cfg.Quant.WeightDType().NBytes(int64(cfg.Hidden))
+				}
+				if paired == 0 && name != "toy" && strings.HasPrefix(pt.name, "fully-fused") && qRow >= ring[1] {
 					t.Errorf("%s: no paired tile rides the ring; the paired check is vacuous", label)
 				}
 			}
@@ -210,15 +218,15 @@ func tileRows(t *ir.Task) string {
 // bytes / ring_tile) chunks (a paired tile: N_tile/2 rows of each range).
 func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 	wi, tileBytes := 1, int64(0)
+	qd, _, quant := ir.TileQuant(t)
 	switch t.Op {
 	case ir.OpGEMVTile:
-		q := t.Params.IntOr("qdtype", 0)
-		if (q == int64(ir.I8) || q == int64(ir.I4)) && len(t.Inputs) >= 3 {
+		if quant && len(t.Inputs) != 3 { // zero points: off the ring
 			return false, 0
 		}
 	case ir.OpFUSED:
 		pat, ok := ir.FusedPatternByID(ir.TaskFusedPattern(t))
-		if !ok {
+		if !ok || len(t.Inputs) != pat.TaskArity(t) {
 			return false, 0
 		}
 		wi = pat.Role(ir.RoleW)
@@ -230,19 +238,33 @@ func ringExpectation(p *ir.Program, t *ir.Task, ops, tile int64) (bool, int64) {
 	}
 	w, x := &p.Buffers[t.Inputs[wi]], &p.Buffers[t.Inputs[0]]
 	k, nTile := t.Params.IntOr("K", 0), t.Params.IntOr("N_tile", 0)
-	if !w.DType.IsFloat() || w.DType.Bits() > 32 || w.DType.Bits() < 16 || k <= 0 {
-		return false, 0
-	}
-	esz := int64(w.DType.Bits() / 8)
 	ldw := k
 	if len(w.Shape) >= 2 {
 		ldw = w.Strides()[0]
 	}
-	xBytes := (k*4 + 15) &^ 15
-	if (ldw*esz)%16 != 0 || k*esz < tile || xBytes+tileBytes > ops {
+	if k <= 0 {
 		return false, 0
 	}
-	return true, x.Numel() / k * nTile * (k * esz / tile)
+	if quant {
+		// A quantised row streams its stored bytes; each 16-byte vector
+		// (16 int8 or 32 int4 weights) must lie in one scale group.
+		perVec := int64(16)
+		if qd == ir.I4 {
+			perVec = 32
+		}
+		if w.DType != qd || ldw != k || k%perVec != 0 || t.Params.IntOr("group", k)%perVec != 0 {
+			return false, 0
+		}
+	} else if !w.DType.IsFloat() || w.DType.Bits() > 32 || w.DType.Bits() < 16 {
+		return false, 0
+	}
+	bits := int64(w.DType.Bits())
+	rowBytes := k * bits / 8
+	xBytes := (k*4 + 15) &^ 15
+	if (ldw*bits/8)%16 != 0 || rowBytes < tile || xBytes+tileBytes > ops {
+		return false, 0
+	}
+	return true, x.Numel() / k * nTile * (rowBytes / tile)
 }
 
 // failLines keeps the harness's FAIL lines (all of its output if none).

@@ -60,6 +60,9 @@ func OpName(op ir.Op) string { return strings.ToLower(op.String()) }
 type Case struct {
 	Op    ir.Op
 	DType ir.DType
+	// Quant is the case model's weight quantization (GEMV_TILE only): its
+	// tiles read int8 or packed int4 weights and their scales.
+	Quant model.Quantization
 	// Program holds only the op's tasks; produced buffers are IO outputs
 	// (KV caches stay KV caches), consumed activations are IO inputs.
 	Program *ir.Program
@@ -77,7 +80,8 @@ type Case struct {
 }
 
 // NewCase builds op's case at dtype dt for a target's lowering of
-// modelName ("" = CaseModel; tests use smaller presets).
+// modelName ("" = CaseModel; tests use smaller presets; "NAME:SCHEME", a
+// quantised model, for GEMV_TILE only: model.Load).
 func NewCase(op ir.Op, dt ir.DType, target *ir.GpuTarget, modelName string) (*Case, error) {
 	if _, err := ParseOp(op.String()); err != nil {
 		return nil, err
@@ -88,9 +92,12 @@ func NewCase(op ir.Op, dt ir.DType, target *ir.GpuTarget, modelName string) (*Ca
 	if modelName == "" {
 		modelName = CaseModel
 	}
-	cfg, err := model.Preset(modelName)
+	cfg, err := model.Load(modelName)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Quant.On() && op != ir.OpGEMVTile {
+		return nil, fmt.Errorf("a quantised Loop-1 case is a GEMV_TILE case, not %s", op)
 	}
 	cfg.DType = dt
 	if op == ir.OpEMBED {
@@ -121,7 +128,7 @@ func buildCase(op ir.Op, target *ir.GpuTarget, cfg model.Config, point schedule.
 		return nil, fmt.Errorf("the lowering of %s emits no %s task", cfg.Name, op)
 	}
 	c := cut(full, group)
-	c.Op, c.DType = op, dt
+	c.Op, c.DType, c.Quant = op, dt, cfg.Quant
 	c.Describe = fmt.Sprintf("%d %s task(s) of %s (%s, vocab %d, pos %d, batch %d) for %s: %s", len(group), op, cfg.Name, dt,
 		cfg.Vocab, opts.Pos, max(opts.B, 1), target.Name, full.Tasks[group[0]].Label)
 	if err := c.seed(); err != nil {
@@ -235,6 +242,7 @@ const (
 	roleProjection = "projection" // GEMV/GEMM weights: N(0,1)/sqrt(K) keeps outputs O(1)
 	roleNorm       = "norm"       // norm weights: 1 + 0.1 N(0,1)
 	rolePartial    = "partial"    // split-KV partials [acc | m | l], l > 0
+	roleScales     = "scales"     // a quantised weight's scales: positive
 )
 
 func roles(p *ir.Program) map[int]string {
@@ -244,6 +252,9 @@ func roles(p *ir.Program) map[int]string {
 		switch t.Op {
 		case ir.OpGEMVTile, ir.OpGEMMTile:
 			r[t.Inputs[1]] = roleProjection
+			if _, si, ok := ir.TileQuant(t); ok {
+				r[t.Inputs[si]] = roleScales
+			}
 		case ir.OpRMSNORM:
 			r[t.Inputs[1]] = roleNorm
 		case ir.OpAttentionCombine:
@@ -269,6 +280,23 @@ func (c *Case) seed() error {
 			continue
 		}
 		rng := rand.New(rand.NewPCG(caseSeedPrefix^uint64(c.Op)<<8^uint64(c.DType), uint64(i)))
+		if b.DType == ir.I8 || b.DType == ir.I4 {
+			c.Inputs[i] = seedQuantized(b, rng)
+			continue
+		}
+		if role[i] == roleScales {
+			// scales: positive, so that q * s keeps a projection's scale
+			vals := make([]float32, b.Numel())
+			for j := range vals {
+				vals[j] = float32((0.5 + rng.Float64()) * 0.002)
+			}
+			t, err := tensor.FromFloats(b.DType, b.Shape, vals)
+			if err != nil {
+				return err
+			}
+			c.Inputs[i] = t
+			continue
+		}
 		if b.DType == ir.I32 {
 			vals := make([]int32, b.Numel())
 			for j := range vals {
@@ -411,4 +439,23 @@ func opBytes(p *ir.Program) int64 {
 		}
 	}
 	return total
+}
+
+// seedQuantized is a quantised weight of symmetric values: int8 in
+// [-127, 127], int4 nibbles in [1, 15] (q + 8), packed low nibble first.
+func seedQuantized(b *ir.Buffer, rng *rand.Rand) *tensor.Tensor {
+	n := int(b.Numel())
+	t := &tensor.Tensor{DType: b.DType, Shape: append([]int(nil), b.Shape...)}
+	if b.DType == ir.I4 {
+		t.Packed = make([]byte, (n+1)/2)
+		for j := range n {
+			t.Packed[j/2] |= byte(1+rng.IntN(15)) << (4 * (j % 2))
+		}
+		return t
+	}
+	t.Bytes = make([]byte, n)
+	for j := range t.Bytes {
+		t.Bytes[j] = byte(int8(rng.IntN(255) - 127))
+	}
+	return t
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels"
 	"github.com/amk-dev/amk/kernels/launch"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/tensor"
 	"github.com/amk-dev/amk/vm"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	Warmup, Samples, Rounds int
 	// MinGain is the strict win a variant needs over the best (0.01).
 	MinGain float64
+	// Quant, when on, tunes the quantised GEMV: the case model's
+	// projections quantised (Op must be GEMV_TILE).
+	Quant model.Quantization
 	// Case, when set, replaces NewCase(Op, DType, Target, "").
 	Case *Case
 	// Log receives one progress line per trial (stderr); nil = none.
@@ -96,6 +100,7 @@ type Summary struct {
 	Op            string   `json:"op"`
 	GPU           string   `json:"gpu"`
 	DType         string   `json:"dtype"`
+	Quantization  string   `json:"quantization,omitempty"` // the case's weight scheme (model.Quantization), if any
 	Device        string   `json:"device"`
 	Trials        int      `json:"trials"`
 	NCorrect      int      `json:"n_correct"`
@@ -198,7 +203,11 @@ func Tune(ctx context.Context, dev Device, opts Options) (*Summary, error) {
 	c := opts.Case
 	if c == nil {
 		var err error
-		if c, err = NewCase(opts.Op, opts.DType, opts.Target, ""); err != nil {
+		name := ""
+		if opts.Quant.On() {
+			name = model.ModelSpec(CaseModel, opts.Quant)
+		}
+		if c, err = NewCase(opts.Op, opts.DType, opts.Target, name); err != nil {
 			return nil, err
 		}
 	}
@@ -208,7 +217,7 @@ func Tune(ctx context.Context, dev Device, opts Options) (*Summary, error) {
 		return nil, fmt.Errorf("reference VM on the case: %w", err)
 	}
 	l := &loop{opts: opts, dev: dev, c: c, ref: flatten(c.Outputs, refOut), boundUS: opts.Target.BandwidthBoundUS(c.OpBytes)}
-	l.sum = &Summary{Op: OpName(c.Op), GPU: opts.Target.Name, DType: DTypeName(c.DType), Device: dev.Name(),
+	l.sum = &Summary{Op: OpName(c.Op), GPU: opts.Target.Name, DType: DTypeName(c.DType), Quantization: c.Quant.String(), Device: dev.Name(),
 		AllCorrect: true, OpBytes: c.OpBytes, Blocks: len(c.Program.Tasks), ResultsTSV: opts.Results, TrialsDetail: []Trial{}, Case: c.Describe,
 		Notes: append([]string{}, dev.Notes(opts.Target)...)}
 	if finitePositive(l.boundUS) {
@@ -218,7 +227,7 @@ func Tune(ctx context.Context, dev Device, opts Options) (*Summary, error) {
 	defer l.closeAll()
 	fmt.Fprintf(opts.Log, "amk Loop 1 | tune-instruction %s | device %s | gpu (roofline) %s | dtype %s | budget %d\n  case: %s\n",
 		l.sum.Op, l.sum.Device, l.sum.GPU, l.sum.DType, opts.Budget, c.Describe)
-	for i, v := range Proposals(c.Op, opts.Budget) {
+	for i, v := range ProposalsFor(c.Op, c.Quant.On(), opts.Budget) {
 		if err := ctx.Err(); err != nil {
 			return l.sum, err
 		}
@@ -433,7 +442,11 @@ func (l *loop) log(tr Trial) error {
 	if tr.MaxRelErr != nil {
 		relErr = fmt.Sprintf("%.2e", *tr.MaxRelErr)
 	}
-	row := flywheel.Row{Experiment: tr.Trial, Tag: tag, Loop: flywheel.LoopInstruction, Model: "inst:" + l.sum.Op,
+	inst := "inst:" + l.sum.Op
+	if l.sum.Quantization != "" {
+		inst += ":" + l.sum.Quantization // a quantised GEMV is another kernel
+	}
+	row := flywheel.Row{Experiment: tr.Trial, Tag: tag, Loop: flywheel.LoopInstruction, Model: inst,
 		GPU: l.sum.GPU, Regime: flywheel.RegimeSingle, Correctness: tr.Correctness, LatencyUS: tr.LatencyUS,
 		PctOfRoofline: tr.PctOfRoofline, KernelID: l.sum.Op + "[" + tr.Variant + "]",
 		Description: flywheel.ClipDescription(fmt.Sprintf("dtype=%s; %s; max_rel_err=%s; %s", l.sum.DType, tr.Variant, relErr, tr.Note))}

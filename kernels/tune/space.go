@@ -24,9 +24,13 @@ var activeWhen = map[string]struct {
 	"cpa_cols":      {"cpasync", 1},
 }
 
-// quantizedOnly knobs are read by the int8/int4 dequant-fused GEMV only;
-// Loop-1 cases are fp32/fp16/bf16.
-var quantizedOnly = map[string]bool{"qc": true}
+// quantizedOnly knobs are read by the int8/int4 dequant-fused GEMV only
+// (a quantised case tunes them); fpOnly knobs by the fp GEMV paths only (a
+// quantised case leaves them at their defaults).
+var (
+	quantizedOnly = map[string]bool{"qc": true}
+	fpOnly        = map[string]bool{"cols_per_warp": true, "kunroll": true, "cpasync": true, "cpa_stages": true, "cpa_cols": true}
+)
 
 // megakernelOnly knobs act in the persistent VM only: the streaming ring
 // streams a queue's tiles across their waits, and the entry kernels Loop 1
@@ -37,10 +41,15 @@ var megakernelOnly = map[string]bool{"ring_stages": true, "ring_tile": true}
 // Knobs are the knobs Loop 1 searches for op: the block size (which the
 // schedule fixes for the VM but Loop 1 tunes per kernel) and every search
 // knob the op's kernel reads, in KnobSpace order.
-func Knobs(op ir.Op) []kernels.Knob {
+func Knobs(op ir.Op) []kernels.Knob { return KnobsFor(op, false) }
+
+// KnobsFor is Knobs of a case whose projection weights are quantised
+// (quant) or not: a quantised GEMV tunes the block size and qc.
+func KnobsFor(op ir.Op, quant bool) []kernels.Knob {
 	var out []kernels.Knob
 	for _, k := range kernels.KnobSpace() {
-		if k.Scope == kernels.ScopeFixed || quantizedOnly[k.Name] || megakernelOnly[k.Name] {
+		if k.Scope == kernels.ScopeFixed || quantizedOnly[k.Name] != quant && (quantizedOnly[k.Name] || fpOnly[k.Name]) ||
+			megakernelOnly[k.Name] {
 			continue
 		}
 		if k.Scope == kernels.ScopeConfig && k.Name != "threads" {
@@ -61,8 +70,11 @@ func Knobs(op ir.Op) []kernels.Knob {
 // change first); among equals, the variant whose first differing knob (in
 // KnobSpace order) is set comes first, lower choices first. A variant holds
 // only its non-default knobs.
-func Proposals(op ir.Op, budget int) []kernels.Variant {
-	knobs := Knobs(op)
+func Proposals(op ir.Op, budget int) []kernels.Variant { return ProposalsFor(op, false, budget) }
+
+// ProposalsFor is Proposals over KnobsFor(op, quant).
+func ProposalsFor(op ir.Op, quant bool, budget int) []kernels.Variant {
+	knobs := KnobsFor(op, quant)
 	def := kernels.DefaultVariant()
 	type cand struct {
 		v   kernels.Variant

@@ -70,6 +70,11 @@ static std::vector<T> load(const std::string& path, long want) {
     return out;
 }
 
+/* Bits of one weight element: the float dtypes, int8, packed int4. */
+static int64_t elem_bits(int32_t dt) {
+    return dt == AMK_F32 ? 32 : dt == AMK_I8 ? 8 : dt == AMK_I4 ? 4 : 16;
+}
+
 /* The tile's weight row ranges (ir.TileRanges): one, or a paired tile's two. Returns the count. */
 static int tile_ranges(const amk_instruction_t& inst, int64_t lo[2], int64_t hi[2]) {
     const int N_tile = inst.params.N_tile, n_off = inst.params.n_off;
@@ -103,11 +108,11 @@ static long check_task(const std::vector<amk_buffer_t>& bufs, const amk_instruct
     const amk_buffer_t& W = bufs[inst.inputs[wi]];
     const amk_buffer_t& x = bufs[inst.inputs[0]];
     const int K = inst.params.K;
-    const int esz = W.dtype == AMK_F32 ? 4 : 2;
-    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K;
-    const int nchunks = (int)(((int64_t)K * esz) / AMK_RING_TILE_BYTES);
+    const int64_t bits = elem_bits(W.dtype); /* int8 and packed int4 weights stream their stored bytes */
+    const int64_t ldw = W.rank >= 2 ? W.stride[0] : K, ldb = ldw * bits / 8;
+    const int nchunks = (int)(((int64_t)K * bits / 8) / AMK_RING_TILE_BYTES);
     const char* lo = (const char*)W.ptr;
-    const char* hi = lo + W.numel * esz;
+    const char* hi = lo + (W.numel * bits + 7) / 8;
     const int64_t M = x.numel / K;
     /* amk_op_fused's walk: per x row, range r = 0 (and 1 for a paired tile) of w rows from
      * n_off + r * head_dim/2, through amk_gemv_fp_row -> amk_gemv_ring_row (rows t = warp, warp +
@@ -121,7 +126,7 @@ static long check_task(const std::vector<amk_buffer_t>& bufs, const amk_instruct
             for (int t = warp; t < w; t += AMK_WARPS)
                 for (int ci = 0; ci < nchunks; ++ci, ++j) {
                     const int64_t n = (int64_t)inst.params.n_off + r * stride + t;
-                    const char* want = lo + n * ldw * esz + (int64_t)ci * AMK_RING_TILE_BYTES;
+                    const char* want = lo + n * ldb + (int64_t)ci * AMK_RING_TILE_BYTES;
                     if (j >= plan.total) continue;
                     const char* got = amk_ring_chunk_src_for(plan, j, warp);
                     if (got != want)
@@ -132,7 +137,7 @@ static long check_task(const std::vector<amk_buffer_t>& bufs, const amk_instruct
                              task, warp, j, (long long)(got - lo), (long long)(hi - lo));
                         continue;
                     }
-                    const int64_t row = (got - lo) / (ldw * esz), byte = (got - lo) % (ldw * esz);
+                    const int64_t row = (got - lo) / ldb, byte = (got - lo) % ldb;
                     const int64_t cell = (row - reads->base) * reads->nchunks + byte / AMK_RING_TILE_BYTES;
                     if (byte % AMK_RING_TILE_BYTES != 0 || row < reads->base || cell >= (int64_t)reads->count.size())
                         FAIL("task %d warp %d chunk %d: reads weight row %lld at byte %lld, outside the tile's rows [%lld, %lld)",
@@ -189,7 +194,7 @@ static std::string prefetch_rows(const std::vector<amk_buffer_t>& bufs, const am
         paired = (inst.params.flags & AMK_FLAG_PAIRED_TILE) != 0;
     }
     const amk_buffer_t& W = bufs[inst.inputs[wi]];
-    const int64_t bits = W.dtype == AMK_F32 ? 32 : 16, row_bytes = (W.numel / W.shape[0]) * bits / 8;
+    const int64_t bits = elem_bits(W.dtype), row_bytes = (W.numel / W.shape[0]) * bits / 8;
     int64_t begin, end, second;
     if (!amk_tile_weight_bytes(paired, inst.params.n_off, inst.params.N_tile, paired ? inst.params.head_dim : 0,
                                row_bytes * 8, W.numel * bits / 8, &begin, &end, &second))
