@@ -37,8 +37,18 @@ type WakeUp struct {
 	BestScheduleID    string             `json:"best_schedule_id,omitempty"`
 	// BestRecorded says the best is an experiment an outside agent
 	// recorded, not one of the campaign's own evaluations.
-	BestRecorded          bool              `json:"best_recorded_by_agent,omitempty"`
-	BestConfig            json.RawMessage   `json:"best_config"`
+	BestRecorded bool            `json:"best_recorded_by_agent,omitempty"`
+	BestConfig   json.RawMessage `json:"best_config"`
+	// ItersToBest is the experiment (counted from 1) that recorded the
+	// best; nil before a best.
+	ItersToBest *int `json:"iters_to_best"`
+	// Cold, WarmSeeds, RankerTrained and Ranker are the flywheel's part:
+	// a cold campaign has no prior; a warm one started from WarmSeeds
+	// corpus points and ranks its proposals once the ranker is trained.
+	Cold                  bool              `json:"cold"`
+	WarmSeeds             int               `json:"warm_seeds"`
+	RankerTrained         bool              `json:"ranker_trained"`
+	Ranker                string            `json:"ranker"`
 	BoundUS               *float64          `json:"bound_us"` // the streamed-bytes floor
 	AllWeightsBoundUS     *float64          `json:"all_weights_bound_us,omitempty"`
 	ImprovementMilestones []Milestone       `json:"improvement_milestones"`
@@ -135,7 +145,10 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		AllWeightsBoundUS:     st.AllWeightsBoundUS,
 		ImprovementMilestones: []Milestone{}, Trajectory: st.Trajectory, Honesty: honestyPredicted,
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
-		Notes: st.Notes, SearchedPoints: len(st.Tried), Model: st.Model, GPU: st.GPU, Seed: st.Seed, Build: st.Env.AMKVersion,
+		Notes: st.Notes, SearchedPoints: len(st.Tried), Model: st.Model, GPU: st.GPU, Seed: st.Seed, Build: st.Env.AMKVersion, Cold: st.Cold, WarmSeeds: st.WarmSeeds, Ranker: "off (cold campaign)",
+	}
+	if !st.Cold {
+		w.Ranker, w.RankerTrained = c.rankerStatus(), c.rankerFor().Trained()
 	}
 	w.KnobImportance, w.KnobSlice = c.KnobImportances()
 	if w.SearchSpacePoints > 0 {
@@ -160,6 +173,7 @@ func (c *Campaign) WakeUp(now time.Time) WakeUp {
 		w.BestRecorded = b.Trial < 0
 		w.BestPositions = b.Positions
 		w.BestWorker = b.Worker
+		w.ItersToBest = new(b.Experiment)
 		if b.Point != nil {
 			w.BestConfig = pointJSON(*b.Point)
 			w.BestFile, w.Reproduce = BestConfigFile, c.reproduceCommands(BestConfigFile)
@@ -218,6 +232,14 @@ func (w WakeUp) Markdown() string {
 	add("- Ran: **%s min**, %d iterations (%d total experiments in campaign)", trimFloat(w.ElapsedMinutes), w.Iterations, w.TotalExperiments)
 	add("- Kept %d / correct %d / rejected+failed %d / crash+timeout %d", w.Kept, w.Correct, w.RejectedOrFailed, w.CrashOrTimeout)
 	add("- Basin-hop restarts: %d", w.BasinHopRestarts)
+	if w.Cold {
+		add("- Flywheel: cold (no prior)")
+	} else {
+		add("- Flywheel: %d warm seed(s), ranker %s", w.WarmSeeds, w.Ranker)
+	}
+	if w.ItersToBest != nil {
+		add("- Best found at experiment %d", *w.ItersToBest)
+	}
 	status := "- Status: " + strings.ToUpper(string(w.Status))
 	switch {
 	case w.MoveOnReason != "":

@@ -16,7 +16,8 @@ const EditSurfaceHint = "Edit the ScheduleConfig object only (effective knobs ch
 // and the search space of device ("cpu" or "cuda": kernel-build knobs the
 // cost model does not model are levers only on cuda), each knob with its
 // choices, its range (null for a knob that is not an integer) and whether
-// eval applies it here. modelName is the model's name as the verdicts give
+// eval applies it here, with the JSON Schema of a config (ConfigSchema) as
+// schedule_config_schema. modelName is the model's name as the verdicts give
 // it; incumbent is the config presented as the one to edit.
 func Surface(modelName string, target *ir.GpuTarget, device Device, incumbent Point) pyjson.Value {
 	return SurfaceFor(modelName, target, device, false, incumbent)
@@ -50,5 +51,6 @@ func SurfaceFor(modelName string, target *ir.GpuTarget, device Device, quant boo
 		pyjson.M("default_schedule_id", pyjson.StringValue(Default().ID())),
 		pyjson.M("search_space", pyjson.ArrayValue(space...)),
 		pyjson.M("edit_surface", pyjson.StringValue(EditSurfaceHint)),
+		pyjson.M("schedule_config_schema", ConfigSchemaFor(target, device, quant)),
 	)
 }

@@ -43,3 +43,33 @@ func TestLatencyKindFollowsTheTrialsDevice(t *testing.T) {
 		t.Fatalf("a cuda trial on a GPU evaluator: %+v, want its measurement", v)
 	}
 }
+
+// fakeEmulator is an emulator launcher: it runs (here: counts) the kernels
+// and predicts.
+type fakeEmulator struct{ ran int }
+
+func (*fakeEmulator) Name() string   { return "emu fake" }
+func (*fakeEmulator) Emulates() bool { return true }
+func (f *fakeEmulator) Time(ctx context.Context, req TimeRequest) (Timing, error) {
+	f.ran++
+	return CPULauncher{}.Time(ctx, req)
+}
+
+// A device emu trial runs on an emulator launcher and nowhere else: on the
+// CPU launcher it is refused before anything runs, and an emulator
+// evaluator gives a device cpu trial the cost model alone.
+func TestEmuTrialsRunOnTheEmulatorOnly(t *testing.T) {
+	spec := Spec{CampaignID: "c", Model: "toy", GPU: "h200", Point: json.RawMessage(`{}`), Token: 7, Device: schedule.DeviceEmu}
+	o := Evaluate(context.Background(), spec, Options{})
+	if o.Verdict != nil || !o.Failure.Refusal() || o.Failure.Phase != PhaseDevice {
+		t.Fatalf("an emu trial on the CPU launcher: %+v %+v, want a device refusal", o.Verdict, o.Failure)
+	}
+	emu := &fakeEmulator{}
+	if v := Evaluate(context.Background(), spec, Options{Launcher: emu}).Verdict; v == nil || emu.ran != 1 {
+		t.Fatalf("an emu trial on the emulator: %+v, ran %d times, want one run", v, emu.ran)
+	}
+	spec.Device = schedule.DeviceCPU
+	if v := Evaluate(context.Background(), spec, Options{Launcher: emu}).Verdict; v == nil || emu.ran != 1 {
+		t.Fatalf("a cpu trial on the emulator: %+v, ran %d times, want the cost model alone", v, emu.ran)
+	}
+}

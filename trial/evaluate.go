@@ -104,6 +104,21 @@ func onGPU(l Launcher) bool {
 	return ok && g.OnGPU()
 }
 
+// EmulatorLauncher is a Launcher that runs the CUDA kernels on the CPU
+// emulator (kernels/gpu's, serving --device emu): it evaluates device emu
+// trials, whose latencies stay the cost model's.
+type EmulatorLauncher interface {
+	Launcher
+	// Emulates is true: the launcher runs the kernels on the CPU emulator.
+	Emulates() bool
+}
+
+// emulates reports whether l runs the kernels on the CPU emulator.
+func emulates(l Launcher) bool {
+	e, ok := l.(EmulatorLauncher)
+	return ok && e.Emulates()
+}
+
 // CPULauncher returns the cost model's prediction, labelled predicted.
 type CPULauncher struct{}
 
@@ -157,7 +172,13 @@ func Evaluate(ctx context.Context, spec Spec, opts Options) (out Outcome) {
 			"this evaluator (%s) has no GPU: a device cuda trial is timed on one (a gpuworker --device N serving %s); refused before evaluating",
 			opts.Launcher.Name(), spec.GPU)}
 		return out
-	case spec.Device != schedule.DeviceCUDA && gpu:
+	case spec.Device == schedule.DeviceEmu && !emulates(opts.Launcher):
+		out.Worker = opts.Environment
+		out.Failure = &Failure{Class: FailInfra, Phase: PhaseDevice, Message: fmt.Sprintf(
+			"this evaluator (%s) does not run the CPU emulator: a device emu trial runs the kernels on it (a gpuworker --device emu serving %s); refused before evaluating",
+			opts.Launcher.Name(), spec.GPU)}
+		return out
+	case spec.Device != schedule.DeviceCUDA && gpu, spec.Device != schedule.DeviceEmu && emulates(opts.Launcher):
 		opts.Launcher = CPULauncher{} // a cpu trial's latency is the cost model's
 	}
 	if opts.Models == nil {

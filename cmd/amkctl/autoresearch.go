@@ -82,7 +82,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
-		launcher, dev, err := launcherFor(*device, target.Name)
+		launcher, dev, err := launcherFor(*device, target.Name, stderr)
 		if err != nil {
 			return fail(exitBadInput, "%v", err)
 		}
@@ -141,9 +141,17 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			wake := ledger.Campaign().WakeUp(time.Now().UTC())
 			fmt.Fprintf(stderr, "report: %s/report.md (json, svg beside it); results: %s\n", ledger.Dir(), ledger.ResultsPath())
 			if *jsonOut {
+				// amk's fields, and those of the reference's summary
+				// (best_pct_roofline, iters_run, n_*, state_path are its
+				// names for what amk calls otherwise).
+				st := ledger.Campaign().State()
 				summary := map[string]any{"campaign": ledger.ID(), "run": sum, "best_us": wake.BestUS, "best_kind": wake.BestKind,
 					"best_pct_of_roofline": wake.BestPctOfRoofline, "baseline_us": wake.BaselineUS, "speedup_vs_baseline": wake.SpeedupVsBaseline,
-					"best_config": wake.BestConfig, "report": ledger.Dir() + "/report.md"}
+					"best_config": wake.BestConfig, "report": ledger.Dir() + "/report.md",
+					"model": st.Model, "gpu": st.GPU, "device": st.Device, "cold": wake.Cold,
+					"iters_to_best": wake.ItersToBest, "warm_seeds": wake.WarmSeeds, "ranker_trained": wake.RankerTrained, "ranker": wake.Ranker,
+					"best_pct_roofline": wake.BestPctOfRoofline, "iters_run": sum.Recorded, "n_kept": wake.Kept, "n_correct": wake.Correct,
+					"n_rejected": wake.RejectedOrFailed, "n_crash": wake.CrashOrTimeout, "state_path": ledger.Dir() + "/ledger.json"}
 				if err := printJSON(stdout, summary); err != nil {
 					return exitInternal
 				}

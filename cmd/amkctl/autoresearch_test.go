@@ -103,6 +103,52 @@ func TestAutoresearchJSONIsSnakeCase(t *testing.T) {
 	}
 }
 
+// autoresearch --json carries the reference's summary: where the best was
+// found, the flywheel's warm seeds and ranker, the counts; --device auto
+// says which device it picked.
+func TestAutoresearchJSONSummary(t *testing.T) {
+	ws := t.TempDir()
+	run := func(args ...string) (map[string]any, string) {
+		t.Helper()
+		code, out, errOut := runCmd(t, append([]string{"autoresearch", "toy", "--gpu", "h200", "--workspace", ws, "--json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\nstdout:%s\nstderr:%s", args, code, out, errOut)
+		}
+		var summary map[string]any
+		if err := json.Unmarshal([]byte(out), &summary); err != nil {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		return summary, errOut
+	}
+	cold, _ := run("--iters", "4", "--cold", "--name", "cold")
+	best, ok := cold["iters_to_best"].(float64)
+	if !ok || best < 1 || best > 4 {
+		t.Errorf("cold: iters_to_best %v, want the experiment (1..4) of the best", cold["iters_to_best"])
+	}
+	for key, want := range map[string]any{"cold": true, "warm_seeds": 0.0, "ranker_trained": false, "model": "toy", "gpu": "h200",
+		"device": "cpu", "iters_run": 4.0, "best_kind": "predicted"} {
+		if cold[key] != want {
+			t.Errorf("cold: %s = %v, want %v", key, cold[key], want)
+		}
+	}
+	if cold["best_pct_roofline"] != cold["best_pct_of_roofline"] || cold["n_correct"].(float64) < 1 || cold["state_path"] == nil {
+		t.Errorf("cold: the reference's names: %v", cold)
+	}
+
+	// A warm campaign on the same workspace starts from the corpus the
+	// cold one grew.
+	warm, stderr := run("--iters", "2", "--name", "warm", "--device", "auto")
+	if !strings.Contains(stderr, "device auto: cpu") {
+		t.Errorf("--device auto does not say which device it picked:\n%s", stderr)
+	}
+	if warm["cold"] != false || warm["device"] != "cpu" || warm["warm_seeds"].(float64) < 1 || warm["ranker"] == "" {
+		t.Errorf("warm: %v", warm)
+	}
+	if _, ok := warm["ranker_trained"].(bool); !ok {
+		t.Errorf("warm: ranker_trained %v", warm["ranker_trained"])
+	}
+}
+
 // The crash test: SIGKILL an overnight campaign mid-run, restart the same
 // command, and check that nothing was lost or counted twice.
 func TestAutoresearchSurvivesSIGKILL(t *testing.T) {

@@ -35,28 +35,24 @@ func init() {
 	})
 }
 
-// launcherFor maps a --device value to a latency source; target is the GPU
-// target record (--gpu) the CPU emulator stands in for with --device emu.
-func launcherFor(arg, target string) (trial.Launcher, schedule.Device, error) {
-	device, err := schedule.ParseDevice(arg)
+// launcherFor maps a --device value (cpu, emu, cuda or auto) to a latency
+// source; target is the GPU target record (--gpu) the CPU emulator stands
+// in for with --device emu. With auto, it says on stderr which device it
+// picked and why.
+func launcherFor(arg, target string, stderr io.Writer) (trial.Launcher, schedule.Device, error) {
+	var openCUDA func() (trial.Launcher, error)
+	if openCUDALauncher != nil {
+		openCUDA = func() (trial.Launcher, error) { return openCUDALauncher(0) }
+	}
+	openEmu := func() (trial.Launcher, error) { return gpu.OpenLocal(context.Background(), 0, target, os.Stderr) }
+	l, device, picked, err := control.OpenDevice(arg, openCUDA, openEmu)
 	if err != nil {
-		return nil, "", fmt.Errorf("--device: %w", err)
+		return nil, "", fmt.Errorf("--device %s", err)
 	}
-	if device == schedule.DeviceCPU {
-		return trial.CPULauncher{}, device, nil
+	if picked != "" {
+		fmt.Fprintln(stderr, "amkctl: --"+picked)
 	}
-	if device == schedule.DeviceEmu {
-		l, err := gpu.OpenLocal(context.Background(), 0, target, os.Stderr)
-		if err != nil {
-			return nil, "", fmt.Errorf("--device emu: %w", err)
-		}
-		return l, device, nil
-	}
-	if openCUDALauncher == nil {
-		return nil, "", fmt.Errorf("--device cuda: this amkctl was built without CUDA support (rebuild with -tags cuda on a machine with the CUDA driver)")
-	}
-	l, err := openCUDALauncher(0)
-	return l, device, err
+	return l, device, nil
 }
 
 // closeLauncher stops the launcher child a GPU or emulator launcher owns.

@@ -83,7 +83,7 @@ that is not a JSON object.`,
 		} else {
 			point = []byte(schedulePointJSON(schedule.Default()))
 		}
-		launcher, dev, err := launcherFor(*device, *gpu)
+		launcher, dev, err := launcherFor(*device, *gpu, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)
 			return exitBadInput

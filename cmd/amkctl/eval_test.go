@@ -134,3 +134,27 @@ func TestQueuesExplainsProcessedCounts(t *testing.T) {
 		t.Fatalf("queues: code %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// --device auto picks the CPU on a machine (or a build) without a CUDA
+// device and says so; propose --schema prints the config's JSON Schema.
+func TestDeviceAutoAndProposeSchema(t *testing.T) {
+	code, out, errOut := runCmd(t, "eval", "toy", "--gpu", "h100", "--device", "auto")
+	var v map[string]any
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v["device"] != "cpu" || v["latency_kind"] != "predicted" {
+		t.Fatalf("eval --device auto: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "--device auto: cpu") {
+		t.Errorf("eval --device auto does not say which device it picked: %s", errOut)
+	}
+	if code, _, errOut := runCmd(t, "eval", "toy", "--gpu", "h100", "--device", "tpu"); code != exitBadInput || !strings.Contains(errOut, "cpu, emu, cuda or auto") {
+		t.Errorf("eval --device tpu: exit %d, %s", code, errOut)
+	}
+	code, out, errOut = runCmd(t, "propose", "toy", "--gpu", "h100", "--device", "auto", "--schema")
+	var schema map[string]any
+	if code != exitOK || json.Unmarshal([]byte(out), &schema) != nil || schema["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
+		t.Fatalf("propose --schema: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if props, _ := schema["properties"].(map[string]any); props["pipelining_depth"] == nil || props["kernel_knobs"] == nil {
+		t.Errorf("propose --schema: properties %v", schema["properties"])
+	}
+}

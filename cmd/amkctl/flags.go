@@ -66,10 +66,11 @@ func addGPUFlag(cmd *cobra.Command, def, usage string) *string {
 
 // addDeviceFlag adds --device: cpu (the cost model, latencies labelled
 // predicted), emu (the CUDA kernels checked on the CPU emulator, latencies
-// predicted) or cuda (measured on the GPU).
+// predicted), cuda (measured on the GPU) or, where the verb opens the device
+// (launcherFor), auto.
 func addDeviceFlag(cmd *cobra.Command, usage string) *string {
 	if usage == "" {
-		usage = "cpu (cost-model latencies, labelled predicted), emu (the CUDA kernels checked on the CPU emulator; latencies predicted) or cuda (measured on the GPU)"
+		usage = "cpu (cost-model latencies, labelled predicted), emu (the CUDA kernels checked on the CPU emulator; latencies predicted), cuda (measured on the GPU), or auto (cuda when a CUDA device answers, cpu otherwise; says which)"
 	}
 	device := cmd.Flags().String("device", "cpu", usage)
 	_ = cmd.RegisterFlagCompletionFunc("device", cobra.FixedCompletions([]string{"cpu", "emu", "cuda"}, cobra.ShellCompDirectiveNoFileComp))

@@ -139,7 +139,7 @@ type greedyDecoder interface {
 // emulator) and, with verify, compares every step's logits and the tokens
 // with the eager pass.
 func generateOnGPU(device schedule.Device, cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
-	launcher, _, err := launcherFor(string(device), target.Name)
+	launcher, _, err := launcherFor(string(device), target.Name, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "amkctl generate:", err)
 		return exitBadInput

@@ -32,8 +32,11 @@ func newMCPCmd() *cobra.Command {
 		Short: "serve amk's loops to coding agents over MCP (stdio; --http: streamable HTTP on loopback)",
 		Long: `mcp serves amk's tools to a coding agent over the Model Context Protocol:
 doctor, propose, eval, loop, tune_instruction, autoresearch, cancel, status,
-next, report, record, note, campaigns and trial, and the
-resources amk://campaigns/ID/report.md and amk://campaigns/ID/results.tsv.
+next, report, record, note, campaigns and trial (and, the same tools, under
+AMK's names: amk_doctor, amk_propose, amk_eval, amk_loop, amk_autoresearch,
+amk_orchestrate_status|next|report|record), and the resources
+amk://campaigns/ID/report.md, amk://campaigns/ID/results.tsv and
+amk://schema/schedule_config.json (the schedule config's JSON Schema).
 It speaks on stdin/stdout (register "amkctl mcp" in the agent's .mcp.json);
 with --http ADDR it serves streamable HTTP on a loopback address instead, to
 clients that send the scheduler's token as a bearer token. Campaigns live in
@@ -65,7 +68,7 @@ AGENTS.md at the repository root says how an agent uses the tools.`,
 				if d, err := schedule.ParseDevice(device); err == nil && d == schedule.DeviceEmu {
 					return nil, "", errors.New("emu is not offered through MCP (its tools name no GPU target for the emulator): run amkctl eval or autoresearch --device emu")
 				}
-				l, d, err := launcherFor(device, "")
+				l, d, err := launcherFor(device, "", stderr)
 				return l, string(d), err
 			},
 			OpenTuneDevice: openTuneDevice,

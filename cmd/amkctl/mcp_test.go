@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -163,6 +164,52 @@ func TestMCPInspector(t *testing.T) {
 	if r["ok"] != false || r["valid"] != false || r["latency_us"] != nil || r["latency_kind"] != nil || r["rejected_reason"] == nil {
 		t.Fatalf("a rejected config through the Inspector: %v", rejected)
 	}
+
+	// Seed 001's loop through the reference's names and arguments
+	// (amk_orchestrate_next and _report are called in process by
+	// internal/mcpserver's TestReferenceNames: each call here starts Node
+	// and the server, seconds apiece).
+	for _, want := range []string{"amk_doctor", "amk_propose", "amk_eval", "amk_loop", "amk_autoresearch",
+		"amk_orchestrate_status", "amk_orchestrate_next", "amk_orchestrate_report", "amk_orchestrate_record"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("the Inspector lists %v, without %s", names, want)
+		}
+	}
+	ref := func(tool string, args ...string) map[string]any {
+		t.Helper()
+		argv := []string{"--method", "tools/call", "--tool-name", tool}
+		for _, a := range args {
+			argv = append(argv, "--tool-arg", a)
+		}
+		doc := inspect(argv...)
+		sc, _ := doc["structuredContent"].(map[string]any)
+		if doc["isError"] == true || sc == nil {
+			t.Fatalf("%s %v through the Inspector: %v", tool, args, doc)
+		}
+		return sc
+	}
+	refSurface := ref("amk_propose", "model=toy", "gpu=h100")
+	refCfg, _ := json.Marshal(refSurface["schedule_config"])
+	if refSurface["schedule_config_schema"] == nil {
+		t.Errorf("amk_propose publishes no schedule_config_schema")
+	}
+	refBase := ref("amk_eval", "model=toy", "gpu=h100", "config="+string(refCfg), "device=auto")
+	if refBase["ok"] != true || refBase["device"] != "cpu" || refBase["latency_kind"] != "predicted" {
+		t.Fatalf("amk_eval through the Inspector: %v", refBase)
+	}
+	loop := ref("amk_loop", "model=toy", "gpu=h100", "budget=2", "device=auto")
+	if st, _ := loop["status"].(map[string]any); st["experiments_run"] != 2.0 {
+		t.Fatalf("amk_loop through the Inspector: %v", loop)
+	}
+	rec := ref("amk_orchestrate_record", "status=revert", fmt.Sprintf("latency_us=%v", refBase["latency_us"]),
+		fmt.Sprintf("pct_roofline=%v", refBase["pct_of_roofline"]), "kind=predicted", "config="+string(refCfg), "description=the incumbent again")
+	if c, _ := rec["campaign"].(map[string]any); c["experiments_run"] != 3.0 {
+		t.Fatalf("amk_orchestrate_record through the Inspector: %v", rec)
+	}
+	if st := ref("amk_orchestrate_status"); st["experiments_run"] != 3.0 {
+		t.Fatalf("amk_orchestrate_status through the Inspector: %v", st)
+	}
+
 	bad := inspect("--method", "tools/call", "--tool-name", "eval", "--tool-arg", "model=toy", "--tool-arg", "gpu=h999")
 	if bad["isError"] != true || !strings.Contains(string(mustJSON(t, bad)), "argument gpu") {
 		t.Fatalf("a bad argument through the Inspector: %v", bad)

@@ -62,7 +62,7 @@ Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 			if l, ok := launchers[target]; ok {
 				return l, nil
 			}
-			l, _, err := launcherFor(string(dev), target)
+			l, _, err := launcherFor(string(dev), target, stderr)
 			if err != nil {
 				return nil, err
 			}

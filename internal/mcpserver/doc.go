@@ -7,8 +7,15 @@
 // # Tools
 //
 // Every tool takes a JSON object whose schema is inferred from the input
-// type of its handler (tools.go) and answers with the same JSON the matching
-// amkctl verb prints, as structured content and as text:
+// type of its handler (tools.go), except eval's, whose schedule and config
+// arguments have the schedule config's JSON Schema (schedule.ConfigSchema,
+// also the resource amk://schema/schedule_config.json; the server decodes
+// eval's arguments itself, so a config the schema refuses is a valid=false
+// verdict, not a refusal). Each tool answers with the same JSON the
+// matching amkctl verb prints, as structured content and as text. The
+// reference system's names (referenceNames: amk_eval, amk_orchestrate_status,
+// ...) are served too, by the same handlers, which take the reference's
+// argument names (config, pct_roofline, device auto) as well:
 //
 //   - doctor: is this machine ready (the checks of amkctl doctor);
 //   - propose: the edit surface (incumbent config, its id, the search space);

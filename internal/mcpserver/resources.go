@@ -2,13 +2,17 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/amk-dev/amk/schedule"
 )
 
 // Resource URIs: amk://campaigns/{id}/report.md (the wake-up report) and
@@ -24,6 +28,7 @@ const (
 )
 
 func (s *Server) addResources() {
+	s.addSchemaResource()
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		Name: "campaign-report", Title: "A campaign's wake-up report",
 		Description: "best config, its latency and latency kind, speedup over the default schedule, milestones (markdown)",
@@ -120,4 +125,49 @@ func (s *Server) resultsTable(id string) (string, error) {
 		tail = rows
 	}
 	return header + "\n" + tail, nil
+}
+
+// addSchemaResource serves the schedule config's JSON Schema (for any
+// target and device; propose answers the one of its target and device).
+func (s *Server) addSchemaResource() {
+	s.mcp.AddResource(&mcp.Resource{
+		URI: schedule.SchemaID, Name: "schedule-config-schema", Title: "The JSON Schema (2020-12) of a schedule config",
+		Description: "what eval's schedule (or config) argument accepts; generated from the search space and the config parser",
+		MIMEType:    "application/schema+json",
+	}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI,
+			MIMEType: "application/schema+json", Text: schedule.SchemaJSON(schedule.ConfigSchema(nil, schedule.DeviceCUDA))}}}, nil
+	})
+}
+
+// evalInputSchema is eval's input schema: the one inferred from EvalInput,
+// with the schedule config's JSON Schema as the schedule argument's and
+// (or its JSON text) as config's.
+func evalInputSchema() map[string]any {
+	inferred, err := jsonschema.For[EvalInput](nil)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: eval's input schema: %v", err)) // a bug in EvalInput's tags
+	}
+	var schema, config map[string]any
+	data, err := json.Marshal(inferred)
+	if err == nil {
+		err = json.Unmarshal(data, &schema)
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(schedule.SchemaJSON(schedule.ConfigSchema(nil, schedule.DeviceCUDA))), &config)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: eval's input schema: %v", err))
+	}
+	// The embedded copy is a subschema: the dialect and the id belong to
+	// the document the resource serves.
+	delete(config, "$schema")
+	delete(config, "$id")
+	props := schema["properties"].(map[string]any)
+	props["schedule"] = config
+	props["config"] = map[string]any{
+		"description": "the reference's name for schedule: a schedule_config object, or its JSON text",
+		"anyOf":       []any{config, map[string]any{"type": "string"}},
+	}
+	return schema
 }

@@ -23,7 +23,7 @@ import (
 type CampaignInput struct {
 	Model         string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
 	GPU           string          `json:"gpu" jsonschema:"GPU target record"`
-	Device        string          `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies) or cuda (measured-gpu)"`
+	Device        string          `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies), cuda (measured-gpu) or auto (cuda when a CUDA device answers here, cpu otherwise)"`
 	Name          string          `json:"name,omitempty" jsonschema:"optional campaign name, to run several campaigns on one model, gpu and device"`
 	Minutes       float64         `json:"minutes,omitempty" jsonschema:"wall-clock budget of this run in minutes (0: none)"`
 	Workers       int             `json:"workers,omitempty" jsonschema:"trials evaluated at once; default min(4, CPUs) on cpu, 1 on cuda"`
@@ -105,7 +105,18 @@ func (s *Server) runningIDs() []string {
 // createRequest makes the create request of a campaign's arguments,
 // checked as every front's (control.CreateRequest.Check, whose messages
 // name the argument).
-func (in CampaignInput) createRequest() (control.CreateRequest, error) {
+func (s *Server) createRequest(in CampaignInput) (control.CreateRequest, error) {
+	if control.IsAutoDevice(in.Device) {
+		if s.local == nil {
+			return control.CreateRequest{}, errors.New("argument device: auto picks this machine's device; a scheduler's campaign needs cpu or cuda")
+		}
+		_, device, _, release, err := s.launcher(in.Device)
+		if err != nil {
+			return control.CreateRequest{}, err
+		}
+		release()
+		in.Device = string(device)
+	}
 	if in.Minutes < 0 {
 		return control.CreateRequest{}, fmt.Errorf("argument minutes: must be >= 0, got %v", in.Minutes)
 	}
@@ -132,7 +143,7 @@ func (s *Server) startLocal(req control.CreateRequest, cancel context.CancelFunc
 	if s.running(id) != nil {
 		return nil, control.CreateResponse{}, fmt.Errorf("campaign %s is already running in this server (watch it with status; end it with cancel)", id)
 	}
-	launcher, _, release, err := s.launcher(string(req.Device))
+	launcher, _, _, release, err := s.launcher(string(req.Device))
 	if err != nil {
 		return nil, control.CreateResponse{}, err
 	}
@@ -220,7 +231,7 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 	if in.Budget == 0 {
 		in.Budget = control.DefaultLoopBudget
 	}
-	creq, err := in.createRequest()
+	creq, err := s.createRequest(in.CampaignInput)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
@@ -319,7 +330,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 	if in.Iters == 0 && in.Minutes == 0 {
 		in.Iters = control.DefaultIterations
 	}
-	creq, err := in.createRequest()
+	creq, err := s.createRequest(in.CampaignInput)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}

@@ -1,7 +1,9 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -99,7 +101,10 @@ loop runs that keep/revert loop for you; autoresearch runs it in the background
 (status/next/report to watch it, cancel to end the run). Kernel tuning (one micro-kernel's
 -D knobs on a GPU): tune_instruction. Never edit kernel code, the VM or the
 validator through a schedule; a latency exists only for a correct config, and
-latency_kind says predicted (cost model) or measured-gpu.`
+latency_kind says predicted (cost model) or measured-gpu. The schedule config's
+JSON Schema is the resource amk://schema/schedule_config.json. The reference's
+tool names (amk_propose, amk_eval, amk_loop, amk_autoresearch,
+amk_orchestrate_status|next|report|record, amk_doctor) name the same tools.`
 
 // warnings passes on the SDK's warnings and errors only: its info lines
 // (a session connected, disconnected) are noise on an agent's stderr.
@@ -145,6 +150,37 @@ func safe[In, Out any](tool string, log *slog.Logger, h mcp.ToolHandlerFor[In, O
 	}
 }
 
+// referenceNames are the names the reference system's MCP server (seed
+// 001: AutoMegaKernel's) gives these tools. Each is served as well, by the
+// same handler, so a prompt or an agent set-up written for the reference
+// finds its tools; the arguments take the reference's names too (config
+// for schedule, pct_roofline for pct_of_roofline, device auto).
+var referenceNames = map[string]string{
+	"doctor":       "amk_doctor",
+	"propose":      "amk_propose",
+	"eval":         "amk_eval",
+	"loop":         "amk_loop",
+	"autoresearch": "amk_autoresearch",
+	"status":       "amk_orchestrate_status",
+	"next":         "amk_orchestrate_next",
+	"report":       "amk_orchestrate_report",
+	"record":       "amk_orchestrate_record",
+}
+
+// ReferenceName is the reference's name of a tool, or "" when the
+// reference has no such tool.
+func ReferenceName(tool string) string { return referenceNames[tool] }
+
+// names are the names a tool is served under: its own and, where the
+// reference has one, the reference's, with the description saying so.
+func names(name, description string) [][2]string {
+	out := [][2]string{{name, description}}
+	if ref := referenceNames[name]; ref != "" {
+		out = append(out, [2]string{ref, "The reference's (AutoMegaKernel's) name of amk's " + name + " tool. " + description})
+	}
+	return out
+}
+
 // addTool registers a tool behind safe. The input schema is inferred from
 // In; the answer is the JSON of Out, with no output schema: the answers
 // are the verdicts and reports amkctl prints, whose nulls (a latency
@@ -157,7 +193,56 @@ func addTool[In, Out any](s *Server, name, description string, h mcp.ToolHandler
 		}
 		return res, out, nil
 	}
-	mcp.AddTool(s.mcp, &mcp.Tool{Name: name, Description: description}, safe(name, s.log, answer))
+	for _, n := range names(name, description) {
+		mcp.AddTool(s.mcp, &mcp.Tool{Name: n[0], Description: n[1]}, safe(n[0], s.log, answer))
+	}
+}
+
+// addSchemaTool registers a tool whose input schema is given (schema)
+// rather than inferred from In. The server does not hold the arguments to
+// the schema, it decodes them into In (unknown arguments refused): the
+// schema tells a client what a well-formed call is, and a value it refuses
+// inside a schedule config reaches the handler, whose verdict says what is
+// wrong with it (seed 001: eval answers a malformed config with valid=false
+// and the reason, never an error).
+func addSchemaTool[In, Out any](s *Server, name, description string, schema map[string]any, h mcp.ToolHandlerFor[In, Out]) {
+	for _, n := range names(name, description) {
+		handler := safe(n[0], s.log, h)
+		s.mcp.AddTool(&mcp.Tool{Name: n[0], Description: n[1], InputSchema: schema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				var in In
+				if args := req.Params.Arguments; len(args) > 0 && string(args) != "null" {
+					dec := json.NewDecoder(bytes.NewReader(args))
+					dec.DisallowUnknownFields()
+					if err := dec.Decode(&in); err != nil {
+						return toolError(fmt.Errorf("arguments: %v", err)), nil
+					}
+				}
+				res, out, err := handler(ctx, req, in)
+				if err != nil {
+					return toolError(err), nil
+				}
+				data, err := json.Marshal(out)
+				if err != nil {
+					return nil, fmt.Errorf("%s: encoding the answer: %w", n[0], err)
+				}
+				if res == nil {
+					res = &mcp.CallToolResult{}
+				}
+				res.StructuredContent = json.RawMessage(data)
+				if res.Content == nil {
+					res.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
+				}
+				return res, nil
+			})
+	}
+}
+
+// toolError is a tool result that reports err.
+func toolError(err error) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{}
+	res.SetError(err)
+	return res
 }
 
 // progress returns a function that sends progress notifications for the

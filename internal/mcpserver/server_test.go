@@ -140,7 +140,9 @@ func TestListTools(t *testing.T) {
 		schemas[tool.Name] = schema
 	}
 	slices.Sort(names)
-	want := []string{"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
+	want := []string{"amk_autoresearch", "amk_doctor", "amk_eval", "amk_loop", "amk_orchestrate_next", "amk_orchestrate_record",
+		"amk_orchestrate_report", "amk_orchestrate_status", "amk_propose",
+		"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -150,7 +152,7 @@ func TestListTools(t *testing.T) {
 		t.Errorf("eval requires %v, want model and gpu", required)
 	}
 	props, _ := evalSchema["properties"].(map[string]any)
-	for _, p := range []string{"model", "gpu", "schedule", "device", "token_id", "pos", "weights", "batch"} {
+	for _, p := range []string{"model", "gpu", "schedule", "config", "device", "token_id", "pos", "weights", "batch"} {
 		if _, ok := props[p]; !ok {
 			t.Errorf("eval schema lacks %s: %v", p, props)
 		}

@@ -27,7 +27,7 @@ const maxConfigBytes = 1 << 20
 func (s *Server) addTools() {
 	addTool(s, "doctor", "Check this machine (the one amkctl mcp runs on): build and runtime, CPUs and memory, the workspace, nvcc, whether this binary can open a GPU, and that the reference VM matches the eager oracle on toy. ready is false when a check failed; gpu says whether eval and loop can run with device cuda here.", s.doctor)
 	addTool(s, "propose", "Read the edit surface of the schedule search: the incumbent schedule_config, its schedule_id and the search space (each knob's choices, default, whether it is effective). Edit ONE knob of schedule_config, then call eval.", s.propose)
-	addTool(s, "eval", "Evaluate one schedule config: lower, validate (deadlock- and race-freedom, launch feasibility), check the numerics against the eager oracle, and only then time it. Answers the verdict JSON; ok is true iff valid and correct (amkctl eval's exit code 0). latency_us is null unless correct; latency_kind says predicted (cost model) or measured-gpu.", s.eval)
+	addSchemaTool(s, "eval", "Evaluate one schedule config: lower, validate (deadlock- and race-freedom, launch feasibility), check the numerics against the eager oracle, and only then time it. Answers the verdict JSON; ok is true iff valid and correct (amkctl eval's exit code 0). latency_us is null unless correct; latency_kind says predicted (cost model) or measured-gpu. The schedule's JSON Schema is this tool's input schema and the resource "+schedule.SchemaID+"; a config it refuses is a valid=false verdict naming the problem.", evalInputSchema(), s.eval)
 	addTool(s, "loop", "Run the keep/revert loop for budget trials and wait for it (the autoresearch engine; resumable: calling it again continues the campaign). Sends a progress notification per experiment; cancel the request to stop it. Answers the run, the campaign status and the wake-up report (best config, latency and its kind).", s.loop)
 	addTool(s, "tune_instruction", "Kernel tuning: tune one ABI micro-kernel's -D knobs on the local GPU (build, verify against the per-op reference, time, keep on a >= 1% win). Needs an amkctl built with -tags cuda on a machine with a GPU.", s.tuneInstruction)
 	addTool(s, "autoresearch", "Create (or resume) a campaign and run it in the background; answers at once with the campaign id. Watch it with status, next and report; end this server's run with cancel. With a scheduler, the scheduler runs it.", s.autoresearch)
@@ -96,7 +96,7 @@ func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
 type ProposeInput struct {
 	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b) or a HuggingFace config.json path"`
 	GPU       string         `json:"gpu" jsonschema:"GPU target record (h100, h200, a100, b200, rtx5090, ...)"`
-	Device    string         `json:"device,omitempty" jsonschema:"cpu (default) or cuda: kernel-build knobs are levers only on cuda"`
+	Device    string         `json:"device,omitempty" jsonschema:"cpu (default), cuda or auto (cuda when a CUDA device answers here): kernel-build knobs are levers only on cuda"`
 	Incumbent map[string]any `json:"incumbent,omitempty" jsonschema:"a schedule_config to present as the incumbent; default: the canonical default config"`
 }
 
@@ -109,7 +109,7 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 	if err != nil {
 		return nil, nil, argError("gpu", err)
 	}
-	device, err := deviceArg(in.Device)
+	device, err := s.proposeDevice(in.Device)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,10 +129,13 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 
 // EvalInput is eval's arguments.
 type EvalInput struct {
-	Model    string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
-	GPU      string          `json:"gpu" jsonschema:"GPU target record"`
-	Schedule map[string]any  `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
-	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted) or cuda (measured-gpu; a cuda build on a GPU machine)"`
+	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
+	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
+	// Config is the reference's name for Schedule: a config object, or
+	// the JSON text of one.
+	Config   any             `json:"config,omitempty" jsonschema:"the reference's name for schedule: a schedule_config object, or its JSON text"`
+	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted), cuda (measured-gpu; a cuda build on a GPU machine) or auto (cuda when a CUDA device answers here, cpu otherwise; the verdict's notes say which)"`
 	TokenID  *int            `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
 	Pos      int             `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
 	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
@@ -161,14 +164,14 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	if in.Batch < 0 || in.Batch > schedule.MaxBatch {
 		return nil, none, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
 	}
-	point := pyjson.Indent(schedule.Default().Value())
-	if in.Schedule != nil {
-		var err error
-		if point, err = configJSON("schedule", in.Schedule); err != nil {
-			return nil, none, err
-		}
+	point, err := scheduleArg(in.Schedule, in.Config)
+	if err != nil {
+		return nil, none, err
 	}
-	launcher, device, release, err := s.launcher(in.Device)
+	if point == nil {
+		point = pyjson.Indent(schedule.Default().Value())
+	}
+	launcher, device, picked, release, err := s.launcher(in.Device)
 	if err != nil {
 		return nil, none, err
 	}
@@ -201,6 +204,9 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		return nil, none, errors.New("eval: internal error: no verdict and no failure")
 	}
 	v := *out.Verdict
+	if picked != "" {
+		v.Notes = append(v.Notes, picked)
+	}
 	return nil, EvalAnswer{Verdict: v, OK: v.Valid && v.Correct != nil && *v.Correct}, nil
 }
 
@@ -365,8 +371,10 @@ type RecordInput struct {
 	LatencyUS     *float64           `json:"latency_us,omitempty" jsonschema:"latency in microseconds; only with correctness PASS"`
 	Kind          string             `json:"kind,omitempty" jsonschema:"the latency's kind: predicted or measured-gpu (required with latency_us)"`
 	PctOfRoofline *float64           `json:"pct_of_roofline,omitempty" jsonschema:"latency / streamed-bytes floor x 100"`
+	PctRoofline   *float64           `json:"pct_roofline,omitempty" jsonschema:"the reference's name for pct_of_roofline"`
 	BoundUS       *float64           `json:"bound_us,omitempty" jsonschema:"the streamed-bytes floor (bytes a step streams at the HBM bandwidth) in microseconds"`
 	Schedule      map[string]any     `json:"schedule,omitempty" jsonschema:"the schedule_config the experiment used"`
+	Config        any                `json:"config,omitempty" jsonschema:"the reference's name for schedule: a schedule_config object, or its JSON text"`
 	ScheduleID    string             `json:"schedule_id,omitempty" jsonschema:"the schedule id; default: computed from schedule"`
 	Description   string             `json:"description,omitempty" jsonschema:"what was tried, in a few words"`
 	Source        string             `json:"source,omitempty" jsonschema:"provenance of the experiment (default agent)"`
@@ -386,13 +394,18 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 	if source == "" {
 		source = "agent"
 	}
-	req := control.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
-		PctOfRoofline: in.PctOfRoofline, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
-		Description: in.Description, Source: source, Regions: in.Regions}
-	if in.Schedule != nil {
-		if req.Config, err = configJSON("schedule", in.Schedule); err != nil {
-			return nil, none, err
+	pct := in.PctOfRoofline
+	if in.PctRoofline != nil {
+		if pct != nil {
+			return nil, none, errors.New("argument pct_roofline: give pct_of_roofline or pct_roofline (the reference's name for it), not both")
 		}
+		pct = in.PctRoofline
+	}
+	req := control.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
+		PctOfRoofline: pct, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
+		Description: in.Description, Source: source, Regions: in.Regions}
+	if req.Config, err = scheduleArg(in.Schedule, in.Config); err != nil {
+		return nil, none, err
 	}
 	// A campaign this server runs takes the record through its driver.
 	resp, err := s.opts.Campaigns.Record(ctx, id, req)
@@ -430,13 +443,51 @@ func (s *Server) campaigns(ctx context.Context, _ *mcp.CallToolRequest, _ Campai
 // argError names the argument a failure is about.
 func argError(arg string, err error) error { return fmt.Errorf("argument %s: %v", arg, err) }
 
-// deviceArg checks a cpu/cuda device argument; empty means cpu.
-func deviceArg(device string) (schedule.Device, error) {
-	d, err := schedule.ParseDevice(device)
-	if err != nil {
-		return "", argError("device", err)
+// proposeDevice is the device of propose's surface: cpu or cuda as given
+// (no device is opened), or the device auto picks.
+func (s *Server) proposeDevice(arg string) (schedule.Device, error) {
+	if !control.IsAutoDevice(arg) {
+		d, err := schedule.ParseDevice(arg)
+		if err != nil {
+			return "", argError("device", fmt.Errorf("%v, or auto", err))
+		}
+		return d, nil
 	}
-	return d, nil
+	_, device, _, release, err := s.launcher(arg)
+	if err != nil {
+		return "", err
+	}
+	release()
+	return device, nil
+}
+
+// scheduleArg is the config of a schedule argument or of config, its name
+// in the reference's tools (an object, or the JSON text of one); nil when
+// neither is given.
+func scheduleArg(sched map[string]any, config any) ([]byte, error) {
+	switch c := config.(type) {
+	case nil:
+		if sched == nil {
+			return nil, nil
+		}
+		return configJSON("schedule", sched)
+	case map[string]any:
+		if sched != nil {
+			return nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
+		}
+		return configJSON("config", c)
+	case string:
+		if sched != nil {
+			return nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
+		}
+		if len(c) > maxConfigBytes {
+			return nil, fmt.Errorf("argument config: %d bytes, more than the %d a schedule config may have", len(c), maxConfigBytes)
+		}
+		// The text goes to the evaluator as it is: a malformed one is a
+		// valid=false verdict, as a malformed object is.
+		return []byte(c), nil
+	}
+	return nil, fmt.Errorf("argument config: a schedule_config object or its JSON text, got %T", config)
 }
 
 // configJSON encodes a schedule config argument, bounded in size.
@@ -451,28 +502,27 @@ func configJSON(arg string, cfg map[string]any) ([]byte, error) {
 	return data, nil
 }
 
-// launcher opens the latency source of a device; release frees it.
-func (s *Server) launcher(arg string) (trial.Launcher, schedule.Device, func(), error) {
-	device, err := deviceArg(arg)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	if s.opts.OpenLauncher == nil {
-		if device != schedule.DeviceCPU {
-			return nil, "", nil, errors.New("argument device: cuda needs an amkctl built with -tags cuda on a machine with the CUDA driver")
+// launcher opens the latency source of a device argument (cpu, cuda or
+// auto); picked says which device auto picked and why; release frees it.
+func (s *Server) launcher(arg string) (trial.Launcher, schedule.Device, string, func(), error) {
+	var openCUDA func() (trial.Launcher, error)
+	if s.opts.OpenLauncher != nil {
+		openCUDA = func() (trial.Launcher, error) {
+			l, _, err := s.opts.OpenLauncher(string(schedule.DeviceCUDA))
+			return l, err
 		}
-		return trial.CPULauncher{}, schedule.DeviceCPU, func() {}, nil
 	}
-	l, name, err := s.opts.OpenLauncher(string(device))
+	// The MCP tools name no GPU target for the emulator to stand in for.
+	l, device, picked, err := control.OpenDevice(arg, openCUDA, nil)
 	if err != nil {
-		return nil, "", nil, argError("device", err)
+		return nil, "", "", nil, argError("device", err)
 	}
 	release := func() {
 		if c, ok := l.(io.Closer); ok {
 			_ = c.Close()
 		}
 	}
-	return l, schedule.Device(name), release, nil
+	return l, device, picked, release, nil
 }
 
 // DoctorInput is doctor's arguments (none).

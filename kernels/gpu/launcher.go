@@ -158,8 +158,13 @@ func (l *Launcher) what() string {
 // Name implements trial.Launcher.
 func (l *Launcher) Name() string { return l.name }
 
-// OnGPU implements trial.GPULauncher: the launcher times on a GPU.
-func (l *Launcher) OnGPU() bool { return true }
+// OnGPU implements trial.GPULauncher: the launcher times on a GPU (not when
+// it serves the CPU emulator, which times nothing).
+func (l *Launcher) OnGPU() bool { return !l.emulated }
+
+// Emulates implements trial.EmulatorLauncher: true when the child serves the
+// CPU emulator (--device emu).
+func (l *Launcher) Emulates() bool { return l.emulated }
 
 // Device describes the live GPU.
 func (l *Launcher) Device() launch.Info { return l.info }

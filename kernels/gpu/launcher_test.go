@@ -41,7 +41,10 @@ func evalOn(t *testing.T, l trial.Launcher, models *trial.ModelCache, spec trial
 	if spec.Point == nil {
 		spec.Point = json.RawMessage(`{}`)
 	}
-	spec.Device = "cuda"
+	spec.Device = schedule.DeviceCUDA
+	if e, ok := l.(trial.EmulatorLauncher); ok && e.Emulates() {
+		spec.Device = schedule.DeviceEmu
+	}
 	if models == nil {
 		models = toyModels
 	}
