@@ -381,7 +381,8 @@ func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 		t.Fatalf("%d experiments, want at least %d", n, before+3)
 	}
 	files, err := f.Campaigns().WriteReport(ctx, id)
-	if err != nil || len(files.Files) != 4 {
+	// the aggregate report, report.json, .md and .svg, and the best's config
+	if err != nil || len(files.Files) != 5 || filepath.Base(files.Files[4]) != campaign.BestConfigFile {
 		t.Fatalf("report: %+v %v", files, err)
 	}
 	lat := 1.0
