@@ -82,8 +82,8 @@ func TestLegendBesideTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(svg)
-	legendAt := strings.Index(s, ">best so far</text>")
-	if legendAt < 0 {
+	before, _, ok := strings.Cut(s, ">best so far</text>")
+	if !ok {
 		t.Fatal("no legend")
 	}
 	textX := regexp.MustCompile(`<text x="([0-9.]+)"[^<]*>best so far</text>`).FindStringSubmatch(s)
@@ -93,7 +93,7 @@ func TestLegendBesideTheData(t *testing.T) {
 	legendX, _ := strconv.ParseFloat(textX[1], 64)
 	// Every x of every path drawn before the legend, skipping the page's
 	// background (the first path, the whole image).
-	paths := regexp.MustCompile(`<path d="([^"]*)"`).FindAllStringSubmatchIndex(s[:legendAt], -1)
+	paths := regexp.MustCompile(`<path d="([^"]*)"`).FindAllStringSubmatchIndex(before, -1)
 	num := regexp.MustCompile(`[ML]([0-9.]+),`)
 	maxX := 0.0
 	for _, p := range paths[1:] {

@@ -139,7 +139,7 @@ func (g *Graph) WithQueues(next []int32) *Graph {
 		}
 	}
 	q.succ = make([]int32, 0, len(g.succ)+n)
-	for t := 0; t < n; t++ {
+	for t := range n {
 		q.succ = append(q.succ, g.Succ(t)...)
 		if t < len(next) && next[t] >= 0 && extraPred[next[t]] == int32(t) {
 			q.succ = append(q.succ, next[t])
@@ -147,7 +147,7 @@ func (g *Graph) WithQueues(next []int32) *Graph {
 		q.succOff[t+1] = int32(len(q.succ))
 	}
 	q.pred = make([]int32, 0, len(q.succ))
-	for t := 0; t < n; t++ {
+	for t := range n {
 		q.pred = append(q.pred, g.Pred(t)...)
 		if extraPred[t] >= 0 {
 			q.pred = append(q.pred, extraPred[t])
@@ -378,7 +378,7 @@ func simulate(p *Program, listOrder, queues bool, choose func(ready []int) int) 
 	if queues {
 		next = QueueNext(p)
 		blocked = make([]bool, n)
-		for t := 0; t < n; t++ {
+		for t := range n {
 			if next[t] >= 0 {
 				blocked[next[t]] = true
 			}

@@ -19,7 +19,7 @@ func TestNumParamsIsTheSumOfTheKeys(t *testing.T) {
 		}
 		cfgs = append(cfgs, cfg)
 	}
-	for i := 0; i < 40; i++ {
+	for i := range 40 {
 		cfg, _ := Preset("toy")
 		cfg.NLayers = 1 + i%7
 		cfg.Hidden = 8 * (1 + i%5)
@@ -63,7 +63,7 @@ func TestWeightBytesOfAHugeConfigIsImmediate(t *testing.T) {
 	cfg, _ := Preset("llama-8b")
 	cfg.NLayers = 1 << 20
 	start := time.Now()
-	for i := 0; i < 1000; i++ {
+	for range 1000 {
 		_ = cfg.WeightBytes()
 	}
 	if el := time.Since(start); el > 2*time.Second {
@@ -82,9 +82,9 @@ func TestWeightBytesOfAHugeConfigIsImmediate(t *testing.T) {
 // or MaxParams parameters is refused with a reason that names the cap.
 func TestImportCapsLayersAndParameters(t *testing.T) {
 	hf := func(layers, hidden, inter, vocab int) []byte {
-		return []byte(fmt.Sprintf(`{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": %d,
+		return fmt.Appendf(nil, `{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": %d,
 			"intermediate_size": %d, "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": %d,
-			"vocab_size": %d, "torch_dtype": "bfloat16"}`, hidden, inter, layers, vocab))
+			"vocab_size": %d, "torch_dtype": "bfloat16"}`, hidden, inter, layers, vocab)
 	}
 	if _, err := FromHFConfig(hf(32, 4096, 14336, 128256), 0); err != nil {
 		t.Fatalf("Llama-3-8B's shape: %v", err)

@@ -643,8 +643,8 @@ func (c *checker) coverage() {
 		}
 	}
 	for p := 0; p < c.s.Partitions; p++ {
-		for m := 0; m < q; m++ {
-			for n := 0; n < q; n++ {
+		for m := range q {
+			for n := range q {
 				k := key{p, m, n} // iteration 0: half index p
 				switch got := count[k]; {
 				case got == 0:

@@ -270,7 +270,7 @@ func TestCheckAgreesWithDataflow(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(4, 2))
 	safe, total := 0, 0
-	for i := 0; i < 3000; i++ {
+	for i := range 3000 {
 		s := bases[rng.IntN(len(bases))]
 		for range 1 + rng.IntN(3) {
 			s = mutateSchedule(s, rng)

@@ -551,7 +551,7 @@ func runReference(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, poi
 // 0): what a decode step at pos starts from.
 func referenceHistory(ctx context.Context, m *LoadedModel, target *ir.GpuTarget, point schedule.Point, token, pos, b int) (map[string]*tensor.Tensor, error) {
 	var kv map[string]*tensor.Tensor
-	for p := 0; p < pos; p++ {
+	for p := range pos {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ package vm
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -147,7 +148,7 @@ func buildDiffBase(name, modelName, pointJSON string, pos, batch int) (*diffBase
 		}
 	}
 	logits := b.want[schedule.LogitsOutput].Floats()
-	for r := 0; r < batch; r++ {
+	for r := range batch {
 		e, err := model.NewEager(cfg, w)
 		if err != nil {
 			return nil, err
@@ -207,12 +208,8 @@ func (b *diffBase) run(prog *ir.Program, opts Options, inputs, kv map[string]*te
 		return nil, err
 	}
 	out := map[string]*tensor.Tensor{}
-	for k, v := range res.Outputs {
-		out[k] = v
-	}
-	for k, v := range res.KV {
-		out[k] = v
-	}
+	maps.Copy(out, res.Outputs)
+	maps.Copy(out, res.KV)
 	return out, nil
 }
 
@@ -834,7 +831,7 @@ func TestDifferential(t *testing.T) {
 	for _, b := range diffBases(t) {
 		rng := rand.New(rand.NewPCG(2024, uint64(len(b.name))))
 		var st diffStats
-		for i := 0; i < perBase; i++ {
+		for range perBase {
 			data := make([]byte, 4*(1+rng.IntN(4)))
 			for k := range data {
 				data[k] = byte(rng.UintN(256))

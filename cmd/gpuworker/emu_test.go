@@ -49,8 +49,7 @@ func TestEmulatedWorkerServesACampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	if err := fleet.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -198,9 +199,7 @@ func TestReferenceNames(t *testing.T) {
 		t.Errorf("device auto does not say which device it picked: %v", base.Notes)
 	}
 	edited := map[string]any{}
-	for k, v := range surf.ScheduleConfig {
-		edited[k] = v
-	}
+	maps.Copy(edited, surf.ScheduleConfig)
 	edited["pipelining_depth"] = 0
 	text, _ := json.Marshal(edited)
 	var cand, short EvalAnswer

@@ -72,7 +72,7 @@ func overlapBetween(rep mpk.Report) bool {
 func TestImportKeepsViewRanges(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 5))
 	exact, checked := 0, 0
-	for i := 0; i < 400; i++ {
+	for range 400 {
 		rows := []int64{1, 2, 4}[rng.IntN(3)]
 		cols := []int64{8, 16, 128}[rng.IntN(3)]
 		var off, n [2]int64

@@ -140,7 +140,7 @@ func (b *Builder) BuildEmulator(ctx context.Context, req EmulatorRequest) (*Arti
 	if req.CUDAMajor < 9 || req.CUDAMajor > 99 {
 		return nil, fmt.Errorf("emulated nvcc major version %d out of range", req.CUDAMajor)
 	}
-	for _, s := range strings.Split(req.Sanitize, ",") {
+	for s := range strings.SplitSeq(req.Sanitize, ",") {
 		if s != "" && s != "address" && s != "undefined" {
 			return nil, fmt.Errorf("sanitizer %q: the emulator builds with address and undefined only", s)
 		}

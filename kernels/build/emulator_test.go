@@ -151,7 +151,7 @@ func TestBuildEmulatorRefusals(t *testing.T) {
 
 	failing, flog := fakeCXX(t, true)
 	fb := &Builder{Toolchain: Toolchain{CXX: failing}, Dir: t.TempDir()}
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		_, err := fb.BuildEmulator(ctx, EmulatorRequest{Arch: "sm_90a"})
 		var ce *CompileError
 		if !errors.As(err, &ce) || !strings.Contains(ce.Log, "boom") {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,9 +75,7 @@ func TestPTXMatchesRevision(t *testing.T) {
 	var wg sync.WaitGroup
 	ctx := context.Background()
 	for i, j := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			var ptx [2][]string
@@ -94,7 +93,7 @@ func TestPTXMatchesRevision(t *testing.T) {
 				ptx[k] = codeLines(data)
 			}
 			results[i].same, results[i].detail = firstDifference(ptx[0], ptx[1])
-		}()
+		})
 	}
 	wg.Wait()
 	for i, r := range results {
@@ -136,9 +135,7 @@ func PTXCompareVariants(arch string) []kernels.Variant {
 		add(SpotVariants()...)
 		for _, v := range RingVariants() {
 			w := kernels.Variant{}
-			for k, x := range v {
-				w[k] = x
-			}
+			maps.Copy(w, v)
 			w["ring_bulk"] = 0
 			add(w)
 		}
@@ -159,7 +156,7 @@ func extractKernels(rev, dir string) error {
 		return fmt.Errorf("git ls-tree %s: %w", rev, err)
 	}
 	n := 0
-	for _, path := range strings.Fields(string(list)) {
+	for path := range strings.FieldsSeq(string(list)) {
 		data, err := exec.Command("git", "-C", root, "show", rev+":"+path).Output()
 		if err != nil {
 			return fmt.Errorf("git show %s:%s: %w", rev, path, err)

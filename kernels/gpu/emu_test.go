@@ -104,9 +104,7 @@ func prebuild(t *testing.T, cases []emuCase) {
 	sem := make(chan struct{}, 2)
 	var wg sync.WaitGroup
 	for _, c := range cases {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			bb := b
@@ -116,7 +114,7 @@ func prebuild(t *testing.T, cases []emuCase) {
 			// errors surface again (and fail) when the case builds
 			_, _ = bb.BuildEmulator(context.Background(), build.EmulatorRequest{Arch: c.arch, Variant: c.variant,
 				Sanitize: os.Getenv("AMK_EMU_SANITIZE")})
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -66,7 +66,7 @@ func runSelftest(t *testing.T, exe string, scenario int, timeout string) (*Emula
 	dir := t.TempDir()
 	image := make([]byte, 4096)
 	image[0] = byte(scenario)
-	for i := 0; i < 256; i++ {
+	for i := range 256 {
 		image[64+i] = byte(i)
 	}
 	path := filepath.Join(dir, "image")
