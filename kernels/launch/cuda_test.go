@@ -46,25 +46,25 @@ func openCUDA(t *testing.T) (Device, ModuleSource) {
 func projProgram(dt ir.DType, hidden, vocab int) *ir.Program {
 	p := ir.NewProgram()
 	tok := p.AddBuffer(ir.Buffer{Name: "token_id", Kind: ir.IOInput, DType: ir.I32, Shape: []int{1}})
-	emb := p.AddBuffer(ir.Buffer{Name: "emb", Kind: ir.Weight, DType: dt, Shape: []int{16, hidden}, Source: strp("emb")})
+	emb := p.AddBuffer(ir.Buffer{Name: "emb", Kind: ir.Weight, DType: dt, Shape: []int{16, hidden}, Source: new("emb")})
 	h0 := p.AddBuffer(ir.Buffer{Name: "h0", Kind: ir.Activation, DType: dt, Shape: []int{1, hidden}})
-	nw := p.AddBuffer(ir.Buffer{Name: "norm", Kind: ir.Weight, DType: dt, Shape: []int{hidden}, Source: strp("norm")})
+	nw := p.AddBuffer(ir.Buffer{Name: "norm", Kind: ir.Weight, DType: dt, Shape: []int{hidden}, Source: new("norm")})
 	hn := p.AddBuffer(ir.Buffer{Name: "hn", Kind: ir.Activation, DType: dt, Shape: []int{1, hidden}})
-	w := p.AddBuffer(ir.Buffer{Name: "w", Kind: ir.Weight, DType: dt, Shape: []int{vocab, hidden}, Source: strp("w")})
+	w := p.AddBuffer(ir.Buffer{Name: "w", Kind: ir.Weight, DType: dt, Shape: []int{vocab, hidden}, Source: new("w")})
 	lg := p.AddBuffer(ir.Buffer{Name: "logits", Kind: ir.IOOutput, DType: ir.F32, Shape: []int{1, vocab}})
 	nx := p.AddBuffer(ir.Buffer{Name: "next", Kind: ir.IOOutput, DType: ir.I32, Shape: []int{1}})
 	c0, c1, c2, c3 := p.AddCounter("embed"), p.AddCounter("norm"), p.AddCounter("lm"), p.AddCounter("argmax")
-	p.AddTask(ir.Task{Op: ir.OpEMBED, Inputs: []int{tok, emb}, Outputs: []int{h0}, OutCounter: c0, SM: intp(0),
+	p.AddTask(ir.Task{Op: ir.OpEMBED, Inputs: []int{tok, emb}, Outputs: []int{h0}, OutCounter: c0, SM: new(0),
 		Params: ir.Params{ir.IntParam("hidden", int64(hidden))}})
-	p.AddTask(ir.Task{Op: ir.OpRMSNORM, Inputs: []int{h0, nw}, Outputs: []int{hn}, OutCounter: c1, SM: intp(1),
+	p.AddTask(ir.Task{Op: ir.OpRMSNORM, Inputs: []int{h0, nw}, Outputs: []int{hn}, OutCounter: c1, SM: new(1),
 		Waits: []ir.Wait{{Counter: c0, Threshold: 1}}, Params: ir.Params{ir.FloatParam("eps", 1e-6), ir.IntParam("hidden", int64(hidden))}})
 	tile := vocab / 3
 	for i := 0; i < 3; i++ {
-		p.AddTask(ir.Task{Op: ir.OpGEMVTile, Inputs: []int{hn, w}, Outputs: []int{lg}, OutCounter: c2, SM: intp(i),
+		p.AddTask(ir.Task{Op: ir.OpGEMVTile, Inputs: []int{hn, w}, Outputs: []int{lg}, OutCounter: c2, SM: new(i),
 			Waits:  []ir.Wait{{Counter: c1, Threshold: 1}},
 			Params: ir.Params{ir.IntParam("K", int64(hidden)), ir.IntParam("N_tile", int64(tile)), ir.IntParam("n_off", int64(i*tile))}})
 	}
-	p.AddTask(ir.Task{Op: ir.OpSampleArgmax, Inputs: []int{lg}, Outputs: []int{nx}, OutCounter: c3, SM: intp(2),
+	p.AddTask(ir.Task{Op: ir.OpSampleArgmax, Inputs: []int{lg}, Outputs: []int{nx}, OutCounter: c3, SM: new(2),
 		Waits: []ir.Wait{{Counter: c2, Threshold: 3}}, Label: "argmax"})
 	p.Config = &ir.ScheduleConfig{ThreadsPerBlock: 256, PipeliningDepth: 2}
 	return p

@@ -9,12 +9,6 @@ import (
 	"github.com/amk-dev/amk/tensor"
 )
 
-//go:fix inline
-func intp(i int) *int { return new(i) }
-
-//go:fix inline
-func strp(s string) *string { return new(s) }
-
 // tinyProgram: EMBED -> GEMV (2 queues), logits out. label marks a task for
 // the fake device ("stuck", "poison").
 func tinyProgram(label string) *ir.Program {
