@@ -35,8 +35,10 @@ import (
 const ReshapeIDInput = "reshape_id0"
 
 // recipe step arguments.
-func recipeIn(k int) pyjson.Value { return pyjson.ObjectValue(pyjson.M("in", pyjson.IntValue(int64(k)))) }
-func recipeS(j int) pyjson.Value  { return pyjson.ObjectValue(pyjson.M("s", pyjson.IntValue(int64(j)))) }
+func recipeIn(k int) pyjson.Value {
+	return pyjson.ObjectValue(pyjson.M("in", pyjson.IntValue(int64(k))))
+}
+func recipeS(j int) pyjson.Value { return pyjson.ObjectValue(pyjson.M("s", pyjson.IntValue(int64(j)))) }
 
 // recipeDTypeNames are the reference's recipe dtype names.
 var recipeDTypeNames = map[DType]string{F32: "float32", F16: "float16", BF16: "bfloat16"}

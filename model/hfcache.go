@@ -107,6 +107,37 @@ func ResolveHFModel(id HFModelID, getenv func(string) string) (string, error) {
 	return snap, nil
 }
 
+// ParseCheckpointIndex reads a model.safetensors.index.json: the shard
+// files its weight_map names, each once, sorted. A shard must be a plain
+// file name (beside the index).
+func ParseCheckpointIndex(data []byte) ([]string, error) {
+	var index struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		return nil, err
+	}
+	if len(index.WeightMap) == 0 {
+		return nil, fmt.Errorf("weight_map is missing or empty")
+	}
+	seen := map[string]bool{}
+	var shards []string
+	for key, shard := range index.WeightMap {
+		if shard == "" || filepath.IsAbs(shard) || strings.ContainsAny(shard, `/\`) || shard == "." || shard == ".." {
+			return nil, fmt.Errorf("tensor %q names shard %q, not a file beside the index", key, shard)
+		}
+		if seen[shard] {
+			continue
+		}
+		if seen[shard] = true; len(seen) > maxShards {
+			return nil, fmt.Errorf("more than %d shards", maxShards)
+		}
+		shards = append(shards, shard)
+	}
+	slices.Sort(shards)
+	return shards, nil
+}
+
 // maxIndexBytes bounds a model.safetensors.index.json.
 const maxIndexBytes = 64 << 20
 
@@ -131,35 +162,18 @@ func CheckpointFiles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var index struct {
-		WeightMap map[string]string `json:"weight_map"`
-	}
-	if err := json.Unmarshal(data, &index); err != nil {
+	shards, err := ParseCheckpointIndex(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", indexPath, err)
 	}
-	if len(index.WeightMap) == 0 {
-		return nil, fmt.Errorf("%s: weight_map is missing or empty", indexPath)
-	}
-	var files []string
-	seen := map[string]bool{}
-	for key, shard := range index.WeightMap {
-		if shard == "" || filepath.IsAbs(shard) || strings.ContainsAny(shard, `/\`) || shard == "." || shard == ".." {
-			return nil, fmt.Errorf("%s: tensor %q names shard %q, not a file beside the index", indexPath, key, shard)
-		}
-		if seen[shard] {
-			continue
-		}
-		seen[shard] = true
-		if len(seen) > maxShards {
-			return nil, fmt.Errorf("%s: more than %d shards", indexPath, maxShards)
-		}
+	files := make([]string, 0, len(shards))
+	for _, shard := range shards {
 		path := filepath.Join(dir, shard)
 		if _, err := os.Stat(path); err != nil {
-			return nil, fmt.Errorf("%s: shard %s (of tensor %q): %w", indexPath, shard, key, err)
+			return nil, fmt.Errorf("%s: shard %s: %w", indexPath, shard, err)
 		}
 		files = append(files, path)
 	}
-	slices.Sort(files)
 	return files, nil
 }
 

@@ -122,3 +122,22 @@ func TestCheckpointFiles(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseCheckpointIndex: never panics; every shard it returns is a
+// plain file name, listed once, sorted.
+func FuzzParseCheckpointIndex(f *testing.F) {
+	f.Add([]byte(`{"metadata": {"total_size": 8}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}}`))
+	f.Add([]byte(`{"weight_map": {"a": "../x"}}`))
+	f.Add([]byte(`{"weight_map": {}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		shards, err := ParseCheckpointIndex(data)
+		if err != nil {
+			return
+		}
+		for i, s := range shards {
+			if s == "" || strings.ContainsAny(s, `/\`) || s == ".." || filepath.IsAbs(s) || i > 0 && shards[i-1] >= s {
+				t.Fatalf("shards %q", shards)
+			}
+		}
+	})
+}
