@@ -72,6 +72,8 @@ func TestEvalAnswersBadInputInOneLineWithExit2(t *testing.T) {
 		{[]string{"eval", "toy", "--gpu", "h2000"}, `did you mean "h200"?`},
 		{[]string{"eval", "toy", "--gpu", "h100", "--schedule", garbage}, "not valid JSON"},
 		{[]string{"eval", "toy", "--gpu", "h100", "--schedule", noSetting}, "sets no schedule setting"},
+		{[]string{"eval", "toy", "--gpu", "h100", "--token-id", "-1"}, "--token-id -1 is outside"},
+		{[]string{"eval", "toy", "--gpu", "h100", "--token-id", "256"}, "--token-id 256 is outside"},
 		{[]string{"lower", "toy", "--gpu", "h2000"}, `did you mean "h200"?`},
 		{[]string{"propose", "smal"}, `did you mean "small"`},
 	} {
