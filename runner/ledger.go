@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -159,32 +160,41 @@ func (w *Workspace) Create(start campaign.Start) (l *Ledger, created bool, err e
 		l, err = w.Open(id)
 		return l, false, err
 	}
+	_, statErr := os.Stat(w.CampaignDir(id))
+	newDir := errors.Is(statErr, fs.ErrNotExist)
 	l, err = w.lockNew(id)
 	if err != nil {
+		return nil, false, err
+	}
+	// abandon gives up a create that failed before its snapshot made the
+	// campaign exist, removing the directory the lock made (while the lock
+	// is still held), so that no empty campaign is left behind.
+	abandon := func(err error) (*Ledger, bool, error) {
+		if newDir && !fileExists(filepath.Join(l.dir, "ledger.json")) {
+			l.c = nil // nothing to snapshot on Close
+			_ = os.RemoveAll(l.dir)
+		}
+		l.Close()
 		return nil, false, err
 	}
 	c := campaign.New()
 	d, err := c.Step(start)
 	if err != nil {
-		l.Close()
-		return nil, false, err
+		return abandon(err)
 	}
 	// A journal without a ledger.json belongs to no campaign: empty it
 	// before the snapshot makes the campaign exist.
 	if err := l.openJournal(0); err != nil {
-		l.Close()
-		return nil, false, err
+		return abandon(err)
 	}
 	l.c = c
 	ob, err := newOutbox(start, d)
 	if err != nil {
-		l.Close()
-		return nil, false, err
+		return abandon(err)
 	}
 	l.last = ob
 	if err := l.snapshot(); err != nil {
-		l.Close()
-		return nil, false, err
+		return abandon(err)
 	}
 	if err := l.flush(ob, false, d.Corpus); err != nil {
 		l.Close()

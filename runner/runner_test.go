@@ -347,3 +347,27 @@ func TestProgressCountsThisRunAfterAResume(t *testing.T) {
 		t.Errorf("progress counts the campaign total against the run's target:\n%s", text)
 	}
 }
+
+// A start the campaign refuses leaves no campaign directory behind, so a
+// refused create is not listed, and a corrected one creates it afresh.
+func TestRefusedCreateLeavesNoDirectory(t *testing.T) {
+	ws, err := OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := toyStart(1)
+	start.Settings.MinGain = 0.7
+	if _, _, err := ws.Create(start); err == nil {
+		t.Fatal("a start with min_gain 0.7 was accepted")
+	}
+	id := campaign.ID(start.Model, start.GPU, start.Device, start.Name)
+	if _, err := os.Stat(ws.CampaignDir(id)); !os.IsNotExist(err) {
+		entries, _ := os.ReadDir(ws.CampaignDir(id))
+		t.Fatalf("the refused create left %s (%d entries): %v", ws.CampaignDir(id), len(entries), err)
+	}
+	l, created, err := ws.Create(toyStart(1))
+	if err != nil || !created {
+		t.Fatalf("create after the refusal: created %v, %v", created, err)
+	}
+	l.Close()
+}

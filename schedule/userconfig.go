@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/amk-dev/amk/ir"
@@ -55,8 +56,10 @@ const surfaceKey = "schedule_config"
 // JSON without repeated keys and an object. propose's whole answer is
 // accepted as it is: its schedule_config is the config. Keys amk does not
 // read (UnknownKeys) are an error unless allowUnknown, in which case they
-// are listed in Ignored. Types and ranges are not checked here: the
-// evaluation's verdict rejects a config with its reasons.
+// are listed in Ignored. An object that sets no schedule key at all is an
+// error (it would silently stand for the default config). Types and ranges
+// are not checked here: the evaluation's verdict rejects a config with its
+// reasons.
 func ReadUserConfig(data []byte, allowUnknown bool) (UserConfig, error) {
 	v, err := pyjson.ParseUnique(data)
 	if err != nil {
@@ -78,6 +81,9 @@ func ReadUserConfig(data []byte, allowUnknown bool) (UserConfig, error) {
 			return UserConfig{}, &UnknownKeysError{Keys: unknown}
 		}
 		cfg.Ignored = unknown
+	}
+	if !slices.ContainsFunc(v.Obj, func(m pyjson.Member) bool { return slices.Contains(configKeys, m.Key) }) {
+		return UserConfig{}, fmt.Errorf("%w: the object sets no schedule setting, so the default config would be evaluated in its place (leave the config out to mean the default)", ErrConfigInput)
 	}
 	return cfg, nil
 }

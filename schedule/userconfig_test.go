@@ -15,6 +15,9 @@ func TestReadUserConfigRefusesWhatItCannotRead(t *testing.T) {
 		"not an object":  "[1, 2]",
 		"repeated key":   `{"pipelining_depth": 1, "pipelining_depth": 2}`,
 		"surface broken": `{"schedule_config": 3}`,
+		"no setting":     `{}`,
+		"surface empty":  `{"schedule_config": {}}`,
+		"only unknown":   `{"ir_version": "0.2.0", "tasks": []}`,
 	} {
 		if _, err := ReadUserConfig([]byte(in), true); !errors.Is(err, ErrConfigInput) {
 			t.Errorf("%s: err = %v, want an ErrConfigInput", name, err)

@@ -64,8 +64,14 @@ that is not a JSON object.`,
 		}
 		// A name amk does not know is bad input, answered in one line, not
 		// a rejected verdict.
-		if _, err := model.Load(name); err != nil {
+		modelCfg, err := model.Load(name)
+		if err != nil {
 			fmt.Fprintln(stderr, "amkctl eval:", err)
+			return exitBadInput
+		}
+		// A token the model cannot embed is bad input, not a failed check.
+		if *token < 0 || *token >= modelCfg.Vocab {
+			fmt.Fprintf(stderr, "amkctl eval: --token-id %d is outside the vocabulary of %s [0, %d)\n", *token, args[0], modelCfg.Vocab)
 			return exitBadInput
 		}
 		if _, err := ir.Target(*gpu); err != nil {

@@ -60,6 +60,10 @@ func TestEvalAnswersBadInputInOneLineWithExit2(t *testing.T) {
 	if err := os.WriteFile(garbage, []byte("garbage{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	noSetting := filepath.Join(dir, "empty-object.json")
+	if err := os.WriteFile(noSetting, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -67,12 +71,23 @@ func TestEvalAnswersBadInputInOneLineWithExit2(t *testing.T) {
 		{[]string{"eval", "smal", "--gpu", "h100"}, `did you mean "small"`},
 		{[]string{"eval", "toy", "--gpu", "h2000"}, `did you mean "h200"?`},
 		{[]string{"eval", "toy", "--gpu", "h100", "--schedule", garbage}, "not valid JSON"},
+		{[]string{"eval", "toy", "--gpu", "h100", "--schedule", noSetting}, "sets no schedule setting"},
+		{[]string{"eval", "toy", "--gpu", "h100", "--token-id", "-1"}, "--token-id -1 is outside"},
+		{[]string{"eval", "toy", "--gpu", "h100", "--token-id", "256"}, "--token-id 256 is outside"},
 		{[]string{"lower", "toy", "--gpu", "h2000"}, `did you mean "h200"?`},
 		{[]string{"propose", "smal"}, `did you mean "small"`},
 	} {
 		code, out, errOut := runCmd(t, c.args...)
 		if code != exitBadInput || out != "" || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("%v: code %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	// A --schedule given empty is a flag error (with the pointer to -h),
+	// not the default config evaluated in its place.
+	for _, verb := range []string{"eval", "lower"} {
+		code, out, errOut := runCmd(t, verb, "toy", "--gpu", "h100", "--schedule", "")
+		if code != exitBadInput || out != "" || !strings.Contains(errOut, "--schedule is empty") {
+			t.Errorf("%s --schedule '': code %d, stdout %.80q, stderr %q; want exit 2 naming the empty flag", verb, code, out, errOut)
 		}
 	}
 }

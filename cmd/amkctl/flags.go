@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -80,10 +81,33 @@ func addDeviceFlag(cmd *cobra.Command, usage string) *string {
 // addScheduleFlag adds --schedule, the schedule config JSON file ("-" for
 // standard input), with --config, its old name, as an alias.
 func addScheduleFlag(cmd *cobra.Command, usage string) *string {
-	path := cmd.Flags().String("schedule", "", usage+" (--config is the old name)")
+	path := new(string)
+	cmd.Flags().Var(scheduleFlag{path}, "schedule", usage+" (--config is the old name)")
 	flagAliases(cmd.Flags(), map[string]string{"config": "schedule"})
 	return path
 }
+
+// scheduleFlag is the --schedule flag: a path given empty (an unset shell
+// variable, say) is refused rather than taken as "no config", which would
+// evaluate the default config in its place.
+type scheduleFlag struct{ path *string }
+
+func (p scheduleFlag) String() string {
+	if p.path == nil {
+		return ""
+	}
+	return *p.path
+}
+
+func (p scheduleFlag) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("--schedule is empty: name a schedule config file (- for standard input), or leave the flag out for the default config")
+	}
+	*p.path = s
+	return nil
+}
+
+func (p scheduleFlag) Type() string { return "string" }
 
 // flagAliases makes each old flag name an alias of its new one: the old name
 // keeps working on the command line and only the new one is listed in -h.

@@ -254,15 +254,33 @@ func TestSecretsAreRedacted(t *testing.T) {
 	}
 }
 
+func TestShortAPITokensAreRefused(t *testing.T) {
+	for _, short := range []string{"a", "ab", "abc", "1234567"} {
+		cleanEnv(t)
+		t.Setenv("AMK_TOKEN", short)
+		if _, err := schedulerFrom(t, "--redis", "h:1", "--workspace", t.TempDir()); err == nil || !strings.Contains(err.Error(), "token") {
+			t.Errorf("AMK_TOKEN=%q: %v", short, err)
+		}
+		cleanEnv(t)
+		s, err := schedulerFrom(t, "--redis", "h:1", "--workspace", t.TempDir(), "--token-file", writeFile(t, "token", " "+short+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok, err := s.APIToken(); err == nil {
+			t.Errorf("token file with %q: token %q accepted", short, tok)
+		}
+	}
+}
+
 func TestSchedulerSettings(t *testing.T) {
 	cleanEnv(t)
-	tokenFile := writeFile(t, "token", "  abc123\n")
+	tokenFile := writeFile(t, "token", "  abc123-token\n")
 	t.Setenv("AMK_TARGETS", "h100,l4")
 	s, err := schedulerFrom(t, "--redis", "h:1", "--workspace", "ws", "--token-file", tokenFile, "--listen", "127.0.0.1:7070")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, err := s.APIToken(); err != nil || tok != "abc123" {
+	if tok, err := s.APIToken(); err != nil || tok != "abc123-token" {
 		t.Fatalf("token = %q, %v", tok, err)
 	}
 	if !slices.Equal(s.TargetList(), []string{"h100", "l4"}) || s.Listen != "127.0.0.1:7070" {
@@ -274,7 +292,7 @@ func TestSchedulerSettings(t *testing.T) {
 	}
 
 	t.Setenv("AMK_TARGETS", "h100,b300")
-	t.Setenv("AMK_TOKEN", "x")
+	t.Setenv("AMK_TOKEN", "long-enough-token")
 	_, err = schedulerFrom(t, "--redis", "h:1", "--token-file", tokenFile)
 	if got := keys(err); !slices.Equal(got, []string{"targets", "token_file", "workspace"}) {
 		t.Fatalf("error keys %v (err %v)", got, err)

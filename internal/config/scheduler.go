@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/ir"
@@ -98,6 +99,11 @@ func (s Scheduler) Validate() error {
 	if s.Token != "" && s.TokenFile != "" {
 		errs = append(errs, &FieldError{Key: "token_file", Msg: "set either token or token_file, not both"})
 	}
+	if s.Token != "" {
+		if err := control.CheckAPIToken(s.Token); err != nil {
+			errs = append(errs, &FieldError{Key: "token", Msg: err.Error()})
+		}
+	}
 	if s.TokenFile != "" {
 		if _, err := os.Stat(s.TokenFile); err != nil {
 			errs = append(errs, &FieldError{Key: "token_file", Msg: err.Error()})
@@ -141,6 +147,9 @@ func (s Scheduler) APIToken() (string, error) {
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
 		return "", &FieldError{Key: "token_file", Msg: s.TokenFile + " is empty"}
+	}
+	if err := control.CheckAPIToken(tok); err != nil {
+		return "", &FieldError{Key: "token_file", Msg: err.Error()}
 	}
 	return tok, nil
 }

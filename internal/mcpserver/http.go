@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/amk-dev/amk/control"
 )
 
 // MaxMessageBytes bounds one message a client sends: the body of one HTTP
@@ -38,6 +40,9 @@ func (s *Server) HTTPHandler(token string) (http.Handler, error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
 		return nil, errors.New("the HTTP transport needs a token (--token, --token-file, AMK_TOKEN or the scheduler's token file)")
+	}
+	if err := control.CheckAPIToken(token); err != nil {
+		return nil, err
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
 	want := []byte("Bearer " + token)

@@ -37,17 +37,19 @@ func TestStreamableHTTPNeedsTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	if _, err := srv.HTTPHandler("  "); err == nil {
-		t.Fatal("a handler without a token")
+	for _, short := range []string{"  ", "a", "ab", "abc", " abc ", "1234567"} {
+		if _, err := srv.HTTPHandler(short); err == nil {
+			t.Fatalf("a handler with the token %q", short)
+		}
 	}
-	handler, err := srv.HTTPHandler("s3cret")
+	handler, err := srv.HTTPHandler("s3cret-token")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(handler)
 	defer ts.Close()
 
-	for _, auth := range []string{"", "Bearer wrong", "s3cret"} {
+	for _, auth := range []string{"", "Bearer wrong", "s3cret-token"} {
 		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		req.Header.Set("Content-Type", "application/json")
 		if auth != "" {
@@ -65,7 +67,7 @@ func TestStreamableHTTPNeedsTheToken(t *testing.T) {
 
 	ctx := context.Background()
 	client := mcp.NewClient(&mcp.Implementation{Name: "amk-test", Version: "test"}, nil)
-	transport := &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{"s3cret", http.DefaultTransport}}}
+	transport := &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{"s3cret-token", http.DefaultTransport}}}
 	cs, err := client.Connect(ctx, transport, nil)
 	if err != nil {
 		t.Fatal(err)
