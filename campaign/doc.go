@@ -73,7 +73,10 @@
 //     incumbent, outcomes are recorded in any order and idempotently by trial
 //     id — a duplicate or unknown trial id changes nothing and is reported.
 //   - status / next / report rendering as text like the reference and as
-//     JSON, and the wake-up report (WakeUp) with a trajectory for plots.
+//     JSON, and the wake-up report (WakeUp) with a trajectory for plots;
+//     both also in the reference's file forms (amkfiles.go: AMKState for
+//     amk_orchestration_state.json, AMKOvernight for
+//     amk_overnight_report.json).
 //
 // # Workloads
 //

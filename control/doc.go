@@ -4,7 +4,8 @@
 // reopen, budget, criteria, note) — with the request types, their checks,
 // their translation into campaign events and the kinds of service errors
 // (errors.go). Fleet is the small extension only a fleet of workers has
-// (workers, queues, health).
+// (workers, queues, health). ExportAMKFiles (amkfiles.go) writes one
+// campaign of a workspace here under the reference's (AMK's) file names.
 //
 // # Implementations
 //

@@ -5,7 +5,9 @@
 // PageAllocation, GpuTarget, ScheduleConfig as data), the canonical enum codes
 // shared with the device ABI, the one op table every other package consults
 // (arity, required params, the marshalled param fields), the GPU target
-// registry, the fused layer patterns of FUSED tasks (FusedPatterns, as data),
+// registry, the fused layer patterns of FUSED tasks (FusedPatterns, as data)
+// and their recipes in the reference's params.recipe form, both ways
+// (recipe.go: PatternRecipe, WithRecipes, WithPatterns),
 // the JSON codec of docs/spec/ir.md §6 and the graph algorithms the
 // validator, lowering and VMs build on (dependency edges, Kahn order, the
 // per-SM queues and their deadlock cycle, counter simulation, adversarial

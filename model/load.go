@@ -22,7 +22,9 @@ const maxConfigBytes = 16 << 20
 const ImportMaxSeq = 4096
 
 // Load resolves a model argument: a preset name, a path to a HuggingFace
-// config.json, or a directory holding one, optionally followed by
+// config.json, a directory holding one, or a HuggingFace id ("ORG/NAME",
+// "ORG/NAME@REVISION") found in the local hub cache (hfcache.go; a path
+// that exists wins over an id), optionally followed by
 // ModelSpecSep and a quantization scheme ("small:w4a16-g64",
 // SplitModelSpec): the model with its projections quantised.
 func Load(spec string) (Config, error) {
@@ -48,8 +50,20 @@ func loadFloat(nameOrPath string) (Config, error) {
 	path := nameOrPath
 	info, err := os.Stat(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w %q%s: not a preset (%s) and not a readable config.json: %v",
-			ErrUnknownModel, nameOrPath, hint(nameOrPath), strings.Join(PresetNames(), ", "), err)
+		id, isID := ParseHFModelID(nameOrPath)
+		if !isID {
+			return Config{}, fmt.Errorf("%w %q%s: not a preset (%s) and not a readable config.json: %v",
+				ErrUnknownModel, nameOrPath, hint(nameOrPath), strings.Join(PresetNames(), ", "), err)
+		}
+		snap, herr := ResolveHFModel(id, os.Getenv)
+		if herr != nil {
+			return Config{}, fmt.Errorf("%w %q: not a preset (%s) nor a path, and %w", ErrUnknownModel, nameOrPath,
+				strings.Join(PresetNames(), ", "), herr)
+		}
+		path = snap
+		if info, err = os.Stat(path); err != nil {
+			return Config{}, err
+		}
 	}
 	if info.IsDir() {
 		path = filepath.Join(path, "config.json")

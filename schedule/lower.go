@@ -15,7 +15,7 @@ import (
 const (
 	TokenInput   = "token_id"
 	PosInput     = "pos"
-	ReshapeInput = "reshape_id0" // the caller supplies [0..B-1]
+	ReshapeInput = ir.ReshapeIDInput // the caller supplies [0..B-1]
 	LogitsOutput = "logits"
 )
 

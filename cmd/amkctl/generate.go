@@ -37,7 +37,7 @@ func newGenerateCmd() *cobra.Command {
 	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	fs.StringVar(&g.prompt, "prompt-ids", "", "comma-separated prompt token ids (required)")
 	fs.IntVar(&g.maxTokens, "max-tokens", 8, "number of tokens to generate")
-	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: seeded weights")
+	fs.StringVar(&g.weights, "weights", "", "optional .safetensors file (HF state-dict keys); empty: the checkpoint beside the model's config.json (model.safetensors or the shards of model.safetensors.index.json), else seeded weights")
 	fs.BoolVar(&g.verify, "verify", false, "check every step's logits against the eager oracle and the tokens against eager greedy")
 	device := addDeviceFlag(cmd, "cpu (the reference VM), emu (the megakernel on the CPU emulator) or cuda (the megakernel on GPU 0; a -tags cuda build)")
 	quantize := addQuantizeFlag(cmd)
@@ -72,11 +72,17 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 		return fail(exitBadInput, "--device: %v", err)
 	}
 	cfg, err := model.Load(pos0[0])
-	if err == nil && g.weights != "" { // a quantised checkpoint states its scheme
-		cfg, err = model.WithCheckpointQuantization(cfg, []string{g.weights})
-	}
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
+	}
+	shards, err := checkpointShards(pos0[0], g.weights)
+	if err != nil {
+		return fail(exitBadInput, "weights: %v", err)
+	}
+	if len(shards) > 0 { // a quantised checkpoint states its scheme
+		if cfg, err = model.WithCheckpointQuantization(cfg, shards); err != nil {
+			return fail(exitBadInput, "%v", err)
+		}
 	}
 	target, err := ir.Target(g.gpu)
 	if err != nil {
@@ -91,10 +97,14 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 		return fail(exitBadInput, "%v", err)
 	}
 	if device.RunsKernels() {
-		return generateOnGPU(device, cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
+		if len(shards) > 1 {
+			return fail(exitBadInput, "--device %s reads one weights file; this checkpoint has %d shards (decode it with --device cpu)", device, len(shards))
+		}
+		return generateOnGPU(device, cfg, pos0[0], strings.Join(shards, ""), target, point, ids, g.maxTokens, g.verify, stdout, stderr)
 	}
-	if g.weights != "" {
-		d.Weights, err = model.LoadSafetensors(g.weights, cfg)
+	if len(shards) > 0 {
+		fmt.Fprintf(stderr, "weights: %s\n", strings.Join(shards, ", "))
+		d.Weights, err = model.LoadSafetensorsShards(shards, cfg)
 	} else {
 		d.Weights, err = model.InitWeights(cfg, trial.WeightSeed)
 	}
@@ -118,6 +128,21 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "verify: all %d steps match the eager oracle (%s tolerance); tokens identical\n", res.Steps, cfg.DType)
 	return exitOK
+}
+
+// checkpointShards is the weights generate reads: --weights when given,
+// else the checkpoint beside the model's config.json (a directory or a
+// HuggingFace id from the local cache: model.safetensors, or the shards of
+// model.safetensors.index.json), else none (seeded weights).
+func checkpointShards(modelArg, weights string) ([]string, error) {
+	if weights != "" {
+		return []string{weights}, nil
+	}
+	dir, ok := model.ModelDir(modelArg)
+	if !ok {
+		return nil, nil
+	}
+	return model.CheckpointFiles(dir)
 }
 
 // printTokens prints token ids on one line.

@@ -132,8 +132,8 @@ func validateFiles(verb string, files []string, check func(string) (programfile.
 // newIRCmd is "ir", the program-file tools; today "ir roundtrip".
 func newIRCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "ir roundtrip FILE",
-		Short: "program files: ir roundtrip FILE decodes and re-encodes canonically",
+		Use:   "ir roundtrip|recipes|patterns FILE",
+		Short: "program files: re-encode canonically; fused tasks to and from the reference's (AMK's) recipes",
 	}
 	subcommandsOnly(cmd)
 	roundtrip := &cobra.Command{
@@ -157,7 +157,45 @@ Exit status 2 on an unreadable or malformed file.`,
 		stdout.Write(ir.Encode(p)) // exactly the canonical bytes: no trailing newline, as to_json
 		return exitOK
 	})
-	cmd.AddCommand(roundtrip)
+	cmd.AddCommand(roundtrip, newIRConvertCmd("recipes", "write a program with the reference's (AMK's) params.recipe on every fused task it has one for",
+		`recipes writes the program to stdout with every fused pattern task also carrying
+the reference's params.recipe (its steps are the unfused ops the pattern stands
+for, and the inputs they read), the form AMK's validator and CPU oracle take.
+Each fused task without a recipe is named on stderr with the reason; exit 1
+when there is one.`, ir.WithRecipes),
+		newIRConvertCmd("patterns", "write a program with the reference's (AMK's) fused recipes read back as amk's fused patterns",
+			`patterns writes the program to stdout with every FUSED task whose recipe is one
+of amk's fused patterns turned into that pattern task (params.flags, the
+pattern's inputs and params), the form amk's GPU kernels run. Each recipe that
+is no pattern is named on stderr: the reference VM still runs it; exit 1 when
+there is one.`, ir.WithPatterns))
+	return cmd
+}
+
+// newIRConvertCmd is "ir NAME FILE": a program converted by convert,
+// written canonically to stdout, with convert's notes on stderr.
+func newIRConvertCmd(name, short, long string, convert func(*ir.Program) (*ir.Program, []ir.RecipeNote)) *cobra.Command {
+	cmd := &cobra.Command{Use: name + " FILE", Short: short, Long: long}
+	cmd.RunE = runVerb(func(files []string, stdout, stderr io.Writer) int {
+		if len(files) != 1 {
+			fmt.Fprintf(stderr, "amkctl ir %s: exactly one FILE is required\n", name)
+			return exitBadInput
+		}
+		p, err := loadProgram(files[0], ir.Limits{})
+		if err != nil {
+			fmt.Fprintf(stderr, "amkctl ir %s: %s: %v\n", name, files[0], err)
+			return exitBadInput
+		}
+		q, notes := convert(p)
+		stdout.Write(ir.Encode(q))
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "task %s: %s\n", n.Task, n.Reason)
+		}
+		if len(notes) > 0 {
+			return exitRejected
+		}
+		return exitOK
+	})
 	return cmd
 }
 

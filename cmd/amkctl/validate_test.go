@@ -139,7 +139,7 @@ func TestIRRoundtripVerb(t *testing.T) {
 			t.Errorf("%v: code %d", args, code)
 		}
 	}
-	if code, out, _ := runCmd(t, "ir", "-h"); code != 0 || !strings.Contains(out, "amkctl ir roundtrip FILE") {
+	if code, out, _ := runCmd(t, "ir", "-h"); code != 0 || !strings.Contains(out, "amkctl ir roundtrip|recipes|patterns FILE") {
 		t.Errorf("ir -h: code %d %q", code, out)
 	}
 }
