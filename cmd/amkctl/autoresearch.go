@@ -117,6 +117,9 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		local := &control.Local{Workspace: ws, Env: flywheel.Env{AMKVersion: version.String()}}
+		// A campaign this run creates keeps the run's length as its budget.
+		length := runner.Limits{Iterations: *iters, Minutes: *minutes}
+		req.Budget = control.LengthBudget(length)
 		run, err := local.StartRun(req, control.RunOptions{Launcher: launcher,
 			Log: warnLog(stderr), OnWedge: func() {
 				fmt.Fprintf(stderr, "amkctl %s: the GPU is wedged (a trial ignored its cancellation); stopping the run\n", verb)
@@ -165,7 +168,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		if run.Done() && *reopen {
 			rep := ledger.Campaign().StatusReport(time.Now().UTC())
-			if _, err := run.Reopen(ctx, verb+" --reopen"); err != nil {
+			if _, err := run.ReopenFor(ctx, verb+" --reopen", length); err != nil {
 				return fail(exitRejected, "campaign %s is done (%s) and was not reopened: %v", ledger.ID(), orDash(rep.MoveOnReason), err)
 			}
 			fmt.Fprintf(stderr, "campaign %s was done (%s) after %d experiments: reopened (--reopen), to add up to %s more\n",
@@ -187,7 +190,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 
 		progress := runner.NewProgress(stderr, *iters)
 		run.Driver.Progress = progress
-		sum, err := run.Drive(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
+		sum, err := run.Drive(ctx, length)
 		progress.Finish()
 		if err != nil {
 			return fail(exitRejected, "%v", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,8 +12,11 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/proctest"
+	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
 )
 
 func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
@@ -341,5 +345,53 @@ func TestAutoresearchRefusesMinutesThatAreNotFinite(t *testing.T) {
 		if code != exitBadInput || !strings.Contains(errOut, "--minutes") {
 			t.Errorf("--minutes %s: exit %d, stderr %q; want bad input naming --minutes", m, code, errOut)
 		}
+	}
+}
+
+// A campaign an embedded run creates keeps the run's length as its budget:
+// a scheduler adopting the workspace's campaigns (amk scheduler --adopt;
+// it opens the campaign and drives it with no limit of its own) stops where
+// the run stopped. It used to drive the budget-less campaign on until the
+// plateau (asked 2, ran 26).
+func TestAnAdoptedAutoresearchCampaignKeepsItsLength(t *testing.T) {
+	ws := t.TempDir()
+	if code, out, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "2", "--workspace", ws, "--cold"); code != 0 {
+		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
+	}
+	w, err := runner.OpenWorkspace(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := &control.Local{Workspace: w}
+	id := campaign.ID("toy", "h200", "cpu", "")
+	run, err := local.OpenRun(id, control.RunOptions{Launcher: trial.CPULauncher{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := run.Drive(ctx, runner.Limits{Daemon: true}); err != nil {
+		t.Fatal(err)
+	}
+	var st campaign.State
+	run.Ledger.Read(func(c *campaign.Campaign) { st = c.State() })
+	if st.ExperimentsRun != 2 || st.Status != campaign.StatusDone || st.Settings.Budget.Iterations != 2 {
+		t.Fatalf("adopted campaign: %d experiments, status %s, budget %+v; want the run's 2, done", st.ExperimentsRun, st.Status, st.Settings.Budget)
+	}
+
+	// --reopen adds the run's length to the campaign's budget.
+	run.Close()
+	if code, out, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "3", "--workspace", ws, "--cold", "--reopen"); code != 0 {
+		t.Fatalf("reopen: exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
+	}
+	again, err := local.OpenRun(id, control.RunOptions{Launcher: trial.CPULauncher{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	again.Ledger.Read(func(c *campaign.Campaign) { st = c.State() })
+	if st.ExperimentsRun != 5 || st.Status != campaign.StatusDone || st.Settings.Budget.Iterations != 5 {
+		t.Fatalf("after --reopen --iters 3: %d experiments, status %s, budget %+v; want 5 and done", st.ExperimentsRun, st.Status, st.Settings.Budget)
 	}
 }

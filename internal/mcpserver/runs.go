@@ -241,12 +241,14 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	length := runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}
+	creq.Budget = control.LengthBudget(length) // a campaign this run creates keeps its length
 	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
 	total := float64(in.Budget)
-	run.drive(runCtx, runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}, func(done int, line string) {
+	run.drive(runCtx, length, func(done int, line string) {
 		notify(float64(done), total, line)
 	})
 	run.finish()
@@ -345,6 +347,8 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 			Next: "the scheduler runs it: watch it with status and next, read it with report"}, nil
 	}
 	runCtx, cancel := context.WithCancel(s.base)
+	length := runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}
+	creq.Budget = control.LengthBudget(length) // a campaign this run creates keeps its length
 	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		cancel()
@@ -353,7 +357,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 	s.wg.Go(func() {
 		defer cancel()
 		defer run.finish()
-		run.drive(runCtx, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
+		run.drive(runCtx, length, nil)
 		s.log.Info("background run ended", "campaign", run.id, "recorded", run.sum.Recorded, "stop", run.sum.StopReason, "error", run.sum.Error)
 	})
 	rep, err := s.opts.Campaigns.Status(ctx, resp.ID)
