@@ -241,14 +241,12 @@ func (s *Server) loop(ctx context.Context, req *mcp.CallToolRequest, in LoopInpu
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	length := runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}
-	creq.Budget = control.LengthBudget(length) // a campaign this run creates keeps its length
 	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		return nil, RunAnswer{}, err
 	}
 	total := float64(in.Budget)
-	run.drive(runCtx, length, func(done int, line string) {
+	run.drive(runCtx, runner.Limits{Iterations: in.Budget, Minutes: in.Minutes}, func(done int, line string) {
 		notify(float64(done), total, line)
 	})
 	run.finish()
@@ -347,8 +345,6 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 			Next: "the scheduler runs it: watch it with status and next, read it with report"}, nil
 	}
 	runCtx, cancel := context.WithCancel(s.base)
-	length := runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}
-	creq.Budget = control.LengthBudget(length) // a campaign this run creates keeps its length
 	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		cancel()
@@ -357,7 +353,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 	s.wg.Go(func() {
 		defer cancel()
 		defer run.finish()
-		run.drive(runCtx, length, nil)
+		run.drive(runCtx, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
 		s.log.Info("background run ended", "campaign", run.id, "recorded", run.sum.Recorded, "stop", run.sum.StopReason, "error", run.sum.Error)
 	})
 	rep, err := s.opts.Campaigns.Status(ctx, resp.ID)
