@@ -278,26 +278,33 @@ func (r *Run) Reopen(ctx context.Context, note string) (CommandResponse, error) 
 // minutes plus more's minutes), so that the run adds what it was asked to
 // and no more; a campaign without a budget keeps none.
 func (r *Run) ReopenFor(ctx context.Context, note string, more runner.Limits) (CommandResponse, error) {
+	now := time.Now()
+	if r.local.Now != nil {
+		now = r.local.Now()
+	}
 	var budget *campaign.Budget
-	r.Ledger.Read(func(c *campaign.Campaign) {
-		if c.State().Settings.Budget == (campaign.Budget{}) {
-			return
-		}
-		if budget = LengthBudget(more); budget == nil {
-			return
-		}
-		if budget.Iterations > 0 {
-			budget.Iterations += c.State().ExperimentsRun
-		}
-		if budget.Minutes > 0 {
-			now := time.Now()
-			if r.local.Now != nil {
-				now = r.local.Now()
-			}
-			budget.Minutes += c.ElapsedMinutes(now)
-		}
-	})
+	r.Ledger.Read(func(c *campaign.Campaign) { budget = ReopenBudget(c, now, more) })
 	return r.reopen(ctx, note, budget)
+}
+
+// ReopenBudget is the budget that reopens c at now for a run of length
+// more (Run.ReopenFor): for a campaign with a budget, what it has run plus
+// more; nil for a campaign without one (it stays unbounded).
+func ReopenBudget(c *campaign.Campaign, now time.Time, more runner.Limits) *campaign.Budget {
+	if c.State().Settings.Budget == (campaign.Budget{}) {
+		return nil
+	}
+	budget := LengthBudget(more)
+	if budget == nil {
+		return nil
+	}
+	if budget.Iterations > 0 {
+		budget.Iterations += c.State().ExperimentsRun
+	}
+	if budget.Minutes > 0 {
+		budget.Minutes += c.ElapsedMinutes(now)
+	}
+	return budget
 }
 
 func (r *Run) reopen(ctx context.Context, note string, budget *campaign.Budget) (CommandResponse, error) {

@@ -273,9 +273,10 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 
 // TestAutoresearchRerunOfADoneCampaign: run again on a done campaign,
 // autoresearch runs nothing and prints commands that run as printed (this
-// program's name, not a bare amkctl that may not be on PATH; a reopen
-// without a budget, which a total budget of --iters would refuse); with
-// --reopen it adds its experiments to the campaign.
+// program's name, not a bare amkctl that may not be on PATH; a reopen with
+// the total budget that adds this invocation's --iters, the campaign's
+// budget being a total); with --reopen it adds its experiments to the
+// campaign.
 func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
 	ws := t.TempDir()
 	args := []string{"autoresearch", "toy", "--gpu", "h200", "--iters", "3", "--workspace", ws, "--seed", "3"}
@@ -283,9 +284,8 @@ func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s", code, errOut)
 	}
 	id := campaign.ID("toy", "h200", "cpu", "")
-	if code, _, errOut := runCmd(t, "stop", id, "--workspace", ws); code != 0 {
-		t.Fatalf("stop: exit %d\n%s", code, errOut)
-	}
+	// The campaign is done: autoresearch created it with --iters 3 as its
+	// budget.
 	experiments := func() int {
 		t.Helper()
 		code, out, errOut := runCmd(t, "status", id, "--workspace", ws, "--json")
@@ -301,7 +301,7 @@ func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "nothing to run") || experiments() != before {
 		t.Fatalf("rerun on a done campaign: exit %d, %d experiments (was %d)\n%s", code, experiments(), before, errOut)
 	}
-	hint := selfCommand() + " reopen " + id + " --workspace " + ws
+	hint := selfCommand() + " reopen " + id + " --workspace " + ws + " --iters 6 --minutes 0"
 	if !strings.Contains(errOut, hint) || !strings.Contains(errOut, "run this again with --reopen") {
 		t.Fatalf("the hint does not say %q or --reopen:\n%s", hint, errOut)
 	}
