@@ -99,12 +99,13 @@ gpu-bin:
 	@scripts/gpu/build-bin.sh
 
 ## web-view: regenerate docs/web-view.png, the README's picture of the web
-## view, and docs/web-view-unserved.png and docs/web-view-dead-run.png (a
+## view, docs/web-view-knobs.png (its knob view), and
+## docs/web-view-unserved.png and docs/web-view-dead-run.png (a
 ## campaign no worker serves, a run that died): the headless-Chromium tests
 ## of internal/web (Debian's chromium, as `make deps` installs it) write
 ## their screenshots.
 web-view:
-	$(GO) test -count=1 -run '^TestBrowserShows(ALiveCampaign|CampaignsInTrouble)$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png -web.health-screenshots=$(CURDIR)/docs
+	$(GO) test -count=1 -run '^TestBrowserShows(ALiveCampaign|CampaignsInTrouble)$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png -web.knobs-screenshot=$(CURDIR)/docs/web-view-knobs.png -web.health-screenshots=$(CURDIR)/docs
 
 clean:
 	rm -rf bin workspace
