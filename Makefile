@@ -47,9 +47,14 @@ nvcc:
 ## kernels-smoke: the default kernel variant and the largest streaming ring
 ## (its TMA path) compiled for sm_90a by that nvcc (a compile error or any
 ## register spill fails), and the ring's plan run on the host; each says which
-## nvcc it used, or why it skipped.
+## nvcc it used, or why it skipped. Its builds are cached in KERNEL_CACHE
+## (keyed by the kernel sources, the nvcc, the architecture and every flag,
+## with the build's resource-usage log), so a rerun on unchanged sources
+## checks the same builds' logs without compiling them again; the test says
+## "cache hit" for each.
+KERNEL_CACHE ?= $(CURDIR)/.cache/kernels-smoke
 kernels-smoke: nvcc
-	$(GO) test -count=1 -timeout 20m -v -run '$(NVCC_TESTS)' ./kernels/build ./kernels/gpu
+	AMK_KERNEL_CACHE='$(KERNEL_CACHE)' $(GO) test -count=1 -timeout 20m -v -run '$(NVCC_TESTS)' ./kernels/build ./kernels/gpu
 
 ## kernels-sweep: every extreme variant (the default, and each search knob at
 ## its smallest and at its largest choice: 6 builds, about 100 CPU-seconds
