@@ -129,6 +129,11 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// checkpointDefault ends the help of every --weights flag whose weights
+// come from trial.ModelCache.
+const checkpointDefault = "; default: the model's own checkpoint (a HuggingFace id's snapshot, or model.safetensors or the shards of " +
+	"model.safetensors.index.json beside its config.json), else seeded weights"
+
 // checkpointShards is the weights generate reads: --weights when given,
 // else the checkpoint beside the model's config.json (model.Checkpoint: a
 // directory or a HuggingFace id from the local cache; model.safetensors,
