@@ -94,7 +94,7 @@ func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
 
 // ProposeInput is propose's arguments.
 type ProposeInput struct {
-	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b) or a HuggingFace config.json path"`
+	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b), a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache"`
 	GPU       string         `json:"gpu" jsonschema:"GPU target record (h100, h200, a100, b200, rtx5090, ...)"`
 	Device    string         `json:"device,omitempty" jsonschema:"cpu (default), cuda or auto (cuda when a CUDA device answers here): kernel-build knobs are levers only on cuda"`
 	Incumbent map[string]any `json:"incumbent,omitempty" jsonschema:"a schedule_config to present as the incumbent; default: the canonical default config"`
@@ -135,7 +135,7 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 
 // EvalInput is eval's arguments.
 type EvalInput struct {
-	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	Model    string         `json:"model" jsonschema:"model preset, a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache (its checkpoint supplies the weights)"`
 	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
 	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
 	// Config is the reference's name for Schedule: a config object, or
@@ -144,7 +144,7 @@ type EvalInput struct {
 	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted), cuda (measured-gpu; a cuda build on a GPU machine) or auto (cuda when a CUDA device answers here, cpu otherwise; the verdict's notes say which)"`
 	TokenID  *int            `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
 	Pos      int             `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
-	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights; default: the model's own checkpoint (a HuggingFace id's snapshot, or beside its config.json), else seeded weights"`
 	Batch    int             `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence)"`
 	Workload *trial.Workload `json:"workload,omitempty" jsonschema:"evaluate for a workload instead of one step at pos: prompt_lens, gen_len, batch; the trial is checked at a few KV lengths spanning it and its latency is the mean time per decode step"`
 	// IgnoreUnknownKeys is amkctl eval's --ignore-unknown-keys.
