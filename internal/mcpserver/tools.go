@@ -94,10 +94,12 @@ func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
 
 // ProposeInput is propose's arguments.
 type ProposeInput struct {
-	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b) or a HuggingFace config.json path"`
+	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b), a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache"`
 	GPU       string         `json:"gpu" jsonschema:"GPU target record (h100, h200, a100, b200, rtx5090, ...)"`
 	Device    string         `json:"device,omitempty" jsonschema:"cpu (default), cuda or auto (cuda when a CUDA device answers here): kernel-build knobs are levers only on cuda"`
 	Incumbent map[string]any `json:"incumbent,omitempty" jsonschema:"a schedule_config to present as the incumbent; default: the canonical default config"`
+	// IgnoreUnknownKeys is amkctl propose's --ignore-unknown-keys.
+	IgnoreUnknownKeys bool `json:"ignore_unknown_keys,omitempty" jsonschema:"read past incumbent keys amk does not know instead of refusing it"`
 }
 
 func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeInput) (*mcp.CallToolResult, any, error) {
@@ -116,10 +118,14 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 	inc := schedule.Default()
 	if in.Incumbent != nil {
 		data, err := configJSON("incumbent", in.Incumbent)
-		if err == nil {
-			inc, err = schedule.ParsePoint(data)
-		}
 		if err != nil {
+			return nil, nil, err
+		}
+		cfg, _, err := userConfig("incumbent", data, in.IgnoreUnknownKeys)
+		if err != nil {
+			return nil, nil, err
+		}
+		if inc, err = schedule.PointFromValue(cfg.Value); err != nil {
 			return nil, nil, argError("incumbent", err)
 		}
 	}
@@ -129,7 +135,7 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 
 // EvalInput is eval's arguments.
 type EvalInput struct {
-	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	Model    string         `json:"model" jsonschema:"model preset, a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache (its checkpoint supplies the weights)"`
 	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
 	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
 	// Config is the reference's name for Schedule: a config object, or
@@ -138,9 +144,11 @@ type EvalInput struct {
 	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted), cuda (measured-gpu; a cuda build on a GPU machine) or auto (cuda when a CUDA device answers here, cpu otherwise; the verdict's notes say which)"`
 	TokenID  *int            `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
 	Pos      int             `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
-	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights; default: the model's own checkpoint (a HuggingFace id's snapshot, or beside its config.json), else seeded weights"`
 	Batch    int             `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence)"`
 	Workload *trial.Workload `json:"workload,omitempty" jsonschema:"evaluate for a workload instead of one step at pos: prompt_lens, gen_len, batch; the trial is checked at a few KV lengths spanning it and its latency is the mean time per decode step"`
+	// IgnoreUnknownKeys is amkctl eval's --ignore-unknown-keys.
+	IgnoreUnknownKeys bool `json:"ignore_unknown_keys,omitempty" jsonschema:"read past schedule config keys amk does not know (the verdict's notes name them) instead of refusing the config; default false: an unknown key is an error naming the key probably meant"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
@@ -164,12 +172,19 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	if in.Batch < 0 || in.Batch > schedule.MaxBatch {
 		return nil, none, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
 	}
-	point, err := scheduleArg(in.Schedule, in.Config)
+	arg, point, err := scheduleArg(in.Schedule, in.Config)
 	if err != nil {
 		return nil, none, err
 	}
+	var readNotes []string
 	if point == nil {
 		point = pyjson.Indent(schedule.Default().Value())
+	} else {
+		var cfg schedule.UserConfig
+		if cfg, readNotes, err = userConfig(arg, point, in.IgnoreUnknownKeys); err != nil {
+			return nil, none, err
+		}
+		point = cfg.JSON()
 	}
 	launcher, device, picked, release, err := s.launcher(in.Device)
 	if err != nil {
@@ -204,6 +219,7 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		return nil, none, errors.New("eval: internal error: no verdict and no failure")
 	}
 	v := *out.Verdict
+	v.Notes = append(v.Notes, readNotes...)
 	if picked != "" {
 		v.Notes = append(v.Notes, picked)
 	}
@@ -404,7 +420,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 	req := control.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
 		PctOfRoofline: pct, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
 		Description: in.Description, Source: source, Regions: in.Regions}
-	if req.Config, err = scheduleArg(in.Schedule, in.Config); err != nil {
+	if _, req.Config, err = scheduleArg(in.Schedule, in.Config); err != nil {
 		return nil, none, err
 	}
 	// A campaign this server runs takes the record through its driver.
@@ -462,32 +478,56 @@ func (s *Server) proposeDevice(arg string) (schedule.Device, error) {
 }
 
 // scheduleArg is the config of a schedule argument or of config, its name
-// in the reference's tools (an object, or the JSON text of one); nil when
-// neither is given.
-func scheduleArg(sched map[string]any, config any) ([]byte, error) {
+// in the reference's tools (an object, or the JSON text of one), and the
+// name of the argument it came from; nil when neither is given.
+func scheduleArg(sched map[string]any, config any) (string, []byte, error) {
 	switch c := config.(type) {
 	case nil:
 		if sched == nil {
-			return nil, nil
+			return "", nil, nil
 		}
-		return configJSON("schedule", sched)
+		data, err := configJSON("schedule", sched)
+		return "schedule", data, err
 	case map[string]any:
 		if sched != nil {
-			return nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
+			return "", nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
 		}
-		return configJSON("config", c)
+		data, err := configJSON("config", c)
+		return "config", data, err
 	case string:
 		if sched != nil {
-			return nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
+			return "", nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
 		}
 		if len(c) > maxConfigBytes {
-			return nil, fmt.Errorf("argument config: %d bytes, more than the %d a schedule config may have", len(c), maxConfigBytes)
+			return "", nil, fmt.Errorf("argument config: %d bytes, more than the %d a schedule config may have", len(c), maxConfigBytes)
 		}
-		// The text goes to the evaluator as it is: a malformed one is a
-		// valid=false verdict, as a malformed object is.
-		return []byte(c), nil
+		return "config", []byte(c), nil
 	}
-	return nil, fmt.Errorf("argument config: a schedule_config object or its JSON text, got %T", config)
+	return "", nil, fmt.Errorf("argument config: a schedule_config object or its JSON text, got %T", config)
+}
+
+// userConfig reads the config of a schedule (or config) argument as amkctl
+// reads a --schedule file, with schedule.ReadUserConfig: propose's whole
+// answer stands for its schedule_config (a note says so), and a key amk
+// does not know is an error naming the key probably meant, unless
+// ignoreUnknown (the evaluation's verdict then names each key read past).
+// Input that is not a JSON object, or an object that sets no schedule
+// setting, is an error too; a value of a known knob that is wrong is not
+// (the verdict rejects the config and says why).
+func userConfig(arg string, data []byte, ignoreUnknown bool) (schedule.UserConfig, []string, error) {
+	cfg, err := schedule.ReadUserConfig(data, ignoreUnknown)
+	var unknown *schedule.UnknownKeysError
+	if errors.As(err, &unknown) {
+		return cfg, nil, fmt.Errorf("argument %s: %v (ignore_unknown_keys: true reads past them)", arg, err)
+	}
+	if err != nil {
+		return cfg, nil, argError(arg, err)
+	}
+	var notes []string
+	if cfg.FromSurface {
+		notes = append(notes, "the "+arg+" argument is propose's answer: its schedule_config was read")
+	}
+	return cfg, notes, nil
 }
 
 // configJSON encodes a schedule config argument, bounded in size.
