@@ -142,7 +142,8 @@ func TestListTools(t *testing.T) {
 	slices.Sort(names)
 	want := []string{"amk_autoresearch", "amk_doctor", "amk_eval", "amk_loop", "amk_orchestrate_next", "amk_orchestrate_record",
 		"amk_orchestrate_report", "amk_orchestrate_status", "amk_propose",
-		"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
+		"autoresearch", "budget", "campaigns", "cancel", "criteria", "doctor", "eval", "loop", "next", "note", "pause", "propose", "record", "reopen", "report",
+		"resume", "status", "stop", "trial", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
