@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/proctest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
@@ -170,17 +172,12 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		rows, _ := flywheel.ReadRows(results)
-		if len(rows) >= 15 {
-			break
+	waitfor.Check(t, time.Minute, func() error {
+		if rows, _ := flywheel.ReadRows(results); len(rows) < 15 {
+			return fmt.Errorf("campaign did not reach 15 rows in time (%d)", len(rows))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not reach 15 rows in time (%d)", len(rows))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

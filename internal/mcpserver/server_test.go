@@ -18,7 +18,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/apitest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // harness is a server on a fresh local workspace and an SDK client
@@ -417,7 +417,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 	if started.Campaign == "" || !started.Background || !started.Created {
 		t.Fatalf("autoresearch answered %+v", started)
 	}
-	apitest.WaitFor(t, 2*time.Minute, "a recorded experiment", func() bool {
+	waitfor.Cond(t, 2*time.Minute, "a recorded experiment", func() bool {
 		var st StatusAnswer
 		h.ok("status", map[string]any{"campaign": started.Campaign}, &st)
 		if !st.Running {
@@ -494,7 +494,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 		_, err := h.client.CallTool(cctx, long)
 		done <- err
 	}()
-	apitest.WaitFor(t, 2*time.Minute, "the long loop's first progress", func() bool {
+	waitfor.Cond(t, 2*time.Minute, "the long loop's first progress", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return len(h.progress) > 0
@@ -503,7 +503,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled loop returned %v", err)
 	}
-	apitest.WaitFor(t, 2*time.Minute, "the cancelled loop to release its campaign", func() bool {
+	waitfor.Cond(t, 2*time.Minute, "the cancelled loop to release its campaign", func() bool {
 		var list CampaignsAnswer
 		h.ok("campaigns", nil, &list)
 		return len(list.RunningHere) == 0

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 func TestSuiteOneWorker(t *testing.T) {
@@ -283,18 +285,14 @@ func TestMalformedPayloads(t *testing.T) {
 	// Unkeyed garbage is archived for an operator, not retried.
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr})
 	defer insp.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitfor.Check(t, 5*time.Second, func() error {
 		qi, err := insp.GetQueueInfo(queue)
 		ri, err2 := insp.GetQueueInfo(ResultQueue(ns))
-		if err == nil && err2 == nil && qi.Archived == 2 && ri.Archived == 1 {
-			break
+		if err != nil || err2 != nil || qi.Archived != 2 || ri.Archived != 1 {
+			return fmt.Errorf("archived: trials %+v (%v), results %+v (%v); want 2 and 1", qi, err, ri, err2)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("archived: trials %+v (%v), results %+v (%v); want 2 and 1", qi, err, ri, err2)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Redis restarting (with its append-only file) does not lose the fleet.
@@ -318,16 +316,7 @@ func TestRedisRestartKeepsServing(t *testing.T) {
 	srv.Restart(t)
 	// Submissions right after the restart may race the reconnect; retry.
 	for i := 5; i < 10; i++ {
-		var err error
-		for range 50 {
-			if err = d.Submit(context.Background(), dispatchtest.Spec("rr", i)); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		waitfor.Check(t, 5*time.Second, func() error { return d.Submit(context.Background(), dispatchtest.Spec("rr", i)) })
 	}
 	seen := map[int]bool{}
 	for len(seen) < 5 {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // The queue report counts the outcomes the scheduler received, whichever
@@ -55,8 +57,7 @@ func TestQueuesCountTheOutcomesReceived(t *testing.T) {
 			t.Fatal("an outcome did not come")
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.Check(t, 10*time.Second, func() error {
 		qs, err := view.Queues(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -73,12 +74,9 @@ func TestQueuesCountTheOutcomesReceived(t *testing.T) {
 				published = q.ProcessedTotal - q.FailedTotal
 			}
 		}
-		if received == trials && published == trials {
-			return
+		if received != trials || published != trials {
+			return fmt.Errorf("received %d, trials PROCESSED-FAILED %d; want %d each: %+v", received, published, trials, qs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("received %d, trials PROCESSED-FAILED %d; want %d each: %+v", received, published, trials, qs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // Outcomes that arrive for a campaign another process holds are held only
@@ -70,7 +71,7 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an experiment and a trial running", func() bool {
+	waitfor.Cond(t, time.Minute, "an experiment and a trial running", func() bool {
 		return status(t, f1, id).ExperimentsRun >= 1 && started.Load() >= 2
 	})
 	if err := f1.Close(); err != nil {
@@ -91,9 +92,9 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 		HoldOutcomes: dispatch.MuxOptions{HoldFor: 100 * time.Millisecond},
 		Unheld:       func(n int) { unheld.Add(int64(n)) }})
 	close(gate)
-	waitFor(t, "the fleet to stop holding the running trial's outcome", func() bool { return unheld.Load() > 0 })
+	waitfor.Cond(t, time.Minute, "the fleet to stop holding the running trial's outcome", func() bool { return unheld.Load() > 0 })
 	held.Close()
-	waitFor(t, "the adopted campaign to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the adopted campaign to finish", func() bool {
 		r := status(t, f2, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
@@ -172,6 +173,6 @@ func TestForeignOutcomesLeaveNothingInRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the fleet to stop holding every outcome", func() bool { return unheld.Load() == trials })
-	waitFor(t, "every key of the foreign trials to leave Redis", func() bool { return ghostKeys() == 0 })
+	waitfor.Cond(t, time.Minute, "the fleet to stop holding every outcome", func() bool { return unheld.Load() == trials })
+	waitfor.Cond(t, time.Minute, "every key of the foreign trials to leave Redis", func() bool { return ghostKeys() == 0 })
 }
