@@ -202,7 +202,10 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 		!strings.Contains(first.Alerts[0].Fix, "amkctl autoresearch toy-2L --gpu h100 --device cpu --workspace "+ws) || first.LastEventAt == "" {
 		t.Errorf("status of a killed run: %s, alerts %+v, last event %q", first.Status, first.Alerts, first.LastEventAt)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	// No event can say that something did not happen: wait a real quarter
+	// second (the ledger's times are real, written by the killed process),
+	// four times the resolution of elapsed_minutes (0.001 min).
+	time.Sleep(250 * time.Millisecond)
 	if later := deadStatus(); later.ElapsedMinutes != first.ElapsedMinutes {
 		t.Errorf("elapsed grows while nothing runs: %v min, then %v", first.ElapsedMinutes, later.ElapsedMinutes)
 	}

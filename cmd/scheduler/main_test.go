@@ -29,6 +29,7 @@ import (
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/proctest"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -69,7 +70,7 @@ func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *a
 	t.Helper()
 	evaluations := new(atomic.Int64)
 	for i := range n {
-		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: redisq.Conn{Addr: redisAddr}, Target: "h200", Device: "cpu",
+		redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: redisq.Conn{Addr: redisAddr}, Target: "h200", Device: "cpu",
 			Identity: fmt.Sprintf("test-worker-%d", i), ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 			Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
 				evaluations.Add(1)
@@ -80,17 +81,6 @@ func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *a
 				}
 				return trial.Evaluate(ctx, spec, trial.Options{Models: models})
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = w.Shutdown(ctx)
-		})
 	}
 	return evaluations
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -132,19 +133,8 @@ func RedisFleet(t testing.TB, addr, ns string, workerTargets ...string) schedule
 	}
 	t.Cleanup(func() { _ = view.Close() })
 	for _, target := range workerTargets {
-		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: target, Device: "cpu",
+		redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: target, Device: "cpu",
 			Identity: ns + "-" + target, ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond, Evaluate: Evaluate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = w.Shutdown(ctx)
-		})
 	}
 	waitfor.Cond(t, 30*time.Second, "the workers to register", func() bool {
 		ws, err := view.Workers(context.Background())

@@ -291,8 +291,13 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 // A campaign created beside the scheduler (the demo's, one amkctl
 // autoresearch left) is not the fleet's: it is left as it is, until a
 // start through the fleet asks for it to be driven; from then on it is
-// the fleet's, across restarts.
+// the fleet's, across restarts. It runs in a synctest bubble, so the ten
+// scans of the window below have all run when the test looks.
 func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
+	synctest.Test(t, testFleetLeavesCampaignsItDidNotStart)
+}
+
+func testFleetLeavesCampaignsItDidNotStart(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
 		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
@@ -304,7 +309,8 @@ func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
 	id := beside.ID()
 	beside.Close()
 	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond})
-	time.Sleep(100 * time.Millisecond) // several scans
+	time.Sleep(100 * time.Millisecond) // ten scans, on the bubble's clock
+	synctest.Wait()
 	if f.Drives(id) || status(t, f, id).ExperimentsRun != 0 {
 		t.Fatalf("the fleet drives a campaign it was not asked to (%d experiments)", status(t, f, id).ExperimentsRun)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
@@ -32,7 +33,7 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 	var started, evaluated atomic.Int64
 	gate := make(chan struct{})
 	eval := evaluate(0)
-	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+	redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
 		Identity: "w1", Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
 			if started.Add(1) > 1 {
 				select {
@@ -44,17 +45,6 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 			evaluated.Add(1)
 			return o
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Shutdown(ctx)
-	})
 	dispatcher := func() *redisq.Dispatcher {
 		d, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 		if err != nil {
@@ -116,21 +106,10 @@ func TestForeignOutcomesLeaveNothingInRedis(t *testing.T) {
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer admin.Close()
-	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+	redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
 		Identity: "w1", Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
 			return trial.Outcome{Failure: &trial.Failure{Class: trial.FailCrash, Message: "no such model"}}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Shutdown(ctx)
-	})
 	dispatcher := func() *redisq.Dispatcher {
 		d, err := redisq.NewDispatcher(ctx, redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 		if err != nil {
