@@ -51,7 +51,28 @@ func TestWorkerStoppedMidTrialIsRerunElsewhere(t *testing.T) {
 		cancelled.Store(true)
 		return trial.Outcome{Failure: &trial.Failure{Class: trial.FailInfra, Message: "cancelled"}}
 	}, func(o *WorkerOptions) { o.ShutdownGrace = 50 * time.Millisecond })
-	if err := d.Submit(context.Background(), dispatchtest.Spec("kill", 1)); err != nil {
+	bCalls := secondWorkerJoins(t, srv, d, ns, "kill", started)
+	shutdown(t, a)
+	if !cancelled.Load() {
+		t.Fatal("A's evaluation was not cancelled before Shutdown returned")
+	}
+	o := next(t, d, 10*time.Second)
+	if o.TrialID != 1 || o.Verdict == nil || o.Worker != "B" {
+		t.Fatalf("got %+v, want B's verdict for trial 1", o)
+	}
+	quiet(t, d, 500*time.Millisecond)
+	if n := bCalls.Load(); n != 1 {
+		t.Fatalf("B evaluated %d times, want 1", n)
+	}
+}
+
+// secondWorkerJoins submits trial 1 of kind, waits until worker A has
+// started it (A's evaluator closes started), then starts worker B, which
+// answers every trial with a verdict, and returns B's count of
+// evaluations.
+func secondWorkerJoins(t *testing.T, srv *redistest.Server, d *Dispatcher, ns, kind string, started <-chan struct{}) *atomic.Int64 {
+	t.Helper()
+	if err := d.Submit(context.Background(), dispatchtest.Spec(kind, 1)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -64,21 +85,16 @@ func TestWorkerStoppedMidTrialIsRerunElsewhere(t *testing.T) {
 		bCalls.Add(1)
 		return okVerdict(spec)
 	}, nil)
+	return &bCalls
+}
+
+// shutdown shuts a worker down, within 5 seconds.
+func shutdown(t *testing.T, w *Worker) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := a.Shutdown(ctx); err != nil {
+	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if !cancelled.Load() {
-		t.Fatal("A's evaluation was not cancelled before Shutdown returned")
-	}
-	o := next(t, d, 10*time.Second)
-	if o.TrialID != 1 || o.Verdict == nil || o.Worker != "B" {
-		t.Fatalf("got %+v, want B's verdict for trial 1", o)
-	}
-	quiet(t, d, 500*time.Millisecond)
-	if n := bCalls.Load(); n != 1 {
-		t.Fatalf("B evaluated %d times, want 1", n)
 	}
 }
 
@@ -374,11 +390,7 @@ func TestWorkersAndQueuesAreListed(t *testing.T) {
 	if strings.Join(names, ",") != ns+":results,"+ns+":trials:h200" {
 		t.Fatalf("queues = %v", names)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	shutdown(t, w)
 	if ws, _ := d.Workers(context.Background()); len(ws) != 0 {
 		t.Fatalf("worker still listed after shutdown: %+v", ws)
 	}
