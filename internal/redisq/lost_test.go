@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A worker whose heartbeat stops mid-trial (as after SIGKILL) loses its
@@ -132,7 +135,7 @@ func TestAStaleRunningMarkerIsRemovedNotReoffered(t *testing.T) {
 	if err := rdb.HSet(context.Background(), runningKey(ns), TaskID(spec), b).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the stale marker to be removed", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the stale marker to be removed", func() bool {
 		n, _ := rdb.HExists(context.Background(), runningKey(ns), TaskID(spec)).Result()
 		return !n
 	})
