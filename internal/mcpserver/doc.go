@@ -38,7 +38,11 @@
 //   - status, next, report, record, note, campaigns: the orchestrator,
 //     through a control.Service, so they act on a local workspace or, with
 //     Options.Campaigns a scheduler's api.Client, on a scheduler; note keeps
-//     an operator's note in the campaign's ledger and reports.
+//     an operator's note in the campaign's ledger and reports;
+//   - pause, resume, stop, reopen, budget, criteria: the operator commands
+//     of amkctl's verbs and the HTTP API, each a control.Service Command
+//     (control.Commands says what each takes); on a campaign this server
+//     runs in the background they reach its driver (stop ends the run).
 //
 // # Honesty and failure
 //

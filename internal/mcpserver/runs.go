@@ -375,7 +375,7 @@ func (s *Server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in Selector
 			return nil, RunAnswer{}, err
 		}
 		return nil, RunAnswer{Campaign: id, Where: s.opts.Campaigns.Where(), Status: resp.Campaign,
-			Next: "paused on the scheduler: amkctl resume (or the API's resume) continues it"}, nil
+			Next: "paused on the scheduler: the resume tool (or amkctl resume) continues it"}, nil
 	}
 	run := s.running(id)
 	if run == nil {

@@ -38,25 +38,84 @@ func (s *Server) addTools() {
 	addTool(s, "record", "Record your own experiment into a campaign (the orchestrator's record): status kept|revert|tried|failed|crash|timeout|rejected; a latency needs correctness PASS and a kind (predicted or measured-gpu).", s.record)
 	addTool(s, "campaigns", "List the campaigns with their status.", s.campaigns)
 	addTool(s, "trial", "One trial of a campaign (trial: its number): while in flight its spec and age; once finished the experiment it became, its verdict (config, correctness, latency and its kind) or failure, the worker that ran it and each stage's seconds.", s.trial)
-	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", s.command(campaign.OpNote))
+	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", command[CommandInput](s, campaign.OpNote))
+	addTool(s, "pause", "Pause a campaign: its driver starts no new trials (trials in flight are still recorded) until resume. Answers the campaign's log lines and its status.", command[LifecycleInput](s, campaign.OpPause))
+	addTool(s, "resume", "Resume a paused campaign. Answers the campaign's log lines and its status.", command[LifecycleInput](s, campaign.OpResume))
+	addTool(s, "stop", "Stop a campaign for good: it becomes done and keeps its experiments (reopen continues it). Answers the campaign's log lines and its status.", command[LifecycleInput](s, campaign.OpStop))
+	addTool(s, "reopen", "Reopen a done campaign, optionally with a new budget (a total, counting what was already spent) and move-on criteria. Answers the campaign's log lines and its status.", command[ReopenInput](s, campaign.OpReopen))
+	addTool(s, "budget", "Replace a campaign's budget: iterations (experiments) and minutes (unpaused), totals counting what was already spent; 0 is unbounded. Answers the campaign's log lines and its status.", command[BudgetInput](s, campaign.OpBudget))
+	addTool(s, "criteria", "Change a campaign's move-on criteria (those given replace the campaign's; 0 turns one off): consecutive_reverts (the plateau threshold's base), pct_roofline_target, max_minutes, speedup_target. Answers the campaign's log lines and its status.", command[CriteriaInput](s, campaign.OpCriteria))
 }
 
-// CommandInput is an operator command's arguments: the campaign and the
-// note (with note, the note's text).
+// commandInput is the arguments of an operator command's tool: the
+// campaign they name and control's request.
+type commandInput interface {
+	selector() Selector
+	request() control.CommandRequest
+}
+
+// CommandInput is the note tool's arguments: the campaign and the note's
+// text.
 type CommandInput struct {
 	Selector
 	Note string `json:"note" jsonschema:"free text: the note itself (note), or kept in the campaign's log with the command"`
 }
 
+// LifecycleInput is the arguments of pause, resume and stop: the campaign
+// and an optional note for its log.
+type LifecycleInput struct {
+	Selector
+	Note string `json:"note,omitempty" jsonschema:"free text kept in the campaign's log with the command"`
+}
+
+// ReopenInput is reopen's arguments: LifecycleInput with an optional new
+// budget and criteria.
+type ReopenInput struct {
+	LifecycleInput
+	Budget *campaign.Budget `json:"budget,omitempty" jsonschema:"the campaign's new total budget: iterations (experiments) and minutes, counting those already spent; 0: unbounded"`
+	MoveOn *control.MoveOn  `json:"move_on,omitempty" jsonschema:"move-on criteria to replace (those given)"`
+}
+
+// BudgetInput is budget's arguments.
+type BudgetInput struct {
+	LifecycleInput
+	Budget campaign.Budget `json:"budget" jsonschema:"the campaign's new total budget: iterations (experiments) and minutes, counting those already spent; 0: unbounded"`
+}
+
+// CriteriaInput is criteria's arguments.
+type CriteriaInput struct {
+	LifecycleInput
+	MoveOn control.MoveOn `json:"move_on" jsonschema:"the move-on criteria to replace (those given; the others stay)"`
+}
+
+func (in CommandInput) selector() Selector { return in.Selector }
+func (in CommandInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note}
+}
+func (in LifecycleInput) selector() Selector { return in.Selector }
+func (in LifecycleInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note}
+}
+func (in ReopenInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note, Budget: in.Budget, MoveOn: in.MoveOn}
+}
+func (in BudgetInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note, Budget: &in.Budget}
+}
+func (in CriteriaInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note, MoveOn: &in.MoveOn}
+}
+
 // command is the tool of an operator command on one campaign: control's
-// Command, answering the campaign's log lines and its status afterwards.
-func (s *Server) command(op string) mcp.ToolHandlerFor[CommandInput, control.CommandResponse] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in CommandInput) (*mcp.CallToolResult, control.CommandResponse, error) {
-		id, err := s.resolve(ctx, in.Selector)
+// Command (which checks what the command takes), answering the campaign's
+// log lines and its status afterwards.
+func command[In commandInput](s *Server, op string) mcp.ToolHandlerFor[In, control.CommandResponse] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, control.CommandResponse, error) {
+		id, err := s.resolve(ctx, in.selector())
 		if err != nil {
 			return nil, control.CommandResponse{}, err
 		}
-		resp, err := s.opts.Campaigns.Command(ctx, id, op, control.CommandRequest{Note: in.Note})
+		resp, err := s.opts.Campaigns.Command(ctx, id, op, in.request())
 		return nil, resp, err
 	}
 }
