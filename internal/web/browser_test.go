@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/proctest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 var (
@@ -97,7 +97,7 @@ func eventually(t *testing.T, ctx context.Context, what, js string) {
 // waitForURL waits until a navigation reaches a URL containing part.
 func waitForURL(t *testing.T, ctx context.Context, part string) {
 	t.Helper()
-	apitest.WaitFor(t, 90*time.Second, "a page at ..."+part, func() bool {
+	waitfor.Cond(t, 90*time.Second, "a page at ..."+part, func() bool {
 		var loc string
 		return chromedp.Run(ctx, chromedp.Location(&loc)) == nil && strings.Contains(loc, part)
 	})
@@ -106,7 +106,7 @@ func waitForURL(t *testing.T, ctx context.Context, part string) {
 func TestBrowserShowsALiveCampaign(t *testing.T) {
 	ctx := browser(t)
 	s := startSite(t, "small", 400, 150*time.Millisecond)
-	apitest.WaitFor(t, 90*time.Second, "the first experiments", func() bool { return s.status(t).ExperimentsRun >= 2 })
+	waitfor.Cond(t, 90*time.Second, "the first experiments", func() bool { return s.status(t).ExperimentsRun >= 2 })
 
 	// The campaigns page: the campaign, live.
 	if err := chromedp.Run(ctx, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible("#campaigns", chromedp.ByQuery)); err != nil {
