@@ -73,9 +73,10 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP amk_scheduler_campaign_alert 1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials; amkctl status says what to do), 0 for the others.
+# HELP amk_scheduler_campaign_alert 1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials, queue_wait; amkctl status says what to do), 0 for the others.
 # TYPE amk_scheduler_campaign_alert gauge
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="no_driver",model="toy",target="h100"} 0
+amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="queue_wait",model="toy",target="h100"} 0
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="stalled",model="toy",target="h100"} 0
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="stuck_trials",model="toy",target="h100"} 0
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="unserved",model="toy",target="h100"} 1
