@@ -14,6 +14,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // TestRealDiskFaults measures, for docs/results/fleet-faults.md, how a
@@ -44,7 +45,7 @@ func TestRealDiskFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "five experiments", func() bool { return status(t, f, id).ExperimentsRun >= 5 })
+	waitfor.Cond(t, time.Minute, "five experiments", func() bool { return status(t, f, id).ExperimentsRun >= 5 })
 	stalled := func() bool {
 		err := f.Health(ctx)
 		return err != nil && strings.Contains(err.Error(), "stalled")
@@ -52,15 +53,15 @@ func TestRealDiskFaults(t *testing.T) {
 	recovery := func(kind string, fault, heal func()) {
 		fault()
 		faulted := time.Now()
-		waitFor(t, kind+": the stall reported", stalled)
+		waitfor.Cond(t, time.Minute, kind+": the stall reported", stalled)
 		seen := time.Since(faulted)
 		time.Sleep(2 * time.Second) // stalled a while
 		n := status(t, f, id).ExperimentsRun
 		heal()
 		healed := time.Now()
-		waitFor(t, kind+": an experiment after the disk recovered", func() bool { return status(t, f, id).ExperimentsRun > n })
+		waitfor.Cond(t, time.Minute, kind+": an experiment after the disk recovered", func() bool { return status(t, f, id).ExperimentsRun > n })
 		resumed := time.Since(healed)
-		waitFor(t, kind+": healthy", func() bool { return f.Health(ctx) == nil })
+		waitfor.Cond(t, time.Minute, kind+": healthy", func() bool { return f.Health(ctx) == nil })
 		t.Logf("FIGURE disk-%s: stall reported %.2fs after the fault; next experiment %.2fs after the disk recovered; healthy %.2fs after",
 			kind, seen.Seconds(), resumed.Seconds(), time.Since(healed).Seconds())
 	}
@@ -88,6 +89,6 @@ func TestRealDiskFaults(t *testing.T) {
 	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpStop}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	checkLedger(t, ws, id, status(t, f, id).ExperimentsRun)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A campaign goes on within seconds after each Redis outage, however its
@@ -49,7 +50,7 @@ func TestCampaignGoesOnSoonAfterEachRedisOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two experiments", func() bool { return status(t, f, id).ExperimentsRun >= 2 })
+	waitfor.Cond(t, time.Minute, "two experiments", func() bool { return status(t, f, id).ExperimentsRun >= 2 })
 	const bound = 8 * time.Second // far below the backoff, far above a reconnect
 	outages := 4
 	if os.Getenv("AMK_FAULT_TIMINGS") != "" { // docs/results/fleet-faults.md
