@@ -114,7 +114,7 @@ type Fleet struct {
 	alone   map[string]bool // campaigns not the fleet's, left alone (logged once)
 
 	// lastOutage is when a health probe of the transport last failed
-	// (watchHealth, waitRestart); zero when none has.
+	// (probeHealth); zero when none has.
 	outageMu   sync.Mutex
 	lastOutage time.Time
 
@@ -187,37 +187,40 @@ func (f *Fleet) Start(ctx context.Context) error {
 		return err
 	}
 	if f.opts.RescanEvery > 0 {
-		f.wg.Add(1)
-		go f.rescanLoop()
+		f.every(f.opts.RescanEvery, f.rescan)
 	}
 	if f.opts.Health != nil {
-		f.wg.Add(1)
-		go f.watchHealth()
+		// The transport is probed while the fleet runs, and its last
+		// failure remembered: a driver can fail only after the transport is
+		// back (a Redis client reports its remembered dial error until its
+		// own re-dial succeeds, up to a second later), when no restart wait
+		// was probing during the outage; the remembered outage lets that
+		// driver restart at once (waitRestart).
+		f.every(healthProbeEvery, func() { f.probeHealth() })
 	}
 	return nil
 }
 
-// watchHealth probes the transport while the fleet runs and remembers when
-// it last failed. A driver can fail only after the transport is back (a
-// Redis client reports its remembered dial error until its own re-dial
-// succeeds, up to a second later), when no restart wait was probing during
-// the outage; the remembered outage lets that driver restart at once.
-func (f *Fleet) watchHealth() {
-	defer f.wg.Done()
-	t := time.NewTicker(healthProbeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-			f.probeHealth()
+// every runs fn every period until the fleet stops.
+func (f *Fleet) every(period time.Duration, fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-t.C:
+				fn()
+			}
 		}
-	}
+	}()
 }
 
 // probeHealth asks the transport whether it answers and records a failure
-// as an outage.
+// as an outage (outageSince).
 func (f *Fleet) probeHealth() bool {
 	ctx, cancel := context.WithTimeout(f.ctx, healthProbeEvery)
 	err := f.opts.Health(ctx)
@@ -237,21 +240,12 @@ func (f *Fleet) outageSince(t time.Time) bool {
 	return f.lastOutage.After(t)
 }
 
-func (f *Fleet) rescanLoop() {
-	defer f.wg.Done()
-	t := time.NewTicker(f.opts.RescanEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-			if err := f.scan(); err != nil {
-				f.log.Warn("scanning the workspace failed", "err", err)
-			}
-			f.logHealth()
-		}
+// rescan adopts what a scan finds and logs the campaigns' health.
+func (f *Fleet) rescan() {
+	if err := f.scan(); err != nil {
+		f.log.Warn("scanning the workspace failed", "err", err)
 	}
+	f.logHealth()
 }
 
 // scan adopts every campaign of the workspace that no one drives and that

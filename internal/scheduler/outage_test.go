@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/waitfor"
@@ -22,19 +23,8 @@ func TestCampaignGoesOnSoonAfterEachRedisOutage(t *testing.T) {
 	srv := redistest.StartWith(t, redistest.Options{AppendOnly: true})
 	conn := redisq.Conn{Addr: srv.Addr}
 	const ns = "outage"
-	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+	redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
 		Identity: "w1", Evaluate: evaluate(200 * time.Millisecond)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Shutdown(ctx)
-	})
 	d, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
