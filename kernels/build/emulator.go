@@ -160,6 +160,11 @@ func (b *Builder) BuildEmulator(ctx context.Context, req EmulatorRequest) (*Arti
 	if err != nil {
 		return nil, fmt.Errorf("hashing the emulator sources: %w", err)
 	}
+	if b.Sources == nil {
+		if err := kernels.CheckSources(); err != nil {
+			return nil, err
+		}
+	}
 	srcHash, err := kernels.HashSources(b.sources())
 	if err != nil {
 		return nil, fmt.Errorf("hashing kernel sources: %w", err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/kernels"
 	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/launch"
 )
@@ -96,6 +97,9 @@ func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) 
 // compiler is refused here, before any child starts.
 func OpenLocal(ctx context.Context, ordinal int, emulate string, log io.Writer) (*Launcher, error) {
 	tc := build.ToolchainFromEnv()
+	if err := kernels.CheckSources(); err != nil {
+		return nil, err
+	}
 	if emulate != "" {
 		if _, err := launch.EmulatorInfo(emulate); err != nil {
 			return nil, err
