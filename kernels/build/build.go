@@ -87,6 +87,37 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("nvcc failed for %s %s: %v\n%s", e.Arch, strings.Join(e.Flags, " "), e.Err, log)
 }
 
+// CompileTimeout is a compiler run that outlived Builder.Timeout (or its
+// caller's deadline) and was killed: it says nothing about the sources, so
+// it is never reported as a compile error (not a *CompileError) and a later
+// build of the same variant starts afresh.
+type CompileTimeout struct {
+	Compiler string
+	After    time.Duration
+	Log      string // what the compiler printed before it was killed
+}
+
+func (e *CompileTimeout) Error() string {
+	msg := fmt.Sprintf("%s did not finish within %s and was killed (a compile timeout, not a compile error)", e.Compiler, e.After.Round(time.Second))
+	if log := strings.TrimSpace(e.Log); log != "" {
+		if len(log) > 1000 {
+			log = log[:1000] + "..."
+		}
+		msg += ": " + log
+	}
+	return msg
+}
+
+// compileFailure is a compiler run's err as a *CompileError (ce, with err
+// in it), or as it is when it is a *CompileTimeout.
+func compileFailure(err error, ce *CompileError) error {
+	var te *CompileTimeout
+	if errors.As(err, &te) {
+		return err
+	}
+	return ce
+}
+
 // Builder compiles the kernel sources through a content-addressed cache in
 // Dir, shared by every worker of a host: a variant compiled once is never
 // compiled again (docs/spec/rules.md R8). Safe for concurrent use, also across processes.
@@ -413,7 +444,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Artifact, error) {
 		args := append(append([]string{}, p.in.Args...), "-o", tmpPath, filepath.Join(srcDir, filepath.FromSlash(kernels.EntryFile)))
 		log, err := b.run(ctx, srcDir, nvcc, args)
 		if err != nil {
-			return log, &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log, Err: err}
+			return log, compileFailure(err, &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log, Err: err})
 		}
 		return log, nil
 	})
@@ -472,12 +503,14 @@ func (b *Builder) produce(ctx context.Context, key, ext string, inputs any, flag
 }
 
 // run executes one compiler command in dir (its process group killed when
-// ctx or Builder.Timeout ends) and returns its combined output.
+// ctx or Builder.Timeout ends, a *CompileTimeout then) and returns its
+// combined output.
 func (b *Builder) run(ctx context.Context, dir, exe string, args []string) (string, error) {
 	timeout := b.Timeout
 	if timeout <= 0 {
 		timeout = 15 * time.Minute
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
@@ -487,6 +520,9 @@ func (b *Builder) run(ctx context.Context, dir, exe string, args []string) (stri
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Run(); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return log.String(), &CompileTimeout{Compiler: filepath.Base(exe), After: time.Since(start), Log: log.String()}
+		}
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, ctx.Err())
 		}
