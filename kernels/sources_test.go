@@ -295,3 +295,30 @@ func TestSourcesOverride(t *testing.T) {
 		t.Errorf("a refused override is in use")
 	}
 }
+
+// The grid barrier's header is included only where the barrier is compiled
+// in (AMK_ENTRY_GRID_SYNC): the default build must not depend on it.
+func TestCooperativeGroupsOnlyWithTheGridBarrier(t *testing.T) {
+	for _, f := range SourceFiles() {
+		depth, guarded := 0, false
+		for n, line := range strings.Split(readSource(t, f), "\n") {
+			l := strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(l, "#if"):
+				depth++
+				if l == "#if AMK_ENTRY_GRID_SYNC" {
+					guarded = true
+				}
+			case strings.HasPrefix(l, "#endif"):
+				depth--
+				if depth == 0 {
+					guarded = false
+				}
+			case strings.Contains(l, "cooperative_groups") && !strings.HasPrefix(l, "/*") && !strings.HasPrefix(l, "*"):
+				if !guarded {
+					t.Errorf("%s:%d: %q outside #if AMK_ENTRY_GRID_SYNC", f, n+1, l)
+				}
+			}
+		}
+	}
+}
