@@ -14,9 +14,9 @@
 # temporary file renamed over the last), so that a visit killed at the
 # device tool's limit still returns everything done so far.
 #
-# gpu_excl CMD... runs CMD holding the GPU lock ($R/../gpu.lock): steps that
-# time the GPU take it, so a background baseline never times concurrently
-# with a foreground measurement.
+# $GPU_LOCK is the GPU lock: a step that times the GPU runs its command as
+# `flock -w 120 $GPU_LOCK CMD...`, so that a background baseline never times
+# concurrently with a foreground measurement.
 
 # visit_start NAME BUDGET_S
 visit_start() {
@@ -31,7 +31,8 @@ visit_start() {
 	R=$(mktemp -d "${TMPDIR:-/tmp}/amk-$VISIT.XXXXXX")/$VISIT
 	mkdir -p "$R"
 	printf 'step\trc\tseconds\tstart_s\tnote\n' >"$R/steps.tsv"
-	export R OUT VISIT
+	GPU_LOCK=$(dirname "$R")/gpu.lock
+	export R OUT VISIT GPU_LOCK
 	export PYTHONUNBUFFERED=1
 	HAVE_SETSID=0
 	command -v setsid >/dev/null && command -v pkill >/dev/null && HAVE_SETSID=1
@@ -176,16 +177,14 @@ bg_wait() {
 	BG_PIDS=()
 }
 
-# gpu_excl CMD...: CMD holding the GPU lock (waiting at most 120 s for it;
-# the step's own limit bounds the whole).
-gpu_excl() {
-	flock -w 120 "$(dirname "$R")/gpu.lock" "$@"
-}
 
-# visit_end: the step table and the summary, the last packing (once).
+# visit_end: the summary ($VISIT_SUMMARY, a command bounded to 15 s, into
+# $R/summary.txt), the last packing and the step table (once; also on an
+# early exit of the script).
 visit_end() {
 	[ "${VISIT_PACKED:-0}" = 1 ] && return 0
 	VISIT_PACKED=1
+	[ -n "${VISIT_SUMMARY:-}" ] && timeout -k 2 15 bash -c "$VISIT_SUMMARY" >"$R/summary.txt" 2>&1
 	echo "total $(($(date +%s) - VISIT_T0)) s" >>"$R/visit.txt"
 	pack
 	echo
