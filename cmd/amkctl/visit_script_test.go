@@ -70,7 +70,7 @@ func tinyVisit(t *testing.T) {
 	}
 	cmd := exec.Command(visit, "A")
 	cmd.Env = append(os.Environ(), "VISIT_TINY=1", "AMK_VISIT_DEVICE=emu", "BIN="+bin, "OUT="+out, "TMPDIR="+tmp,
-		"AMK_KERNEL_PREBUILT="+filepath.Join(tmp, "prebuilt"), "TARGET=h100", "AMK_NVCC=", "POS=4")
+		"AMK_KERNEL_PREBUILT="+filepath.Join(tmp, "prebuilt"), "TARGET=h100", "AMK_NVCC=", "VISIT_EMU_POS=4")
 	log, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("visit.sh A (tiny, emu): %v\n%s", err, log)
