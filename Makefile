@@ -47,9 +47,14 @@ nvcc:
 ## kernels-smoke: the default kernel variant and the largest streaming ring
 ## (its TMA path) compiled for sm_90a by that nvcc (a compile error or any
 ## register spill fails), and the ring's plan run on the host; each says which
-## nvcc it used, or why it skipped.
+## nvcc it used, or why it skipped. Its builds are cached in KERNEL_CACHE
+## (keyed by the kernel sources, the nvcc, the architecture and every flag,
+## with the build's resource-usage log), so a rerun on unchanged sources
+## checks the same builds' logs without compiling them again; the test says
+## "cache hit" for each.
+KERNEL_CACHE ?= $(CURDIR)/.cache/kernels-smoke
 kernels-smoke: nvcc
-	$(GO) test -count=1 -timeout 20m -v -run '$(NVCC_TESTS)' ./kernels/build ./kernels/gpu
+	AMK_KERNEL_CACHE='$(KERNEL_CACHE)' $(GO) test -count=1 -timeout 20m -v -run '$(NVCC_TESTS)' ./kernels/build ./kernels/gpu
 
 ## kernels-sweep: every extreme variant (the default, and each search knob at
 ## its smallest and at its largest choice: 6 builds, about 100 CPU-seconds
@@ -99,12 +104,13 @@ gpu-bin:
 	@scripts/gpu/build-bin.sh
 
 ## web-view: regenerate docs/web-view.png, the README's picture of the web
-## view, and docs/web-view-unserved.png and docs/web-view-dead-run.png (a
+## view, docs/web-view-knobs.png (its knob view), and
+## docs/web-view-unserved.png and docs/web-view-dead-run.png (a
 ## campaign no worker serves, a run that died): the headless-Chromium tests
 ## of internal/web (Debian's chromium, as `make deps` installs it) write
 ## their screenshots.
 web-view:
-	$(GO) test -count=1 -run '^TestBrowserShows(ALiveCampaign|CampaignsInTrouble)$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png -web.health-screenshots=$(CURDIR)/docs
+	$(GO) test -count=1 -run '^TestBrowserShows(ALiveCampaign|CampaignsInTrouble)$$' ./internal/web -web.screenshot=$(CURDIR)/docs/web-view.png -web.knobs-screenshot=$(CURDIR)/docs/web-view-knobs.png -web.health-screenshots=$(CURDIR)/docs
 
 clean:
 	rm -rf bin workspace

@@ -17,7 +17,8 @@ const (
 )
 
 // LoadModel returns a model and the weights every amk evaluator uses for it:
-// the seeded init of trial (trial.WeightSeed) or the safetensors file. A
+// the safetensors file, else the model's own checkpoint, else the seeded
+// init of trial (trial.WeightSeed); trial.ModelCache decides. A
 // model too big to hold whole on this host is an error (a baseline needs all
 // of it).
 func LoadModel(name, weightsPath string) (*trial.LoadedModel, error) {

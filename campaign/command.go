@@ -75,6 +75,11 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 		d.Log = append(d.Log, "note: "+text)
 	case OpWithdraw:
 		d.Log = append(d.Log, c.withdraw(e.Trials)...)
+	case OpDriverOpened:
+		if gap := now.Sub(st.LastEventAt).Seconds(); st.Status == StatusOptimizing && gap > 0 {
+			st.PausedSeconds += gap
+			d.Log = append(d.Log, fmt.Sprintf("resumed after %s with no driver: that time is not campaign time", time.Duration(gap*float64(time.Second)).Round(time.Second)))
+		}
 	default:
 		return d, fmt.Errorf("%w: unknown command %q", ErrInvalid, e.Op)
 	}

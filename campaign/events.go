@@ -71,6 +71,13 @@ const (
 	// campaign's queued trials), so no outcome of theirs will come. Their
 	// points may be proposed again. Drivers send it; it is no operator's.
 	OpWithdraw = "withdraw"
+	// OpDriverOpened says a driver has just opened the campaign to run it
+	// (a resume after its previous driver was killed or interrupted). An
+	// optimizing campaign's time since its last event, when no process
+	// ran it, is then not campaign time: it is added to the time spent
+	// paused, so a minutes budget counts only time a driver had it open.
+	// Drivers send it; it is no operator's.
+	OpDriverOpened = "driver-opened"
 )
 
 // MaxNoteBytes bounds the text of an operator's note.

@@ -94,10 +94,13 @@ const (
 	// AlertStuckTrials: a trial has been in flight far longer than a trial
 	// may take.
 	AlertStuckTrials = "stuck_trials"
+	// AlertQueueWait: the oldest trial waiting in the campaign's GPU queue
+	// has waited long: the workers serving that target do not keep up.
+	AlertQueueWait = "queue_wait"
 )
 
 // AlertKinds lists every kind, for metrics that report each.
-var AlertKinds = []string{AlertNoDriver, AlertUnserved, AlertStalled, AlertStuckTrials}
+var AlertKinds = []string{AlertNoDriver, AlertUnserved, AlertStalled, AlertStuckTrials, AlertQueueWait}
 
 // Status reports the campaign at now.
 func (c *Campaign) StatusReport(now time.Time) StatusReport {

@@ -21,6 +21,12 @@ import (
 // few seconds (runner.Driver.TickEvery, 5 s by default).
 const StallAfter = 2 * time.Minute
 
+// QueueWaitAfter is how long the oldest trial of a GPU target's queue may
+// wait for a worker before the campaigns with trials in that queue say so
+// (the Prometheus rule AMKQueueBackingUp in deploy/alerts.yml uses the same
+// 10 minutes on amk_queue_latency_seconds).
+const QueueWaitAfter = 10 * time.Minute
+
 // StuckAfter is the least time a trial is in flight before it is stuck; a
 // trial with a longer timeout gets three times that timeout.
 const StuckAfter = 30 * time.Minute
@@ -67,6 +73,10 @@ type healthFacts struct {
 	fleet        bool
 	workersKnown bool
 	served       []string
+	// queueWait is, per GPU target, how long the oldest trial pending in
+	// its queue has waited (the transport's queue latency); nil when the
+	// queues are not known.
+	queueWait map[string]time.Duration
 	// workspace is the local workspace's directory (for the commands of a
 	// fix), "" in a fleet.
 	workspace string
@@ -83,8 +93,26 @@ func (s *Campaigns) facts(ctx context.Context) healthFacts {
 				f.served = append(f.served, w.Target)
 			}
 		}
+		if qs, err := fl.Queues(ctx); err == nil {
+			f.queueWait = map[string]time.Duration{}
+			for _, q := range qs {
+				if target, ok := trialQueueTarget(q.Queue); ok {
+					f.queueWait[target] = max(f.queueWait[target], time.Duration(q.LatencySeconds*float64(time.Second)))
+				}
+			}
+		}
 	}
 	return f
+}
+
+// trialQueueTarget is the GPU target of a trials queue ("trials:h100", or
+// "ns:trials:h100" in a namespace).
+func trialQueueTarget(queue string) (string, bool) {
+	i := strings.LastIndex(queue, "trials:")
+	if i < 0 || (i > 0 && queue[i-1] != ':') || i+len("trials:") == len(queue) {
+		return "", false
+	}
+	return queue[i+len("trials:"):], true
 }
 
 // place is what the backend's kind says, without asking anything: whether
@@ -183,6 +211,9 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 				st.GPU, len(st.InFlight), st.GPU, serving),
 			Fix: fmt.Sprintf("start a worker for it: gpuworker --redis ADDR --target %s --device %s; or stop the campaign (amkctl stop %s), which withdraws its queued trials",
 				st.GPU, workerDevice(st), st.ID)})
+	}
+	if a, ok := f.queueWaitAlert(st); ok && !unserved && running {
+		out = append(out, a)
 	}
 	if !unserved && (drv.Here || drv.Held) {
 		if a, ok := stuckTrials(st, now, f.fleet); ok {
@@ -308,4 +339,20 @@ func healthText(rep campaign.StatusReport, now time.Time) string {
 		fmt.Fprintf(&b, "  what to do   : %s\n", a.Fix)
 	}
 	return b.String()
+}
+
+// queueWaitAlert is the alert of a campaign whose trials wait in a queue
+// whose oldest trial has waited more than QueueWaitAfter: the workers of
+// its target are too few for the campaigns that share it (or all busy with
+// long trials).
+func (f healthFacts) queueWaitAlert(st campaign.State) (campaign.Alert, bool) {
+	wait, known := f.queueWait[st.GPU]
+	if !known || wait <= QueueWaitAfter || len(st.InFlight) == 0 {
+		return campaign.Alert{}, false
+	}
+	return campaign.Alert{Kind: campaign.AlertQueueWait, Title: "its trials wait in the queue",
+		Message: fmt.Sprintf("the oldest trial waiting in the queue of GPU target %s (trials:%s) has waited %s, more than %s: the live workers for %s do not keep up with the campaigns that use it; this campaign has %d trial(s) in flight",
+			st.GPU, st.GPU, ago(wait), ago(QueueWaitAfter), st.GPU, len(st.InFlight)),
+		Fix: fmt.Sprintf("start more workers for it (gpuworker --redis ADDR --target %s --device %s), or pause a campaign that shares the target (amkctl pause ID --server URL); amkctl queues shows each queue's wait",
+			st.GPU, workerDevice(st))}, true
 }

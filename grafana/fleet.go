@@ -96,7 +96,7 @@ func Fleet() Dashboard {
 	}
 
 	health := []Panel{
-		table("Campaigns with each alert", "How many campaigns have each alert now: no_driver (nothing drives it), unserved (no live worker serves its target), stalled (its driver writes nothing), stuck_trials (a trial in flight far too long). amkctl campaigns names them, amkctl status CAMPAIGN says what to do.",
+		table("Campaigns with each alert", "How many campaigns have each alert now: no_driver (nothing drives it), unserved (no live worker serves its target), stalled (its driver writes nothing), stuck_trials (a trial in flight far too long), queue_wait (its trials wait in a queue that backs up). amkctl campaigns names them, amkctl status CAMPAIGN says what to do.",
 			24, 6, []string{"Time", "__name__"},
 			tableOf(`sum by (kind) (amk_scheduler_campaign_alert)`)),
 	}

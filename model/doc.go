@@ -13,9 +13,12 @@
 //     (FromHFConfig, Load) plus a .safetensors file (LoadSafetensors);
 //   - HuggingFace ids (hfcache.go): "ORG/NAME[@REVISION]" resolved in the
 //     local hub cache (HF_HUB_CACHE, HF_HOME; refs and snapshots, never a
-//     download), and a checkpoint directory's safetensors files
+//     download), a checkpoint directory's safetensors files
 //     (CheckpointFiles: model.safetensors or the shards of
-//     model.safetensors.index.json);
+//     model.safetensors.index.json), and the checkpoint of a model argument
+//     (Checkpoint: the one beside its config, which generate, eval and every
+//     trial read in place of seeded weights); model/hfcachetest lays such a
+//     cache out for tests;
 //   - the state-dict key layout (Keys, KeyNames) in the "toy" and "hf"
 //     schemes (the Python reference's toy layout and HuggingFace Llama's);
 //   - Weights, a map from state-dict key to tensor, with seeded deterministic

@@ -202,3 +202,16 @@ func ModelDir(spec string) (dir string, ok bool) {
 	}
 	return "", false
 }
+
+// Checkpoint lists the safetensors files of the checkpoint beside a model
+// argument's config.json (ModelDir: a directory, a config.json path, or a
+// HuggingFace id resolved in the local cache): CheckpointFiles of that
+// directory. It is nil for a preset, and for a directory that holds no
+// checkpoint (the model then gets seeded weights).
+func Checkpoint(spec string) ([]string, error) {
+	dir, ok := ModelDir(spec)
+	if !ok {
+		return nil, nil
+	}
+	return CheckpointFiles(dir)
+}

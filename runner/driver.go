@@ -147,6 +147,16 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 	if lim.Minutes > 0 {
 		deadline = start.Add(time.Duration(lim.Minutes * float64(time.Minute)))
 	}
+	// The time since the campaign's last event, when no driver had it
+	// open, is not campaign time (docs/spec/rules.md R5): a killed run's
+	// downtime spends none of its minutes budget.
+	if l.Campaign().Status() == campaign.StatusOptimizing {
+		dec, err := l.Apply(campaign.Command{Time: start, Op: campaign.OpDriverOpened})
+		if err != nil && !errors.Is(err, campaign.ErrDone) {
+			return sum, err
+		}
+		d.Progress.logLines(dec.Log)
+	}
 	// Re-send what a previous run left in flight (write-ahead: it is in the
 	// ledger, perhaps not in the transport).
 	for _, spec := range inFlightSpecs(l.Campaign().State()) {

@@ -36,9 +36,16 @@
 // that class, anything else a crash. Outcomes also carry per-stage wall
 // times (Stages) and the cost model's critical-path shares (Regions).
 //
+// A model's weights are the spec's safetensors file, else the model's own
+// checkpoint (model.Checkpoint: a HuggingFace id's snapshot, or the
+// directory of its config.json; model.safetensors or every shard of
+// model.safetensors.index.json), noted in the verdict (CheckpointNote),
+// else seeded weights (WeightSeed).
+//
 // Models whose weights, at their stored dtype, exceed the host's check budget
 // are checked on a truncation to their first layers (every layer lowers the
-// same way); the verdict says so in its notes. With ModelCache.UseWeightsDir, seeded
+// same way; real weights are read for those layers only); the verdict says
+// so in its notes. With ModelCache.UseWeightsDir, seeded
 // weights are generated once per directory (a workspace's weights/) and
 // memory-mapped from the stored safetensors file by every later load: the
 // weights are views of the mapping, not copies. A ModelCache keeps a model

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -270,6 +271,9 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 		return reject(NoteModel, "model: %v", err)
 	}
 	v.Model = lm.Config.Name
+	if lm.FromCheckpoint {
+		v.Notes = append(v.Notes, CheckpointNote(lm.Files))
+	}
 	cfg, batch := lm.Config, max(1, spec.Batch)
 	steps := []*step{{pos: spec.Pos, weight: 1}}
 	if w := spec.Workload; w != nil {
@@ -517,6 +521,25 @@ func parseSpecPoint(raw []byte) (schedule.Point, []string, error) {
 	}
 	p, err := schedule.PointFromValue(v)
 	return p, schedule.IgnoredKeys(v), err
+}
+
+// CheckpointNotePrefix starts the verdict note of a model checked on the
+// weights of its own checkpoint (model.Checkpoint), found beside its config
+// without a weights file named.
+const CheckpointNotePrefix = "weights: the model's checkpoint, "
+
+// CheckpointNote is that note for the checkpoint's files: how many, their
+// names and the directory they lie in.
+func CheckpointNote(files []string) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = filepath.Base(f)
+	}
+	dir := ""
+	if len(files) > 0 {
+		dir = filepath.Dir(files[0])
+	}
+	return fmt.Sprintf("%s%d file(s): %s (in %s)", CheckpointNotePrefix, len(files), strings.Join(names, ", "), dir)
 }
 
 // IgnoredKeysPrefix starts the verdict note naming the config keys amk

@@ -8,6 +8,7 @@ import (
 	"math"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/amk-dev/amk/ir"
@@ -37,7 +38,14 @@ type LoadedModel struct {
 	// layer truncation when Config is too big for the host.
 	Check   model.Config
 	Weights model.Weights
-	Source  string // "seeded init" or the safetensors path
+	Source  string // "seeded init" or the safetensors files, comma-separated
+	// Files are the safetensors files the weights were read from (--weights,
+	// or every file of the checkpoint beside the model's config); nil for
+	// seeded weights.
+	Files []string
+	// FromCheckpoint says Files are the model's own checkpoint
+	// (model.Checkpoint), found without a weights argument.
+	FromCheckpoint bool
 	// WeightsNote says where seeded weights came from: "generated",
 	// "generated, stored in FILE" or "mapped from FILE" (UseWeightsDir).
 	WeightsNote string
@@ -128,9 +136,11 @@ func (c *ModelCache) WithHostAdmission(host HostAdmission) *ModelCache {
 // CheckBytes is the cache's check budget (see DefaultCheckBytes).
 func (c *ModelCache) CheckBytes() int64 { return c.checkBytes }
 
-// Get loads (once) the model named by a preset or a config.json path, with
-// seeded weights or the given safetensors file. The model stays loaded for
-// the life of the cache.
+// Get loads (once) the model named by a preset, a config.json path or a
+// HuggingFace id, with the given safetensors file, else the checkpoint
+// beside the model's config (model.Checkpoint: model.safetensors or every
+// shard of model.safetensors.index.json), else seeded weights. The model
+// stays loaded for the life of the cache.
 func (c *ModelCache) Get(name, weightsPath string) (*LoadedModel, error) {
 	return c.GetContext(context.Background(), name, weightsPath)
 }
@@ -267,16 +277,20 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	if err != nil {
 		return nil, err
 	}
-	if weightsPath != "" { // a quantised checkpoint states its scheme
-		if cfg, err = model.WithCheckpointQuantization(cfg, []string{weightsPath}); err != nil {
+	files, fromCheckpoint := []string{weightsPath}, false
+	if weightsPath == "" {
+		if files, err = model.Checkpoint(name); err != nil {
+			return nil, fmt.Errorf("the checkpoint of %s: %w", name, err)
+		}
+		fromCheckpoint = len(files) > 0
+	}
+	if len(files) > 0 { // a quantised checkpoint states its scheme
+		if cfg, err = model.WithCheckpointQuantization(cfg, files); err != nil {
 			return nil, err
 		}
 	}
 	check := checkConfig(cfg, c.checkBytes)
 	m := &LoadedModel{Config: cfg, Check: check, oracle: map[oracleKey][]float32{}}
-	if weightsPath != "" && m.Truncated() {
-		return nil, fmt.Errorf("model %s needs %d MB of %s weights, over the %d MB check budget; real weights cannot be truncated", cfg.Name, cfg.WeightBytes()>>20, cfg.DType, c.checkBytes>>20)
-	}
 	if c.probe != nil {
 		need := EstimateMemory(cfg, false, c.checkBytes).Host
 		for {
@@ -299,9 +313,11 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 			}
 		}
 	}
-	if weightsPath != "" {
-		m.Weights, err = model.LoadSafetensors(weightsPath, cfg)
-		m.Source = weightsPath
+	if len(files) > 0 {
+		// The check model's layers only: a model over the check budget is
+		// checked on its first layers, with their real weights.
+		m.Weights, err = model.LoadSafetensorsShards(files, check)
+		m.Source, m.Files, m.FromCheckpoint = strings.Join(files, ", "), files, fromCheckpoint
 	} else {
 		m.Weights, m.WeightsNote, m.unmap, err = c.seededWeights(ctx, check.Float())
 		m.Source = "seeded init"

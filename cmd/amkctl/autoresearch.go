@@ -47,7 +47,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 	epsilon := fs.Float64("epsilon", 0.30, "probability an exploit step skips the prior's ranking")
 	workspace := fs.String("workspace", "workspace", "workspace directory (campaign ledgers, results.tsv, reports, corpus)")
 	name := fs.String("name", "", "optional campaign name, to run several campaigns on one model/gpu/device")
-	weights := fs.String("weights", "", "optional .safetensors file with real weights")
+	weights := fs.String("weights", "", "optional .safetensors file with real weights"+checkpointDefault)
 	importCorpus := fs.String("import-corpus", "", "import a reference corpus.jsonl into the workspace's flywheel first")
 	reopen := fs.Bool("reopen", false, "when the campaign is done (a plateau, or stopped), reopen it first, so that this invocation adds experiments to it")
 	wf := addCampaignWorkloadFlags(cmd)

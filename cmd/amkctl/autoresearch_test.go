@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/proctest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 func TestAutoresearchEndsWithReportAndExitCode(t *testing.T) {
@@ -170,17 +172,12 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		rows, _ := flywheel.ReadRows(results)
-		if len(rows) >= 15 {
-			break
+	waitfor.Check(t, time.Minute, func() error {
+		if rows, _ := flywheel.ReadRows(results); len(rows) < 15 {
+			return fmt.Errorf("campaign did not reach 15 rows in time (%d)", len(rows))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not reach 15 rows in time (%d)", len(rows))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +202,10 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 		!strings.Contains(first.Alerts[0].Fix, "amkctl autoresearch toy-2L --gpu h100 --device cpu --workspace "+ws) || first.LastEventAt == "" {
 		t.Errorf("status of a killed run: %s, alerts %+v, last event %q", first.Status, first.Alerts, first.LastEventAt)
 	}
-	time.Sleep(1200 * time.Millisecond)
+	// No event can say that something did not happen: wait a real quarter
+	// second (the ledger's times are real, written by the killed process),
+	// four times the resolution of elapsed_minutes (0.001 min).
+	time.Sleep(250 * time.Millisecond)
 	if later := deadStatus(); later.ElapsedMinutes != first.ElapsedMinutes {
 		t.Errorf("elapsed grows while nothing runs: %v min, then %v", first.ElapsedMinutes, later.ElapsedMinutes)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/inputfile"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/version"
 	"github.com/amk-dev/amk/runner"
@@ -277,7 +276,7 @@ func hasBase(path, base string) bool {
 }
 
 func newRecordCmd() *cobra.Command {
-	cmd, cf := campaignVerb("record STATUS [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--latency-us F] [--pct-roofline F] [--kind K] [--correctness C] [--schedule-id S] [--schedule cfg.json] [--description D] [--regions attention=0.5,mlp=0.4,lm_head=0.1]",
+	cmd, cf := campaignVerb("record STATUS [CAMPAIGN | MODEL --gpu G | --campaign ID] [--workspace DIR | --server URL] [--latency-us F] [--pct-roofline F] [--kind K] [--correctness C] [--schedule-id S] [--schedule cfg.json [--ignore-unknown-keys]] [--description D] [--regions attention=0.5,mlp=0.4,lm_head=0.1]",
 		"record an outside agent's own experiment into a campaign")
 	fs := cmd.Flags()
 	latency := fs.Float64("latency-us", -1, "latency in µs (needs correctness PASS); negative: none")
@@ -287,6 +286,7 @@ func newRecordCmd() *cobra.Command {
 	correctness := fs.String("correctness", "", "PASS, FAIL, REJECTED, CRASH or TIMEOUT; empty: from STATUS")
 	schedID := fs.String("schedule-id", "", "schedule id; empty: computed from --schedule")
 	cfgPath := addScheduleFlag(cmd, "the schedule config JSON the experiment used")
+	ignoreUnknown := addIgnoreUnknownKeysFlag(cmd)
 	desc := fs.String("description", "", "free text")
 	source := fs.String("source", "agent", "provenance of the experiment")
 	regions := fs.String("regions", "", "critical-path shares, e.g. attention=0.4,mlp=0.5,lm_head=0.1")
@@ -305,16 +305,12 @@ func newRecordCmd() *cobra.Command {
 			PctOfRoofline: opt(*pct), BoundUS: opt(*bound), Kind: trial.LatencyKind(*kind), ScheduleID: *schedID,
 			Description: *desc, Source: *source}
 		if *cfgPath != "" {
-			data, err := inputfile.Read(*cfgPath, 1<<20)
+			cfg, err := readConfig(*cfgPath, *ignoreUnknown, "record", stderr)
 			if err != nil {
 				fmt.Fprintln(stderr, "amkctl record:", err)
 				return exitBadInput
 			}
-			if !json.Valid(data) {
-				fmt.Fprintf(stderr, "amkctl record: --schedule %s is not valid JSON\n", *cfgPath)
-				return exitBadInput
-			}
-			req.Config = data
+			req.Config = cfg.JSON()
 		}
 		if *regions != "" {
 			var err error

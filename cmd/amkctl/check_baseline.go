@@ -20,14 +20,14 @@ func newCheckBaselineCmd() *cobra.Command {
 		Short: "check an outside implementation's decode (an amk-baseline-v1 file) against amk's eager oracle: exit 0 iff the same model",
 		Long: `check-baseline replays the tokens an outside implementation fed at every position
 (scripts/gpu/torch_baseline.py writes the file) through amk's eager oracle with the
-same weights (the seeded ones export-weights wrote, or --weights) and compares the
+same weights (the seeded ones export-weights wrote, the model's own checkpoint, or --weights) and compares the
 logits position by position at the model dtype's tolerance. Exit 0 when every
 position passes, 1 when one does not, 2 when the file does not fit the model.`,
 		ValidArgsFunction: completeModels,
 	}
 	fs := cmd.Flags()
 	file := fs.String("file", "", "the amk-baseline-v1 file (required)")
-	weights := fs.String("weights", "", "a .safetensors file instead of the seeded weights")
+	weights := fs.String("weights", "", "a .safetensors file with the weights"+checkpointDefault)
 	jsonOut := addJSONFlags(cmd, "print the report as JSON")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		return checkBaseline(args, *file, *weights, *jsonOut, stdout, stderr)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/amk-dev/amk/kernels/build"
+	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/trial"
 )
 
@@ -52,6 +54,32 @@ func TestDeviceEmu(t *testing.T) {
 	code, out, errOut = runCmd(t, "generate", "toy", "--gpu", "h100", "--device", "emu", "--prompt-ids", "1,2", "--max-tokens", "2", "--verify")
 	if code != exitOK || len(strings.Fields(out)) != 2 || !strings.Contains(errOut, "emu tokens identical to eager greedy") {
 		t.Errorf("generate --device emu: code %d\n%s\n%s", code, out, errOut)
+	}
+
+	// A sharded checkpoint from the HuggingFace cache: the emulator runs
+	// on every shard's weights, checked against the reference VM (eval)
+	// and eager greedy (generate) on the same weights.
+	cfg, w := hfToy(t)
+	e, err := model.NewEager(cfg, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := e.Greedy([]int32{1, 2}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCmd(t, "generate", "tiny-org/toy-sharded", "--gpu", "h100", "--device", "emu", "--prompt-ids", "1,2", "--max-tokens", "3", "--verify")
+	if code != exitOK || strings.TrimSpace(out) != strings.Trim(fmt.Sprint(want), "[]") || !strings.Contains(errOut, "emu tokens identical to eager greedy") ||
+		strings.Count(errOut, "-of-00003.safetensors") != 3 {
+		t.Errorf("generate ORG/NAME --device emu: code %d, tokens %q (want the checkpoint's %v)\n%s", code, out, want, errOut)
+	}
+	code, out, errOut = runCmd(t, "eval", "tiny-org/toy-sharded", "--gpu", "h100", "--device", "emu", "--pos", "2")
+	v = trial.Verdict{}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitOK {
+		t.Fatalf("eval ORG/NAME --device emu: code %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if notes := strings.Join(v.Notes, "\n"); !strings.Contains(notes, "emulator logits match the reference VM") || !strings.Contains(notes, trial.CheckpointNotePrefix+"3 file(s)") {
+		t.Errorf("eval ORG/NAME --device emu: notes %q", v.Notes)
 	}
 
 	ws := t.TempDir()

@@ -46,7 +46,7 @@ that is not a JSON object.`,
 	token := fs.Int("token-id", trial.DefaultToken, "token id fed to the checked decode step (--token is the old name)")
 	flagAliases(fs, map[string]string{"token": "token-id"})
 	pos := fs.Int("pos", 0, "decode position of the checked step")
-	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)")
+	weights := fs.String("weights", "", "optional .safetensors file with real weights (HF state-dict keys)"+checkpointDefault)
 	batch := fs.Int("batch", 1, "decode batch B (B > 1 lowers GEMM tiles; every sequence is checked)")
 	wf := addWorkloadFlags(cmd, "; without a workload flag eval checks one step at --pos")
 	quantize := addQuantizeFlag(cmd)

@@ -28,7 +28,7 @@ MODEL=DIR/config.json --weights DIR/model.safetensors.`,
 	}
 	fs := cmd.Flags()
 	out := fs.String("out", "", "directory to write config.json and model.safetensors into (required)")
-	weights := fs.String("weights", "", "a .safetensors file to re-export instead of the seeded weights")
+	weights := fs.String("weights", "", "a .safetensors file to re-export"+checkpointDefault)
 	configOnly := fs.Bool("config-only", false, "write config.json only")
 	cmd.RunE = runVerb(func(args []string, stdout, stderr io.Writer) int {
 		return exportWeights(args, *out, *weights, *configOnly, stdout, stderr)

@@ -96,14 +96,13 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	if err := d.Check(); err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	if device.RunsKernels() {
-		if len(shards) > 1 {
-			return fail(exitBadInput, "--device %s reads one weights file; this checkpoint has %d shards (decode it with --device cpu)", device, len(shards))
-		}
-		return generateOnGPU(device, cfg, pos0[0], strings.Join(shards, ""), target, point, ids, g.maxTokens, g.verify, stdout, stderr)
-	}
 	if len(shards) > 0 {
 		fmt.Fprintf(stderr, "weights: %s\n", strings.Join(shards, ", "))
+	}
+	if device.RunsKernels() {
+		return generateOnGPU(device, cfg, pos0[0], g.weights, target, point, ids, g.maxTokens, g.verify, stdout, stderr)
+	}
+	if len(shards) > 0 {
 		d.Weights, err = model.LoadSafetensorsShards(shards, cfg)
 	} else {
 		d.Weights, err = model.InitWeights(cfg, trial.WeightSeed)
@@ -130,19 +129,21 @@ func generate(pos0 []string, g generateFlags, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// checkpointDefault ends the help of every --weights flag whose weights
+// come from trial.ModelCache.
+const checkpointDefault = "; default: the model's own checkpoint (a HuggingFace id's snapshot, or model.safetensors or the shards of " +
+	"model.safetensors.index.json beside its config.json), else seeded weights"
+
 // checkpointShards is the weights generate reads: --weights when given,
-// else the checkpoint beside the model's config.json (a directory or a
-// HuggingFace id from the local cache: model.safetensors, or the shards of
-// model.safetensors.index.json), else none (seeded weights).
+// else the checkpoint beside the model's config.json (model.Checkpoint: a
+// directory or a HuggingFace id from the local cache; model.safetensors,
+// or the shards of model.safetensors.index.json), else none (seeded
+// weights), as every evaluation reads them (trial.ModelCache).
 func checkpointShards(modelArg, weights string) ([]string, error) {
 	if weights != "" {
 		return []string{weights}, nil
 	}
-	dir, ok := model.ModelDir(modelArg)
-	if !ok {
-		return nil, nil
-	}
-	return model.CheckpointFiles(dir)
+	return model.Checkpoint(modelArg)
 }
 
 // printTokens prints token ids on one line.
@@ -162,7 +163,8 @@ type greedyDecoder interface {
 
 // generateOnGPU decodes greedily with the megakernel on the GPU (or the CPU
 // emulator) and, with verify, compares every step's logits and the tokens
-// with the eager pass.
+// with the eager pass. weights is --weights; without it the model cache
+// reads the model's checkpoint (every shard), as checkpointShards does.
 func generateOnGPU(device schedule.Device, cfg model.Config, name, weights string, target *ir.GpuTarget, point schedule.Point, prompt []int32, n int, verify bool, stdout, stderr io.Writer) int {
 	launcher, _, err := launcherFor(string(device), target.Name, stderr)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,89 +10,16 @@ import (
 	"testing"
 
 	"github.com/amk-dev/amk/model"
+	"github.com/amk-dev/amk/model/hfcachetest"
+	"github.com/amk-dev/amk/trial"
 )
-
-// writeHFCache lays out cfg with weights w as huggingface_hub caches a
-// model: models--ORG--NAME/refs/main naming a commit,
-// snapshots/<commit>/{config.json, model.safetensors.index.json, shards}
-// as links into blobs/, the weights split into nShards files.
-func writeHFCache(t *testing.T, cache, org, name string, cfg model.Config, w model.Weights, nShards int) {
-	t.Helper()
-	repo := filepath.Join(cache, "models--"+org+"--"+name)
-	const commit = "0123456789abcdef0123456789abcdef01234567"
-	snap := filepath.Join(repo, "snapshots", commit)
-	for _, d := range []string{filepath.Join(repo, "blobs"), filepath.Join(repo, "refs"), snap} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	blob := 0
-	put := func(file string, data []byte) { // the blob, and the snapshot's link to it
-		blob++
-		b := fmt.Sprintf("blob%02d", blob)
-		if err := os.WriteFile(filepath.Join(repo, "blobs", b), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(filepath.Join("..", "..", "blobs", b), filepath.Join(snap, file)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(repo, "refs", "main"), []byte(commit), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf, err := model.HFConfigJSON(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	put("config.json", conf)
-	hf, err := model.ToHFKeys(cfg, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := make([]string, 0, len(hf))
-	for k := range hf {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	weightMap := map[string]string{}
-	for s := range nShards {
-		shard := model.Weights{}
-		file := fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, nShards)
-		for i := s; i < len(keys); i += nShards {
-			shard[keys[i]] = hf[keys[i]]
-			weightMap[keys[i]] = file
-		}
-		var buf bytes.Buffer
-		if err := model.WriteSafetensors(&buf, shard); err != nil {
-			t.Fatal(err)
-		}
-		put(file, buf.Bytes())
-	}
-	index, err := json.Marshal(map[string]any{"metadata": map[string]any{"total_size": w.Bytes()}, "weight_map": weightMap})
-	if err != nil {
-		t.Fatal(err)
-	}
-	put("model.safetensors.index.json", index)
-}
 
 // amkctl generate ORG/NAME --verify decodes a sharded checkpoint found in
 // the HuggingFace cache: the config and every shard come from the
 // snapshot main points at, and the tokens are the eager oracle's on those
 // weights (not the seeded weights a preset would get).
 func TestGenerateHFIDFromShardedCache(t *testing.T) {
-	cfg, err := model.Load("toy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := model.InitWeights(cfg, 424242) // not trial.WeightSeed: the decode must read these
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	writeHFCache(t, filepath.Join(home, "hub"), "tiny-org", "toy-sharded", cfg, w, 3)
-	t.Setenv("HF_HUB_CACHE", "")
-	t.Setenv("HF_HOME", home)
-
+	cfg, w := hfToy(t)
 	e, err := model.NewEager(cfg, w)
 	if err != nil {
 		t.Fatal(err)
@@ -128,5 +54,65 @@ func TestGenerateHFIDNotInCacheNamesThePath(t *testing.T) {
 	}
 	if want := filepath.Join(cache, "models--meta-llama--Llama-3.2-1B"); !strings.Contains(errOut, want) || !strings.Contains(errOut, "HF_HUB_CACHE") {
 		t.Errorf("the error does not name %s and HF_HUB_CACHE:\n%s", want, errOut)
+	}
+}
+
+// hfToy lays out toy with its own (non-seeded) weights as the sharded
+// checkpoint tiny-org/toy-sharded in a fresh HuggingFace cache, and points
+// HF_HOME at it.
+func hfToy(t *testing.T) (model.Config, model.Weights) {
+	t.Helper()
+	cfg, err := model.Load("toy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := model.InitWeights(cfg, 424242) // not trial.WeightSeed: the decode must read these
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	hfcachetest.Write(t, filepath.Join(home, "hub"), "tiny-org", "toy-sharded", cfg, w, 3)
+	t.Setenv("HF_HUB_CACHE", "")
+	t.Setenv("HF_HOME", home)
+	return cfg, w
+}
+
+// eval and autoresearch with a HuggingFace id check every trial on the
+// checkpoint's weights, every shard (the verdicts say so), as generate
+// decodes them.
+func TestEvalAndAutoresearchHFIDReadTheCheckpoint(t *testing.T) {
+	hfToy(t)
+	code, out, errOut := runCmd(t, "eval", "tiny-org/toy-sharded", "--gpu", "h100", "--pos", "3")
+	var v trial.Verdict
+	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil {
+		t.Fatalf("eval: exit %d\n%s%s", code, out, errOut)
+	}
+	if !slices.ContainsFunc(v.Notes, func(n string) bool {
+		return strings.HasPrefix(n, trial.CheckpointNotePrefix) && strings.Contains(n, "3 file(s)")
+	}) {
+		t.Errorf("eval's verdict does not name the checkpoint it was checked on: %q", v.Notes)
+	}
+
+	ws := t.TempDir()
+	code, _, errOut = runCmd(t, "autoresearch", "tiny-org/toy-sharded", "--gpu", "h100", "--iters", "2", "--prompt-len", "16", "--gen-len", "4", "--workspace", ws)
+	if code != exitOK {
+		t.Fatalf("autoresearch: exit %d\n%s", code, errOut)
+	}
+	logs, _ := filepath.Glob(filepath.Join(ws, "campaigns", "*", "trials.jsonl"))
+	if len(logs) != 1 {
+		t.Fatalf("want one campaign's trial log, found %v", logs)
+	}
+	journal, err := os.ReadFile(logs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(string(journal)) {
+		if strings.Contains(line, trial.CheckpointNotePrefix) {
+			n++
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d trials name the checkpoint, want every one of the 2:\n%s", n, journal)
 	}
 }

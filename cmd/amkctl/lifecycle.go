@@ -48,7 +48,7 @@ func newStartCmd() *cobra.Command {
 		epsilon:      fs.Float64("epsilon", 0.30, "probability an exploit step skips the prior's ranking"),
 		trialTimeout: fs.Float64("trial-timeout", 0, "wall-clock limit of one trial in seconds; 0: the worker's setting"),
 		maxReverts:   fs.Int("max-reverts", -1, "base of the plateau threshold: the campaign moves on after this many consecutive reverts × 1 to 2 (cheaper trials: more) × 1 to 2 (more untried points: more), so 5 can mean up to 20; status shows the threshold in use; negative: the default 8, 0: never"),
-		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"),
+		weights:      fs.String("weights", "", "optional .safetensors file with real weights (a path on the evaluating machines)"+checkpointDefault),
 	}
 	wf := addCampaignWorkloadFlags(cmd)
 	cmd.RunE = runVerb(func(pos []string, stdout, stderr io.Writer) int {

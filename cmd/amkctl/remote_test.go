@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control/controltest"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 const remoteToken = "amkctl-test-token"
@@ -33,24 +35,22 @@ func testScheduler(t *testing.T) (string, string) {
 // waitRemoteDone polls `status --json` until the campaign is done and idle.
 func waitRemoteDone(t *testing.T, url, id string) campaign.StatusReport {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var st campaign.StatusReport
+	waitfor.Check(t, time.Minute, func() error {
 		code, out, errOut := runCmd(t, "--server", url, "status", id, "--json")
 		if code != 0 {
 			t.Fatalf("status: %d %s", code, errOut)
 		}
-		var st campaign.StatusReport
+		st = campaign.StatusReport{}
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatalf("status --json: %v\n%s", err, out)
 		}
-		if st.Status == campaign.StatusDone && len(st.InFlight) == 0 {
-			return st
+		if !controltest.Finished(st) {
+			return fmt.Errorf("campaign did not finish: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not finish: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 // reopenedStatus reports whether the status text a reopen printed shows

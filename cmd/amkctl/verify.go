@@ -36,7 +36,7 @@ Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 	fs := cmd.Flags()
 	modelName := fs.String("model", "", "model preset or config.json (default: the preset named by the program's meta.model)")
 	token := fs.Int("token-id", trial.DefaultToken, "token id the checked step decodes")
-	weights := fs.String("weights", "", "optional .safetensors file with real weights")
+	weights := fs.String("weights", "", "optional .safetensors file with real weights"+checkpointDefault)
 	jsonOut := addJSONFlags(cmd, "print the results as JSON")
 	lim := addProgramLimitFlags(cmd)
 	device := addDeviceFlag(cmd, "cpu (the reference VM only), emu (also the CUDA kernels on the CPU emulator) or cuda (also on the GPU)")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // TestEmulatedWorkerServesACampaign: a gpuworker with --device emu (its
@@ -60,22 +62,18 @@ func TestEmulatedWorkerServesACampaign(t *testing.T) {
 	if err != nil || !created {
 		t.Fatalf("create: %v (created %v)", err, created)
 	}
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
-		var st campaign.State
+	var st campaign.State
+	waitfor.Check(t, 4*time.Minute, func() error {
 		if err := fleet.Read(id, func(c *campaign.Campaign) { st = c.State() }); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status == campaign.StatusDone && len(st.InFlight) == 0 {
-			if st.LatencyKind != trial.KindPredicted {
-				t.Errorf("campaign latency kind %s, want predicted", st.LatencyKind)
-			}
-			break
+		if st.Status != campaign.StatusDone || len(st.InFlight) != 0 {
+			return fmt.Errorf("campaign %s did not finish: %+v\nworker log:\n%s", id, st, d.logs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign %s did not finish: %+v\nworker log:\n%s", id, st, d.logs)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if st.LatencyKind != trial.KindPredicted {
+		t.Errorf("campaign latency kind %s, want predicted", st.LatencyKind)
 	}
 	rows, err := flywheel.ReadRows(filepath.Join(ws.CampaignDir(id), "results.tsv"))
 	if err != nil || len(rows) != trials {

@@ -20,6 +20,7 @@ import (
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // TestMain lets a test re-execute this binary as the real gpuworker.
@@ -315,14 +316,12 @@ func TestSigtermExitsZero(t *testing.T) {
 	if err := proctest.Start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(logs.String(), "gpuworker serving") {
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("never served:\n%s", logs.String())
+	waitfor.Check(t, 15*time.Second, func() error {
+		if !strings.Contains(logs.String(), "gpuworker serving") {
+			return fmt.Errorf("never served:\n%s", logs.String())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

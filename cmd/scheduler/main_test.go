@@ -22,15 +22,18 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/control/controltest"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/daemon"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/internal/proctest"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // The test binary doubles as a scheduler process for the crash test: with
@@ -67,7 +70,7 @@ func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *a
 	t.Helper()
 	evaluations := new(atomic.Int64)
 	for i := range n {
-		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: redisq.Conn{Addr: redisAddr}, Target: "h200", Device: "cpu",
+		redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: redisq.Conn{Addr: redisAddr}, Target: "h200", Device: "cpu",
 			Identity: fmt.Sprintf("test-worker-%d", i), ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond,
 			Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
 				evaluations.Add(1)
@@ -78,17 +81,6 @@ func startWorkers(t *testing.T, redisAddr string, n int, delay time.Duration) *a
 				}
 				return trial.Evaluate(ctx, spec, trial.Options{Models: models})
 			}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = w.Shutdown(ctx)
-		})
 	}
 	return evaluations
 }
@@ -141,33 +133,19 @@ func waitTrialsDrained(t *testing.T, redisAddr, target string) {
 	t.Helper()
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: redisAddr})
 	defer insp.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitfor.Check(t, time.Minute, func() error {
 		q, err := insp.GetQueueInfo(redisq.TrialQueue("", target))
-		if err == nil && q.Pending == 0 && q.Active == 0 && q.Scheduled == 0 && q.Retry == 0 {
-			return
+		if err != nil || q.Pending != 0 || q.Active != 0 || q.Scheduled != 0 || q.Retry != 0 {
+			return fmt.Errorf("the trials of %s did not drain: %+v %v", target, q, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the trials of %s did not drain: %+v %v", target, q, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitDone polls the API until the campaign is done with nothing in flight.
 func waitDone(t *testing.T, c *api.Client, id string) campaign.StatusReport {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		st, err := c.Status(context.Background(), id)
-		if err == nil && st.Status == campaign.StatusDone && len(st.InFlight) == 0 {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign %s did not finish: %+v %v", id, st, err)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	return controltest.WaitStatus(t, c, id, 90*time.Second, "the end", controltest.Finished)
 }
 
 // checkLedger asserts the ledger holds n experiments numbered 1..n in
@@ -354,17 +332,9 @@ func TestSchedulerKilledMidCampaignLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := c.Status(context.Background(), resp.ID)
-		if err == nil && st.ExperimentsRun >= 5 && len(st.InFlight) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not get going: %+v %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	controltest.WaitStatus(t, c, resp.ID, time.Minute, "5 experiments and a trial in flight", func(st campaign.StatusReport) bool {
+		return st.ExperimentsRun >= 5 && len(st.InFlight) > 0
+	})
 	if err := first.cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown at all
 		t.Fatal(err)
 	}
@@ -483,40 +453,18 @@ func TestRedisRestartDuringACampaign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st, err := c.Status(ctx, resp.ID)
-		if err == nil && st.ExperimentsRun >= 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not get going: %+v %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	controltest.WaitStatus(t, c, resp.ID, time.Minute, "4 experiments", controltest.Ran(4))
 	if _, err := c.Command(ctx, resp.ID, campaign.OpPause, control.CommandRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		st, err := c.Status(ctx, resp.ID)
-		if err == nil && len(st.InFlight) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("paused campaign did not drain: %+v %v", st, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	controltest.WaitStatus(t, c, resp.ID, time.Minute, "the paused campaign to drain", func(st campaign.StatusReport) bool { return len(st.InFlight) == 0 })
 	srv.Restart(t) // graceful stop (AOF flushed) and a start on the same port
-	for {
-		if h, err := c.Healthz(ctx); err == nil && h.Status == "ok" {
-			break
+	waitfor.Check(t, time.Minute, func() error {
+		if h, err := c.Healthz(ctx); err != nil || h.Status != "ok" {
+			return fmt.Errorf("the scheduler did not report healthy after the restart: %+v %v", h, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the scheduler did not report healthy after the restart")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if _, err := c.Command(ctx, resp.ID, campaign.OpResume, control.CommandRequest{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,12 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/control/controltest"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // TestFleetSurvivesAWorkerKillAndARedisRestart runs the real binaries — a
@@ -85,15 +87,12 @@ func TestFleetSurvivesAWorkerKillAndARedisRestart(t *testing.T) {
 	t.Log("restarted redis-server (append-only file kept)")
 
 	var status campaign.StatusReport
-	for deadline := time.Now().Add(4 * time.Minute); ; {
-		if status, err = client.Status(ctx, id); err == nil && status.Status == campaign.StatusDone && len(status.InFlight) == 0 {
-			break
+	waitfor.Check(t, 4*time.Minute, func() error {
+		if status, err = client.Status(ctx, id); err != nil || !controltest.Finished(status) {
+			return fmt.Errorf("campaign did not finish: %+v (err %v)\n%s\n%s", status, err, sched.Output(), workers[1-victim].Output())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not finish: %+v (err %v)\n%s\n%s", status, err, sched.Output(), workers[1-victim].Output())
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return nil
+	})
 
 	rows, err := flywheel.ReadRows(filepath.Join(ws, "campaigns", id, "results.tsv"))
 	if err != nil {

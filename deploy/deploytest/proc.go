@@ -153,31 +153,72 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// BuildCommands builds the named ./cmd/<name> packages of the module into a
-// temporary directory and returns the binaries' paths by name.
+// builds are the binaries BuildCommands built in this process, shared by
+// every test that asks for them: each build links a whole daemon, seconds of
+// CPU, and the binaries do not change during a test run.
+var builds struct {
+	sync.Mutex
+	dir  string
+	bins map[string]string
+}
+
+// BuildCommands builds the named ./cmd/<name> packages of the module and
+// returns the binaries' paths by name. A command is built once per test
+// process, into a directory RemoveBuilds removes (the package's TestMain
+// calls it after the tests).
 func BuildCommands(tb testing.TB, names ...string) map[string]string {
 	tb.Helper()
-	root, err := RepoRoot()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		tb.Skip("the go command is not on PATH; cannot build the daemons")
-	}
-	dir := tb.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	builds.Lock()
+	defer builds.Unlock()
+	var missing []string
 	for _, n := range names {
-		args = append(args, "./cmd/"+n)
+		if _, ok := builds.bins[n]; !ok {
+			missing = append(missing, n)
+		}
 	}
-	cmd := exec.Command(gobin, args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %v: %v\n%s", names, err, out)
+	if len(missing) > 0 {
+		root, err := RepoRoot()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		gobin, err := exec.LookPath("go")
+		if err != nil {
+			tb.Skip("the go command is not on PATH; cannot build the daemons")
+		}
+		if builds.dir == "" {
+			if builds.dir, err = os.MkdirTemp("", "amk-deploytest-bin-"); err != nil {
+				tb.Fatal(err)
+			}
+			builds.bins = map[string]string{}
+		}
+		args := []string{"build", "-o", builds.dir + string(filepath.Separator)}
+		for _, n := range missing {
+			args = append(args, "./cmd/"+n)
+		}
+		cmd := exec.Command(gobin, args...)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tb.Fatalf("go build %v: %v\n%s", missing, err, out)
+		}
+		for _, n := range missing {
+			builds.bins[n] = filepath.Join(builds.dir, n)
+		}
 	}
 	bins := map[string]string{}
 	for _, n := range names {
-		bins[n] = filepath.Join(dir, n)
+		bins[n] = builds.bins[n]
 	}
 	return bins
+}
+
+// RemoveBuilds removes what BuildCommands built.
+func RemoveBuilds() error {
+	builds.Lock()
+	defer builds.Unlock()
+	if builds.dir == "" {
+		return nil
+	}
+	err := os.RemoveAll(builds.dir)
+	builds.dir, builds.bins = "", nil
+	return err
 }

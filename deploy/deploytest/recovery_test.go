@@ -10,9 +10,11 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/control/controltest"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // fleet is a scheduler and CPU gpuworkers (real binaries) on one Redis
@@ -86,16 +88,15 @@ func (f *fleet) waitExperiments(t *testing.T, id string, n int) time.Time {
 // waitDone waits for the campaign to finish with nothing in flight.
 func (f *fleet) waitDone(t *testing.T, id string) campaign.StatusReport {
 	t.Helper()
-	for deadline := time.Now().Add(4 * time.Minute); ; {
-		st, err := f.client.Status(context.Background(), id)
-		if err == nil && st.Status == campaign.StatusDone && len(st.InFlight) == 0 {
-			return st
+	var st campaign.StatusReport
+	waitfor.Check(t, 4*time.Minute, func() error {
+		var err error
+		if st, err = f.client.Status(context.Background(), id); err != nil || !controltest.Finished(st) {
+			return fmt.Errorf("campaign %s did not finish: %+v %v\n%s", id, st, err, f.sched.Output())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign %s did not finish: %+v %v\n%s", id, st, err, f.sched.Output())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	return st
 }
 
 // TestRecoveryTimes measures how long the fleet takes to go on after a

@@ -13,6 +13,7 @@ import (
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // TestTwoWorkersWithDefaultFlagsOnOneHost starts two real gpuworker
@@ -37,19 +38,19 @@ func TestTwoWorkersWithDefaultFlagsOnOneHost(t *testing.T) {
 			"--redis", redis.Addr, "--target", "h100", "--device", "cpu"))
 	}
 	var workers []control.Worker
-	for deadline := time.Now().Add(readyWait); len(workers) < 2; {
+	waitfor.Check(t, readyWait, func() error {
 		for i, p := range procs {
 			if p.Exited() {
 				t.Fatalf("gpuworker-%d exited:\n%s", i, p.Output())
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers registered, want 2\n%s\n%s", len(workers), procs[0].Output(), procs[1].Output())
-		}
-		time.Sleep(100 * time.Millisecond)
 		workers = nil
 		getJSON(t, "http://"+schedAddr+"/v1/workers", &workers)
-	}
+		if len(workers) < 2 {
+			return fmt.Errorf("%d workers registered, want 2\n%s\n%s", len(workers), procs[0].Output(), procs[1].Output())
+		}
+		return nil
+	})
 	if workers[0].MetricsAddr == "" || workers[0].MetricsAddr == workers[1].MetricsAddr {
 		t.Fatalf("metrics addresses %q and %q, want two distinct ones", workers[0].MetricsAddr, workers[1].MetricsAddr)
 	}
@@ -87,15 +88,13 @@ scrape_configs:
     http_sd_configs: [{url: "http://%s/v1/sd/workers", refresh_interval: 1s}]
 `, JobWorker, schedAddr)
 	prom := StartPrometheus(t, []byte(config))
-	for deadline := time.Now().Add(readyWait); ; time.Sleep(200 * time.Millisecond) {
+	waitfor.Check(t, readyWait, func() error {
 		up, err := prom.Query(context.Background(), `up{job="`+JobWorker+`",profile="cpu"} == 1`, time.Now())
-		if err == nil && len(up) == 2 {
-			break
+		if err != nil || len(up) != 2 {
+			return fmt.Errorf("Prometheus did not scrape both workers through service discovery: %v %v\n%s", up, err, prom.Output())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Prometheus did not scrape both workers through service discovery: %v %v\n%s", up, err, prom.Output())
-		}
-	}
+		return nil
+	})
 }
 
 func getJSON(t *testing.T, url string, out any) {

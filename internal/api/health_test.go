@@ -17,6 +17,7 @@ import (
 	"github.com/amk-dev/amk/internal/proctest"
 	"github.com/amk-dev/amk/internal/redisq"
 	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A campaign for a GPU target no live worker serves says so across the
@@ -49,7 +50,7 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		}
 		return 0
 	}
-	apitest.WaitFor(t, 30*time.Second, "two trials queued for h100", func() bool { return queued() == 2 })
+	waitfor.Cond(t, 30*time.Second, "two trials queued for h100", func() bool { return queued() == 2 })
 	rep, err := client.Status(ctx, id)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +62,7 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		t.Fatalf("status of a campaign no worker serves: %+v (last event %q)", rep.Alerts, rep.LastEventAt)
 	}
 	// The log says it once, with what to do; the metric says it.
-	apitest.WaitFor(t, 30*time.Second, "the alert in the scheduler's log", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the alert in the scheduler's log", func() bool {
 		return strings.Contains(logged.String(), "campaign alert: no live worker serves GPU target h100")
 	})
 	if log := logged.String(); strings.Count(log, "campaign alert: no live worker") != 1 || !strings.Contains(log, "what_to_do=") {
@@ -72,9 +73,10 @@ func TestUnservedCampaignAndStopWithdrawsItsTrials(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP amk_scheduler_campaign_alert 1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials; amkctl status says what to do), 0 for the others.
+# HELP amk_scheduler_campaign_alert 1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials, queue_wait; amkctl status says what to do), 0 for the others.
 # TYPE amk_scheduler_campaign_alert gauge
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="no_driver",model="toy",target="h100"} 0
+amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="queue_wait",model="toy",target="h100"} 0
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="stalled",model="toy",target="h100"} 0
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="stuck_trials",model="toy",target="h100"} 0
 amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="unserved",model="toy",target="h100"} 1
@@ -104,7 +106,7 @@ amk_scheduler_campaign_alert{campaign="toy-h100-cpu",kind="unserved",model="toy"
 	if _, err := client.Command(ctx, id, campaign.OpReopen, control.CommandRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	apitest.WaitFor(t, 30*time.Second, "the reopened campaign's trials to be queued again", func() bool { return queued() == 2 })
+	waitfor.Cond(t, 30*time.Second, "the reopened campaign's trials to be queued again", func() bool { return queued() == 2 })
 }
 
 // syncBuffer collects a daemon's log.

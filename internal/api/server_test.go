@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,9 +17,11 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
+	"github.com/amk-dev/amk/control/controltest"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/scheduler"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 const token = "s3cret-token"
@@ -141,20 +144,17 @@ func TestCampaignLifecycleOverHTTP(t *testing.T) {
 	}
 	id := created.ID
 	var st campaign.StatusReport
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	waitfor.Check(t, time.Minute, func() error {
 		r := call(t, srv, "GET", "/v1/campaigns/"+id, "", "")
+		st = campaign.StatusReport{}
 		if err := json.Unmarshal([]byte(r.body), &st); err != nil {
 			t.Fatalf("status: %v %s", err, r.body)
 		}
-		if st.Status == campaign.StatusDone && len(st.InFlight) == 0 {
-			break
+		if !controltest.Finished(st) {
+			return fmt.Errorf("campaign did not finish: %+v", st)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("campaign did not finish: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if st.ExperimentsRun != 6 {
 		t.Fatalf("%d experiments, want the budget's 6", st.ExperimentsRun)
 	}

@@ -16,9 +16,11 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/api"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // Token is the API token of a scheduler whose options name none.
@@ -112,18 +114,6 @@ func (s *Scheduler) Client(t testing.TB) *api.Client {
 	return c
 }
 
-// WaitFor polls cond every 20 ms until it holds; after limit the test
-// fails naming what it waited for (the limit only keeps a broken test from
-// hanging: it is not what a test measures).
-func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-	}
-}
-
 // RedisFleet is a fleet's options for a transport through the real
 // redis-server at addr (redistest.Start) under namespace ns, with one live
 // worker per target of workerTargets evaluating Evaluate on this
@@ -143,21 +133,10 @@ func RedisFleet(t testing.TB, addr, ns string, workerTargets ...string) schedule
 	}
 	t.Cleanup(func() { _ = view.Close() })
 	for _, target := range workerTargets {
-		w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: target, Device: "cpu",
+		redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: target, Device: "cpu",
 			Identity: ns + "-" + target, ShutdownGrace: 200 * time.Millisecond, RetryDelay: 10 * time.Millisecond, Evaluate: Evaluate})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = w.Shutdown(ctx)
-		})
 	}
-	WaitFor(t, 30*time.Second, "the workers to register", func() bool {
+	waitfor.Cond(t, 30*time.Second, "the workers to register", func() bool {
 		ws, err := view.Workers(context.Background())
 		return err == nil && len(ws) == len(workerTargets)
 	})

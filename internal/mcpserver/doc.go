@@ -10,8 +10,13 @@
 // type of its handler (tools.go), except eval's, whose schedule and config
 // arguments have the schedule config's JSON Schema (schedule.ConfigSchema,
 // also the resource amk://schema/schedule_config.json; the server decodes
-// eval's arguments itself, so a config the schema refuses is a valid=false
-// verdict, not a refusal). Each tool answers with the same JSON the
+// eval's arguments itself, so a knob value the schema refuses is a
+// valid=false verdict, not a refusal). eval's config and propose's
+// incumbent are read as amkctl reads a --schedule file
+// (schedule.ReadUserConfig): a key amk does not know is a tool error naming
+// the key probably meant unless the call sets ignore_unknown_keys (amkctl's
+// --ignore-unknown-keys), and propose's whole answer stands for its
+// schedule_config. Each tool answers with the same JSON the
 // matching amkctl verb prints, as structured content and as text. The
 // reference system's names (referenceNames: amk_eval, amk_orchestrate_status,
 // ...) are served too, by the same handlers, which take the reference's
@@ -33,7 +38,11 @@
 //   - status, next, report, record, note, campaigns: the orchestrator,
 //     through a control.Service, so they act on a local workspace or, with
 //     Options.Campaigns a scheduler's api.Client, on a scheduler; note keeps
-//     an operator's note in the campaign's ledger and reports.
+//     an operator's note in the campaign's ledger and reports;
+//   - pause, resume, stop, reopen, budget, criteria: the operator commands
+//     of amkctl's verbs and the HTTP API, each a control.Service Command
+//     (control.Commands says what each takes); on a campaign this server
+//     runs in the background they reach its driver (stop ends the run).
 //
 // # Honesty and failure
 //

@@ -17,6 +17,7 @@ import (
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/pyjson"
 	"github.com/amk-dev/amk/schedule"
+	"github.com/amk-dev/amk/trial"
 )
 
 // compile compiles a JSON Schema document (a 2020-12 one when it names
@@ -246,4 +247,59 @@ func TestReferenceNames(t *testing.T) {
 	if _, ok := doc["ready"]; !ok {
 		t.Fatalf("amk_doctor: %v", doc)
 	}
+}
+
+// TestEvalRefusesUnknownConfigKeys: eval (under both names, the config as
+// an object or its JSON text) and propose's incumbent read a schedule
+// config as amkctl reads a --schedule file: a key amk does not know is a
+// tool error naming the key probably meant and the opt-out, and with
+// ignore_unknown_keys the config is evaluated with the verdict naming the
+// key read past; propose's whole answer stands for its schedule_config.
+func TestEvalRefusesUnknownConfigKeys(t *testing.T) {
+	h := newHarness(t)
+	misspelt := map[string]any{"pipelining_depth": 0, "tilling": map[string]any{"gemv": map[string]any{"N_tile": 64}}}
+	text, _ := json.Marshal(misspelt)
+	for _, args := range []map[string]any{
+		{"schedule": misspelt},
+		{"config": misspelt},
+		{"config": string(text)},
+	} {
+		args["model"], args["gpu"] = "toy", "h100"
+		for _, tool := range []string{"eval", "amk_eval"} {
+			msg := h.toolError(tool, args)
+			if !strings.Contains(msg, `'tilling' (did you mean "tiling"?)`) || !strings.Contains(msg, "ignore_unknown_keys") {
+				t.Errorf("%s %v: error %q does not name the key meant and the opt-out", tool, args, msg)
+			}
+		}
+		args["ignore_unknown_keys"] = true
+		var v EvalAnswer
+		h.ok("amk_eval", args, &v)
+		if !v.OK || !slices.ContainsFunc(v.Notes, func(n string) bool {
+			return strings.HasPrefix(n, trial.IgnoredKeysPrefix) && strings.Contains(n, "'tilling'")
+		}) {
+			t.Errorf("ignore_unknown_keys %v: %+v", args, v)
+		}
+	}
+	if msg := h.toolError("eval", map[string]any{"model": "toy", "gpu": "h100", "config": "{not json"}); !strings.Contains(msg, "argument config") {
+		t.Errorf("config text that is not JSON: %q", msg)
+	}
+	if msg := h.toolError("eval", map[string]any{"model": "toy", "gpu": "h100", "schedule": map[string]any{}}); !strings.Contains(msg, "sets no schedule setting") {
+		t.Errorf("an empty schedule: %q", msg)
+	}
+
+	// propose's whole answer is read as its schedule_config.
+	var surf map[string]any
+	h.ok("propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": map[string]any{"pipelining_depth": 0}}, &surf)
+	var whole, direct EvalAnswer
+	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "schedule": surf}, &whole)
+	h.ok("eval", map[string]any{"model": "toy", "gpu": "h100", "schedule": surf["schedule_config"]}, &direct)
+	if !whole.OK || whole.ScheduleID != direct.ScheduleID || !slices.ContainsFunc(whole.Notes, func(n string) bool { return strings.Contains(n, "propose's answer") }) {
+		t.Errorf("propose's answer as the schedule: %+v, its schedule_config: %+v", whole, direct)
+	}
+
+	// propose's incumbent is read the same way.
+	if msg := h.toolError("amk_propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": misspelt}); !strings.Contains(msg, `(did you mean "tiling"?)`) {
+		t.Errorf("propose with a misspelt incumbent: %q", msg)
+	}
+	h.ok("amk_propose", map[string]any{"model": "toy", "gpu": "h100", "incumbent": misspelt, "ignore_unknown_keys": true}, &surf)
 }

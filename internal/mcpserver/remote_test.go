@@ -69,6 +69,15 @@ func TestOnAScheduler(t *testing.T) {
 	if paused.Status.Status != campaign.StatusPaused {
 		t.Fatalf("cancel on a scheduler: %+v", paused)
 	}
+	var resumed, stopped control.CommandResponse
+	h.ok("resume", map[string]any{"campaign": started.Campaign}, &resumed)
+	if resumed.Campaign.Status != campaign.StatusOptimizing {
+		t.Fatalf("resume on a scheduler: %+v", resumed)
+	}
+	h.ok("stop", map[string]any{"campaign": started.Campaign, "note": "agent: enough"}, &stopped)
+	if stopped.Campaign.Status != campaign.StatusDone || !strings.Contains(strings.Join(stopped.Log, "\n"), "agent: enough") {
+		t.Fatalf("stop on a scheduler: %+v", stopped)
+	}
 
 	var next NextAnswer
 	h.ok("next", map[string]any{"campaign": loop.Campaign}, &next)

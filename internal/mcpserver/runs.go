@@ -21,7 +21,7 @@ import (
 // CampaignInput is what loop and autoresearch take: the campaign (created
 // when new, resumed otherwise) and this run's limits.
 type CampaignInput struct {
-	Model         string          `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	Model         string          `json:"model" jsonschema:"model preset, a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache (its checkpoint supplies the weights)"`
 	GPU           string          `json:"gpu" jsonschema:"GPU target record"`
 	Device        string          `json:"device,omitempty" jsonschema:"cpu (default: predicted latencies), cuda (measured-gpu) or auto (cuda when a CUDA device answers here, cpu otherwise)"`
 	Name          string          `json:"name,omitempty" jsonschema:"optional campaign name, to run several campaigns on one model, gpu and device"`
@@ -35,7 +35,7 @@ type CampaignInput struct {
 	Batch         int             `json:"batch,omitempty" jsonschema:"decode batch B every trial lowers and checks (default 1; B > 1: GEMM tiles); the workload's batch"`
 	Workload      *trial.Workload `json:"workload,omitempty" jsonschema:"what the campaign tunes for: prompt_lens (prompt lengths), gen_len (tokens generated after each), batch; default a 512-token prompt, 128 generated tokens, batch 1; a workload other than the default names its own campaign"`
 	SpeedupTarget *float64        `json:"speedup_target,omitempty" jsonschema:"a new campaign stops once this fast against its baseline (default 3, the default move-on criterion; 0: never)"`
-	Weights       string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Weights       string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights; default: the model's own checkpoint (a HuggingFace id's snapshot, or beside its config.json), else seeded weights"`
 }
 
 // LoopInput is loop's arguments.
@@ -375,7 +375,7 @@ func (s *Server) cancel(ctx context.Context, _ *mcp.CallToolRequest, in Selector
 			return nil, RunAnswer{}, err
 		}
 		return nil, RunAnswer{Campaign: id, Where: s.opts.Campaigns.Where(), Status: resp.Campaign,
-			Next: "paused on the scheduler: amkctl resume (or the API's resume) continues it"}, nil
+			Next: "paused on the scheduler: the resume tool (or amkctl resume) continues it"}, nil
 	}
 	run := s.running(id)
 	if run == nil {

@@ -18,7 +18,7 @@ import (
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
-	"github.com/amk-dev/amk/internal/apitest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // harness is a server on a fresh local workspace and an SDK client
@@ -142,7 +142,8 @@ func TestListTools(t *testing.T) {
 	slices.Sort(names)
 	want := []string{"amk_autoresearch", "amk_doctor", "amk_eval", "amk_loop", "amk_orchestrate_next", "amk_orchestrate_record",
 		"amk_orchestrate_report", "amk_orchestrate_status", "amk_propose",
-		"autoresearch", "campaigns", "cancel", "doctor", "eval", "loop", "next", "note", "propose", "record", "report", "status", "trial", "tune_instruction"}
+		"autoresearch", "budget", "campaigns", "cancel", "criteria", "doctor", "eval", "loop", "next", "note", "pause", "propose", "record", "reopen", "report",
+		"resume", "status", "stop", "trial", "tune_instruction"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -416,7 +417,7 @@ func TestCancelledAutoresearch(t *testing.T) {
 	if started.Campaign == "" || !started.Background || !started.Created {
 		t.Fatalf("autoresearch answered %+v", started)
 	}
-	apitest.WaitFor(t, 2*time.Minute, "a recorded experiment", func() bool {
+	waitfor.Cond(t, 2*time.Minute, "a recorded experiment", func() bool {
 		var st StatusAnswer
 		h.ok("status", map[string]any{"campaign": started.Campaign}, &st)
 		if !st.Running {
@@ -493,7 +494,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 		_, err := h.client.CallTool(cctx, long)
 		done <- err
 	}()
-	apitest.WaitFor(t, 2*time.Minute, "the long loop's first progress", func() bool {
+	waitfor.Cond(t, 2*time.Minute, "the long loop's first progress", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return len(h.progress) > 0
@@ -502,7 +503,7 @@ func TestLoopProgressAndCancellation(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled loop returned %v", err)
 	}
-	apitest.WaitFor(t, 2*time.Minute, "the cancelled loop to release its campaign", func() bool {
+	waitfor.Cond(t, 2*time.Minute, "the cancelled loop to release its campaign", func() bool {
 		var list CampaignsAnswer
 		h.ok("campaigns", nil, &list)
 		return len(list.RunningHere) == 0

@@ -38,25 +38,84 @@ func (s *Server) addTools() {
 	addTool(s, "record", "Record your own experiment into a campaign (the orchestrator's record): status kept|revert|tried|failed|crash|timeout|rejected; a latency needs correctness PASS and a kind (predicted or measured-gpu).", s.record)
 	addTool(s, "campaigns", "List the campaigns with their status.", s.campaigns)
 	addTool(s, "trial", "One trial of a campaign (trial: its number): while in flight its spec and age; once finished the experiment it became, its verdict (config, correctness, latency and its kind) or failure, the worker that ran it and each stage's seconds.", s.trial)
-	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", s.command(campaign.OpNote))
+	addTool(s, "note", "Keep a note in a campaign (note: the text): it goes into the campaign's ledger and shows in its reports and the web view, with its time. For what an operator or agent should know later: a change made by hand, a suspicion, a reason.", command[CommandInput](s, campaign.OpNote))
+	addTool(s, "pause", "Pause a campaign: its driver starts no new trials (trials in flight are still recorded) until resume. Answers the campaign's log lines and its status.", command[LifecycleInput](s, campaign.OpPause))
+	addTool(s, "resume", "Resume a paused campaign. Answers the campaign's log lines and its status.", command[LifecycleInput](s, campaign.OpResume))
+	addTool(s, "stop", "Stop a campaign for good: it becomes done and keeps its experiments (reopen continues it). Answers the campaign's log lines and its status.", command[LifecycleInput](s, campaign.OpStop))
+	addTool(s, "reopen", "Reopen a done campaign, optionally with a new budget (a total, counting what was already spent) and move-on criteria. Answers the campaign's log lines and its status.", command[ReopenInput](s, campaign.OpReopen))
+	addTool(s, "budget", "Replace a campaign's budget: iterations (experiments) and minutes (unpaused), totals counting what was already spent; 0 is unbounded. Answers the campaign's log lines and its status.", command[BudgetInput](s, campaign.OpBudget))
+	addTool(s, "criteria", "Change a campaign's move-on criteria (those given replace the campaign's; 0 turns one off): consecutive_reverts (the plateau threshold's base), pct_roofline_target, max_minutes, speedup_target. Answers the campaign's log lines and its status.", command[CriteriaInput](s, campaign.OpCriteria))
 }
 
-// CommandInput is an operator command's arguments: the campaign and the
-// note (with note, the note's text).
+// commandInput is the arguments of an operator command's tool: the
+// campaign they name and control's request.
+type commandInput interface {
+	selector() Selector
+	request() control.CommandRequest
+}
+
+// CommandInput is the note tool's arguments: the campaign and the note's
+// text.
 type CommandInput struct {
 	Selector
 	Note string `json:"note" jsonschema:"free text: the note itself (note), or kept in the campaign's log with the command"`
 }
 
+// LifecycleInput is the arguments of pause, resume and stop: the campaign
+// and an optional note for its log.
+type LifecycleInput struct {
+	Selector
+	Note string `json:"note,omitempty" jsonschema:"free text kept in the campaign's log with the command"`
+}
+
+// ReopenInput is reopen's arguments: LifecycleInput with an optional new
+// budget and criteria.
+type ReopenInput struct {
+	LifecycleInput
+	Budget *campaign.Budget `json:"budget,omitempty" jsonschema:"the campaign's new total budget: iterations (experiments) and minutes, counting those already spent; 0: unbounded"`
+	MoveOn *control.MoveOn  `json:"move_on,omitempty" jsonschema:"move-on criteria to replace (those given)"`
+}
+
+// BudgetInput is budget's arguments.
+type BudgetInput struct {
+	LifecycleInput
+	Budget campaign.Budget `json:"budget" jsonschema:"the campaign's new total budget: iterations (experiments) and minutes, counting those already spent; 0: unbounded"`
+}
+
+// CriteriaInput is criteria's arguments.
+type CriteriaInput struct {
+	LifecycleInput
+	MoveOn control.MoveOn `json:"move_on" jsonschema:"the move-on criteria to replace (those given; the others stay)"`
+}
+
+func (in CommandInput) selector() Selector { return in.Selector }
+func (in CommandInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note}
+}
+func (in LifecycleInput) selector() Selector { return in.Selector }
+func (in LifecycleInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note}
+}
+func (in ReopenInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note, Budget: in.Budget, MoveOn: in.MoveOn}
+}
+func (in BudgetInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note, Budget: &in.Budget}
+}
+func (in CriteriaInput) request() control.CommandRequest {
+	return control.CommandRequest{Note: in.Note, MoveOn: &in.MoveOn}
+}
+
 // command is the tool of an operator command on one campaign: control's
-// Command, answering the campaign's log lines and its status afterwards.
-func (s *Server) command(op string) mcp.ToolHandlerFor[CommandInput, control.CommandResponse] {
-	return func(ctx context.Context, _ *mcp.CallToolRequest, in CommandInput) (*mcp.CallToolResult, control.CommandResponse, error) {
-		id, err := s.resolve(ctx, in.Selector)
+// Command (which checks what the command takes), answering the campaign's
+// log lines and its status afterwards.
+func command[In commandInput](s *Server, op string) mcp.ToolHandlerFor[In, control.CommandResponse] {
+	return func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, control.CommandResponse, error) {
+		id, err := s.resolve(ctx, in.selector())
 		if err != nil {
 			return nil, control.CommandResponse{}, err
 		}
-		resp, err := s.opts.Campaigns.Command(ctx, id, op, control.CommandRequest{Note: in.Note})
+		resp, err := s.opts.Campaigns.Command(ctx, id, op, in.request())
 		return nil, resp, err
 	}
 }
@@ -94,10 +153,12 @@ func (s *Server) resolve(ctx context.Context, sel Selector) (string, error) {
 
 // ProposeInput is propose's arguments.
 type ProposeInput struct {
-	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b) or a HuggingFace config.json path"`
+	Model     string         `json:"model" jsonschema:"model preset (toy, toy-2L, small, llama-1b, tinyllama, llama-8b), a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache"`
 	GPU       string         `json:"gpu" jsonschema:"GPU target record (h100, h200, a100, b200, rtx5090, ...)"`
 	Device    string         `json:"device,omitempty" jsonschema:"cpu (default), cuda or auto (cuda when a CUDA device answers here): kernel-build knobs are levers only on cuda"`
 	Incumbent map[string]any `json:"incumbent,omitempty" jsonschema:"a schedule_config to present as the incumbent; default: the canonical default config"`
+	// IgnoreUnknownKeys is amkctl propose's --ignore-unknown-keys.
+	IgnoreUnknownKeys bool `json:"ignore_unknown_keys,omitempty" jsonschema:"read past incumbent keys amk does not know instead of refusing it"`
 }
 
 func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeInput) (*mcp.CallToolResult, any, error) {
@@ -116,10 +177,14 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 	inc := schedule.Default()
 	if in.Incumbent != nil {
 		data, err := configJSON("incumbent", in.Incumbent)
-		if err == nil {
-			inc, err = schedule.ParsePoint(data)
-		}
 		if err != nil {
+			return nil, nil, err
+		}
+		cfg, _, err := userConfig("incumbent", data, in.IgnoreUnknownKeys)
+		if err != nil {
+			return nil, nil, err
+		}
+		if inc, err = schedule.PointFromValue(cfg.Value); err != nil {
 			return nil, nil, argError("incumbent", err)
 		}
 	}
@@ -129,7 +194,7 @@ func (s *Server) propose(_ context.Context, _ *mcp.CallToolRequest, in ProposeIn
 
 // EvalInput is eval's arguments.
 type EvalInput struct {
-	Model    string         `json:"model" jsonschema:"model preset or a HuggingFace config.json path"`
+	Model    string         `json:"model" jsonschema:"model preset, a HuggingFace config.json path, or a HuggingFace id ORG/NAME[@REVISION] from the local cache (its checkpoint supplies the weights)"`
 	GPU      string         `json:"gpu" jsonschema:"GPU target record"`
 	Schedule map[string]any `json:"schedule,omitempty" jsonschema:"the schedule_config to evaluate (propose's schedule_config with ONE knob edited); default: the canonical default config"`
 	// Config is the reference's name for Schedule: a config object, or
@@ -138,9 +203,11 @@ type EvalInput struct {
 	Device   string          `json:"device,omitempty" jsonschema:"cpu (default: cost-model latencies, labelled predicted), cuda (measured-gpu; a cuda build on a GPU machine) or auto (cuda when a CUDA device answers here, cpu otherwise; the verdict's notes say which)"`
 	TokenID  *int            `json:"token_id,omitempty" jsonschema:"token id fed to the checked decode step"`
 	Pos      int             `json:"pos,omitempty" jsonschema:"decode position of the checked step"`
-	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights"`
+	Weights  string          `json:"weights,omitempty" jsonschema:"optional .safetensors file with real weights; default: the model's own checkpoint (a HuggingFace id's snapshot, or beside its config.json), else seeded weights"`
 	Batch    int             `json:"batch,omitempty" jsonschema:"decode batch B (default 1; B > 1 lowers GEMM tiles and checks every sequence)"`
 	Workload *trial.Workload `json:"workload,omitempty" jsonschema:"evaluate for a workload instead of one step at pos: prompt_lens, gen_len, batch; the trial is checked at a few KV lengths spanning it and its latency is the mean time per decode step"`
+	// IgnoreUnknownKeys is amkctl eval's --ignore-unknown-keys.
+	IgnoreUnknownKeys bool `json:"ignore_unknown_keys,omitempty" jsonschema:"read past schedule config keys amk does not know (the verdict's notes name them) instead of refusing the config; default false: an unknown key is an error naming the key probably meant"`
 }
 
 // EvalAnswer is the verdict with amkctl eval's exit code as a boolean.
@@ -164,12 +231,19 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 	if in.Batch < 0 || in.Batch > schedule.MaxBatch {
 		return nil, none, fmt.Errorf("argument batch: must be in [1, %d], got %d", schedule.MaxBatch, in.Batch)
 	}
-	point, err := scheduleArg(in.Schedule, in.Config)
+	arg, point, err := scheduleArg(in.Schedule, in.Config)
 	if err != nil {
 		return nil, none, err
 	}
+	var readNotes []string
 	if point == nil {
 		point = pyjson.Indent(schedule.Default().Value())
+	} else {
+		var cfg schedule.UserConfig
+		if cfg, readNotes, err = userConfig(arg, point, in.IgnoreUnknownKeys); err != nil {
+			return nil, none, err
+		}
+		point = cfg.JSON()
 	}
 	launcher, device, picked, release, err := s.launcher(in.Device)
 	if err != nil {
@@ -204,6 +278,7 @@ func (s *Server) eval(ctx context.Context, _ *mcp.CallToolRequest, in EvalInput)
 		return nil, none, errors.New("eval: internal error: no verdict and no failure")
 	}
 	v := *out.Verdict
+	v.Notes = append(v.Notes, readNotes...)
 	if picked != "" {
 		v.Notes = append(v.Notes, picked)
 	}
@@ -404,7 +479,7 @@ func (s *Server) record(ctx context.Context, _ *mcp.CallToolRequest, in RecordIn
 	req := control.RecordRequest{Status: in.Status, Correctness: in.Correctness, LatencyUS: in.LatencyUS,
 		PctOfRoofline: pct, BoundUS: in.BoundUS, Kind: trial.LatencyKind(in.Kind), ScheduleID: in.ScheduleID,
 		Description: in.Description, Source: source, Regions: in.Regions}
-	if req.Config, err = scheduleArg(in.Schedule, in.Config); err != nil {
+	if _, req.Config, err = scheduleArg(in.Schedule, in.Config); err != nil {
 		return nil, none, err
 	}
 	// A campaign this server runs takes the record through its driver.
@@ -462,32 +537,56 @@ func (s *Server) proposeDevice(arg string) (schedule.Device, error) {
 }
 
 // scheduleArg is the config of a schedule argument or of config, its name
-// in the reference's tools (an object, or the JSON text of one); nil when
-// neither is given.
-func scheduleArg(sched map[string]any, config any) ([]byte, error) {
+// in the reference's tools (an object, or the JSON text of one), and the
+// name of the argument it came from; nil when neither is given.
+func scheduleArg(sched map[string]any, config any) (string, []byte, error) {
 	switch c := config.(type) {
 	case nil:
 		if sched == nil {
-			return nil, nil
+			return "", nil, nil
 		}
-		return configJSON("schedule", sched)
+		data, err := configJSON("schedule", sched)
+		return "schedule", data, err
 	case map[string]any:
 		if sched != nil {
-			return nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
+			return "", nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
 		}
-		return configJSON("config", c)
+		data, err := configJSON("config", c)
+		return "config", data, err
 	case string:
 		if sched != nil {
-			return nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
+			return "", nil, errors.New("argument config: give schedule or config (the reference's name for it), not both")
 		}
 		if len(c) > maxConfigBytes {
-			return nil, fmt.Errorf("argument config: %d bytes, more than the %d a schedule config may have", len(c), maxConfigBytes)
+			return "", nil, fmt.Errorf("argument config: %d bytes, more than the %d a schedule config may have", len(c), maxConfigBytes)
 		}
-		// The text goes to the evaluator as it is: a malformed one is a
-		// valid=false verdict, as a malformed object is.
-		return []byte(c), nil
+		return "config", []byte(c), nil
 	}
-	return nil, fmt.Errorf("argument config: a schedule_config object or its JSON text, got %T", config)
+	return "", nil, fmt.Errorf("argument config: a schedule_config object or its JSON text, got %T", config)
+}
+
+// userConfig reads the config of a schedule (or config) argument as amkctl
+// reads a --schedule file, with schedule.ReadUserConfig: propose's whole
+// answer stands for its schedule_config (a note says so), and a key amk
+// does not know is an error naming the key probably meant, unless
+// ignoreUnknown (the evaluation's verdict then names each key read past).
+// Input that is not a JSON object, or an object that sets no schedule
+// setting, is an error too; a value of a known knob that is wrong is not
+// (the verdict rejects the config and says why).
+func userConfig(arg string, data []byte, ignoreUnknown bool) (schedule.UserConfig, []string, error) {
+	cfg, err := schedule.ReadUserConfig(data, ignoreUnknown)
+	var unknown *schedule.UnknownKeysError
+	if errors.As(err, &unknown) {
+		return cfg, nil, fmt.Errorf("argument %s: %v (ignore_unknown_keys: true reads past them)", arg, err)
+	}
+	if err != nil {
+		return cfg, nil, argError(arg, err)
+	}
+	var notes []string
+	if cfg.FromSurface {
+		notes = append(notes, "the "+arg+" argument is propose's answer: its schedule_config was read")
+	}
+	return cfg, notes, nil
 }
 
 // configJSON encodes a schedule config argument, bounded in size.

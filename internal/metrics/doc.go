@@ -32,7 +32,7 @@
 //	                                                            is evaluated at (series baseline, best, floor)
 //	  amk_scheduler_campaign_workload_info{workload}    gauge   1, naming the workload the campaign tunes for
 //	  amk_scheduler_campaign_alert{kind}                gauge   1 for each alert the campaign has, 0 for the others
-//	                                                            (no_driver, unserved, stalled, stuck_trials; control
+//	                                                            (no_driver, unserved, stalled, stuck_trials, queue_wait; control
 //	                                                            judges them, amkctl status says what to do); a campaign
 //	                                                            the scheduler does not drive is exported while it has one
 //

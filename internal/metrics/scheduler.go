@@ -166,7 +166,7 @@ func RegisterScheduler(reg prometheus.Registerer, source func() []Campaign) erro
 		improved:    desc(SchedulerLastImprovement, "Unix time of the campaign's last improvement (its start before the first)."),
 		steps:       desc(SchedulerStepLatency, "Time per decode step at each KV length the campaign's workload is evaluated at, in seconds: the baseline's, the best's and the streamed-bytes floor.", "series", "kv_len"),
 		workload:    desc(SchedulerWorkload, "1, naming the workload the campaign tunes for.", "workload"),
-		alert:       desc(SchedulerCampaignAlert, "1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials; amkctl status says what to do), 0 for the others.", "kind"),
+		alert:       desc(SchedulerCampaignAlert, "1 for each alert the campaign has (no_driver, unserved, stalled, stuck_trials, queue_wait; amkctl status says what to do), 0 for the others.", "kind"),
 	}
 	return reg.Register(c)
 }

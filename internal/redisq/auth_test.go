@@ -15,6 +15,7 @@ import (
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 var fleetSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -69,23 +70,12 @@ func TestForgedOutcomeOnTheQueueIsRefused(t *testing.T) {
 	if _, err := client.Enqueue(asynq.NewTask(TypeOutcome, forged), asynq.Queue(ResultQueue(ns)), asynq.TaskID("forge/1")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the forgery to be refused", func() bool { mu.Lock(); defer mu.Unlock(); return rejected[RejectMissingMAC] == 1 })
+	waitfor.Cond(t, 20*time.Second, "the forgery to be refused", func() bool { mu.Lock(); defer mu.Unlock(); return rejected[RejectMissingMAC] == 1 })
 	startWorker(t, srv, ns, "honest", func(ctx context.Context, spec trial.Spec) trial.Outcome { return okVerdict(spec) },
 		func(o *WorkerOptions) { o.Secret = fleetSecret })
 	o := next(t, d, 20*time.Second)
 	if o.Verdict == nil || o.Worker != "honest" || *o.Verdict.LatencyUS == lat {
 		t.Fatalf("got %+v, want the honest worker's verdict", o)
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -170,7 +160,7 @@ func TestAReplacedSpecIsNeverEvaluated(t *testing.T) {
 		cancel()
 		// The next round replaces the trial of another submission.
 		d.Forget(o)
-		waitUntil(t, "the trial to be forgotten", func() bool {
+		waitfor.Cond(t, 20*time.Second, "the trial to be forgotten", func() bool {
 			_, err := insp.GetTaskInfo(queue, TaskID(issued))
 			return errors.Is(err, asynq.ErrTaskNotFound)
 		})
@@ -213,7 +203,7 @@ func TestACapturedOutcomeIsRefusedByANewIncarnation(t *testing.T) {
 	if _, err := client.Enqueue(asynq.NewTask(TypeOutcome, sealed), asynq.Queue(ResultQueue(ns)), asynq.TaskID("again/0")); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the captured outcome to be refused", func() bool { mu.Lock(); defer mu.Unlock(); return rejected[RejectNotIssued] == 1 })
+	waitfor.Cond(t, 20*time.Second, "the captured outcome to be refused", func() bool { mu.Lock(); defer mu.Unlock(); return rejected[RejectNotIssued] == 1 })
 	startWorker(t, srv, ns, "honest", func(ctx context.Context, spec trial.Spec) trial.Outcome { return okVerdict(spec) },
 		func(o *WorkerOptions) { o.Secret = fleetSecret })
 	o := next(t, d, 30*time.Second)

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 func TestSuiteOneWorker(t *testing.T) {
@@ -49,7 +51,28 @@ func TestWorkerStoppedMidTrialIsRerunElsewhere(t *testing.T) {
 		cancelled.Store(true)
 		return trial.Outcome{Failure: &trial.Failure{Class: trial.FailInfra, Message: "cancelled"}}
 	}, func(o *WorkerOptions) { o.ShutdownGrace = 50 * time.Millisecond })
-	if err := d.Submit(context.Background(), dispatchtest.Spec("kill", 1)); err != nil {
+	bCalls := secondWorkerJoins(t, srv, d, ns, "kill", started)
+	shutdown(t, a)
+	if !cancelled.Load() {
+		t.Fatal("A's evaluation was not cancelled before Shutdown returned")
+	}
+	o := next(t, d, 10*time.Second)
+	if o.TrialID != 1 || o.Verdict == nil || o.Worker != "B" {
+		t.Fatalf("got %+v, want B's verdict for trial 1", o)
+	}
+	quiet(t, d, 500*time.Millisecond)
+	if n := bCalls.Load(); n != 1 {
+		t.Fatalf("B evaluated %d times, want 1", n)
+	}
+}
+
+// secondWorkerJoins submits trial 1 of kind, waits until worker A has
+// started it (A's evaluator closes started), then starts worker B, which
+// answers every trial with a verdict, and returns B's count of
+// evaluations.
+func secondWorkerJoins(t *testing.T, srv *redistest.Server, d *Dispatcher, ns, kind string, started <-chan struct{}) *atomic.Int64 {
+	t.Helper()
+	if err := d.Submit(context.Background(), dispatchtest.Spec(kind, 1)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -62,21 +85,16 @@ func TestWorkerStoppedMidTrialIsRerunElsewhere(t *testing.T) {
 		bCalls.Add(1)
 		return okVerdict(spec)
 	}, nil)
+	return &bCalls
+}
+
+// shutdown shuts a worker down, within 5 seconds.
+func shutdown(t *testing.T, w *Worker) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := a.Shutdown(ctx); err != nil {
+	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if !cancelled.Load() {
-		t.Fatal("A's evaluation was not cancelled before Shutdown returned")
-	}
-	o := next(t, d, 10*time.Second)
-	if o.TrialID != 1 || o.Verdict == nil || o.Worker != "B" {
-		t.Fatalf("got %+v, want B's verdict for trial 1", o)
-	}
-	quiet(t, d, 500*time.Millisecond)
-	if n := bCalls.Load(); n != 1 {
-		t.Fatalf("B evaluated %d times, want 1", n)
 	}
 }
 
@@ -283,18 +301,14 @@ func TestMalformedPayloads(t *testing.T) {
 	// Unkeyed garbage is archived for an operator, not retried.
 	insp := asynq.NewInspector(asynq.RedisClientOpt{Addr: srv.Addr})
 	defer insp.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitfor.Check(t, 5*time.Second, func() error {
 		qi, err := insp.GetQueueInfo(queue)
 		ri, err2 := insp.GetQueueInfo(ResultQueue(ns))
-		if err == nil && err2 == nil && qi.Archived == 2 && ri.Archived == 1 {
-			break
+		if err != nil || err2 != nil || qi.Archived != 2 || ri.Archived != 1 {
+			return fmt.Errorf("archived: trials %+v (%v), results %+v (%v); want 2 and 1", qi, err, ri, err2)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("archived: trials %+v (%v), results %+v (%v); want 2 and 1", qi, err, ri, err2)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // Redis restarting (with its append-only file) does not lose the fleet.
@@ -318,16 +332,7 @@ func TestRedisRestartKeepsServing(t *testing.T) {
 	srv.Restart(t)
 	// Submissions right after the restart may race the reconnect; retry.
 	for i := 5; i < 10; i++ {
-		var err error
-		for range 50 {
-			if err = d.Submit(context.Background(), dispatchtest.Spec("rr", i)); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		waitfor.Check(t, 5*time.Second, func() error { return d.Submit(context.Background(), dispatchtest.Spec("rr", i)) })
 	}
 	seen := map[int]bool{}
 	for len(seen) < 5 {
@@ -385,11 +390,7 @@ func TestWorkersAndQueuesAreListed(t *testing.T) {
 	if strings.Join(names, ",") != ns+":results,"+ns+":trials:h200" {
 		t.Fatalf("queues = %v", names)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := w.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	shutdown(t, w)
 	if ws, _ := d.Workers(context.Background()); len(ws) != 0 {
 		t.Fatalf("worker still listed after shutdown: %+v", ws)
 	}

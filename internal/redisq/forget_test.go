@@ -13,6 +13,7 @@ import (
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A trial the caller recorded and forgot leaves nothing in Redis: its
@@ -43,9 +44,9 @@ func TestForgottenTrialLeavesNothingInRedis(t *testing.T) {
 		n, _ := admin.Exists(ctx, doneKey(ns, key)).Result()
 		return errors.Is(err, asynq.ErrTaskNotFound) && n == 0
 	}
-	waitUntil(t, "the forgotten trial's task and done marker to go", func() bool { return gone("forget/1") })
+	waitfor.Cond(t, 20*time.Second, "the forgotten trial's task and done marker to go", func() bool { return gone("forget/1") })
 	// The other trial's state stays: its task completed, its marker set.
-	waitUntil(t, "the kept trial to complete", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the kept trial to complete", func() bool {
 		info, err := d.insp.GetTaskInfo(queue, "forget/2")
 		return err == nil && info.State == asynq.TaskStateCompleted
 	})
@@ -77,7 +78,7 @@ func TestUndeliveredOutcomeComesBackOnResubmit(t *testing.T) {
 	}
 	first := next(t, d, 20*time.Second)
 	queue := TrialQueue(ns, testTarget)
-	waitUntil(t, "the trial's task to complete", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the trial's task to complete", func() bool {
 		info, err := d.insp.GetTaskInfo(queue, "undeliver/7")
 		return err == nil && info.State == asynq.TaskStateCompleted
 	})
@@ -155,7 +156,7 @@ func TestReofferedTrialLeavesNothingInRedis(t *testing.T) {
 	}
 	d.Forget(o)
 	// The first attempt finds A's task active and leaves the marker.
-	waitUntil(t, "a first attempt at forgetting", func() bool {
+	waitfor.Cond(t, 20*time.Second, "a first attempt at forgetting", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return len(d.forgetting) == 1 && d.forgetting[0].attempts >= 1
@@ -164,7 +165,7 @@ func TestReofferedTrialLeavesNothingInRedis(t *testing.T) {
 		t.Fatal("the done marker was deleted while the lost attempt's task was still active")
 	}
 	close(release) // A answers late
-	waitUntil(t, "everything of the trial to leave Redis", func() bool {
+	waitfor.Cond(t, 20*time.Second, "everything of the trial to leave Redis", func() bool {
 		return len(trialKeys(t, admin, ns, "reoffered/1")) == 0
 	})
 	quiet(t, d, 500*time.Millisecond) // A's copy was dropped, not delivered
@@ -201,12 +202,12 @@ func TestTrialDeliveredAfterRestartLeavesNothingInRedis(t *testing.T) {
 	if o.CampaignID != "restarted" || o.TrialID != 3 {
 		t.Fatalf("got %+v, want restarted/3", o)
 	}
-	waitUntil(t, "the trial's task to complete", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the trial's task to complete", func() bool {
 		info, err := second.insp.GetTaskInfo(TrialQueue(ns, testTarget), "restarted/3")
 		return err == nil && info.State == asynq.TaskStateCompleted
 	})
 	second.Forget(o)
-	waitUntil(t, "everything of the trial to leave Redis", func() bool {
+	waitfor.Cond(t, 20*time.Second, "everything of the trial to leave Redis", func() bool {
 		return len(trialKeys(t, admin, ns, "restarted/3")) == 0
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A worker whose heartbeat stops mid-trial (as after SIGKILL) loses its
@@ -29,19 +30,7 @@ func TestSilentWorkersTrialIsReofferedAndRecordedOnce(t *testing.T) {
 		<-release
 		return okVerdict(spec)
 	}, nil)
-	if err := d.Submit(context.Background(), dispatchtest.Spec("lost", 1)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("worker A never started the trial")
-	}
-	var bCalls atomic.Int64
-	startWorker(t, srv, ns, "B", func(ctx context.Context, spec trial.Spec) trial.Outcome {
-		bCalls.Add(1)
-		return okVerdict(spec)
-	}, nil)
+	bCalls := secondWorkerJoins(t, srv, d, ns, "lost", started)
 	a.reg.stop() // A goes silent: no more heartbeats, its registry entry is gone
 	o := next(t, d, 20*time.Second)
 	if o.TrialID != 1 || o.Verdict == nil || o.Worker != "B" {
@@ -72,24 +61,8 @@ func TestPoisonTrialIsNotHandedToASecondWorker(t *testing.T) {
 		a.MarkPoison(spec, "evaluation ignored cancellation; the device is wedged")
 		return trial.Outcome{Failure: &trial.Failure{Class: trial.FailInfra, Message: "cancelled"}}
 	}, func(o *WorkerOptions) { o.ShutdownGrace = 50 * time.Millisecond })
-	if err := d.Submit(context.Background(), dispatchtest.Spec("poison", 1)); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("worker A never started the trial")
-	}
-	var bCalls atomic.Int64
-	startWorker(t, srv, ns, "B", func(ctx context.Context, spec trial.Spec) trial.Outcome {
-		bCalls.Add(1)
-		return okVerdict(spec)
-	}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := a.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	bCalls := secondWorkerJoins(t, srv, d, ns, "poison", started)
+	shutdown(t, a)
 	o := next(t, d, 20*time.Second)
 	if o.Failure == nil || o.Failure.Class != trial.FailCrash || !strings.Contains(o.Failure.Message, "killed its evaluator") {
 		t.Fatalf("got %+v, want a crash naming the poison", o)
@@ -162,7 +135,7 @@ func TestAStaleRunningMarkerIsRemovedNotReoffered(t *testing.T) {
 	if err := rdb.HSet(context.Background(), runningKey(ns), TaskID(spec), b).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the stale marker to be removed", func() bool {
+	waitfor.Cond(t, 20*time.Second, "the stale marker to be removed", func() bool {
 		n, _ := rdb.HExists(context.Background(), runningKey(ns), TaskID(spec)).Result()
 		return !n
 	})

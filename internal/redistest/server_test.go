@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // command sends one RESP command and returns the first reply line.
@@ -91,15 +93,10 @@ func TestSentinelsFailOverToTheReplica(t *testing.T) {
 		t.Fatalf("primary %q %v, want %s", got, err, primary.Addr)
 	}
 	primary.Kill()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		got, err := sentinels.Primary()
-		if err == nil && got == replica.Addr {
-			return
+	waitfor.Check(t, 30*time.Second, func() error {
+		if got, err := sentinels.Primary(); err != nil || got != replica.Addr {
+			return fmt.Errorf("no failover to %s: primary %q %v\n%s", replica.Addr, got, err, sentinels.Log())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no failover to %s: primary %q %v\n%s", replica.Addr, got, err, sentinels.Log())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }

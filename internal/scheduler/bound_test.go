@@ -9,11 +9,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // tampering is a transport through which someone who can write to the
@@ -64,7 +66,7 @@ func TestAnOutcomeOfAReplacedSpecIsNotRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the campaign to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the campaign to finish", func() bool {
 		st := status(t, f, id)
 		return st.Status == campaign.StatusDone && len(st.InFlight) == 0
 	})
@@ -149,7 +151,7 @@ func TestAnOutcomeOfAnEarlierIncarnationIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the first incarnation to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the first incarnation to finish", func() bool {
 		st := status(t, f, id)
 		return st.Status == campaign.StatusDone && len(st.InFlight) == 0
 	})
@@ -169,7 +171,7 @@ func TestAnOutcomeOfAnEarlierIncarnationIsRefused(t *testing.T) {
 	if _, _, _, err := g.Create(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the second incarnation to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the second incarnation to finish", func() bool {
 		st := status(t, g, id)
 		return st.Status == campaign.StatusDone && len(st.InFlight) == 0
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 var models = trial.NewModelCache(0)
@@ -73,19 +74,6 @@ func status(t *testing.T, f *Fleet, id string) campaign.StatusReport {
 	return r
 }
 
-// waitFor polls until cond holds; the bound only keeps a broken test from
-// hanging.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // checkLedger asserts results.tsv numbers experiments 1..n with no gap and
 // that no trial was recorded twice.
 func checkLedger(t *testing.T, ws *runner.Workspace, id string, n int) {
@@ -125,8 +113,8 @@ func TestFleetRunsACampaignToItsBudget(t *testing.T) {
 	if err != nil || !created || workers != 2 {
 		t.Fatalf("create: %s %v %d %v", id, created, workers, err)
 	}
-	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
-	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitfor.Cond(t, time.Minute, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	checkLedger(t, ws, id, 10)
 	if got, _ := f.IDs(); len(got) != 1 || got[0] != id {
 		t.Fatalf("IDs %v", got)
@@ -153,8 +141,8 @@ func TestFleetRunsAWorkloadCampaign(t *testing.T) {
 		t.Fatalf("create: %+v %v", resp, err)
 	}
 	id := resp.ID
-	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
-	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitfor.Cond(t, time.Minute, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	checkLedger(t, ws, id, 4)
 	data, err := os.ReadFile(filepath.Join(ws.CampaignDir(id), "trials.jsonl"))
 	if err != nil {
@@ -241,7 +229,7 @@ func TestFleetRestartRecordsEveryTrialOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a few experiments", func() bool { return status(t, f, id).ExperimentsRun >= 4 })
+	waitfor.Cond(t, time.Minute, "a few experiments", func() bool { return status(t, f, id).ExperimentsRun >= 4 })
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +249,7 @@ func TestFleetRestartRecordsEveryTrialOnce(t *testing.T) {
 	if readSettings(ws.CampaignDir(id)).Workers != 3 {
 		t.Fatal("workers setting lost")
 	}
-	waitFor(t, "the resumed campaign to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the resumed campaign to finish", func() bool {
 		r := status(t, f2, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
@@ -293,7 +281,7 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 		t.Fatalf("create of a held campaign: %v, want ErrConflict", err)
 	}
 	held.Close()
-	waitFor(t, "the released campaign to be adopted and finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the released campaign to be adopted and finish", func() bool {
 		r := status(t, f, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
@@ -303,8 +291,13 @@ func TestFleetAdoptsACampaignOnceReleased(t *testing.T) {
 // A campaign created beside the scheduler (the demo's, one amkctl
 // autoresearch left) is not the fleet's: it is left as it is, until a
 // start through the fleet asks for it to be driven; from then on it is
-// the fleet's, across restarts.
+// the fleet's, across restarts. It runs in a synctest bubble, so the ten
+// scans of the window below have all run when the test looks.
 func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
+	synctest.Test(t, testFleetLeavesCampaignsItDidNotStart)
+}
+
+func testFleetLeavesCampaignsItDidNotStart(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
 	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true,
 		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
@@ -316,7 +309,8 @@ func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
 	id := beside.ID()
 	beside.Close()
 	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond})
-	time.Sleep(100 * time.Millisecond) // several scans
+	time.Sleep(100 * time.Millisecond) // ten scans, on the bubble's clock
+	synctest.Wait()
 	if f.Drives(id) || status(t, f, id).ExperimentsRun != 0 {
 		t.Fatalf("the fleet drives a campaign it was not asked to (%d experiments)", status(t, f, id).ExperimentsRun)
 	}
@@ -327,7 +321,7 @@ func TestFleetLeavesCampaignsItDidNotStart(t *testing.T) {
 	if _, created, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu"}); err != nil || created {
 		t.Fatalf("start of the existing campaign: created=%v %v", created, err)
 	}
-	waitFor(t, "the adopted campaign to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the adopted campaign to finish", func() bool {
 		r := status(t, f, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
@@ -359,7 +353,7 @@ func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpPause}); !errors.Is(err, campaign.ErrInvalid) {
 		t.Fatalf("second pause: %v", err)
 	}
-	waitFor(t, "the paused campaign to drain", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the paused campaign to drain", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	synctest.Wait()
 	before := status(t, f, id).ExperimentsRun
 	time.Sleep(100 * time.Millisecond) // two ticks of the fleet
@@ -373,7 +367,7 @@ func testFleetCommandsGoThroughTheDriver(t *testing.T) {
 	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpResume}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the new budget to be spent", func() bool {
+	waitfor.Cond(t, time.Minute, "the new budget to be spent", func() bool {
 		r := status(t, f, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
@@ -427,7 +421,7 @@ func TestFleetRestartsAFailedDriver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the campaign to finish despite the failures", func() bool {
+	waitfor.Cond(t, time.Minute, "the campaign to finish despite the failures", func() bool {
 		r := status(t, f, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})

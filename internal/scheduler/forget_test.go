@@ -4,11 +4,13 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // forgettingLocal is the in-process transport with the redisq
@@ -37,8 +39,8 @@ func TestFleetTellsTheTransportWhatIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
-	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitfor.Cond(t, time.Minute, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	// Every trial the transport evaluated, once: the trajectory's trials.
 	var want []int
 	if err := f.Read(id, func(c *campaign.Campaign) {
@@ -98,8 +100,8 @@ func TestFleetForgetsRefusedCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
-	waitFor(t, "every copy to be refused and forgotten", func() bool {
+	waitfor.Cond(t, time.Minute, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitfor.Cond(t, time.Minute, "every copy to be refused and forgotten", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		tr.mu.Lock()

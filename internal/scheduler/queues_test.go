@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/redistest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // The queue report counts the outcomes the scheduler received, whichever
@@ -20,19 +23,8 @@ func TestQueuesCountTheOutcomesReceived(t *testing.T) {
 	conn := redisq.Conn{Addr: srv.Addr}
 	const ns, trials = "received", 6
 	var calls atomic.Int64
-	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+	redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
 		Identity: "w1", Evaluate: dispatchtest.EchoEvaluator(&calls)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Shutdown(ctx)
-	})
 	d, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +47,7 @@ func TestQueuesCountTheOutcomesReceived(t *testing.T) {
 			t.Fatal("an outcome did not come")
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitfor.Check(t, 10*time.Second, func() error {
 		qs, err := view.Queues(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -73,12 +64,9 @@ func TestQueuesCountTheOutcomesReceived(t *testing.T) {
 				published = q.ProcessedTotal - q.FailedTotal
 			}
 		}
-		if received == trials && published == trials {
-			return
+		if received != trials || published != trials {
+			return fmt.Errorf("received %d, trials PROCESSED-FAILED %d; want %d each: %+v", received, published, trials, qs)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("received %d, trials PROCESSED-FAILED %d; want %d each: %+v", received, published, trials, qs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A ledger write that fails (a full or read-only disk) stalls the
@@ -32,7 +33,7 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "two experiments", func() bool { return status(t, f, id).ExperimentsRun >= 2 })
+	waitfor.Cond(t, time.Minute, "two experiments", func() bool { return status(t, f, id).ExperimentsRun >= 2 })
 
 	// The disk fails: results.tsv cannot be appended to. A directory stands
 	// in its place (tests may run as root, whom permissions do not stop).
@@ -43,7 +44,7 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 	if err := os.Mkdir(results, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the health check to report the stall", func() bool {
+	waitfor.Cond(t, time.Minute, "the health check to report the stall", func() bool {
 		err := f.Health(ctx)
 		return err != nil && strings.Contains(err.Error(), "stalled")
 	})
@@ -74,8 +75,8 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 	if err := os.Rename(results+".aside", results); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the campaign to finish after the disk recovered", func() bool { return status(t, f, id).Status == campaign.StatusDone })
-	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the campaign to finish after the disk recovered", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitfor.Cond(t, time.Minute, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	if err := f.Health(ctx); err != nil {
 		t.Fatalf("healthy again? %v", err)
 	}
@@ -85,7 +86,7 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpReopen, Budget: &campaign.Budget{Iterations: budget + 2}}); err != nil {
 		t.Fatalf("reopen after the recovery: %v", err)
 	}
-	waitFor(t, "the reopened campaign to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the reopened campaign to finish", func() bool {
 		st := status(t, f, id)
 		return st.Status == campaign.StatusDone && len(st.InFlight) == 0
 	})

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
@@ -14,6 +15,7 @@ import (
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/schedule"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // campaignFloors lowers the default point the way trial.Evaluate lowers a
@@ -81,8 +83,8 @@ func TestForgedDerivedFiguresAreRecomputed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
-	waitFor(t, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
+	waitfor.Cond(t, time.Minute, "the campaign to finish", func() bool { return status(t, f, id).Status == campaign.StatusDone })
+	waitfor.Cond(t, time.Minute, "the last trials", func() bool { return len(status(t, f, id).InFlight) == 0 })
 	c, err := ws.View(id)
 	if err != nil {
 		t.Fatal(err)

@@ -12,9 +12,11 @@ import (
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/dispatch/dispatchtest"
 	"github.com/amk-dev/amk/internal/redisq"
+	"github.com/amk-dev/amk/internal/redisq/redisqtest"
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/runner"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // Outcomes that arrive for a campaign another process holds are held only
@@ -31,7 +33,7 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 	var started, evaluated atomic.Int64
 	gate := make(chan struct{})
 	eval := evaluate(0)
-	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+	redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
 		Identity: "w1", Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
 			if started.Add(1) > 1 {
 				select {
@@ -43,17 +45,6 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 			evaluated.Add(1)
 			return o
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Shutdown(ctx)
-	})
 	dispatcher := func() *redisq.Dispatcher {
 		d, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 		if err != nil {
@@ -70,7 +61,7 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "an experiment and a trial running", func() bool {
+	waitfor.Cond(t, time.Minute, "an experiment and a trial running", func() bool {
 		return status(t, f1, id).ExperimentsRun >= 1 && started.Load() >= 2
 	})
 	if err := f1.Close(); err != nil {
@@ -91,9 +82,9 @@ func TestFleetRecoversOutcomesItStoppedHolding(t *testing.T) {
 		HoldOutcomes: dispatch.MuxOptions{HoldFor: 100 * time.Millisecond},
 		Unheld:       func(n int) { unheld.Add(int64(n)) }})
 	close(gate)
-	waitFor(t, "the fleet to stop holding the running trial's outcome", func() bool { return unheld.Load() > 0 })
+	waitfor.Cond(t, time.Minute, "the fleet to stop holding the running trial's outcome", func() bool { return unheld.Load() > 0 })
 	held.Close()
-	waitFor(t, "the adopted campaign to finish", func() bool {
+	waitfor.Cond(t, time.Minute, "the adopted campaign to finish", func() bool {
 		r := status(t, f2, id)
 		return r.Status == campaign.StatusDone && len(r.InFlight) == 0
 	})
@@ -115,21 +106,10 @@ func TestForeignOutcomesLeaveNothingInRedis(t *testing.T) {
 	ctx := context.Background()
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer admin.Close()
-	w, err := redisq.NewWorker(redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
+	redisqtest.StartWorker(t, redisq.WorkerOptions{Conn: conn, Namespace: ns, Target: "h200", Device: "cpu",
 		Identity: "w1", Evaluate: func(ctx context.Context, spec trial.Spec) trial.Outcome {
 			return trial.Outcome{Failure: &trial.Failure{Class: trial.FailCrash, Message: "no such model"}}
 		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = w.Shutdown(ctx)
-	})
 	dispatcher := func() *redisq.Dispatcher {
 		d, err := redisq.NewDispatcher(ctx, redisq.DispatcherOptions{Conn: conn, Namespace: ns})
 		if err != nil {
@@ -172,6 +152,6 @@ func TestForeignOutcomesLeaveNothingInRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the fleet to stop holding every outcome", func() bool { return unheld.Load() == trials })
-	waitFor(t, "every key of the foreign trials to leave Redis", func() bool { return ghostKeys() == 0 })
+	waitfor.Cond(t, time.Minute, "the fleet to stop holding every outcome", func() bool { return unheld.Load() == trials })
+	waitfor.Cond(t, time.Minute, "every key of the foreign trials to leave Redis", func() bool { return ghostKeys() == 0 })
 }

@@ -16,11 +16,14 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/internal/proctest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
-var screenshot = flag.String("web.screenshot", "", "also write the browser test's screenshot of a campaign page to this path (docs/web-view.png)")
+var (
+	screenshot      = flag.String("web.screenshot", "", "also write the browser test's screenshot of a campaign page to this path (docs/web-view.png)")
+	knobsScreenshot = flag.String("web.knobs-screenshot", "", "also write the browser test's screenshot of a campaign's knob view to this path (docs/web-view-knobs.png)")
+)
 
 // browser starts Debian's chromium, headless, with a fresh profile and
 // nothing that reaches the network by itself. Chromium runs in a process
@@ -94,7 +97,7 @@ func eventually(t *testing.T, ctx context.Context, what, js string) {
 // waitForURL waits until a navigation reaches a URL containing part.
 func waitForURL(t *testing.T, ctx context.Context, part string) {
 	t.Helper()
-	apitest.WaitFor(t, 90*time.Second, "a page at ..."+part, func() bool {
+	waitfor.Cond(t, 90*time.Second, "a page at ..."+part, func() bool {
 		var loc string
 		return chromedp.Run(ctx, chromedp.Location(&loc)) == nil && strings.Contains(loc, part)
 	})
@@ -103,7 +106,7 @@ func waitForURL(t *testing.T, ctx context.Context, part string) {
 func TestBrowserShowsALiveCampaign(t *testing.T) {
 	ctx := browser(t)
 	s := startSite(t, "small", 400, 150*time.Millisecond)
-	apitest.WaitFor(t, 90*time.Second, "the first experiments", func() bool { return s.status(t).ExperimentsRun >= 2 })
+	waitfor.Cond(t, 90*time.Second, "the first experiments", func() bool { return s.status(t).ExperimentsRun >= 2 })
 
 	// The campaigns page: the campaign, live.
 	if err := chromedp.Run(ctx, chromedp.Navigate(s.srv.URL+"/"), chromedp.WaitVisible("#campaigns", chromedp.ByQuery)); err != nil {
@@ -172,6 +175,25 @@ func TestBrowserShowsALiveCampaign(t *testing.T) {
 		t.Fatalf("a wrong token changed the campaign to %s", st)
 	}
 	var location string
+	// With twenty trials and more, the page ranks the knobs and plots every
+	// trial against the most important one (drawn when the page loads).
+	if err := chromedp.Run(ctx, chromedp.Navigate(s.srv.URL+"/ui/c/"+s.id), chromedp.WaitVisible("#knobs", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ctx, "the knob slice plot drawn", `document.querySelector('#knob-slice').complete && document.querySelector('#knob-slice').naturalWidth > 100`)
+	eventually(t, ctx, "knobs ranked with their importance", `document.querySelectorAll('#importance tbody tr meter').length >= 2`)
+	var knobShot []byte
+	if err := chromedp.Run(ctx, chromedp.Screenshot("#knobs", &knobShot, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	if img, err := png.Decode(bytes.NewReader(knobShot)); err != nil || img.Bounds().Dy() < 300 {
+		t.Fatalf("the knob view's screenshot is not a PNG of the section: %v", err)
+	}
+	if *knobsScreenshot != "" {
+		if err := os.WriteFile(*knobsScreenshot, knobShot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(s.srv.URL+"/ui/c/"+s.id),
 		chromedp.SendKeys("#token", testToken, chromedp.ByQuery),

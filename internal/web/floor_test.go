@@ -10,10 +10,10 @@ import (
 
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/control"
-	"github.com/amk-dev/amk/internal/apitest"
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/model"
 	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 // A campaign driven by the scheduler names its workload and shows the
@@ -23,7 +23,7 @@ import (
 // beside it under its own.
 func TestCampaignPageShowsBothFloorsNamed(t *testing.T) {
 	s := startSite(t, "toy", 400, 10*time.Millisecond)
-	apitest.WaitFor(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
+	waitfor.Cond(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
 	cfg, err := model.Load("toy")
 	if err != nil {
 		t.Fatal(err)

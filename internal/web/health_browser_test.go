@@ -23,6 +23,7 @@ import (
 	"github.com/amk-dev/amk/internal/redistest"
 	"github.com/amk-dev/amk/internal/scheduler"
 	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 var healthShots = flag.String("web.health-screenshots", "", "also write the health test's screenshots (a campaign no worker serves, a dead run) into this directory (docs/)")
@@ -67,7 +68,7 @@ func TestBrowserShowsCampaignsInTrouble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apitest.WaitFor(t, 30*time.Second, "two trials queued for h100", func() bool {
+	waitfor.Cond(t, 30*time.Second, "two trials queued for h100", func() bool {
 		var n int
 		_ = s.Fleet.Read(unserved, func(c *campaign.Campaign) { n = len(c.State().InFlight) })
 		return n == 2

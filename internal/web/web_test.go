@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/internal/apitest"
+	"github.com/amk-dev/amk/waitfor"
 )
 
 type answer struct {
@@ -48,7 +48,7 @@ func post(t *testing.T, target string, form url.Values, header http.Header) answ
 
 func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 	s := startSite(t, "toy", 400, 10*time.Millisecond)
-	apitest.WaitFor(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
+	waitfor.Cond(t, 90*time.Second, "a few experiments", func() bool { return s.status(t).ExperimentsRun >= 3 })
 
 	if a := get(t, s.srv.URL+"/"); a.status != 200 || !strings.Contains(a.body, "Campaigns") {
 		t.Fatalf("/ does not lead to the campaigns page: %d", a.status)
@@ -77,7 +77,7 @@ func TestPagesReadAndActionsNeedTheToken(t *testing.T) {
 	}
 	// Once enough trials are correct, the page ranks the knobs and shows a
 	// slice plot of the first.
-	apitest.WaitFor(t, 90*time.Second, "enough experiments for the knob view", func() bool {
+	waitfor.Cond(t, 90*time.Second, "enough experiments for the knob view", func() bool {
 		return s.status(t).ExperimentsRun >= 2*campaign.MinImportanceTrials
 	})
 	page = get(t, s.srv.URL+"/ui/c/"+s.id)

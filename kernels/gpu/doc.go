@@ -26,9 +26,10 @@
 //
 // Weights: the child builds them itself from a WeightSource naming the
 // model (its full shape, dtype included) and the seed of trial's model cache
-// (trial.WeightSeed) or its safetensors file; WeightProvider is that
-// resolver. model.InitWeights draws every tensor from its own key-seeded
-// stream, so the full model's weights contain a truncated check model's.
+// (trial.WeightSeed) or its safetensors files (every shard of a
+// checkpoint); WeightProvider is that resolver. model.InitWeights draws
+// every tensor from its own key-seeded stream, so the full model's weights
+// contain a truncated check model's, as a checkpoint's do.
 //
 // Failures: every child or launch failure is a *trial.LaunchError carrying
 // the class of kernels/launch (Status.Class, RemoteError.Class): a trap or a

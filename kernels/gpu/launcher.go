@@ -440,7 +440,7 @@ func (l *Launcher) incumbent(ctx context.Context, req trial.TimeRequest, ws laun
 		return cand, []string{"incumbent is the candidate itself: timed against its own handle"}, nil
 	}
 	cfg := lowering(req)
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%s", ip.ID(), req.Target.Name, req.Pos, cfg.MaxSeq, ws.Model, ws.Path)
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s\x00%q", ip.ID(), req.Target.Name, req.Pos, cfg.MaxSeq, ws.Model, ws.Paths)
 	if l.inc != nil && l.inc.key == key && l.inc.gen == l.opts.Generation() {
 		return handleIncumbent, nil, nil
 	}

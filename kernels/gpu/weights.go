@@ -3,6 +3,7 @@ package gpu
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/amk-dev/amk/ir"
@@ -13,7 +14,7 @@ import (
 
 // WeightProvider is the launcher child's launch.WeightProvider: it builds
 // the weights the trial's model cache holds — model.InitWeights with the
-// given seed, or model.LoadSafetensors — from the model the parent encodes
+// given seed, or model.LoadSafetensorsShards — from the model the parent encodes
 // in the source, and keeps the last set so that the candidate, the
 // incumbent and the check program of one trial share it.
 type WeightProvider struct {
@@ -27,7 +28,7 @@ func (p *WeightProvider) Weights(ctx context.Context, src launch.WeightSource, p
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%d\x00%s", src.Kind, src.Model, src.Seed, src.Path)
+	key := fmt.Sprintf("%s\x00%s\x00%d\x00%q", src.Kind, src.Model, src.Seed, src.Paths)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.key == key && p.w != nil {
@@ -46,10 +47,10 @@ func (p *WeightProvider) Weights(ctx context.Context, src launch.WeightSource, p
 		}
 		w, err = model.InitWeights(cfg, uint64(src.Seed))
 	case SourceSafetensors:
-		if src.Path == "" {
+		if len(src.Paths) == 0 || slices.Contains(src.Paths, "") {
 			return nil, fmt.Errorf("safetensors weight source without a path")
 		}
-		w, err = model.LoadSafetensors(src.Path, cfg)
+		w, err = model.LoadSafetensorsShards(src.Paths, cfg)
 	default:
 		return nil, fmt.Errorf("unknown weight source kind %q (want %s or %s)", src.Kind, SourceSeeded, SourceSafetensors)
 	}

@@ -55,10 +55,11 @@ func decodeModel(s string) (model.Config, error) {
 // weightSource tells the child to build the same weights the trial's model
 // cache holds: the seeded init (trial.WeightSeed) of the full model — whose
 // per-tensor streams make the first layers equal to a truncated check
-// model's — or the safetensors file.
+// model's — or the full model from the safetensors files (every shard of a
+// checkpoint), whose first layers are the truncated check model's.
 func weightSource(m *trial.LoadedModel) launch.WeightSource {
-	if m.Source != "" && m.Source != "seeded init" {
-		return launch.WeightSource{Kind: SourceSafetensors, Model: encodeModel(m.Config), Path: m.Source}
+	if len(m.Files) > 0 {
+		return launch.WeightSource{Kind: SourceSafetensors, Model: encodeModel(m.Config), Paths: m.Files}
 	}
 	return launch.WeightSource{Kind: SourceSeeded, Model: encodeModel(m.Config), Seed: trial.WeightSeed}
 }

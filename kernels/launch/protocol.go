@@ -172,12 +172,13 @@ type HelloResponse struct {
 // WeightSource tells the child where the weights of a program come from.
 // "inline" carries them in the frame (small models, tests); "seeded" and
 // "safetensors" are resolved by the child's WeightProvider (the same seeded
-// init or file the reference VM uses).
+// init or files the reference VM uses: Paths are a checkpoint's shards, or
+// its one file).
 type WeightSource struct {
 	Kind    string                `json:"kind"`
 	Model   string                `json:"model,omitempty"`
 	Seed    int64                 `json:"seed,omitempty"`
-	Path    string                `json:"path,omitempty"`
+	Paths   []string              `json:"paths,omitempty"`
 	Tensors map[string]WireTensor `json:"tensors,omitempty"` // inline: by buffer source (or name)
 }
 

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amk-dev/amk/waitfor"
 )
 
 func newSup(t *testing.T, mode string) *Supervisor {
@@ -161,13 +164,7 @@ func TestSupervisorCloseStopsTheChild(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(pid) {
-		t.Errorf("child %d survived Close", pid)
-	}
+	waitfor.Cond(t, 5*time.Second, fmt.Sprintf("child %d to go after Close", pid), func() bool { return !alive(pid) })
 	if s.PID() != 0 {
 		t.Error("PID after Close")
 	}
