@@ -3,7 +3,11 @@
 // megakernel VM (cuda/), the Go mirror of the ABI's POD layouts
 // (MarshalProgram), the pre-launch device checks (CheckDevice, PlanSmem,
 // CheckBinding), the -D knob space of the sources (KnobSpace) and the
-// sources of the CPU emulator (emu/, EmulatorSources).
+// sources of the CPU emulator (emu/, EmulatorSources). The CUDA sources are
+// embedded in the binary (Sources); $AMK_KERNEL_SOURCES names a directory of
+// the same layout that replaces them at run time (a CUDA fix reaching a GPU
+// machine without rebuilding the Go binaries; CheckSources says why one is
+// refused).
 // Subpackages: kernels/build compiles the sources with nvcc (or, for the
 // emulator, a host C++ compiler) through a shared cache; kernels/launch runs
 // them (gorgonia.org/cu behind the cuda build tag, or the emulator; a
