@@ -61,6 +61,10 @@ type StatusReport struct {
 	// workers serve it (the campaign alone knows neither).
 	LastEventAt string  `json:"last_event_at,omitempty"`
 	Alerts      []Alert `json:"alerts,omitempty"`
+	// Stalled is why the campaign's ledger cannot be written (a full or
+	// read-only disk), filled by the control plane while the process that
+	// drives it cannot record; "" otherwise.
+	Stalled string `json:"stalled,omitempty"`
 }
 
 // Alert is something wrong with a campaign that whoever reads its status
@@ -84,7 +88,8 @@ const (
 	// its trials wait in the queue.
 	AlertUnserved = "unserved"
 	// AlertStalled: a process holds the campaign but its ledger has taken
-	// no event for a while (the driver is stuck, or failing and retrying).
+	// no event for a while (the driver is stuck, or failing and retrying),
+	// or, at once, its ledger cannot be written (StatusReport.Stalled).
 	AlertStalled = "stalled"
 	// AlertStuckTrials: a trial has been in flight far longer than a trial
 	// may take.

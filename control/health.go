@@ -33,6 +33,9 @@ type Driver struct {
 	// wrote about itself ("pid 12").
 	Held   bool
 	Holder string
+	// Stalled, for a run of this process, is why its ledger cannot be
+	// written (Run.Stalled); "" while it can.
+	Stalled string
 }
 
 // Drivers is a Backend that can say who drives a campaign (Local and the
@@ -43,8 +46,12 @@ type Drivers interface {
 
 // Driver says who drives a campaign of the workspace.
 func (l *Local) Driver(id string) (Driver, error) {
-	if l.Run(id) != nil {
-		return Driver{Here: true}, nil
+	if r := l.Run(id); r != nil {
+		d := Driver{Here: true}
+		if err := r.Stalled(); err != nil {
+			d.Stalled = err.Error()
+		}
+		return d, nil
 	}
 	holder, held, err := l.Workspace.Driver(id)
 	return Driver{Held: held, Holder: holder}, err
@@ -116,6 +123,7 @@ func (f healthFacts) report(c *campaign.Campaign, drv Driver, known bool, now ti
 	rep := c.StatusReport(at)
 	rep.LastEventAt = st.LastEventAt.UTC().Format(time.RFC3339)
 	rep.Alerts = alerts
+	rep.Stalled = drv.Stalled
 	return rep, at
 }
 
@@ -126,6 +134,9 @@ func hasAlert(alerts []campaign.Alert, kind string) bool {
 // alerts judges a campaign's health at now.
 func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.Time) []campaign.Alert {
 	if st.Status == campaign.StatusDone {
+		if known && drv.Stalled != "" {
+			return []campaign.Alert{ledgerStalled(drv.Stalled)} // reopen waits for the disk
+		}
 		return nil
 	}
 	since := func(t time.Time) string {
@@ -142,7 +153,9 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 			Fix: f.resumeFix(st)}}
 	}
 	var out []campaign.Alert
-	if known && running && now.Sub(st.LastEventAt) > StallAfter {
+	if known && drv.Stalled != "" {
+		out = append(out, ledgerStalled(drv.Stalled))
+	} else if known && running && now.Sub(st.LastEventAt) > StallAfter {
 		who := "its driver (" + drv.Holder + ")"
 		switch {
 		case drv.Here && f.fleet:
@@ -177,6 +190,16 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 		}
 	}
 	return out
+}
+
+// ledgerStalled is the alert of a campaign whose ledger cannot be written,
+// said at once: nothing the campaign is told or sent is recorded until the
+// disk allows again.
+func ledgerStalled(why string) campaign.Alert {
+	return campaign.Alert{Kind: campaign.AlertStalled, Title: "its ledger cannot be written",
+		Message: "the campaign is stalled: " + why,
+		Fix: "free space on the workspace's disk or make it writable again: the driver loads the ledger again by itself (with back-off) " +
+			"and the campaign goes on; nothing recorded is lost"}
 }
 
 // agentDriven says that an outside agent drives the campaign with its own

@@ -49,5 +49,8 @@
 // set of mappings. Models handed out by Get stay for the cache's life. A
 // model that does not fit the host's memory (WithMemoryProbe) first has the
 // unused models released, least recently used first, and is refused only
-// when it still does not fit.
+// when it still does not fit. With WithHostAdmission the check is one for
+// the whole host: the evaluators of a machine share one budget, so two of
+// them checking at the same moment cannot both admit a model only one
+// copy of fits.
 package trial

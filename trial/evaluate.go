@@ -286,6 +286,10 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 	if spec.Batch < 0 || spec.Batch > schedule.MaxBatch {
 		return reject(NoteBatch, "batch %d is outside [1, %d]", spec.Batch, schedule.MaxBatch)
 	}
+	// A token the model cannot embed says nothing about the schedule.
+	if spec.Token < 0 || spec.Token >= lm.Check.Vocab {
+		return reject(NoteToken, "token %d outside the vocabulary [0, %d)", spec.Token, lm.Check.Vocab)
+	}
 	var streamed float64
 	bound, boundOK := 0.0, true
 	for i, s := range steps {

@@ -333,3 +333,19 @@ func TestBatchedLoweringIsCheckedEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// A spec whose token the model cannot embed (as a crafted queue payload
+// may carry) is refused before launch, as a position outside the context
+// is: a rejection saying why, not a correctness FAIL against the schedule.
+func TestATokenOutsideTheVocabularyIsARejection(t *testing.T) {
+	for _, tok := range []int{-1, 256, 1 << 40} {
+		for _, workload := range []*Workload{nil, {PromptLens: []int{4}, GenLen: 2}} {
+			spec := Spec{Model: "toy", GPU: "h100", Device: "cpu", Point: json.RawMessage(`{}`), Token: tok, Pos: 2, Workload: workload}
+			out := Evaluate(context.Background(), spec, Options{Models: testModels})
+			v := out.Verdict
+			if v == nil || v.Valid || v.RejectedReason == nil || !strings.Contains(*v.RejectedReason, "vocabulary") || !slices.Contains(v.Notes, NoteToken) {
+				t.Errorf("token %d (workload %v): want a rejection naming the vocabulary, got %+v %+v", tok, workload != nil, v, out.Failure)
+			}
+		}
+	}
+}

@@ -94,13 +94,35 @@ type MemoryError struct {
 	Need      int64 // bytes
 	Available int64 // bytes
 	Source    string
+	// HeldByOthers is the memory other evaluators of the host were
+	// admitted and have not allocated yet (HostAdmission), already taken
+	// out of Available.
+	HeldByOthers int64
 }
 
 func (e *MemoryError) Error() string {
-	return fmt.Sprintf("model %s needs about %d MiB of host memory to check a trial, but this evaluator has %d MiB available (%s); refused before allocating",
-		e.Model, e.Need>>20, e.Available>>20, e.Source)
+	others := ""
+	if e.HeldByOthers > 0 {
+		others = fmt.Sprintf(", less %d MiB admitted to other evaluators of this host", e.HeldByOthers>>20)
+	}
+	return fmt.Sprintf("model %s needs about %d MiB of host memory to check a trial, but this evaluator has %d MiB available (%s%s); refused before allocating",
+		e.Model, e.Need>>20, e.Available>>20, e.Source, others)
 }
 
 // MemoryProbe reports how many bytes of host memory a model about to be
 // loaded may use, and where that figure comes from (for messages).
 type MemoryProbe func() (available int64, source string, err error)
+
+// HostAdmission shares one host's memory between the evaluators running
+// on it: each process probes the same free memory, so without a shared
+// record two evaluators that check at the same moment both admit a model
+// that only one of them can hold.
+type HostAdmission interface {
+	// Admit reserves need bytes for this evaluator when need fits in
+	// available (this process's probe) less what the host's other
+	// evaluators were admitted and have not allocated yet (heldByOthers).
+	// The check and the reservation are one atomic step for the host.
+	Admit(need, available int64) (ok bool, heldByOthers int64)
+	// Release gives back bytes an earlier Admit reserved.
+	Release(bytes int64)
+}

@@ -48,6 +48,9 @@ type LoadedModel struct {
 	// unmap releases the memory map Weights views (nil when the weights
 	// are in memory); the cache calls it once no trial uses the model.
 	unmap func()
+	// admitted is the host memory reserved for the model
+	// (WithHostAdmission), given back when the cache lets it go.
+	admitted int64
 }
 
 // Truncated reports whether correctness is checked on fewer layers.
@@ -62,6 +65,7 @@ type ModelCache struct {
 	checkBytes int64
 	keepBytes  int64
 	probe      MemoryProbe
+	host       HostAdmission
 	mu         sync.Mutex
 	weightsDir string // see UseWeightsDir
 	models     map[string]*modelEntry
@@ -108,6 +112,16 @@ func (c *ModelCache) KeepUnused(bytes int64) *ModelCache {
 // still does not fit. It returns c; call it before first use.
 func (c *ModelCache) WithMemoryProbe(probe MemoryProbe) *ModelCache {
 	c.probe = probe
+	return c
+}
+
+// WithHostAdmission makes the memory check of WithMemoryProbe one for the
+// whole host: a model is admitted only when it fits in what the probe
+// reports less what the host's other evaluators were admitted and have not
+// allocated yet, and the cache holds the reservation until it lets the
+// model go. It returns c; call it before first use.
+func (c *ModelCache) WithHostAdmission(host HostAdmission) *ModelCache {
+	c.host = host
 	return c
 }
 
@@ -161,8 +175,8 @@ func (e *modelEntry) load(ctx context.Context, c *ModelCache, name, weightsPath 
 	m, err := c.load(ctx, name, weightsPath)
 	var memErr *MemoryError
 	if ctx.Err() != nil || errors.As(err, &memErr) {
-		if m != nil && m.unmap != nil {
-			m.unmap()
+		if m != nil {
+			c.free(m)()
 		}
 		return nil, err // not kept: memory may be free next time
 	}
@@ -228,12 +242,24 @@ func (c *ModelCache) idleLocked() ([]string, int64) {
 // in memory, a collection that returns them to the system (so that a
 // memory probe sees them gone). c.mu is held.
 func (c *ModelCache) dropLocked(key string) func() {
-	unmap := c.models[key].m.unmap
+	m := c.models[key].m
 	delete(c.models, key)
-	if unmap != nil {
-		return unmap
+	return c.free(m)
+}
+
+// free returns what lets go of m's weights and gives its host memory
+// reservation back, once the weights are gone.
+func (c *ModelCache) free(m *LoadedModel) func() {
+	return func() {
+		if m.unmap != nil {
+			m.unmap()
+		} else {
+			debug.FreeOSMemory()
+		}
+		if m.admitted > 0 && c.host != nil {
+			c.host.Release(m.admitted)
+		}
 	}
-	return debug.FreeOSMemory
 }
 
 func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*LoadedModel, error) {
@@ -255,11 +281,21 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 		need := EstimateMemory(cfg, false, c.checkBytes).Host
 		for {
 			avail, source, perr := c.probe()
-			if perr != nil || need <= avail {
+			if perr != nil {
+				break
+			}
+			fits, others := need <= avail, int64(0)
+			if c.host != nil {
+				fits, others = c.host.Admit(need, avail)
+			}
+			if fits {
+				if c.host != nil {
+					m.admitted = need
+				}
 				break
 			}
 			if !c.releaseOldestIdle() {
-				return nil, &MemoryError{Model: cfg.Name, Need: need, Available: avail, Source: source}
+				return nil, &MemoryError{Model: cfg.Name, Need: need, Available: max(avail-others, 0), Source: source, HeldByOthers: others}
 			}
 		}
 	}
@@ -279,6 +315,7 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 		}
 	}
 	if err != nil {
+		c.free(m)()
 		return nil, err
 	}
 	return m, nil

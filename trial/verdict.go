@@ -110,4 +110,5 @@ const (
 	NoteDeviceRefused   = "the device's loader refused the program, REJECTED before launch"
 	NoteBatch           = "batch size not supported here, rejected, no launch"
 	NoteWorkload        = "workload not supported here, rejected, no launch"
+	NoteToken           = "token outside the model's vocabulary, rejected, no launch"
 )

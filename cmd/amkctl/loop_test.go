@@ -81,6 +81,13 @@ func TestVerifyVerb(t *testing.T) {
 	if code, _, _ := runCmd(t, "verify", foreign); code != 2 {
 		t.Errorf("foreign JSON: %d", code)
 	}
+	// A token the model cannot embed is bad input, not a failed check.
+	for _, tok := range []string{"-1", "256"} {
+		code, out, errOut := runCmd(t, "verify", prog, "--token-id", tok)
+		if code != exitBadInput || out != "" || !strings.Contains(errOut, "--token-id "+tok+" is outside") {
+			t.Errorf("verify --token-id %s: code %d, stdout %q, stderr %q; want exit 2 naming the token", tok, code, out, errOut)
+		}
+	}
 	if code, out, _ := runCmd(t, "verify"); code != 0 || strings.Count(out, "PASS") != 10 {
 		t.Errorf("built-in proofs: %d\n%s", code, out)
 	}

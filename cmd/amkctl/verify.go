@@ -123,6 +123,11 @@ Exit status: 0 all correct, 1 some program rejected or incorrect, 2 bad input.`,
 				fmt.Fprintf(stderr, "amkctl verify: %s: %v\n", f, err)
 				return exitBadInput
 			}
+			// A token the model cannot embed is bad input, not a failed check.
+			if *token < 0 || *token >= lm.Check.Vocab {
+				fmt.Fprintf(stderr, "amkctl verify: --token-id %d is outside the vocabulary of %s [0, %d)\n", *token, name, lm.Check.Vocab)
+				return exitBadInput
+			}
 			var pd trial.ProgramDevice
 			if dev.RunsKernels() {
 				if prog.Target == nil {

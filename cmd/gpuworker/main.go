@@ -146,6 +146,7 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 	wopts.Logger = log
 	wopts.Published = func(o trial.Outcome) { m.Published(redisq.Label(o)) }
 	wopts.Refused = m.SpecRefused
+	wopts.Resident = memory.Resident
 	worker, err = redisq.NewWorker(wopts)
 	if err != nil {
 		if ln != nil {
@@ -153,6 +154,9 @@ func serve(ctx context.Context, cfg config.Worker, log *slog.Logger, d deps) err
 		}
 		return err
 	}
+	// The workers of this host share one memory budget: a model is
+	// admitted only when it fits beside what the others were admitted.
+	opts.Models.WithHostAdmission(worker.HostMemory())
 
 	if ln != nil {
 		httpSrv := &http.Server{Handler: handler(reg, worker, dog), ReadHeaderTimeout: 5 * time.Second}

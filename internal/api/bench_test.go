@@ -9,7 +9,7 @@ import (
 
 // BenchmarkStatusJSON is one GET /v1/campaigns/{id} through the handlers.
 func BenchmarkStatusJSON(b *testing.B) {
-	h, err := NewServer(Options{Service: newStub(b), Token: "t"})
+	h, err := NewServer(Options{Service: newStub(b), Token: "bench-token"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -24,13 +24,13 @@ func BenchmarkStatusJSON(b *testing.B) {
 
 // BenchmarkCommand is one authorised POST .../pause (decoded, applied).
 func BenchmarkCommand(b *testing.B) {
-	h, err := NewServer(Options{Service: newStub(b), Token: "t"})
+	h, err := NewServer(Options{Service: newStub(b), Token: "bench-token"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodPost, "/v1/campaigns/toy-h200-cpu/pause", strings.NewReader(`{"note": "bench"}`))
-		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Authorization", "Bearer bench-token")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != 200 {

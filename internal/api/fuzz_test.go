@@ -73,7 +73,7 @@ func FuzzRequestBodies(f *testing.F) {
 	} {
 		f.Add(uint8(i), body)
 	}
-	h, err := NewServer(Options{Service: newStub(f), Token: "t", MaxBody: 2048})
+	h, err := NewServer(Options{Service: newStub(f), Token: "fuzz-token", MaxBody: 2048})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func FuzzRequestBodies(f *testing.F) {
 			method = http.MethodPut
 		}
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer t")
+		req.Header.Set("Authorization", "Bearer fuzz-token")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code >= 500 {

@@ -73,8 +73,8 @@ func NewServer(o Options) (http.Handler, error) {
 	if o.Service == nil {
 		return nil, errors.New("api: no service")
 	}
-	if strings.TrimSpace(o.Token) == "" {
-		return nil, errors.New("api: a bearer token is required")
+	if err := control.CheckAPIToken(o.Token); err != nil {
+		return nil, fmt.Errorf("api: a bearer token is required: %w", err)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -299,11 +299,19 @@ func TestClientConnectionRefused(t *testing.T) {
 	}
 }
 
-func TestNewServerNeedsAToken(t *testing.T) {
+// TestNewServerNeedsALongEnoughToken: the API refuses the tokens the
+// scheduler's settings refuse (control.CheckAPIToken), also when it is
+// built directly.
+func TestNewServerNeedsALongEnoughToken(t *testing.T) {
 	srv, f := newServer(t)
 	_ = srv
-	if _, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: "  "}); err == nil {
-		t.Fatal("a server without a token was built")
+	for _, tok := range []string{"  ", "t", "abc", " 1234567 "} {
+		if _, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: tok}); err == nil || !strings.Contains(err.Error(), "at least 8") {
+			t.Errorf("token %q: %v, want refused as too short", tok, err)
+		}
+	}
+	if _, err := api.NewServer(api.Options{Service: f.Campaigns(), Token: "12345678"}); err != nil {
+		t.Fatalf("an 8-character token: %v", err)
 	}
 }
 

@@ -39,7 +39,12 @@ type Worker struct {
 	// the host or the worker's cgroup has). A trial whose model needs more
 	// is refused before anything is allocated.
 	MaxMemoryMB int `mapstructure:"max_memory_mb"`
-	Log         Log `mapstructure:"log"`
+	// MemoryHost names the machine whose memory the worker shares with the
+	// other workers of that machine (one admission budget for them all);
+	// empty: the hostname. Workers in separate containers of one machine
+	// need the same name to share one budget.
+	MemoryHost string `mapstructure:"memory_host"`
+	Log        Log    `mapstructure:"log"`
 }
 
 func workerDefaults() map[string]any {
@@ -50,6 +55,7 @@ func workerDefaults() map[string]any {
 		"trial_timeout":  DefaultTrialTimeout,
 		"shutdown_grace": DefaultShutdownGrace,
 		"max_memory_mb":  0,
+		"memory_host":    "",
 	}
 	redisDefaults(m)
 	logDefaults(m)
@@ -63,6 +69,7 @@ var workerFlags = append(append([]flagSpec{
 	{"trial-timeout", "trial_timeout", kDuration, "wall-clock limit of a trial whose spec sets none"},
 	{"shutdown-grace", "shutdown_grace", kDuration, "on SIGTERM, how long the running trial may finish before it is handed back"},
 	{"max-memory-mb", "max_memory_mb", kInt, "host memory (MiB) the worker's trials may use; 0 = the host's or cgroup's limit"},
+	{"memory-host", "memory_host", kString, "name of the machine whose memory this worker shares with its other workers (one admission budget); empty = the hostname"},
 }, redisFlags...), logFlags...)
 
 // WorkerFlags registers the gpuworker's flags on fs.
@@ -99,6 +106,9 @@ func (w Worker) Validate() error {
 	}
 	if w.MaxMemoryMB < 0 {
 		errs = append(errs, &FieldError{Key: "max_memory_mb", Msg: fmt.Sprintf("%d is negative", w.MaxMemoryMB)})
+	}
+	if len(w.MemoryHost) > 255 || strings.ContainsFunc(w.MemoryHost, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		errs = append(errs, &FieldError{Key: "memory_host", Msg: "must be at most 255 characters, without spaces or control characters"})
 	}
 	if w.ShutdownGrace < 0 {
 		errs = append(errs, &FieldError{Key: "shutdown_grace", Msg: fmt.Sprintf("%s is negative", w.ShutdownGrace)})
@@ -154,7 +164,7 @@ func (w Worker) WorkerOptions() (redisq.WorkerOptions, error) {
 		grace = time.Millisecond // hand back at once (redisq reads 0 as its default)
 	}
 	return redisq.WorkerOptions{Conn: conn, Namespace: w.Redis.Namespace, Target: w.Target, Device: w.Device,
-		PollInterval: w.Redis.PollInterval, ShutdownGrace: grace}, nil
+		PollInterval: w.Redis.PollInterval, ShutdownGrace: grace, Host: w.MemoryHost}, nil
 }
 
 // LogValue logs the configuration with secrets redacted.
@@ -164,7 +174,7 @@ func (w Worker) LogValue() slog.Value {
 		slog.String("redis", r.Addr), slog.String("redis_user", r.Username), slog.String("redis_password", r.Password),
 		slog.String("namespace", r.Namespace), slog.String("target", w.Target), slog.String("device", w.Device),
 		slog.String("listen", w.Listen), slog.Duration("trial_timeout", w.TrialTimeout),
-		slog.Duration("shutdown_grace", w.ShutdownGrace), slog.Int("max_memory_mb", w.MaxMemoryMB),
+		slog.Duration("shutdown_grace", w.ShutdownGrace), slog.Int("max_memory_mb", w.MaxMemoryMB), slog.String("memory_host", w.MemoryHost),
 		slog.Any("sentinels", r.SentinelAddrs), slog.Bool("fleet_secret", r.FleetSecret != "" || r.FleetSecretFile != ""))
 }
 

@@ -79,7 +79,7 @@ func (r Reader) Available() (bytes int64, source string, err error) {
 		}
 	}
 	if r.Ceiling > 0 {
-		rss, _ := r.resident()
+		rss, _ := r.Resident()
 		if free := max(r.Ceiling-rss, 0); free < bytes {
 			bytes, source = free, "max_memory minus resident"
 		}
@@ -158,8 +158,8 @@ func (r Reader) cgroupValue(path string) (int64, bool) {
 	return ParseCgroupValue(b)
 }
 
-// resident is this process's resident set size in bytes.
-func (r Reader) resident() (int64, error) {
+// Resident is this process's resident set size in bytes.
+func (r Reader) Resident() (int64, error) {
 	b, err := readBounded(r.Files.Statm)
 	if err != nil {
 		return 0, err

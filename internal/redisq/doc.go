@@ -97,6 +97,15 @@
 // never evaluated again: the next to meet it publishes a `crash` once and
 // the task is archived.
 //
+// # Host memory
+//
+// The workers of one machine (WorkerOptions.Host, by default the hostname)
+// share one memory budget through a ledger in Redis (hostmem.go): a model
+// is admitted only when it fits in the worker's own probe less what the
+// machine's other workers were admitted and have not allocated yet, in one
+// atomic step; reservations ride on the registry heartbeat and stop
+// counting when a killed worker's lease runs out.
+//
 // # Authentication
 //
 // With a fleet secret every outcome carries an HMAC-SHA256 of its canonical

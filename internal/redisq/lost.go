@@ -25,7 +25,9 @@ import (
 // returned. A marker whose worker stopped heartbeating therefore names a
 // trial whose evaluator is gone: the dispatcher's lost-worker check finds it
 // within LostAfter plus one check interval, claims it (atomically, once) and
-// re-offers the trial as a new task "<key>#r<n>" on the same queue. The
+// re-offers the trial as a new task "<key>#r<n>" on the same queue (a
+// marker of a trial the dispatcher is not waiting for, left by a restore
+// of Redis from a backup, is removed instead). The
 // trial key, not the task id, identifies the outcome, so copies collapse as
 // before: a finished trial leaves a done marker (its outcome, kept until
 // the scheduler has recorded it, see forget.go, at most for the retention
@@ -230,6 +232,19 @@ func (d *Dispatcher) checkLost(ctx context.Context, healthySince time.Time) erro
 		}
 		if n == 0 {
 			continue // released or claimed meanwhile
+		}
+		d.mu.Lock()
+		_, waiting := d.pending[key]
+		d.mu.Unlock()
+		if !waiting {
+			// Nothing awaits this trial: it was recorded, and the marker is
+			// a leftover (a restore of Redis from a backup taken while it
+			// ran). Offering it again would only evaluate it twice; if a
+			// scheduler restarted before submitting it again, asynq's own
+			// lease recovery of the trial's task still runs it.
+			d.log.Warn("running marker of a trial this scheduler is not waiting for (already recorded, or restored from a backup); removed, not offered again",
+				"task", key, "worker", m.Worker)
+			continue
 		}
 		d.lostWorkers.Add(1)
 		if err := d.reoffer(ctx, key, m); err != nil {

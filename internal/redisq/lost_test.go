@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -132,5 +133,41 @@ func TestOutageLogsAreRateLimitedPerKind(t *testing.T) {
 	}
 	if lineKind("asynq", "Failed to dial 127.0.0.1:6379: refused") != lineKind("asynq", "Failed to dial 127.0.0.1:6380: refused") {
 		t.Fatal("addresses split one kind")
+	}
+}
+
+// A running marker of a trial the scheduler is not waiting for — left by a
+// restore of Redis from a backup taken while the trial ran, after which
+// the scheduler recorded it — names a worker that is gone; it is removed,
+// and the recorded trial is not offered to a worker again.
+func TestAStaleRunningMarkerIsRemovedNotReoffered(t *testing.T) {
+	srv := redistest.Start(t)
+	ns := freshNamespace(t)
+	d := startDispatcher(t, srv, ns, DispatcherOptions{LostAfter: 300 * time.Millisecond, LostCheckInterval: 100 * time.Millisecond})
+	var calls atomic.Int64
+	startWorker(t, srv, ns, "A", func(ctx context.Context, spec trial.Spec) trial.Outcome {
+		calls.Add(1)
+		return okVerdict(spec)
+	}, nil)
+	spec := dispatchtest.Spec("restored", 1)
+	spec.GPU = testTarget
+	payload, err := sealSpec(nil, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(running{Worker: "gone-host:1:00000000", Queue: TrialQueue(ns, testTarget), Task: TaskID(spec),
+		Since: time.Now().Add(-time.Hour).UTC(), Payload: payload})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	if err := rdb.HSet(context.Background(), runningKey(ns), TaskID(spec), b).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the stale marker to be removed", func() bool {
+		n, _ := rdb.HExists(context.Background(), runningKey(ns), TaskID(spec)).Result()
+		return !n
+	})
+	quiet(t, d, time.Second)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the recorded trial was evaluated again %d times", n)
 	}
 }

@@ -42,12 +42,16 @@ type registration struct {
 	index string
 	mu    sync.Mutex
 	info  WorkerInfo
-	quit  chan struct{}
-	done  chan struct{}
+	// host, when set, is refreshed with every heartbeat.
+	host *HostMemory
+	quit chan struct{}
+	done chan struct{}
 }
 
-func newRegistration(rdb *redis.Client, namespace string, info WorkerInfo) *registration {
-	host, _ := os.Hostname()
+func newRegistration(rdb *redis.Client, namespace, host string, info WorkerInfo) *registration {
+	if host == "" {
+		host, _ = os.Hostname()
+	}
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	info.Host, info.PID = host, os.Getpid()
@@ -74,6 +78,9 @@ func (r *registration) start(log *slog.Logger) {
 				ctx := context.Background()
 				r.rdb.Del(ctx, r.key)
 				r.rdb.SRem(ctx, r.index, r.snapshot().ID)
+				if r.host != nil {
+					r.rdb.HDel(ctx, r.host.key, r.host.id)
+				}
 				return
 			case <-t.C:
 			}
@@ -102,6 +109,9 @@ func (r *registration) beat() error {
 	_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, r.key, b, registryTTL)
 		p.SAdd(ctx, r.index, info.ID)
+		if r.host != nil {
+			return r.host.refresh(ctx, p)
+		}
 		return nil
 	})
 	return err

@@ -71,6 +71,14 @@ type WorkerOptions struct {
 	// and only trial payloads with the scheduler's MAC are evaluated (see
 	// auth.go).
 	Secret []byte
+	// Host names the machine in the worker registry and in the host
+	// memory ledger the workers of one machine share (HostMemory); empty:
+	// os.Hostname(). Workers in containers of one machine need the same
+	// name here to share one memory budget.
+	Host string
+	// Resident, when set, reports this worker's resident memory in bytes,
+	// which the host memory ledger counts as already allocated.
+	Resident func() (int64, error)
 	// Refused, when set, is told the reason (Refuse*) of every trial
 	// payload the worker refused to evaluate (for a metric).
 	Refused func(reason string)
@@ -87,6 +95,7 @@ type Worker struct {
 	client *asynq.Client
 	srv    *asynq.Server
 	reg    *registration
+	host   *HostMemory
 
 	// device admits one evaluation at a time. asynq frees its worker slot
 	// as soon as a handler's context ends, even while the handler still
@@ -130,10 +139,13 @@ func NewWorker(opts WorkerOptions) (*Worker, error) {
 		device: make(chan struct{}, 1),
 	}
 	w.outage = outageLog{w.log}
-	w.reg = newRegistration(rdb, opts.Namespace, WorkerInfo{
+	w.reg = newRegistration(rdb, opts.Namespace, opts.Host, WorkerInfo{
 		Target: opts.Target, Device: opts.Device, Identity: opts.Identity, Queue: w.queue,
 		MemoryBytes: opts.MemoryBytes, MetricsAddr: opts.MetricsAddr,
 	})
+	info := w.reg.snapshot()
+	w.host = newHostMemory(rdb, opts.Namespace, info.Host, info.ID, opts.Resident, w.outage)
+	w.reg.host = w.host
 	delay := retryDelay(opts.RetryDelay)
 	w.srv = asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:              1,
@@ -212,6 +224,10 @@ func (w *Worker) healthCheck(err error) {
 		w.log.Info("redis reachable again")
 	}
 }
+
+// HostMemory is the worker's side of its host's memory ledger, for its
+// model cache (trial.ModelCache.WithHostAdmission).
+func (w *Worker) HostMemory() *HostMemory { return w.host }
 
 // Info is what the worker publishes in the registry.
 func (w *Worker) Info() WorkerInfo { return w.reg.snapshot() }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/amk-dev/amk/campaign"
 	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/internal/metrics"
 	"github.com/amk-dev/amk/runner"
 )
 
@@ -52,6 +56,16 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 	if !strings.Contains(err.Error(), "results.tsv") {
 		t.Errorf("the stall does not say what failed: %v", err)
 	}
+	// The status says so in a field and an alert, and the alert gauge the
+	// scheduler exports is 1 for the campaign's kind "stalled".
+	rep, err := f.Campaigns().Status(ctx, id)
+	if err != nil || !strings.Contains(rep.Stalled, "results.tsv") ||
+		!slices.ContainsFunc(rep.Alerts, func(a campaign.Alert) bool { return a.Kind == campaign.AlertStalled }) {
+		t.Errorf("status of a stalled campaign: stalled %q, alerts %+v (%v); want the failed write and a stalled alert", rep.Stalled, rep.Alerts, err)
+	}
+	if v := stalledGauge(t, f, id); v != 1 {
+		t.Errorf("%s{kind=stalled} = %v on a stalled campaign, want 1", metrics.SchedulerCampaignAlert, v)
+	}
 
 	// The disk recovers; the campaign goes on without a restart.
 	if err := os.Remove(results); err != nil {
@@ -65,6 +79,9 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 	if err := f.Health(ctx); err != nil {
 		t.Fatalf("healthy again? %v", err)
 	}
+	if rep, _ := f.Campaigns().Status(ctx, id); rep.Stalled != "" || stalledGauge(t, f, id) != 0 {
+		t.Errorf("after the recovery: stalled %q, gauge %v; want neither", rep.Stalled, stalledGauge(t, f, id))
+	}
 	if _, err := f.Do(ctx, id, campaign.Command{Time: time.Now(), Op: campaign.OpReopen, Budget: &campaign.Budget{Iterations: budget + 2}}); err != nil {
 		t.Fatalf("reopen after the recovery: %v", err)
 	}
@@ -73,4 +90,33 @@ func TestAFailedLedgerWriteStallsTheCampaignOnlyUntilTheDiskRecovers(t *testing.
 		return st.Status == campaign.StatusDone && len(st.InFlight) == 0
 	})
 	checkLedger(t, ws, id, budget+2)
+}
+
+// stalledGauge is the value the scheduler's collector exports for
+// amk_scheduler_campaign_alert{campaign=id, kind="stalled"} (-1: absent).
+func stalledGauge(t *testing.T, f *Fleet, id string) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	if err := metrics.RegisterScheduler(reg, f.Samples); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range families {
+		if fam.GetName() != metrics.SchedulerCampaignAlert {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["campaign"] == id && labels["kind"] == campaign.AlertStalled {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
