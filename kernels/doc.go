@@ -84,7 +84,8 @@
 // zero when zeros are given, else nibble - 8, docs/spec/rules.md R27; also the FUSED patterns'
 // quantized tiles and through the streaming ring, amk_gemv_q_row, docs/spec/quantization.md §4),
 // GEMM_TILE (batch rows in
-// register tiles), ATTENTION_TILE (GQA, batched, split-KV partials; q and
+// register tiles), ATTENTION_TILE (GQA, batched, split-KV partials of one
+// sequence or a batch; q and
 // the accumulator in registers, head_dim <= 256), ATTENTION_COMBINE, ROPE,
 // KV_APPEND (rank 3/4, pos bounds-checked, docs/spec/rules.md R28), ADD, MUL, GELU, SILU_MUL,
 // SOFTMAX (last dim), DEQUANT, ALLREDUCE_SHARD (sum on one device), COPY,
