@@ -9,7 +9,7 @@ import (
 	"github.com/amk-dev/amk/schedule"
 )
 
-// visitPoints are the schedule points scripts/gpu/run-2.sh measures for
+// visitPoints are the schedule points scripts/gpu/visit.sh B measures for
 // the calibration (scripts/gpu/points/NAME.json), besides the reference
 // default its eval steps time: the device lowering's default, fully
 // fused, two tiles per SM, no projection tiling (fusion only) and the

@@ -267,9 +267,12 @@ func attentionUnsupported(p *ir.Program, t *ir.Task) string {
 	if q.Numel() != b*nh*hd {
 		return fmt.Sprintf("q %s has %d elements, want %d x %d x %d", q.Name, q.Numel(), b, nh, hd)
 	}
-	partial := t.Params.IntOr("flags", 0)&ir.FlagPartialWrite != 0
-	if partial && b != 1 {
-		return "split-KV partials are implemented for batch 1 only"
+	width := hd // a split-KV partial: [B, n_heads, hd+2]
+	if t.Params.IntOr("flags", 0)&ir.FlagPartialWrite != 0 {
+		width = hd + 2
+	}
+	if out := buf(p, t.Outputs, 0); out.Numel() < b*nh*width {
+		return fmt.Sprintf("output %s has %d elements, want %d x %d x %d", out.Name, out.Numel(), b, nh, width)
 	}
 	switch len(kc.Shape) {
 	case 4:

@@ -3,7 +3,11 @@
 // megakernel VM (cuda/), the Go mirror of the ABI's POD layouts
 // (MarshalProgram), the pre-launch device checks (CheckDevice, PlanSmem,
 // CheckBinding), the -D knob space of the sources (KnobSpace) and the
-// sources of the CPU emulator (emu/, EmulatorSources).
+// sources of the CPU emulator (emu/, EmulatorSources). The CUDA sources are
+// embedded in the binary (Sources); $AMK_KERNEL_SOURCES names a directory of
+// the same layout that replaces them at run time (a CUDA fix reaching a GPU
+// machine without rebuilding the Go binaries; CheckSources says why one is
+// refused).
 // Subpackages: kernels/build compiles the sources with nvcc (or, for the
 // emulator, a host C++ compiler) through a shared cache; kernels/launch runs
 // them (gorgonia.org/cu behind the cuda build tag, or the emulator; a
@@ -80,7 +84,8 @@
 // zero when zeros are given, else nibble - 8, docs/spec/rules.md R27; also the FUSED patterns'
 // quantized tiles and through the streaming ring, amk_gemv_q_row, docs/spec/quantization.md §4),
 // GEMM_TILE (batch rows in
-// register tiles), ATTENTION_TILE (GQA, batched, split-KV partials; q and
+// register tiles), ATTENTION_TILE (GQA, batched, split-KV partials of one
+// sequence or a batch; q and
 // the accumulator in registers, head_dim <= 256), ATTENTION_COMBINE, ROPE,
 // KV_APPEND (rank 3/4, pos bounds-checked, docs/spec/rules.md R28), ADD, MUL, GELU, SILU_MUL,
 // SOFTMAX (last dim), DEQUANT, ALLREDUCE_SHARD (sum on one device), COPY,

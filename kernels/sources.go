@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"testing/fstest"
 
 	"github.com/amk-dev/amk/ir"
 )
@@ -26,9 +30,113 @@ const EntryFile = "cuda/megakernel.cu"
 // address of an amk_program_t; cooperative launch).
 const MegakernelName = "amk_megakernel"
 
-// Sources is the CUDA source tree (abi.h and cuda/), embedded in the binary so
-// that a worker compiles exactly the sources it was built with.
-func Sources() fs.FS { return sourceFS }
+// EnvSources names a directory whose abi.h, cuda/*.cuh and cuda/*.cu (the
+// layout of this package's directory: AMK_KERNEL_SOURCES=kernels in a
+// checkout) replace the embedded kernel sources at run time, so that a CUDA
+// fix reaches a machine without Go (a GPU visit) without rebuilding the
+// binaries. The files are read once per process, at first use; the launcher
+// and its child must see the same value (the child inherits it).
+const EnvSources = "AMK_KERNEL_SOURCES"
+
+// Bounds of an override tree: a file, and the whole tree.
+const (
+	maxSourceFile  = 4 << 20
+	maxSourceBytes = 16 << 20
+)
+
+// sourcePatterns are the files of a kernel source tree (the embed patterns).
+var sourcePatterns = []string{"abi.h", "cuda/*.cuh", "cuda/*.cu"}
+
+var override struct {
+	sync.Mutex
+	dir string
+	fs  fs.FS
+	err error
+}
+
+// Sources is the CUDA source tree (abi.h and cuda/): the directory named by
+// $AMK_KERNEL_SOURCES when it is set and readable (CheckSources says why
+// not), else the tree embedded in the binary, so that a worker compiles
+// exactly the sources it was built with.
+func Sources() fs.FS {
+	if f, err := sourceOverride(); f != nil && err == nil {
+		return f
+	}
+	return sourceFS
+}
+
+// CheckSources reports a $AMK_KERNEL_SOURCES that cannot replace the embedded
+// sources (missing, unreadable, too large, lacking abi.h or the entry file);
+// nil when it is unset or usable. A build refuses to run past it rather
+// than compile the embedded sources in its place.
+func CheckSources() error {
+	_, err := sourceOverride()
+	return err
+}
+
+// SourcesOverridden is the override directory in use, or "" for the embedded tree.
+func SourcesOverridden() string {
+	if f, err := sourceOverride(); f != nil && err == nil {
+		return os.Getenv(EnvSources)
+	}
+	return ""
+}
+
+func sourceOverride() (fs.FS, error) {
+	dir := strings.TrimSpace(os.Getenv(EnvSources))
+	if dir == "" {
+		return nil, nil
+	}
+	override.Lock()
+	defer override.Unlock()
+	if override.dir != dir || (override.fs == nil && override.err == nil) {
+		override.dir = dir
+		override.fs, override.err = readSourceTree(dir)
+		if override.err != nil {
+			override.err = fmt.Errorf("%s=%s: %w", EnvSources, dir, override.err)
+		}
+	}
+	return override.fs, override.err
+}
+
+// readSourceTree reads a kernel source tree from dir into memory.
+func readSourceTree(dir string) (fs.FS, error) {
+	tree := fstest.MapFS{}
+	total := 0
+	for _, pat := range sourcePatterns {
+		matches, err := filepath.Glob(filepath.Join(dir, filepath.FromSlash(pat)))
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range matches {
+			st, err := os.Stat(m)
+			if err != nil {
+				return nil, err
+			}
+			if !st.Mode().IsRegular() {
+				continue
+			}
+			if st.Size() > maxSourceFile {
+				return nil, fmt.Errorf("%s is %d bytes, more than the %d a kernel source may have", m, st.Size(), maxSourceFile)
+			}
+			data, err := os.ReadFile(m)
+			if err != nil {
+				return nil, err
+			}
+			if total += len(data); total > maxSourceBytes {
+				return nil, fmt.Errorf("the kernel sources come to more than %d bytes", maxSourceBytes)
+			}
+			rel, _ := filepath.Rel(dir, m)
+			tree[filepath.ToSlash(rel)] = &fstest.MapFile{Data: data, Mode: 0o644}
+		}
+	}
+	for _, need := range []string{"abi.h", EntryFile} {
+		if _, ok := tree[need]; !ok {
+			return nil, fmt.Errorf("no %s there (want the layout of amk's kernels/ directory: abi.h, cuda/*.cuh, cuda/*.cu)", need)
+		}
+	}
+	return tree, nil
+}
 
 // The CPU emulator's own sources (emu/, relative to EmulatorSources()): the
 // runtime (fibers, schedulers, copy engine, reports and the command line),
@@ -53,10 +161,10 @@ func EmulatorSources() fs.FS {
 	return sub
 }
 
-// SourceFiles lists the embedded source paths in sorted order.
+// SourceFiles lists the source paths (Sources) in sorted order.
 func SourceFiles() []string {
 	var out []string
-	_ = fs.WalkDir(sourceFS, ".", func(path string, d fs.DirEntry, err error) error {
+	_ = fs.WalkDir(Sources(), ".", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			out = append(out, path)
 		}
@@ -66,10 +174,10 @@ func SourceFiles() []string {
 	return out
 }
 
-// SourceHash is HashSources of the embedded tree: the source part of the
-// build cache key.
+// SourceHash is HashSources of Sources(): the source part of the build
+// cache key, and what a launcher and its child compare at greeting.
 func SourceHash() string {
-	h, _ := HashSources(sourceFS)
+	h, _ := HashSources(Sources())
 	return h
 }
 

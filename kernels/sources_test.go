@@ -245,3 +245,80 @@ func TestEmulatorSourcesEmbedTheWholeTree(t *testing.T) {
 		}
 	}
 }
+
+// $AMK_KERNEL_SOURCES replaces the embedded tree: a copy of this directory
+// hashes the same, an edited copy is what Sources serves, and a directory
+// without the entry file is refused (and never half used).
+func TestSourcesOverride(t *testing.T) {
+	embedded := SourceHash()
+	dir := t.TempDir()
+	for _, f := range SourceFiles() {
+		data, err := fs.ReadFile(sourceFS, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Files outside the patterns (a checkout's Go files) are not sources.
+	if err := os.WriteFile(filepath.Join(dir, "doc.go"), []byte("package kernels\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvSources, dir)
+	if err := CheckSources(); err != nil || SourceHash() != embedded || SourcesOverridden() != dir {
+		t.Fatalf("a copy of the tree: err %v, hash %.12s want %.12s", err, SourceHash(), embedded)
+	}
+	edited := t.TempDir()
+	if err := os.CopyFS(edited, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(edited, "cuda", "common.cuh"), []byte("/* fixed */\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvSources, edited)
+	if err := CheckSources(); err != nil || SourceHash() == embedded || readSource(t, "cuda/common.cuh") != "/* fixed */\n" {
+		t.Fatalf("an edited tree: err %v, hash %.12s (embedded %.12s)", err, SourceHash(), embedded)
+	}
+	if err := os.Remove(filepath.Join(edited, filepath.FromSlash(EntryFile))); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(EnvSources, edited+"/.") // another value: read again
+	err := CheckSources()
+	if err == nil || !strings.Contains(err.Error(), EntryFile) || !strings.Contains(err.Error(), EnvSources) {
+		t.Fatalf("a tree without %s: %v", EntryFile, err)
+	}
+	if SourceHash() != embedded || SourcesOverridden() != "" {
+		t.Errorf("a refused override is in use")
+	}
+}
+
+// The grid barrier's header is included only where the barrier is compiled
+// in (AMK_ENTRY_GRID_SYNC): the default build must not depend on it.
+func TestCooperativeGroupsOnlyWithTheGridBarrier(t *testing.T) {
+	for _, f := range SourceFiles() {
+		depth, guarded := 0, false
+		for n, line := range strings.Split(readSource(t, f), "\n") {
+			l := strings.TrimSpace(line)
+			switch {
+			case strings.HasPrefix(l, "#if"):
+				depth++
+				if l == "#if AMK_ENTRY_GRID_SYNC" {
+					guarded = true
+				}
+			case strings.HasPrefix(l, "#endif"):
+				depth--
+				if depth == 0 {
+					guarded = false
+				}
+			case strings.Contains(l, "cooperative_groups") && !strings.HasPrefix(l, "/*") && !strings.HasPrefix(l, "*"):
+				if !guarded {
+					t.Errorf("%s:%d: %q outside #if AMK_ENTRY_GRID_SYNC", f, n+1, l)
+				}
+			}
+		}
+	}
+}

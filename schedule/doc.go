@@ -26,7 +26,9 @@
 // TestSpaceMatchesEval derives knob by knob from the lowering, the launch
 // check, the cost model and the kernel build. Effective everywhere:
 // tiling.gemv.N_tile and tiling.attention.n_partitions (lowering: tile
-// widths and counts, split-KV shards — the latter only once kv_len > 16),
+// widths and counts, split-KV shards — the latter only once kv_len > 16,
+// at every batch: the reference splits at B = 1 only, amk splits each
+// sequence's window the same way),
 // the device lowering's tiling.gemv.tiles_per_sm,
 // tiling.attention.kv_head_split, tiling.attention.head_counters and
 // fusion_grouping (the cost model predicts the programs they lower, on AMD

@@ -171,9 +171,12 @@ func gemvNTile(c *ir.ScheduleConfig, n int) int {
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // partitions is the split-KV shard count P (1 = whole-window attention).
-func partitions(c *ir.ScheduleConfig, numSMs, kvLen, b int) int {
+// Unlike the Python reference, which splits only at batch 1, amk splits
+// every sequence of a batch the same way: shard p covers the same rows of
+// each sequence's KV window and writes one partial [B, n_heads, hd+2].
+func partitions(c *ir.ScheduleConfig, numSMs, kvLen int) int {
 	np, ok := c.Tile("attention", "n_partitions")
-	if !ok || np <= 1 || b > 1 {
+	if !ok || np <= 1 {
 		return 1
 	}
 	return max(1, min(maxPartitions, numSMs, np, ceilDiv(kvLen, minKVPerShard)))
@@ -216,7 +219,7 @@ func estimateReference(m *model.Config, cfg *ir.ScheduleConfig, numSMs, kvLen, b
 		slices = m.NKVHeads
 	}
 	attn := slices
-	if p := partitions(cfg, numSMs, kvLen, b); p > 1 {
+	if p := partitions(cfg, numSMs, kvLen); p > 1 {
 		attn = p*slices + 1
 	}
 	perLayer := 12 + attn - 1 + tiles(qd) + 2*tiles(kd) + tiles(m.Hidden) + 2*tiles(m.Intermediate) + tiles(m.Hidden)
@@ -494,7 +497,7 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 	m := l.m
 	hd, nh, nkv := m.HeadDim, m.NHeads, m.NKVHeads
 	scale := 1 / math.Sqrt(float64(hd))
-	P := partitions(l.cfg, l.t.NumSMs, l.kvLen, l.b)
+	P := partitions(l.cfg, l.t.NumSMs, l.kvLen)
 	attnParams := func(kvStart, kvLen int, partial bool) []ir.Param {
 		ps := []ir.Param{ir.IntParam("head_dim", int64(hd)), ir.IntParam("kv_start", int64(kvStart)),
 			ir.IntParam("kv_len", int64(kvLen)), ir.FloatParam("scale", scale), ir.IntParam("n_heads", int64(nh)),
@@ -546,7 +549,11 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 		if kl <= 0 {
 			break
 		}
-		part := l.activation(fmt.Sprintf("%s.part%d", out, i), l.shape(nh, hd+2))
+		partShape := l.shape(nh, hd+2)
+		if l.b > 1 {
+			partShape = l.shape(l.b, nh, hd+2) // the reference's [n_heads, hd+2] per sequence
+		}
+		part := l.activation(fmt.Sprintf("%s.part%d", out, i), partShape)
 		label := fmt.Sprintf("%s.s%d", name, i)
 		pc := l.p.AddCounter(label)
 		for h := 0; h < slices; h++ {
@@ -557,12 +564,12 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 			}
 			l.task(ir.Task{Op: ir.OpAttentionTile, Inputs: l.ints.take(q.buf, kc.buf, vc.buf), Outputs: l.ints.take(part),
 				OutCounter: pc, Waits: waits(h), Params: sliced(attnParams(ks, kl, true), h), SM: &sm, Label: tl,
-				EstBytes: attentionBytes(1, kl, nkv, hd, l.dbytes) / int64(slices),
-				EstFlops: attentionFlops(1, nh, hd, kl) / int64(slices)})
+				EstBytes: attentionBytes(l.b, kl, nkv, hd, l.dbytes) / int64(slices),
+				EstFlops: attentionFlops(l.b, nh, hd, kl) / int64(slices)})
 		}
 		parts = append(parts, tensor{part, pc, slices})
 	}
-	ob := l.activation(out, l.shape(1, m.QDim()))
+	ob := l.activation(out, l.shape(l.b, m.QDim()))
 	cc := l.p.AddCounter(name)
 	ins := make([]int, len(parts))
 	for i, pt := range parts {
@@ -572,7 +579,7 @@ func (l *lowerer) attention(name, out string, q, kc, vc tensor) tensor {
 	l.task(ir.Task{Op: ir.OpAttentionCombine, Inputs: l.ints.take(ins...), Outputs: l.ints.take(ob), OutCounter: cc,
 		Waits: l.waitsFor(parts...), Params: l.params.take(ir.IntParam("head_dim", int64(hd)),
 			ir.IntParam("n_heads", int64(nh)), ir.IntParam("n_kv_heads", int64(nkv))),
-		Label: name + ".comb", EstBytes: n * int64(nh*(hd+2)) * l.dbytes, EstFlops: n * int64(nh*hd)})
+		Label: name + ".comb", EstBytes: n * int64(l.b*nh*(hd+2)) * l.dbytes, EstFlops: n * int64(l.b*nh*hd)})
 	return tensor{ob, cc, 1}
 }
 

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -165,12 +166,29 @@ func TestLowerSplitKV(t *testing.T) {
 }
 
 func TestLowerBatch(t *testing.T) {
-	prog := mustLower(t, mustPreset(t, "toy"), mustTarget(t, "a100"), splitPoint(4), LowerOptions{Pos: 40, B: 3})
+	cfg := mustPreset(t, "toy")
+	prog := mustLower(t, cfg, mustTarget(t, "a100"), splitPoint(4), LowerOptions{Pos: 40, B: 3})
+	combines := 0
 	for i := range prog.Tasks {
 		task := &prog.Tasks[i]
 		switch task.Op {
-		case ir.OpGEMVTile, ir.OpAttentionCombine:
+		case ir.OpGEMVTile:
 			t.Fatalf("B=3 emitted %s", task.Op)
+		case ir.OpAttentionCombine:
+			// split-KV at a batch (unlike the reference, which splits only at
+			// B=1): each shard's partial holds every sequence's heads
+			combines++
+			if len(task.Inputs) != 3 { // P = min(8, SMs, 4, ceil(41/16))
+				t.Errorf("%s combines %d partials, want 3", task.Label, len(task.Inputs))
+			}
+			for _, in := range task.Inputs {
+				if b := prog.Buffer(in); !slices.Equal(b.Shape, []int{3, cfg.NHeads, cfg.HeadDim + 2}) {
+					t.Errorf("partial %s shape %v, want (3, n_heads, hd+2)", b.Name, b.Shape)
+				}
+			}
+			if b := prog.Buffer(task.Outputs[0]); !slices.Equal(b.Shape, []int{3, cfg.QDim()}) {
+				t.Errorf("combine output %s shape %v, want (3, q_dim)", b.Name, b.Shape)
+			}
 		case ir.OpGEMMTile:
 			if m, _ := task.Params.Int("M_tile"); m != 3 {
 				t.Errorf("%s M_tile = %d, want 3", task.Label, m)
@@ -186,11 +204,44 @@ func TestLowerBatch(t *testing.T) {
 	if b := findBuffer(prog, "L0.qr"); len(b.Shape) != 3 {
 		t.Errorf("qr shape %v, want (B, heads, hd)", b.Shape)
 	}
+	if combines != cfg.NLayers {
+		t.Errorf("%d ATTENTION_COMBINE tasks, want one per layer (%d)", combines, cfg.NLayers)
+	}
 	if note := prog.Counters[prog.Tasks[2].OutCounter].Note; note != "L0.q_proj (1 tiles, M=3)" {
 		t.Errorf("GEMM counter note %q", note)
 	}
 	if rep := validate.Validate(prog); !rep.OK {
 		t.Fatal(rep.Reason(4))
+	}
+}
+
+// Split-KV at a batch with one task per KV head: each shard's KV-head slices
+// write the same heads of every sequence of the shared partial, which the
+// validator proves disjoint; two slices writing the same heads are a race.
+func TestLowerBatchSplitKVPerKVHead(t *testing.T) {
+	cfg := mustPreset(t, "toy-2L")
+	p := splitPoint(4)
+	p.Config.SetTile("attention", "kv_head_split", 1)
+	prog := mustLower(t, cfg, mustTarget(t, "h100"), p, LowerOptions{Pos: 100, B: 4})
+	if rep := validate.Validate(prog); !rep.OK {
+		t.Fatal(rep.Reason(4))
+	}
+	slice := -1
+	for i := range prog.Tasks {
+		task := &prog.Tasks[i]
+		if task.Op == ir.OpAttentionTile && task.Params.IntOr("flags", 0) == ir.FlagPartialWrite && task.Params.IntOr("n_off", 0) == 1 {
+			slice = i
+			break
+		}
+	}
+	if slice < 0 || cfg.NKVHeads < 2 {
+		t.Fatalf("no second KV head's slice of a shard at batch 4 (n_kv_heads %d)", cfg.NKVHeads)
+	}
+	setParam(&prog.Tasks[slice], "n_off", 0) // now it writes KV head 0's query heads, as its neighbour does
+	if rep := validate.Validate(prog); rep.OK {
+		t.Fatalf("two KV-head slices writing the same heads of a batch's partial passed the validator")
+	} else {
+		t.Log(rep.Reason(2))
 	}
 }
 

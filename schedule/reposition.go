@@ -38,7 +38,7 @@ func Reposition(p *ir.Program, pos int) error {
 	}
 	replace := p.Config != nil && p.Target != nil
 	if replace {
-		if partitions(p.Config, p.Target.NumSMs, kvLen, batchOf(p)) > 1 {
+		if partitions(p.Config, p.Target.NumSMs, kvLen) > 1 {
 			return fmt.Errorf("the config asks for split-KV attention at kv_len=%d; re-lower it for pos=%d", kvLen, pos)
 		}
 		// Placement fails only on a bad explicit pin, and does not depend on
@@ -88,16 +88,6 @@ func cacheLength(p *ir.Program, t *ir.Task) (int, bool) {
 		return b.Shape[1], true
 	}
 	return 0, false
-}
-
-// batchOf is B of a lowered program: the length of its token_id input.
-func batchOf(p *ir.Program) int {
-	for i := range p.Buffers {
-		if b := &p.Buffers[i]; b.Kind == ir.IOInput && b.Name == TokenInput && len(b.Shape) == 1 {
-			return max(1, b.Shape[0])
-		}
-	}
-	return 1
 }
 
 // attentionDims reads B (from a rank-3 batched q), n_kv_heads, n_heads and

@@ -39,8 +39,8 @@ type MismatchError struct {
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("%s output differs from the reference VM: %s (max_abs_err %.4g, top1 %.4f)",
-		e.Device, e.Comparison.Reason, e.Comparison.MaxAbsErr, e.Comparison.Top1Agreement)
+	return fmt.Sprintf("%s output differs from the reference VM: %s (max_abs_err %.4g, %.1f%% of the tolerance, top1 %.4f)",
+		e.Device, e.Comparison.Reason, e.Comparison.MaxAbsErr, 100*e.Comparison.ToleranceShare, e.Comparison.Top1Agreement)
 }
 
 // launcherOutcome turns a Launcher error into the trial's result: a

@@ -290,7 +290,8 @@ func (tc *taskCheck) kvAppend() {
 // with rank-3 caches or q [B, n_heads, hd] with rank-4 caches, head counts
 // (GQA: n_heads a multiple of n_kv_heads), the KV window inside the cache,
 // a KV-head slice (n_off, N_tile) inside the KV heads, and the output size
-// (a [n_heads, hd+2] flash partial with flags bit 1).
+// (a [n_heads, hd+2] flash partial with flags bit 1, [B, n_heads, hd+2] for
+// a batch).
 func (tc *taskCheck) attention() {
 	q, k, v, o := tc.in[0], tc.in[1], tc.in[2], tc.out[0]
 	hd, ok1 := tc.param("head_dim")
@@ -340,11 +341,7 @@ func (tc *taskCheck) attention() {
 	}
 	want := batch * nh * hd
 	if flags, ok := tc.param("flags"); ok && flags&ir.FlagPartialWrite != 0 {
-		if qRank != 2 {
-			tc.fail(CodeShapeMismatch, q, "a PARTIAL_WRITE (flags bit 1) attention takes a rank-2 q, got shape %s", pyInts(q.Shape))
-			return
-		}
-		want = nh * (hd + 2)
+		want = batch * nh * (hd + 2) // [n_heads, hd+2], or [B, n_heads, hd+2] for a batch
 	}
 	if numel(o) != want {
 		tc.fail(CodeShapeMismatch, o, "output #%d ('%s') has %d elements, expected %d", o.ID, o.Name, numel(o), want)
@@ -358,8 +355,9 @@ func batchPrefix(qRank int, batch int64) string {
 	return ""
 }
 
-// combine checks ATTENTION_COMBINE over flash partials [n_heads, hd+2]: all
-// partials the same size and the output n_heads x hd.
+// combine checks ATTENTION_COMBINE over flash partials [n_heads, hd+2] (or
+// a batch's [B, n_heads, hd+2]): all partials the same size, a whole number
+// of sequences, and the output B x n_heads x hd.
 func (tc *taskCheck) combine() {
 	o := tc.out[0]
 	first := tc.in[0]
@@ -381,10 +379,11 @@ func (tc *taskCheck) combine() {
 		} else {
 			nh = numel(first) / (hd + 2)
 		}
-		if numel(first) != nh*(hd+2) {
-			tc.fail(CodeShapeMismatch, first, "partial #%d ('%s') has %d elements, expected n_heads=%d x (head_dim+2=%d)", first.ID, first.Name, numel(first), nh, hd+2)
+		if nh <= 0 || numel(first) == 0 || numel(first)%(nh*(hd+2)) != 0 {
+			tc.fail(CodeShapeMismatch, first, "partial #%d ('%s') has %d elements, expected n_heads=%d x (head_dim+2=%d) per sequence", first.ID, first.Name, numel(first), nh, hd+2)
 			return
 		}
+		nh = numel(first) / (hd + 2) // every sequence's heads
 	} else {
 		cols := dim(first, -1)
 		if cols <= 2 {
@@ -394,7 +393,7 @@ func (tc *taskCheck) combine() {
 		nh, hd = rowsOf(first), cols-2
 	}
 	if numel(o) != nh*hd {
-		tc.fail(CodeShapeMismatch, o, "output #%d ('%s') has %d elements, expected n_heads x head_dim = %d", o.ID, o.Name, numel(o), nh*hd)
+		tc.fail(CodeShapeMismatch, o, "output #%d ('%s') has %d elements, expected B x n_heads x head_dim = %d", o.ID, o.Name, numel(o), nh*hd)
 	}
 }
 

@@ -52,7 +52,8 @@
 //     flat->head EMBED reshape (or ROPE reading the flat projection as a
 //     view), rank-3/rank-4 KV caches, rank-2/rank-3 q, the fused-pattern
 //     tiles of ir.FusedPatterns,
-//     split-KV partials [n_heads, hd+2] with flags bit 1, GEMM tiles with
+//     split-KV partials [n_heads, hd+2] with flags bit 1 ([B, n_heads,
+//     hd+2] for a batch, which amk's lowering splits too), GEMM tiles with
 //     M_tile rows, quantized I4/I8 weights with scales).
 //  11. docs/spec/rules.md R31, the memory model (docs/spec/ir.md §1, §4), which
 //     the reference states but does not check: no task writes a WEIGHT,

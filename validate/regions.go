@@ -160,8 +160,10 @@ func attentionSlice(t *ir.Task, nkv int64) (off, cnt int64, sliced bool) {
 }
 
 // attentionRegion is a KV-head slice's footprint: the query heads of its
-// KV heads, i.e. columns [h0·hd, h1·hd) of a [B, n_heads·hd] output, or rows
-// [h0, h1) of a [n_heads, hd+2] flash partial (both natural views). A task
+// KV heads, i.e. columns [h0·hd, h1·hd) of a [B, n_heads·hd] output, rows
+// [h0, h1) of a [n_heads, hd+2] flash partial (both natural views), or
+// columns [h0·(hd+2), h1·(hd+2)) of a batch's [B, n_heads, hd+2] partials
+// viewed as rows of n_heads·(hd+2). A task
 // over every KV head covers its whole output.
 func (c *checker) attentionRegion(t *ir.Task) region {
 	hd, ok1 := paramInt(t, "head_dim")
@@ -177,6 +179,11 @@ func (c *checker) attentionRegion(t *ir.Task) region {
 	rep := nh / nkv
 	h0, h1 := off*rep, (off+cnt)*rep
 	if flags, ok := paramInt(t, "flags"); ok && flags&ir.FlagPartialWrite != 0 {
+		if out := c.buffer(t.Outputs[0]); out != nil && len(out.Shape) == 3 {
+			// a batch's partials [B, n_heads, hd+2]: the same heads of every sequence
+			w := hd + 2
+			return region{rows: span{all: true}, cols: span{lo: h0 * w, hi: h1 * w}, view: nh * w}
+		}
 		return region{rows: span{lo: h0, hi: h1}, cols: span{all: true}}
 	}
 	out := c.buffer(t.Outputs[0])

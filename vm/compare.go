@@ -33,6 +33,10 @@ type Comparison struct {
 	MaxAbsErr float64
 	// MaxRelErr is max |test − ref| / (|ref| + 1e-12) over finite pairs.
 	MaxRelErr float64
+	// ToleranceShare is the worst value's error as a share of what the
+	// tolerance allows it, max |test − ref| / (atol + rtol·|ref|): at most
+	// 1 when the values are allclose (+Inf when a pair is not finite).
+	ToleranceShare float64
 	// Top1Agreement is the fraction of rows whose argmax agrees.
 	Top1Agreement float64
 	// KL is the mean over rows of KL(softmax(ref) ‖ softmax(test)) in nats
@@ -48,7 +52,7 @@ type Comparison struct {
 // mismatch, a row length that does not divide the data, empty data, and any
 // NaN or ±Inf in either side fail with a reason.
 func Compare(test, ref []float32, rowLen int, dt ir.DType) Comparison {
-	c := Comparison{MaxAbsErr: math.Inf(1), MaxRelErr: math.Inf(1), KL: math.Inf(1)}
+	c := Comparison{MaxAbsErr: math.Inf(1), MaxRelErr: math.Inf(1), ToleranceShare: math.Inf(1), KL: math.Inf(1)}
 	switch {
 	case len(test) != len(ref):
 		c.Reason = fmt.Sprintf("shape mismatch: test has %d values, ref has %d", len(test), len(ref))
@@ -73,19 +77,20 @@ func Compare(test, ref []float32, rowLen int, dt ir.DType) Comparison {
 	if refBad > 0 {
 		notes = append(notes, fmt.Sprintf("reference values contain NaN/Inf (%d of %d)", refBad, len(ref)))
 	}
-	c.MaxAbsErr, c.MaxRelErr = 0, 0
+	c.MaxAbsErr, c.MaxRelErr, c.ToleranceShare = 0, 0, 0
 	anyFinite := false
 	allClose := true
 	for i := range ref {
 		a, b := float64(test[i]), float64(ref[i])
 		if !ir.Finite(a) || !ir.Finite(b) {
-			c.MaxAbsErr = math.Inf(1)
+			c.MaxAbsErr, c.ToleranceShare = math.Inf(1), math.Inf(1)
 			allClose = false
 			continue
 		}
 		d := math.Abs(a - b)
 		anyFinite = true
 		c.MaxAbsErr = math.Max(c.MaxAbsErr, d)
+		c.ToleranceShare = math.Max(c.ToleranceShare, d/(atol+rtol*math.Abs(b)))
 		c.MaxRelErr = math.Max(c.MaxRelErr, d/(math.Abs(b)+1e-12))
 		if d > atol+rtol*math.Abs(b) {
 			allClose = false

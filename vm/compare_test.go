@@ -27,8 +27,12 @@ func TestComparePassAndMetrics(t *testing.T) {
 	if c := Compare(test, ref, 3, ir.BF16); !c.Pass || math.Abs(c.MaxAbsErr-0.01) > 1e-6 || math.Abs(c.MaxRelErr-0.01) > 1e-6 || c.KL <= 0 {
 		t.Errorf("bf16: %+v", c)
 	}
+	// Its share of the tolerance: 0.01 of the 0.04 bf16 allows at 1 is a quarter.
+	if c := Compare(test, ref, 3, ir.BF16); math.Abs(c.ToleranceShare-0.25) > 1e-5 {
+		t.Errorf("bf16 tolerance share %v, want 0.25", c.ToleranceShare)
+	}
 	c = Compare(test, ref, 3, ir.F32)
-	if c.Pass || !strings.Contains(c.Reason, "not allclose at atol=1.0e-04 rtol=1.0e-04") {
+	if c.Pass || !strings.Contains(c.Reason, "not allclose at atol=1.0e-04 rtol=1.0e-04") || c.ToleranceShare < 40 {
 		t.Errorf("fp32: %+v", c)
 	}
 	// The bound is atol + rtol·|ref|, judged against ref: 0.03 off on 0.5

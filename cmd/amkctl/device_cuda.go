@@ -35,7 +35,7 @@ func openLaunchDevice(ordinal int) (tune.Device, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: build.ToolchainFromEnv(), Dir: cache}})
+	ld, err := tune.NewLaunchDevice(dev, launch.BuilderModules{Builder: &build.Builder{Toolchain: build.ToolchainFromEnv(), Dir: cache, Prebuilt: build.PrebuiltFromEnv()}})
 	if err != nil {
 		_ = dev.Close()
 		return nil, nil, err

@@ -107,6 +107,9 @@ func TestDeviceEmu(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d of 2 autoresearch trials ran on the emulator:\n%s", n, journal)
 	}
+
+	// The GPU visit's rehearsal on the emulator, with the kernel build above.
+	t.Run("visit script", tinyVisit)
 }
 
 // TestDeviceEmuWithoutACompiler: a missing C++ compiler is a clear refusal

@@ -63,6 +63,9 @@ type Artifact struct {
 	Log   string   // nvcc's diagnostics (resource usage) from the build that produced it
 	Arch  string
 	Flags []string // the -D flags, sorted, every knob spelled out
+	// Prebuilt is set when the module came from Builder.Prebuilt: "nvcc"
+	// and the release of the compiler that built it elsewhere.
+	Prebuilt string
 }
 
 // Data reads the module bytes.
@@ -84,6 +87,37 @@ func (e *CompileError) Error() string {
 	return fmt.Sprintf("nvcc failed for %s %s: %v\n%s", e.Arch, strings.Join(e.Flags, " "), e.Err, log)
 }
 
+// CompileTimeout is a compiler run that outlived Builder.Timeout (or its
+// caller's deadline) and was killed: it says nothing about the sources, so
+// it is never reported as a compile error (not a *CompileError) and a later
+// build of the same variant starts afresh.
+type CompileTimeout struct {
+	Compiler string
+	After    time.Duration
+	Log      string // what the compiler printed before it was killed
+}
+
+func (e *CompileTimeout) Error() string {
+	msg := fmt.Sprintf("%s did not finish within %s and was killed (a compile timeout, not a compile error)", e.Compiler, e.After.Round(time.Second))
+	if log := strings.TrimSpace(e.Log); log != "" {
+		if len(log) > 1000 {
+			log = log[:1000] + "..."
+		}
+		msg += ": " + log
+	}
+	return msg
+}
+
+// compileFailure is a compiler run's err as a *CompileError (ce, with err
+// in it), or as it is when it is a *CompileTimeout.
+func compileFailure(err error, ce *CompileError) error {
+	var te *CompileTimeout
+	if errors.As(err, &te) {
+		return err
+	}
+	return ce
+}
+
 // Builder compiles the kernel sources through a content-addressed cache in
 // Dir, shared by every worker of a host: a variant compiled once is never
 // compiled again (docs/spec/rules.md R8). Safe for concurrent use, also across processes.
@@ -95,10 +129,24 @@ type Builder struct {
 	// EmulatorSources is the CPU emulator's runtime (nil =
 	// kernels.EmulatorSources()).
 	EmulatorSources fs.FS
+	// Prebuilt is a build cache made elsewhere, read only ("" = none; the
+	// operator's $AMK_KERNEL_PREBUILT, PrebuiltFromEnv): Build takes a module
+	// from it when one there was built from the same sources, architecture,
+	// output kind and nvcc arguments, whichever nvcc built it (its version is
+	// in the module's metadata), before asking this host's nvcc for anything.
+	// A GPU visit carries cubins compiled on the development machine this way.
+	Prebuilt string
 
 	mu         sync.Mutex
 	version    string // cached `nvcc --version`
 	cxxVersion string // cached `CXX --version`
+	prebuilt   map[string]prebuiltModule
+	prebuiltOK bool
+}
+
+// prebuiltModule is one module of the Prebuilt cache.
+type prebuiltModule struct {
+	key, ext, log, nvcc string
 }
 
 var reArch = regexp.MustCompile(`^sm_[0-9]{2,3}[af]?$`)
@@ -227,6 +275,21 @@ type plan struct {
 }
 
 func (b *Builder) plan(ctx context.Context, req Request) (*plan, error) {
+	p, err := b.planInputs(req)
+	if err != nil {
+		return nil, err
+	}
+	version, err := b.ToolchainVersion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.in.NVCC = version
+	p.key = p.in.key()
+	return p, nil
+}
+
+// planInputs is a build's plan without the compiler's version (and key).
+func (b *Builder) planInputs(req Request) (*plan, error) {
 	if err := CheckArch(req.Arch); err != nil {
 		return nil, err
 	}
@@ -238,17 +301,76 @@ func (b *Builder) plan(ctx context.Context, req Request) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if b.Sources == nil {
+		if err := kernels.CheckSources(); err != nil {
+			return nil, err
+		}
+	}
 	srcHash, err := kernels.HashSources(b.sources())
 	if err != nil {
 		return nil, fmt.Errorf("hashing kernel sources: %w", err)
 	}
-	version, err := b.ToolchainVersion(ctx)
-	if err != nil {
-		return nil, err
-	}
 	in := keyInputs{Cache: cacheVersion, Sources: srcHash, Arch: req.Arch, Output: out,
-		Args: b.compilerArgs(req.Arch, out, flags), NVCC: version}
-	return &plan{in: in, key: in.key(), flags: flags, out: out, src: srcHash}, nil
+		Args: b.compilerArgs(req.Arch, out, flags)}
+	return &plan{in: in, flags: flags, out: out, src: srcHash}, nil
+}
+
+// EnvPrebuilt names a build cache made elsewhere that Builder.Prebuilt reads.
+const EnvPrebuilt = "AMK_KERNEL_PREBUILT"
+
+// PrebuiltFromEnv is $AMK_KERNEL_PREBUILT ("" when unset).
+func PrebuiltFromEnv() string { return strings.TrimSpace(os.Getenv(EnvPrebuilt)) }
+
+// maxPrebuiltMeta bounds one metadata file of the Prebuilt cache.
+const maxPrebuiltMeta = 1 << 20
+
+// portableKey is the key of a build's inputs with the compiler's version
+// left out: what a Prebuilt module must match.
+func portableKey(in keyInputs) string {
+	in.NVCC = ""
+	return in.key()
+}
+
+// fromPrebuilt returns the module of p in the Prebuilt cache, or nil. The
+// cache's metadata is indexed once per Builder; unreadable or foreign
+// entries are skipped.
+func (b *Builder) fromPrebuilt(p *plan) *Artifact {
+	if b.Prebuilt == "" {
+		return nil
+	}
+	obj := filepath.Join(b.Prebuilt, cacheVersion, "obj")
+	b.mu.Lock()
+	if !b.prebuiltOK {
+		b.prebuiltOK = true
+		b.prebuilt = map[string]prebuiltModule{}
+		metas, _ := filepath.Glob(filepath.Join(obj, "*.json"))
+		for _, f := range metas {
+			if st, err := os.Stat(f); err != nil || st.Size() > maxPrebuiltMeta {
+				continue
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			var m meta
+			var in keyInputs
+			if json.Unmarshal(data, &m) != nil || json.Unmarshal(m.Inputs, &in) != nil || in.key() != m.Key || in.Cache != cacheVersion {
+				continue
+			}
+			ext := string(in.Output)
+			if !exists(filepath.Join(obj, m.Key+"."+ext)) {
+				continue
+			}
+			b.prebuilt[portableKey(in)] = prebuiltModule{key: m.Key, ext: ext, log: m.Log, nvcc: "nvcc " + parseRelease(in.NVCC)}
+		}
+	}
+	mod, ok := b.prebuilt[portableKey(p.in)]
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return &Artifact{Key: mod.key, Path: filepath.Join(obj, mod.key+"."+mod.ext), Hit: true, Args: p.in.Args,
+		Log: mod.log, Arch: p.in.Arch, Flags: p.flags, Prebuilt: mod.nvcc}
 }
 
 // Key returns the cache key of a request without building.
@@ -288,13 +410,23 @@ func exists(path string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-// Build returns the module for req, compiling it only if no worker of this
-// host has compiled it before. Concurrent builders of one key serialise on a
+// Build returns the module for req: from the Prebuilt cache when it holds
+// one, else compiling it only if no worker of this host has compiled it
+// before. Concurrent builders of one key serialise on a
 // lock file; the artifact appears by atomic rename, so readers never see a
 // partial file.
 func (b *Builder) Build(ctx context.Context, req Request) (*Artifact, error) {
 	if b.Dir == "" {
 		return nil, errors.New("build cache directory not configured")
+	}
+	if b.Prebuilt != "" {
+		p, err := b.planInputs(req)
+		if err != nil {
+			return nil, err
+		}
+		if a := b.fromPrebuilt(p); a != nil {
+			return a, nil
+		}
 	}
 	p, err := b.plan(ctx, req)
 	if err != nil {
@@ -312,7 +444,7 @@ func (b *Builder) Build(ctx context.Context, req Request) (*Artifact, error) {
 		args := append(append([]string{}, p.in.Args...), "-o", tmpPath, filepath.Join(srcDir, filepath.FromSlash(kernels.EntryFile)))
 		log, err := b.run(ctx, srcDir, nvcc, args)
 		if err != nil {
-			return log, &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log, Err: err}
+			return log, compileFailure(err, &CompileError{Arch: p.in.Arch, Flags: p.flags, Log: log, Err: err})
 		}
 		return log, nil
 	})
@@ -371,12 +503,14 @@ func (b *Builder) produce(ctx context.Context, key, ext string, inputs any, flag
 }
 
 // run executes one compiler command in dir (its process group killed when
-// ctx or Builder.Timeout ends) and returns its combined output.
+// ctx or Builder.Timeout ends, a *CompileTimeout then) and returns its
+// combined output.
 func (b *Builder) run(ctx context.Context, dir, exe string, args []string) (string, error) {
 	timeout := b.Timeout
 	if timeout <= 0 {
 		timeout = 15 * time.Minute
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
@@ -386,6 +520,9 @@ func (b *Builder) run(ctx context.Context, dir, exe string, args []string) (stri
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Run(); err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return log.String(), &CompileTimeout{Compiler: filepath.Base(exe), After: time.Since(start), Log: log.String()}
+		}
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, ctx.Err())
 		}

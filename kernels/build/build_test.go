@@ -310,8 +310,10 @@ func TestCompileTimeout(t *testing.T) {
 	b := &Builder{Toolchain: Toolchain{NVCC: script}, Dir: t.TempDir(), Timeout: 200 * time.Millisecond}
 	start := time.Now()
 	_, err := b.Build(context.Background(), Request{Arch: "sm_90"})
+	// A timeout is told apart from a compile error: it says nothing of the sources.
 	var ce *CompileError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "deadline") {
+	var te *CompileTimeout
+	if errors.As(err, &ce) || !errors.As(err, &te) || !strings.Contains(err.Error(), "not a compile error") {
 		t.Fatalf("err = %v", err)
 	}
 	if time.Since(start) > 20*time.Second {
@@ -323,5 +325,40 @@ func TestMissingCompiler(t *testing.T) {
 	b := &Builder{Toolchain: Toolchain{NVCC: filepath.Join(t.TempDir(), "no-nvcc")}, Dir: t.TempDir()}
 	if _, err := b.Build(context.Background(), Request{Arch: "sm_90"}); err == nil || !strings.Contains(err.Error(), "--version") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A module in the Prebuilt cache, built by another nvcc, is used without
+// running this host's nvcc; a variant the cache lacks is compiled here.
+func TestBuildTakesPrebuiltModules(t *testing.T) {
+	needSh(t)
+	elsewhere, _ := fakeNVCC(t, "Cuda compilation tools, release 12.4, V12.4.131", 0, false)
+	prebuilt := t.TempDir()
+	ctx := context.Background()
+	made, err := (&Builder{Toolchain: Toolchain{NVCC: elsewhere}, Dir: prebuilt}).Build(ctx, Request{Arch: "sm_90a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, counter := fakeNVCC(t, "Cuda compilation tools, release 13.0, V13.0.48", 0, false)
+	b := &Builder{Toolchain: Toolchain{NVCC: here}, Dir: t.TempDir(), Prebuilt: prebuilt}
+	a, err := b.Build(ctx, Request{Arch: "sm_90a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Prebuilt != "nvcc 12.4" || !a.Hit || a.Path != made.Path || compilations(t, counter) != 0 {
+		t.Fatalf("prebuilt module not used: %+v, %d compilations here", a, compilations(t, counter))
+	}
+	// Another architecture or variant is not in the prebuilt cache.
+	for _, req := range []Request{{Arch: "sm_90"}, {Arch: "sm_90a", Variant: kernels.Variant{"ring_stages": 8}}} {
+		a, err := b.Build(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Prebuilt != "" || a.Hit {
+			t.Errorf("%+v: taken from the prebuilt cache: %+v", req, a)
+		}
+	}
+	if n := compilations(t, counter); n != 2 {
+		t.Errorf("%d compilations here, want 2", n)
 	}
 }

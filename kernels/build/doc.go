@@ -33,5 +33,13 @@
 // rename, metadata first, so concurrent builders of one key — goroutines or
 // processes — compile once and readers never see a partial module. A failed
 // compile (*CompileError, deterministic) is not cached; a compile that
-// outlives Builder.Timeout is killed with its whole process group.
+// outlives Builder.Timeout is killed with its whole process group and is a
+// *CompileTimeout, never a compile error. On Linux the compiler also dies
+// with the process that started it.
+//
+// Builder.Prebuilt ($AMK_KERNEL_PREBUILT) is a cache of the same layout made
+// elsewhere, read only: a module there built from the same sources,
+// architecture, output kind and nvcc arguments is used whichever nvcc built
+// it, before this host's nvcc is asked for anything (a GPU visit carries the
+// cubins nvcc 12.4 compiled on the development machine this way).
 package build

@@ -160,6 +160,11 @@ func (b *Builder) BuildEmulator(ctx context.Context, req EmulatorRequest) (*Arti
 	if err != nil {
 		return nil, fmt.Errorf("hashing the emulator sources: %w", err)
 	}
+	if b.Sources == nil {
+		if err := kernels.CheckSources(); err != nil {
+			return nil, err
+		}
+	}
 	srcHash, err := kernels.HashSources(b.sources())
 	if err != nil {
 		return nil, fmt.Errorf("hashing kernel sources: %w", err)
@@ -183,7 +188,7 @@ func (b *Builder) BuildEmulator(ctx context.Context, req EmulatorRequest) (*Arti
 		args := append(append([]string{}, rtIn.Args...), "-c", filepath.Join(dir, kernels.EmulatorRuntimeFile), "-o", tmp)
 		log, err := b.run(ctx, dir, b.cxx(), args)
 		if err != nil {
-			return log, &CompileError{Arch: "emulator runtime", Log: log, Err: err}
+			return log, compileFailure(err, &CompileError{Arch: "emulator runtime", Log: log, Err: err})
 		}
 		return log, nil
 	}); err != nil {
@@ -218,13 +223,13 @@ func (b *Builder) BuildEmulator(ctx context.Context, req EmulatorRequest) (*Arti
 			"-c", filepath.Join(emuDir, kernels.EmulatorKernelFile), "-o", obj)
 		log, err := b.run(ctx, srcDir, b.cxx(), args)
 		if err != nil {
-			return log, &CompileError{Arch: req.Arch + " (emulator)", Flags: flags, Log: log, Err: err}
+			return log, compileFailure(err, &CompileError{Arch: req.Arch + " (emulator)", Flags: flags, Log: log, Err: err})
 		}
 		link := append(append([]string{}, in.LinkArgs...), "-o", tmp, rtObj, obj)
 		more, err := b.run(ctx, srcDir, b.cxx(), link)
 		log += more
 		if err != nil {
-			return log, &CompileError{Arch: req.Arch + " (emulator link)", Flags: flags, Log: log, Err: err}
+			return log, compileFailure(err, &CompileError{Arch: req.Arch + " (emulator link)", Flags: flags, Log: log, Err: err})
 		}
 		return log, os.Chmod(tmp, 0o755)
 	})

@@ -33,7 +33,9 @@ import (
 // The variants, by AMK_KERNEL_VARIANTS: unset, `make test`'s compile smoke,
 // the default variant and the largest streaming ring (whose TMA path nvcc 12
 // compiles for sm_90a), about 100 CPU-seconds each, built in parallel;
-// "default", the default alone (a GPU visit's first check); "extreme",
+// "default", the default alone; "visit", VisitVariants (what `make gpu-bin`
+// carries to a GPU visit, and what a visit builds first when none is
+// carried); "extreme",
 // ExtremeVariants (the default, and every search knob at its smallest and at
 // its largest choice; `make kernels-sweep`); "spot", SpotVariants (what a GPU
 // visit builds ahead).
@@ -86,10 +88,12 @@ func TestKernelsCompileWithoutSpills(t *testing.T) {
 		variants = []kernels.Variant{kernels.DefaultVariant(), ring[len(ring)-1]}
 	case "default":
 		variants = []kernels.Variant{kernels.DefaultVariant()}
+	case "visit":
+		variants = VisitVariants()
 	case "extreme":
 		variants = ExtremeVariants()
 	default:
-		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want default, spot or extreme (unset: the default and the largest ring)", set)
+		t.Fatalf("AMK_KERNEL_VARIANTS=%q: want default, visit, spot or extreme (unset: the default and the largest ring)", set)
 	}
 	type result struct {
 		a   *Artifact

@@ -8,8 +8,8 @@ import (
 
 // SpotVariants is the default variant followed by every variant that moves
 // one knob (of the search and config scopes) to another of its choices: the
-// variants a GPU visit builds ahead (scripts/gpu/run-1.sh) and the nvcc check
-// compiles. Fixed knobs stay at their defaults.
+// variants a GPU visit builds on the device (scripts/gpu/visit.sh) and the
+// nvcc check compiles. Fixed knobs stay at their defaults.
 func SpotVariants() []kernels.Variant {
 	out := []kernels.Variant{kernels.DefaultVariant()}
 	for _, k := range kernels.KnobSpace() {
@@ -71,4 +71,15 @@ func RingVariants() []kernels.Variant {
 		out = append(out, v)
 	}
 	return out
+}
+
+// VisitVariants are the kernel variants of the points a GPU visit measures
+// (scripts/gpu/points/*.json): the default, and the default with the
+// streaming ring at 8 stages (ring.json). `make gpu-bin` compiles them with
+// nvcc 12.4 so that the visit loads them instead of waiting on the device's
+// compiler.
+func VisitVariants() []kernels.Variant {
+	ring := kernels.DefaultVariant()
+	ring["ring_stages"] = 8
+	return []kernels.Variant{kernels.DefaultVariant(), ring}
 }

@@ -1,6 +1,10 @@
 package build
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/amk-dev/amk/kernels"
@@ -37,5 +41,35 @@ func TestVariantSets(t *testing.T) {
 	ext := names(ExtremeVariants())
 	if !ext[def] || len(ext) < 3 {
 		t.Fatalf("extreme set %v", ext)
+	}
+}
+
+// Every point a GPU visit measures (scripts/gpu/points/*.json) runs a kernel
+// variant of VisitVariants, which `make gpu-bin` carries prebuilt.
+func TestVisitVariantsCoverTheVisitPoints(t *testing.T) {
+	visit := map[string]bool{}
+	for _, v := range VisitVariants() {
+		visit[v.String()] = true
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "..", "scripts", "gpu", "points", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no visit points found")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct {
+			Knobs map[string]int64 `json:"kernel_knobs"`
+		}
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		v := kernels.DefaultVariant()
+		maps.Copy(v, p.Knobs)
+		if !visit[v.String()] {
+			t.Errorf("%s runs kernel variant %s, which VisitVariants lacks", f, v)
+		}
 	}
 }

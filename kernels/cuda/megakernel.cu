@@ -24,16 +24,18 @@
  * ... (all of that opcode) without counters, through the same amk_op_<op> the VM dispatches:
  * what Loop 1 verifies and times in isolation (R29).
  * ========================================================================================== */
-#include <cooperative_groups.h>
-
 #include "common.cuh"
 #include "sync.cuh"
 #include "ops.cuh"
 
-namespace cg = cooperative_groups;
-
 #ifndef AMK_ENTRY_GRID_SYNC
 #define AMK_ENTRY_GRID_SYNC 0
+#endif
+#if AMK_ENTRY_GRID_SYNC
+/* The grid barrier's header only where the barrier is compiled in: the default build needs
+ * none of it, and a device toolkit's header cannot break a build that does not use it. */
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
 #endif
 #ifndef AMK_PREFETCH_WINDOW_BYTES
 /* Weight bytes one block keeps prefetched ahead into L2: 132 SMs x 256 KiB = 33 MiB, inside the
@@ -173,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(AMK_THREADS, 1) amk_megakernel(cons
         amk_signal(prog, s_inst.out_counter);
     }
 #if AMK_RING_ON
-    amk_ring_finish();
+    amk_ring_finish(prog);
 #endif
 }
 

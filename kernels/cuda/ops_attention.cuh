@@ -9,7 +9,8 @@
  *   scores = (q . k) * scale over keys [kv_start, kv_start + kv_len); GQA: query head h reads
  *   KV head h / (n_heads / n_kv_heads); out = softmax(scores) . V.
  * PARTIAL_WRITE (flags bit 1): per head write [acc = sum exp(s - m) v | m | l] into an
- * [n_heads, head_dim + 2] buffer (an empty window gives acc 0, m -inf, l 0).
+ * [n_heads, head_dim + 2] buffer, [B, n_heads, head_dim + 2] for a batch (an empty window gives
+ * acc 0, m -inf, l 0).
  * ========================================================================================== */
 #ifndef AMK_OPS_ATTENTION_CUH
 #define AMK_OPS_ATTENTION_CUH
@@ -124,7 +125,7 @@ __device__ __forceinline__ void amk_attn_all(const amk_buffer_t& q, const amk_bu
         float m, l;
         amk_attn_head<T>(qr, (const T*)kc.ptr, (const T*)vc.ptr, base, row, kv_len, hd, scale, acc, m, l);
         if (partial) {
-            const int64_t pb = (int64_t)h * (hd + 2);
+            const int64_t pb = (b * nh + h) * (hd + 2);
 #pragma unroll
             for (int i = 0; i < AMK_ATTN_SLOTS; ++i) {
                 const int d = lane + 32 * i;
@@ -158,7 +159,7 @@ __device__ __forceinline__ bool amk_op_attention_tile(const amk_program_t& prog,
     if (hd <= 0 || hd > AMK_ATTN_MAX_HEAD_DIM) return amk_trap(prog, AMK_TRAP_HEAD_DIM, task, inst.op, hd);
     const int64_t B = q.rank == 3 ? q.shape[0] : 1;
     if (nh <= 0 || nkv <= 0 || nh % nkv != 0 || q.numel != B * nh * hd || kc.dtype != vc.dtype ||
-        !amk_is_float(kc.dtype) || kc.numel != vc.numel || (partial && B != 1))
+        !amk_is_float(kc.dtype) || kc.numel != vc.numel)
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, nh);
     int64_t S, seq_stride = 0;
     if (kc.rank == 4) {
@@ -174,7 +175,7 @@ __device__ __forceinline__ bool amk_op_attention_tile(const amk_program_t& prog,
     }
     if (kv_start < 0 || kv_len < 0 || (int64_t)kv_start + kv_len > S)
         return amk_trap(prog, AMK_TRAP_KV_POS, task, inst.op, kv_start + kv_len);
-    if (out.numel < (partial ? (int64_t)nh * (hd + 2) : B * nh * hd))
+    if (out.numel < B * nh * (partial ? hd + 2 : hd))
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, (int32_t)out.numel);
     /* KV-head slice (params n_off, N_tile; N_tile 0 = every KV head): its query heads only. */
     const int kv0 = inst.params.N_tile > 0 ? inst.params.n_off : 0;
@@ -198,7 +199,9 @@ __device__ __forceinline__ bool amk_op_attention_tile(const amk_program_t& prog,
 }
 
 /* ATTENTION_COMBINE: m = max_p m_p; w_p = exp(m_p - m) if l_p > 0 else 0; l = sum l_p w_p;
- * out = sum acc_p w_p / max(l, 1e-20). head_dim / n_heads come from params or the partials. */
+ * out = sum acc_p w_p / max(l, 1e-20), per row of the partials: n_heads rows, or B x n_heads for
+ * a batch. head_dim comes from params or the partials; params n_heads, when set, must divide
+ * the rows. */
 __device__ __forceinline__ bool amk_op_attention_combine(const amk_program_t& prog, const amk_instruction_t& inst,
                                                          int32_t task) {
     const amk_buffer_t out = prog.buffers[inst.outputs[0]];
@@ -206,13 +209,15 @@ __device__ __forceinline__ bool amk_op_attention_combine(const amk_program_t& pr
     const int P = inst.n_inputs;
     const int hd = inst.params.head_dim > 0 ? inst.params.head_dim : (int)(amk_cols(p0) - 2);
     const int stride = hd + 2;
-    const int nh = inst.params.n_heads > 0 ? inst.params.n_heads : (hd > 0 ? (int)(p0.numel / stride) : 0);
-    if (hd <= 0 || nh <= 0 || P < 1 || P > AMK_MAX_INPUTS || out.numel < (int64_t)nh * hd)
+    const int64_t rows = hd > 0 ? p0.numel / stride : 0;
+    const int nh = inst.params.n_heads;
+    if (hd <= 0 || rows <= 0 || (nh > 0 && rows % nh != 0) || P < 1 || P > AMK_MAX_INPUTS ||
+        out.numel < rows * hd)
         return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, hd);
     for (int p = 0; p < P; ++p)
-        if (prog.buffers[inst.inputs[p]].numel < (int64_t)nh * stride)
+        if (prog.buffers[inst.inputs[p]].numel < rows * stride)
             return amk_trap(prog, AMK_TRAP_OPERAND, task, inst.op, p);
-    for (int h = amk_warp(); h < nh; h += AMK_WARPS) {
+    for (int64_t h = amk_warp(); h < rows; h += AMK_WARPS) {
         float w[AMK_MAX_INPUTS];
         float mg = -CUDART_INF_F;
         for (int p = 0; p < P; ++p) mg = fmaxf(mg, amk_ld(prog.buffers[inst.inputs[p]], (int64_t)h * stride + hd));

@@ -288,18 +288,18 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
  * a diagnosis instead of hanging the GPU. A broken stream issues nothing more (re-arming a
  * barrier whose phase never completed would be undefined) and its later waits return at once.
  * An abort raised elsewhere does not cut a wait short: an issued chunk always lands, soon, and
- * leaving before it would let the next issue re-arm its barrier too early. Without prog
- * (amk_ring_finish) it waits unbounded. */
+ * leaving before it would let the next issue re-arm its barrier too early. Every wait is bounded,
+ * the ones of amk_ring_finish at the end of the kernel included: no device wait can hang the GPU. */
 __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const amk_program_t* prog) {
     const int slot = (int)(c % AMK_RING_STAGES);
 #if AMK_RING_TMA
     uint64_t* const bar = &amk_ring_bar[amk_warp()][slot];
     const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
-    uint32_t done = prog && amk_ring_state[amk_warp()].broken;
+    uint32_t done = amk_ring_state[amk_warp()].broken;
     uint64_t start = 0;
     for (uint32_t polls = 1; !done; ++polls) {
         done = amk_ptx_mbarrier_try_wait_parity(bar, parity);
-        if (done || !prog || (polls & 0xFu) != 0u) continue;
+        if (done || (polls & 0xFu) != 0u) continue;
         const uint64_t now = amk_now_ns();
         const uint64_t budget = prog->watchdog_ns ? prog->watchdog_ns : (uint64_t)(AMK_WATCHDOG_NS);
         if (polls == 0x10u) {
@@ -364,13 +364,16 @@ __device__ __forceinline__ void amk_ring_off() {
     if (threadIdx.x == 0) amk_ring_active = 0;
 }
 
-/* Megakernel exit (also after a trap or an abort): no copy may still be writing shared memory. */
-__device__ __forceinline__ void amk_ring_finish() {
+/* Megakernel exit (also after a trap or an abort): no copy may still be writing shared memory.
+ * Each wait is bounded like a consumer's: a chunk that never lands raises the watchdog (naming
+ * the chunk and the slot) and breaks the stream, and the later waits return at once. */
+__device__ __forceinline__ void amk_ring_finish(const amk_program_t& prog) {
     if (!amk_ring_active) return;
 #if AMK_RING_TMA
     const amk_ring_warp& w = amk_ring_state[amk_warp()];
-    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c, nullptr);
+    for (uint32_t c = w.consumed; c < w.issued; ++c) amk_ring_wait(c, &prog);
 #else
+    (void)prog;
     amk_ptx_cp_async_wait<0>();
 #endif
 }

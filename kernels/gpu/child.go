@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/amk-dev/amk/kernels"
 	"github.com/amk-dev/amk/kernels/build"
 	"github.com/amk-dev/amk/kernels/launch"
 )
@@ -96,6 +97,9 @@ func Open(ctx context.Context, cc ChildConfig, opts Options) (*Launcher, error) 
 // compiler is refused here, before any child starts.
 func OpenLocal(ctx context.Context, ordinal int, emulate string, log io.Writer) (*Launcher, error) {
 	tc := build.ToolchainFromEnv()
+	if err := kernels.CheckSources(); err != nil {
+		return nil, err
+	}
 	if emulate != "" {
 		if _, err := launch.EmulatorInfo(emulate); err != nil {
 			return nil, err
@@ -112,8 +116,43 @@ func OpenLocal(ctx context.Context, ordinal int, emulate string, log io.Writer) 
 	if err != nil {
 		return nil, err
 	}
+	opts, err := OptionsFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	return Open(ctx, ChildConfig{Executable: exe, Subcommand: []string{ChildCommand}, Ordinal: ordinal, Toolchain: tc,
-		CacheDir: cache, Log: log, Emulate: emulate}, Options{})
+		CacheDir: cache, Log: log, Emulate: emulate}, opts)
+}
+
+// Environment variables of the launcher's per-request bounds (Options), as
+// Go durations ("20s", "2m"); unset keeps the defaults. A GPU visit sets
+// them to tens of seconds, so that a hung load, run or timing ends a step
+// with a timeout verdict long before the step's own limit.
+const (
+	EnvLoadTimeout = "AMK_LOAD_TIMEOUT" // a module build plus the weight upload (default DefaultLoadTimeout)
+	EnvRunTimeout  = "AMK_RUN_TIMEOUT"  // one checked launch (default DefaultRunTimeout)
+	EnvTimeTimeout = "AMK_TIME_TIMEOUT" // the timed launches of one trial (default DefaultTimeTimeout)
+)
+
+// OptionsFromEnv reads the launcher's request bounds from the environment;
+// a value that is not a duration between 1 s and 1 h is an error naming it.
+func OptionsFromEnv() (Options, error) {
+	var o Options
+	for _, e := range []struct {
+		name string
+		to   *time.Duration
+	}{{EnvLoadTimeout, &o.LoadTimeout}, {EnvRunTimeout, &o.RunTimeout}, {EnvTimeTimeout, &o.TimeTimeout}} {
+		v := strings.TrimSpace(os.Getenv(e.name))
+		if v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > time.Hour {
+			return Options{}, fmt.Errorf("%s=%q: want a duration from 1s to 1h, e.g. 30s", e.name, v)
+		}
+		*e.to = d
+	}
+	return o, nil
 }
 
 // ChildMain is the body of the hidden launcher subcommand: it opens CUDA

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amk-dev/amk/ir"
 	"github.com/amk-dev/amk/kernels/build"
@@ -179,5 +180,21 @@ func TestWeightProviderBuildsQuantizedWeights(t *testing.T) {
 	if g, w := got[key], want[key]; g == nil || g.DType != w.DType || !slices.Equal(g.Packed, w.Packed) ||
 		!slices.Equal(got[key+".scales"].Half, want[key+".scales"].Half) {
 		t.Fatalf("the child's %s is not the trial's", key)
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	t.Setenv(EnvLoadTimeout, "")
+	t.Setenv(EnvRunTimeout, "20s")
+	t.Setenv(EnvTimeTimeout, "1m30s")
+	o, err := OptionsFromEnv()
+	if err != nil || o.LoadTimeout != 0 || o.RunTimeout != 20*time.Second || o.TimeTimeout != 90*time.Second {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	for _, bad := range []string{"20", "500ms", "2h", "soon"} {
+		t.Setenv(EnvRunTimeout, bad)
+		if _, err := OptionsFromEnv(); err == nil || !strings.Contains(err.Error(), EnvRunTimeout) {
+			t.Errorf("%s=%q: %v", EnvRunTimeout, bad, err)
+		}
 	}
 }

@@ -603,6 +603,9 @@ func TestEmulatorCatchesSeededKernelBugs(t *testing.T) {
 		{c: hangs(base("a wrong mbarrier phase parity", schedule.FullyFused(), 24, ring,
 			mutant(t, "cuda/ring.cuh", "const uint32_t parity = (c / AMK_RING_STAGES) & 1u;",
 				"const uint32_t parity = (c / AMK_RING_STAGES + 1) & 1u;"))), want: "streaming ring wait"},
+		{c: hangs(base("the end-of-kernel ring wait on a chunk never issued", schedule.FullyFused(), 24, ring,
+			mutant(t, "cuda/ring.cuh", "for (uint32_t c = w.consumed; c < w.issued; ++c)",
+				"for (uint32_t c = w.consumed; c <= w.issued; ++c)"))), want: "streaming ring wait"},
 		{c: base("an off-by-one in a paired tile's rotation partner row", schedule.FullyFused(), 24, ring,
 			mutant(t, "cuda/ops_gemv.cuh", "ob = paired ? half + e : b;", "ob = paired ? half + e + 1 : b;")), want: "differs from the VM's"},
 		{c: base("barrier divergence (the last warp skips the instruction load's barrier)", schedule.DeviceDefault(), 8, perTile,
@@ -687,4 +690,46 @@ func TestEmulatedTrialThroughTheChild(t *testing.T) {
 		t.Errorf("an emulated verdict mentions a GPU measurement:\n%s", notes)
 	}
 	t.Logf("%.3f us (%s) on %s; notes:\n%s", *v.LatencyUS, *v.LatencyKind, v.Device, notes)
+}
+
+// TestEmulatedSplitKVAtABatch: split-KV attention at batch 4 — each shard's
+// partial holds every sequence's heads [B, n_heads, hd+2], and the combine
+// merges B x n_heads rows — runs through the kernels on the emulator and
+// matches the reference VM for every sequence, at KV length 201 from the
+// seeded caches (4 shards), whole KV heads per task and one task per KV head.
+func TestEmulatedSplitKVAtABatch(t *testing.T) {
+	l := openEmulated(t)
+	toy, _ := model.Preset("toy")
+	w := trial.Workload{PromptLens: []int{200}, GenLen: 1, Batch: 4}
+	for _, point := range []string{`{"tiling": {"attention": {"n_partitions": 4}}}`,
+		`{"tiling": {"attention": {"n_partitions": 4, "kv_head_split": 1}}}`} {
+		// the case is about batched partials: the lowering must split
+		p, err := schedule.ParsePoint([]byte(point))
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := schedule.Lower(toy, l.Target(), p, schedule.LowerOptions{Pos: 200, B: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		combines := 0
+		for i := range prog.Tasks {
+			if prog.Tasks[i].Op == ir.OpAttentionCombine && len(prog.Tasks[i].Inputs) == 4 {
+				combines++
+			}
+		}
+		if combines != toy.NLayers {
+			t.Fatalf("%s at batch 4: %d four-shard ATTENTION_COMBINE tasks, want %d", point, combines, toy.NLayers)
+		}
+		spec := trial.Spec{Model: "toy", GPU: "h100", Device: schedule.DeviceEmu, Point: []byte(point),
+			Token: trial.DefaultToken, Workload: &w}
+		out := trial.Evaluate(context.Background(), spec, trial.Options{Launcher: l, Models: trial.NewModelCache(0)})
+		v := out.Verdict
+		if out.Failure != nil || v == nil || !v.Valid || v.Correct == nil || !*v.Correct {
+			t.Fatalf("%s: want a correct verdict: failure %+v verdict %+v", point, out.Failure, v)
+		}
+		if notes := strings.Join(v.Notes, "\n"); !strings.Contains(notes, "emulator logits match the reference VM at pos 200") {
+			t.Errorf("%s: no emulator check at pos 200 in the notes:\n%s", point, notes)
+		}
+	}
 }

@@ -66,8 +66,8 @@ func (l *Launcher) verify(ctx context.Context, req trial.TimeRequest, ws launch.
 	if !cmp.Pass {
 		return nil, &trial.MismatchError{Device: l.name, Comparison: cmp}
 	}
-	notes = append(notes, fmt.Sprintf("%s logits match the reference VM at pos %d (%s): max_abs_err %.3g, top1 %.4f",
-		l.what(), req.Pos, m.Check.DType, cmp.MaxAbsErr, cmp.Top1Agreement))
+	notes = append(notes, fmt.Sprintf("%s logits match the reference VM at pos %d (%s): max_abs_err %.3g, %.1f%% of the tolerance, top1 %.4f",
+		l.what(), req.Pos, m.Check.DType, cmp.MaxAbsErr, 100*cmp.ToleranceShare, cmp.Top1Agreement))
 	return &checked{isCandidate: !truncated, logits: logits, notes: notes}, nil
 }
 

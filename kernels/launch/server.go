@@ -31,6 +31,9 @@ func (m BuilderModules) Module(ctx context.Context, arch string, v kernels.Varia
 	}
 	data, err := a.Data()
 	note := fmt.Sprintf("module %s (%s, cache %s)", a.Key[:12], arch, map[bool]string{true: "hit", false: "miss"}[a.Hit])
+	if a.Prebuilt != "" {
+		note = fmt.Sprintf("module %s (%s, prebuilt by %s)", a.Key[:12], arch, a.Prebuilt)
+	}
 	return data, note, err
 }
 
@@ -403,7 +406,7 @@ type ChildConfig struct {
 // gpuworker): it opens the device and serves frames until shutdown or EOF.
 // For a CUDA device, a build without the cuda tag returns ErrNoCUDA at once.
 func RunChild(ctx context.Context, cfg ChildConfig) error {
-	builder := &build.Builder{Toolchain: cfg.Toolchain, Dir: cfg.CacheDir}
+	builder := &build.Builder{Toolchain: cfg.Toolchain, Dir: cfg.CacheDir, Prebuilt: build.PrebuiltFromEnv()}
 	var dev Device
 	var mods ModuleSource = BuilderModules{Builder: builder}
 	var err error

@@ -1,42 +1,68 @@
-# lib.sh: the shared part of scripts/gpu/run-1.sh and run-2.sh (sourced,
-# never run). A visit's script calls visit_start NAME BUDGET_S, then `step`
-# for each measurement, then visit_end. Every step runs bounded (its own
-# limit and the visit's deadline), logs to $R/<step>.log and records its exit
-# code and wall time in $R/steps.tsv; a failing step never stops the visit,
-# except compile_gate (the default kernel variant must build with the
-# machine's nvcc, or nothing after it can run). visit_end packs $R into one
-# archive, $OUT/NAME.tar.gz, and prints the step table last (the device tool
-# returns the end of the output); it also runs on any early exit of the
-# script (an EXIT trap), so the archive is written whatever happens.
-# VISIT_BUDGET overrides a visit's budget in seconds (a dry run here).
+# lib.sh: the step machinery of scripts/gpu/visit.sh (sourced, never run).
+#
+# visit_start NAME BUDGET_S sets up the results folder $R, the deadline
+# (BUDGET_S from now) and the environment; then
+#   step NAME LIMIT_S CMD...     runs CMD in the foreground,
+#   bg_step NAME LIMIT_S CMD...  runs it in the background (bg_wait waits),
+#   skip NAME REASON             records a step that does not run here,
+# and visit_end packs and prints. Every step is bounded by min(LIMIT_S, what
+# is left before the deadline) through timeout(1), runs in a session of its
+# own (setsid) that is killed whole when it ends, so that no compiler or
+# child outlives its step; it logs to $R/NAME.log and adds a line (exit code,
+# seconds, note) to $R/steps.tsv. A failing step never stops the visit.
+# After every step the results are packed again into $OUT/NAME.tar.gz (a
+# temporary file renamed over the last), so that a visit killed at the
+# device tool's limit still returns everything done so far.
+#
+# $GPU_LOCK is the GPU lock: a step that times the GPU runs its command as
+# `flock -w 120 $GPU_LOCK CMD...`, so that a background baseline never times
+# concurrently with a foreground measurement.
 
-# visit_start NAME BUDGET_S: results dir $R, deadline, environment.
+# visit_start NAME BUDGET_S
 visit_start() {
 	VISIT=$1
 	VISIT_T0=$(date +%s)
-	VISIT_DEADLINE=$((VISIT_T0 + ${VISIT_BUDGET:-$2}))
+	VISIT_DEADLINE=$((VISIT_T0 + $2))
 	VISIT_PACKED=0
+	BG_PIDS=()
 	trap visit_end EXIT
 	OUT=${OUT:-${TMPDIR:-/tmp}/amk-gpu-out}
 	mkdir -p "$OUT"
 	R=$(mktemp -d "${TMPDIR:-/tmp}/amk-$VISIT.XXXXXX")/$VISIT
 	mkdir -p "$R"
-	printf 'step\trc\tseconds\tnote\n' >"$R/steps.tsv"
+	printf 'step\trc\tseconds\tstart_s\tnote\n' >"$R/steps.tsv"
+	GPU_LOCK=$(dirname "$R")/gpu.lock
+	export R OUT VISIT GPU_LOCK
 	export PYTHONUNBUFFERED=1
+	HAVE_SETSID=0
+	command -v setsid >/dev/null && command -v pkill >/dev/null && HAVE_SETSID=1
 	# bin/ travels gzip-compressed (scripts/gpu/build-bin.sh): unpacked into
 	# $BIN outside the tree (left in bin/, the unpacked copies would push a
 	# later carry past the device tool's 64 MiB after a dry run here).
+	# On the emulator (a rehearsal) the binaries are plain builds in $BIN: the
+	# cuda ones do not start without libcuda.so.1.
 	export BIN=${BIN:-${TMPDIR:-/tmp}/amk-bin}
 	mkdir -p "$BIN"
-	for z in bin/*.gz; do
+	[ "${DEVICE:-cuda}" = emu ] || for z in bin/*.gz; do
 		[ -e "$z" ] || continue
 		b="$BIN/$(basename "${z%.gz}")"
 		[ "$b" -nt "$z" ] || { gzip -dc "$z" >"$b" && chmod +x "$b"; }
 	done
 	export PATH="$BIN:$PWD/bin:$PATH"
-	# The build cache every test and verb of the visit shares (AMK_KERNEL_CACHE).
+	# The build cache every step shares, and the kernels built elsewhere
+	# (bin/kernels-*.tar.*: the cubins `make gpu-bin` compiled with nvcc 12.4,
+	# and those an earlier call built on the device), which the build takes
+	# before compiling (AMK_KERNEL_PREBUILT, kernels/build).
 	export AMK_KERNEL_CACHE=${AMK_KERNEL_CACHE:-/tmp/amk-kernel-cache}
-	mkdir -p "$AMK_KERNEL_CACHE"
+	export AMK_KERNEL_PREBUILT=${AMK_KERNEL_PREBUILT:-/tmp/amk-kernel-prebuilt}
+	mkdir -p "$AMK_KERNEL_CACHE" "$AMK_KERNEL_PREBUILT"
+	for k in bin/kernels-*.tar.*; do
+		[ -e "$k" ] || continue
+		tar -xf "$k" -C "$AMK_KERNEL_PREBUILT" || echo "could not unpack $k" >&2
+	done
+	# The kernel sources of this tree, not only the ones embedded in the
+	# binaries: a CUDA fix made after `make gpu-bin` travels with the tree.
+	export AMK_KERNEL_SOURCES=${AMK_KERNEL_SOURCES:-$PWD/kernels}
 	if [ -z "${AMK_NVCC:-}" ]; then
 		AMK_NVCC=$(command -v nvcc || true)
 		[ -z "$AMK_NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ] && AMK_NVCC=/usr/local/cuda/bin/nvcc
@@ -44,7 +70,7 @@ visit_start() {
 	fi
 	# libcuda.so.1: the binaries were linked against a stub; the driver's
 	# library is not always on the loader's path (/usr/local/nvidia/lib64).
-	if [ -x "$BIN/amkctl" ] && ldd "$BIN/amkctl" | grep -q 'libcuda.so.1 => not found'; then
+	if [ -x "$BIN/amkctl" ] && ldd "$BIN/amkctl" 2>/dev/null | grep -q 'libcuda.so.1 => not found'; then
 		for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/local/cuda/compat /usr/lib64; do
 			if [ -e "$d/libcuda.so.1" ]; then
 				export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -57,80 +83,115 @@ visit_start() {
 	case "$GPU_NAME" in
 	*H200*) TARGET=h200 ;;
 	*H100*) TARGET=h100 ;;
-	*) TARGET=${TARGET:-h100} ;;
+	*) TARGET=${TARGET:-h200} ;;
 	esac
 	case "$GPU_CC" in
 	9.0) ARCH=sm_90a ;;
 	10.0) ARCH=sm_100a ;;
-	"") ARCH=${ARCH:-sm_90} ;; # no GPU (a dry run): what Debian's nvcc 11.8 builds
+	"") ARCH=${ARCH:-sm_90a} ;;
 	*) ARCH=sm_${GPU_CC/./} ;;
 	esac
 	export TARGET ARCH
 	{
-		echo "visit $VISIT, $(date -u +%FT%TZ), git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-		echo "gpu: $GPU_NAME (cc $GPU_CC) -> target $TARGET, arch $ARCH"
-		echo "nvcc: $AMK_NVCC"
-		echo "AMK_KERNEL_CACHE=$AMK_KERNEL_CACHE LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+		echo "visit $VISIT, $(date -u +%FT%TZ), git $(git rev-parse --short HEAD 2>/dev/null || echo '?'), deadline $2 s"
+		echo "gpu: ${GPU_NAME:-none} (cc ${GPU_CC:-?}) -> target $TARGET, arch $ARCH, device ${DEVICE:-cuda}"
+		echo "nvcc: ${AMK_NVCC:-none}"
+		echo "AMK_KERNEL_CACHE=$AMK_KERNEL_CACHE AMK_KERNEL_PREBUILT=$AMK_KERNEL_PREBUILT ($(find "$AMK_KERNEL_PREBUILT" -name '*.cubin' | wc -l) cubins)"
+		echo "AMK_KERNEL_SOURCES=$AMK_KERNEL_SOURCES LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
 		[ -f bin/MANIFEST ] && cat bin/MANIFEST
 	} | tee "$R/visit.txt"
 }
 
-# remaining: seconds left before the deadline (less a reserve for packing).
-remaining() { echo $((VISIT_DEADLINE - $(date +%s) - 15)); }
+# left: seconds before the deadline, less a reserve for the last packing.
+left() { echo $((VISIT_DEADLINE - $(date +%s) - 10)); }
 
-# step NAME LIMIT_S CMD...: run CMD bounded by min(LIMIT_S, remaining), in
-# its own process group (timeout kills the group), output to $R/NAME.log.
+# pack: the results (and the kernels this visit built, kernels-device.tar.*)
+# into $OUT, each through a temporary file and a rename; serialised.
+pack() {
+	(
+		flock -w 20 9 || exit 0
+		tar -czf "$OUT/.$VISIT.tar.gz" -C "$(dirname "$R")" "$VISIT" 2>/dev/null &&
+			mv -f "$OUT/.$VISIT.tar.gz" "$OUT/$VISIT.tar.gz"
+	) 9>"$(dirname "$R")/pack.lock"
+}
+
+# record NAME RC SECONDS START NOTE
+record() {
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >>"$R/steps.tsv"
+}
+
+# skip NAME REASON: a step that does not run in this visit.
+skip() {
+	record "$1" - 0 $(($(date +%s) - VISIT_T0)) "skipped: $2"
+	echo "== $1: skipped: $2"
+}
+
+# step NAME LIMIT_S CMD...
 step() {
 	local name=$1 limit=$2
 	shift 2
-	local left
-	left=$(remaining)
-	[ "$left" -lt "$limit" ] && limit=$left
+	local l
+	l=$(left)
+	[ "$l" -lt "$limit" ] && limit=$l
 	if [ "$limit" -lt 5 ]; then
-		printf '%s\t-\t0\tskipped: no time left\n' "$name" >>"$R/steps.tsv"
-		echo "== $name: skipped (no time left)"
+		skip "$name" "no time left"
+		pack
 		return 0
 	fi
-	echo "== $name (limit ${limit}s): $*"
-	local t0 rc
+	echo "== $name (limit ${limit}s, at $(($(date +%s) - VISIT_T0))s): $*"
+	local t0 rc pid
 	t0=$(date +%s)
-	timeout -k 10 "$limit" "$@" >"$R/$name.log" 2>&1
-	rc=$?
+	if [ "$HAVE_SETSID" = 1 ]; then
+		# A background child of a script is not a group leader, so setsid
+		# makes it the leader of a new session without forking: $! is the
+		# session id, and pkill -s ends whatever is left in it (nvcc runs
+		# in process groups of its own inside the session).
+		setsid timeout -k 5 "$limit" "$@" >"$R/$name.log" 2>&1 </dev/null &
+		pid=$!
+		wait "$pid"
+		rc=$?
+		pkill -KILL -s "$pid" 2>/dev/null
+	else
+		timeout -k 5 "$limit" "$@" >"$R/$name.log" 2>&1 </dev/null
+		rc=$?
+	fi
 	local note=""
-	[ "$rc" = 124 ] || [ "$rc" = 137 ] && note="timed out after ${limit}s"
-	printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$(($(date +%s) - t0))" "$note" >>"$R/steps.tsv"
-	tail -n 3 "$R/$name.log" | sed 's/^/   /'
+	{ [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && note="timed out after ${limit}s"
+	record "$name" "$rc" $(($(date +%s) - t0)) $((t0 - VISIT_T0)) "$note"
+	tail -n 2 "$R/$name.log" | cut -c1-200 | sed 's/^/   /'
+	pack
 	return 0
 }
 
-# compile_gate: build the default kernel variant alone with the machine's nvcc
-# (about a minute) before any step that needs kernels. If it does not build (a
-# C++ or PTX error of this nvcc, no usable nvcc), every later step would
-# rebuild it and fail in turn for the rest of the budget: the visit ends here
-# instead, the compiler's errors in summary.txt, printed last. A register
-# spill alone fails the test but not the gate (the kernels still run).
-compile_gate() {
-	step compile 150 env AMK_NVCC_ARCH="$ARCH" AMK_KERNEL_VARIANTS=default \
-		build.test -test.run TestKernelsCompileWithoutSpills -test.v -test.timeout 145s
-	if grep -q -- '--- PASS: TestKernelsCompileWithoutSpills' "$R/compile.log" ||
-		{ grep -q 'spills registers' "$R/compile.log" && ! grep -qE 'C\+\+ error|not a cubin|lacks kernel' "$R/compile.log"; }; then
-		return 0
-	fi
-	{
-		echo "STOPPED: the default kernel variant does not build with ${AMK_NVCC:-no nvcc} for $ARCH (compile.log):"
-		grep -E 'error|warning|FAIL|SKIP|does not run|panic|timed out' "$R/compile.log" | head -40
-	} >"$R/summary.txt"
-	exit 1
+# bg_step NAME LIMIT_S CMD...: step in the background; bg_wait collects it.
+bg_step() {
+	step "$@" >>"$R/background.txt" 2>&1 &
+	BG_PIDS+=($!)
 }
 
-# visit_end: one archive under $OUT and the step table (once).
+# bg_wait: wait for the background steps until the deadline; each is bounded
+# by its own limit already, this only stops the visit from waiting past it.
+bg_wait() {
+	local pid
+	for pid in "${BG_PIDS[@]}"; do
+		while kill -0 "$pid" 2>/dev/null && [ "$(left)" -gt 0 ]; do sleep 1; done
+	done
+	BG_PIDS=()
+}
+
+
+# visit_end: the summary ($VISIT_SUMMARY, a command bounded to 15 s, into
+# $R/summary.txt), the last packing and the step table (once; also on an
+# early exit of the script).
 visit_end() {
 	[ "${VISIT_PACKED:-0}" = 1 ] && return 0
 	VISIT_PACKED=1
+	[ -n "${VISIT_SUMMARY:-}" ] && timeout -k 2 15 bash -c "$VISIT_SUMMARY" >"$R/summary.txt" 2>&1
 	echo "total $(($(date +%s) - VISIT_T0)) s" >>"$R/visit.txt"
-	tar -czf "$OUT/$VISIT.tar.gz" -C "$(dirname "$R")" "$VISIT"
+	pack
 	echo
-	echo "archive: $OUT/$VISIT.tar.gz ($(du -h "$OUT/$VISIT.tar.gz" | cut -f1))"
+	echo "archive: $OUT/$VISIT.tar.gz ($(du -h "$OUT/$VISIT.tar.gz" 2>/dev/null | cut -f1))"
+	ls -l "$OUT" | tail -n +2
 	column -t -s $'\t' "$R/steps.tsv" 2>/dev/null || cat "$R/steps.tsv"
 	[ -f "$R/summary.txt" ] && cat "$R/summary.txt"
 	return 0
