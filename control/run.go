@@ -70,18 +70,6 @@ type RunOptions struct {
 	OnWedge func()
 }
 
-// LengthBudget is the campaign budget a run of length lim stands for; nil
-// when lim sets no bound. A run on this machine creates its campaign with
-// it (CreateRequest.Budget), so that whoever drives the campaign later (a
-// scheduler adopting the workspace's campaigns) stops where the run would
-// have, instead of running it without a bound.
-func LengthBudget(lim runner.Limits) *campaign.Budget {
-	if lim.Iterations <= 0 && lim.Minutes <= 0 {
-		return nil
-	}
-	return &campaign.Budget{Iterations: max(lim.Iterations, 0), Minutes: max(lim.Minutes, 0)}
-}
-
 // Run is a campaign this process drives: it holds the campaign's ledger
 // (and so its lock) until Close. While it is open, every event for the
 // campaign from this process goes through it (Local.Do): through the
@@ -269,48 +257,9 @@ func (r *Run) Done() bool {
 // stays done: the refusal (ErrConflict) says what budget to give. A run
 // whose campaign is not done is refused the same way.
 func (r *Run) Reopen(ctx context.Context, note string) (CommandResponse, error) {
-	return r.reopen(ctx, note, nil)
-}
-
-// ReopenFor reopens the run's done campaign (as Reopen does) for a run of
-// length more: a campaign with a budget gets one that allows more on top of
-// what it has run (its experiments plus more's iterations, its elapsed
-// minutes plus more's minutes), so that the run adds what it was asked to
-// and no more; a campaign without a budget keeps none.
-func (r *Run) ReopenFor(ctx context.Context, note string, more runner.Limits) (CommandResponse, error) {
-	now := time.Now()
-	if r.local.Now != nil {
-		now = r.local.Now()
-	}
-	var budget *campaign.Budget
-	r.Ledger.Read(func(c *campaign.Campaign) { budget = ReopenBudget(c, now, more) })
-	return r.reopen(ctx, note, budget)
-}
-
-// ReopenBudget is the budget that reopens c at now for a run of length
-// more (Run.ReopenFor): for a campaign with a budget, what it has run plus
-// more; nil for a campaign without one (it stays unbounded).
-func ReopenBudget(c *campaign.Campaign, now time.Time, more runner.Limits) *campaign.Budget {
-	if c.State().Settings.Budget == (campaign.Budget{}) {
-		return nil
-	}
-	budget := LengthBudget(more)
-	if budget == nil {
-		return nil
-	}
-	if budget.Iterations > 0 {
-		budget.Iterations += c.State().ExperimentsRun
-	}
-	if budget.Minutes > 0 {
-		budget.Minutes += c.ElapsedMinutes(now)
-	}
-	return budget
-}
-
-func (r *Run) reopen(ctx context.Context, note string, budget *campaign.Budget) (CommandResponse, error) {
 	cs := New(r.local)
 	cs.Now = r.local.Now
-	return cs.Command(ctx, r.ID(), campaign.OpReopen, CommandRequest{Note: note, Budget: budget})
+	return cs.Command(ctx, r.ID(), campaign.OpReopen, CommandRequest{Note: note})
 }
 
 // Drive runs the driver (runner.Driver.Run) within lim until ctx ends;

@@ -28,7 +28,7 @@ func newAutoresearchCmd() *cobra.Command {
 		Short:             "run an unattended keep/revert campaign on this machine (resumable)",
 		ValidArgsFunction: completeModels,
 	}
-	iters := cmd.Flags().Int("iters", 0, "experiments this invocation adds (an addition, not the campaign's total; a campaign it creates takes --iters and --minutes as its budget); 20 when neither --iters nor --minutes is given")
+	iters := cmd.Flags().Int("iters", 0, "experiments this invocation adds (an addition, not the campaign's total); 20 when neither --iters nor --minutes is given")
 	return campaignRunCmd(cmd, "autoresearch", iters)
 }
 
@@ -117,14 +117,6 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		local := &control.Local{Workspace: ws, Env: flywheel.Env{AMKVersion: version.String()}}
-		length := runner.Limits{Iterations: *iters, Minutes: *minutes}
-		if verb == "autoresearch" {
-			// A campaign this run creates keeps the run's length as its
-			// budget, so that a scheduler adopting it later stops there too.
-			// (loop's campaign stays open: the agent records its own
-			// experiments after the loop.)
-			req.Budget = control.LengthBudget(length)
-		}
 		run, err := local.StartRun(req, control.RunOptions{Launcher: launcher,
 			Log: warnLog(stderr), OnWedge: func() {
 				fmt.Fprintf(stderr, "amkctl %s: the GPU is wedged (a trial ignored its cancellation); stopping the run\n", verb)
@@ -173,7 +165,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 		}
 		if run.Done() && *reopen {
 			rep := ledger.Campaign().StatusReport(time.Now().UTC())
-			if _, err := run.ReopenFor(ctx, verb+" --reopen", length); err != nil {
+			if _, err := run.Reopen(ctx, verb+" --reopen"); err != nil {
 				return fail(exitRejected, "campaign %s is done (%s) and was not reopened: %v", ledger.ID(), orDash(rep.MoveOnReason), err)
 			}
 			fmt.Fprintf(stderr, "campaign %s was done (%s) after %d experiments: reopened (--reopen), to add up to %s more\n",
@@ -183,16 +175,10 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 			// Nothing to run, and nothing rewritten: say how to go on, in
 			// commands that run as printed.
 			rep := ledger.Campaign().StatusReport(time.Now().UTC())
-			// A campaign with a budget (a total) is reopened with one that
-			// adds this invocation's length to what it ran.
-			budgetFlags := ""
-			if b := control.ReopenBudget(ledger.Campaign(), time.Now().UTC(), length); b != nil {
-				budgetFlags = fmt.Sprintf(" --iters %d --minutes %g", b.Iterations, b.Minutes)
-			}
 			fmt.Fprintf(stderr, "campaign %s is done (%s) after %d experiments: nothing to run.\n"+
-				"  to add experiments to it, run this again with --reopen, or: %s reopen %s --workspace %s%s, then run this again;\n"+
+				"  to add experiments to it, run this again with --reopen, or: %s reopen %s --workspace %s, then run this again;\n"+
 				"  or start another campaign on the same model with --name NAME\n",
-				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, selfCommand(), ledger.ID(), shellQuote(*workspace), budgetFlags)
+				ledger.ID(), orDash(rep.MoveOnReason), st.ExperimentsRun, selfCommand(), ledger.ID(), shellQuote(*workspace))
 			return summary(runner.RunSummary{Status: rep.Status, Reason: rep.MoveOnReason, StopReason: "campaign already done"})
 		}
 		cfg, _ := model.Load(pos0[0])
@@ -201,7 +187,7 @@ func campaignRunCmd(cmd *cobra.Command, verb string, iters *int) *cobra.Command 
 
 		progress := runner.NewProgress(stderr, *iters)
 		run.Driver.Progress = progress
-		sum, err := run.Drive(ctx, length)
+		sum, err := run.Drive(ctx, runner.Limits{Iterations: *iters, Minutes: *minutes})
 		progress.Finish()
 		if err != nil {
 			return fail(exitRejected, "%v", err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,11 +12,8 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
-	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/internal/proctest"
-	"github.com/amk-dev/amk/runner"
-	"github.com/amk-dev/amk/trial"
 	"github.com/amk-dev/amk/waitfor"
 )
 
@@ -273,10 +269,9 @@ func TestAutoresearchSurvivesSIGKILL(t *testing.T) {
 
 // TestAutoresearchRerunOfADoneCampaign: run again on a done campaign,
 // autoresearch runs nothing and prints commands that run as printed (this
-// program's name, not a bare amkctl that may not be on PATH; a reopen with
-// the total budget that adds this invocation's --iters, the campaign's
-// budget being a total); with --reopen it adds its experiments to the
-// campaign.
+// program's name, not a bare amkctl that may not be on PATH; a reopen
+// without a budget, which a total budget of --iters would refuse); with
+// --reopen it adds its experiments to the campaign.
 func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
 	ws := t.TempDir()
 	args := []string{"autoresearch", "toy", "--gpu", "h200", "--iters", "3", "--workspace", ws, "--seed", "3"}
@@ -284,8 +279,9 @@ func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
 		t.Fatalf("first run: exit %d\n%s", code, errOut)
 	}
 	id := campaign.ID("toy", "h200", "cpu", "")
-	// The campaign is done: autoresearch created it with --iters 3 as its
-	// budget.
+	if code, _, errOut := runCmd(t, "stop", id, "--workspace", ws); code != 0 {
+		t.Fatalf("stop: exit %d\n%s", code, errOut)
+	}
 	experiments := func() int {
 		t.Helper()
 		code, out, errOut := runCmd(t, "status", id, "--workspace", ws, "--json")
@@ -301,7 +297,7 @@ func TestAutoresearchRerunOfADoneCampaign(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "nothing to run") || experiments() != before {
 		t.Fatalf("rerun on a done campaign: exit %d, %d experiments (was %d)\n%s", code, experiments(), before, errOut)
 	}
-	hint := selfCommand() + " reopen " + id + " --workspace " + ws + " --iters 6 --minutes 0"
+	hint := selfCommand() + " reopen " + id + " --workspace " + ws
 	if !strings.Contains(errOut, hint) || !strings.Contains(errOut, "run this again with --reopen") {
 		t.Fatalf("the hint does not say %q or --reopen:\n%s", hint, errOut)
 	}
@@ -345,53 +341,5 @@ func TestAutoresearchRefusesMinutesThatAreNotFinite(t *testing.T) {
 		if code != exitBadInput || !strings.Contains(errOut, "--minutes") {
 			t.Errorf("--minutes %s: exit %d, stderr %q; want bad input naming --minutes", m, code, errOut)
 		}
-	}
-}
-
-// A campaign an embedded run creates keeps the run's length as its budget:
-// a scheduler adopting the workspace's campaigns (amk scheduler --adopt;
-// it opens the campaign and drives it with no limit of its own) stops where
-// the run stopped. It used to drive the budget-less campaign on until the
-// plateau (asked 2, ran 26).
-func TestAnAdoptedAutoresearchCampaignKeepsItsLength(t *testing.T) {
-	ws := t.TempDir()
-	if code, out, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "2", "--workspace", ws, "--cold"); code != 0 {
-		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
-	}
-	w, err := runner.OpenWorkspace(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	local := &control.Local{Workspace: w}
-	id := campaign.ID("toy", "h200", "cpu", "")
-	run, err := local.OpenRun(id, control.RunOptions{Launcher: trial.CPULauncher{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer run.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if _, err := run.Drive(ctx, runner.Limits{Daemon: true}); err != nil {
-		t.Fatal(err)
-	}
-	var st campaign.State
-	run.Ledger.Read(func(c *campaign.Campaign) { st = c.State() })
-	if st.ExperimentsRun != 2 || st.Status != campaign.StatusDone || st.Settings.Budget.Iterations != 2 {
-		t.Fatalf("adopted campaign: %d experiments, status %s, budget %+v; want the run's 2, done", st.ExperimentsRun, st.Status, st.Settings.Budget)
-	}
-
-	// --reopen adds the run's length to the campaign's budget.
-	run.Close()
-	if code, out, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "3", "--workspace", ws, "--cold", "--reopen"); code != 0 {
-		t.Fatalf("reopen: exit %d\nstdout:%s\nstderr:%s", code, out, errOut)
-	}
-	again, err := local.OpenRun(id, control.RunOptions{Launcher: trial.CPULauncher{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
-	again.Ledger.Read(func(c *campaign.Campaign) { st = c.State() })
-	if st.ExperimentsRun != 5 || st.Status != campaign.StatusDone || st.Settings.Budget.Iterations != 5 {
-		t.Fatalf("after --reopen --iters 3: %d experiments, status %s, budget %+v; want 5 and done", st.ExperimentsRun, st.Status, st.Settings.Budget)
 	}
 }

@@ -12,8 +12,10 @@ func TestStatusWatch(t *testing.T) {
 	if code, _, errOut := runCmd(t, "autoresearch", "toy", "--gpu", "h200", "--iters", "2", "--workspace", ws, "--seed", "3"); code != exitOK {
 		t.Fatalf("autoresearch: exit %d %s", code, errOut)
 	}
-	// The campaign is done: autoresearch created it with its --iters as
-	// the budget.
+	// A local campaign whose run ended stays open for the next run: stop it.
+	if code, _, errOut := runCmd(t, "stop", "--workspace", ws); code != exitOK {
+		t.Fatalf("stop: exit %d %s", code, errOut)
+	}
 	code, out, errOut := runCmd(t, "status", "--watch", "--interval", "10ms", "--workspace", ws)
 	if code != exitOK || !strings.HasPrefix(out, "--- ") || strings.Count(out, "AMK Autoresearch Orchestration Status") != 1 {
 		t.Errorf("status --watch: exit %d\n%s%s", code, out, errOut)

@@ -345,10 +345,6 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 			Next: "the scheduler runs it: watch it with status and next, read it with report"}, nil
 	}
 	runCtx, cancel := context.WithCancel(s.base)
-	length := runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}
-	// A campaign this run creates keeps the run's length as its budget, as
-	// amkctl autoresearch's does: a scheduler adopting it stops there too.
-	creq.Budget = control.LengthBudget(length)
 	run, resp, err := s.startLocal(creq, cancel)
 	if err != nil {
 		cancel()
@@ -357,7 +353,7 @@ func (s *Server) autoresearch(ctx context.Context, _ *mcp.CallToolRequest, in Au
 	s.wg.Go(func() {
 		defer cancel()
 		defer run.finish()
-		run.drive(runCtx, length, nil)
+		run.drive(runCtx, runner.Limits{Iterations: in.Iters, Minutes: in.Minutes}, nil)
 		s.log.Info("background run ended", "campaign", run.id, "recorded", run.sum.Recorded, "stop", run.sum.StopReason, "error", run.sum.Error)
 	})
 	rep, err := s.opts.Campaigns.Status(ctx, resp.ID)
