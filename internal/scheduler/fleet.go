@@ -113,6 +113,11 @@ type Fleet struct {
 	aloneMu sync.Mutex
 	alone   map[string]bool // campaigns not the fleet's, left alone (logged once)
 
+	// lastOutage is when a health probe of the transport last failed
+	// (probeHealth); zero when none has.
+	outageMu   sync.Mutex
+	lastOutage time.Time
+
 	// mu serialises opening campaigns (adopt, Create) and guards what
 	// follows.
 	mu     sync.Mutex
@@ -182,27 +187,65 @@ func (f *Fleet) Start(ctx context.Context) error {
 		return err
 	}
 	if f.opts.RescanEvery > 0 {
-		f.wg.Add(1)
-		go f.rescanLoop()
+		f.every(f.opts.RescanEvery, f.rescan)
+	}
+	if f.opts.Health != nil {
+		// The transport is probed while the fleet runs, and its last
+		// failure remembered: a driver can fail only after the transport is
+		// back (a Redis client reports its remembered dial error until its
+		// own re-dial succeeds, up to a second later), when no restart wait
+		// was probing during the outage; the remembered outage lets that
+		// driver restart at once (waitRestart).
+		f.every(healthProbeEvery, func() { f.probeHealth() })
 	}
 	return nil
 }
 
-func (f *Fleet) rescanLoop() {
-	defer f.wg.Done()
-	t := time.NewTicker(f.opts.RescanEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-			if err := f.scan(); err != nil {
-				f.log.Warn("scanning the workspace failed", "err", err)
+// every runs fn every period until the fleet stops.
+func (f *Fleet) every(period time.Duration, fn func()) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-t.C:
+				fn()
 			}
-			f.logHealth()
 		}
+	}()
+}
+
+// probeHealth asks the transport whether it answers and records a failure
+// as an outage (outageSince).
+func (f *Fleet) probeHealth() bool {
+	ctx, cancel := context.WithTimeout(f.ctx, healthProbeEvery)
+	err := f.opts.Health(ctx)
+	cancel()
+	if err != nil && f.ctx.Err() == nil {
+		f.outageMu.Lock()
+		f.lastOutage = time.Now()
+		f.outageMu.Unlock()
 	}
+	return err == nil
+}
+
+// outageSince says whether a probe failed after t.
+func (f *Fleet) outageSince(t time.Time) bool {
+	f.outageMu.Lock()
+	defer f.outageMu.Unlock()
+	return f.lastOutage.After(t)
+}
+
+// rescan adopts what a scan finds and logs the campaigns' health.
+func (f *Fleet) rescan() {
+	if err := f.scan(); err != nil {
+		f.log.Warn("scanning the workspace failed", "err", err)
+	}
+	f.logHealth()
 }
 
 // scan adopts every campaign of the workspace that no one drives and that
@@ -408,7 +451,7 @@ func (f *Fleet) supervise(run *control.Run) {
 			err = errors.New("driver returned")
 		}
 		f.log.Error("campaign driver stopped; restarting it", "campaign", id, "err", err, "in", delay)
-		ok, recovered := f.waitRestart(delay)
+		ok, recovered := f.waitRestart(delay, began)
 		if !ok {
 			return
 		}
@@ -423,16 +466,19 @@ func (f *Fleet) supervise(run *control.Run) {
 }
 
 // waitRestart waits delay before a failed driver runs again, but no longer
-// than until the transport, found unhealthy meanwhile, answers again (after
-// a Redis outage the campaign goes on at once instead of after the backed-
-// off delay). ok is false when the fleet stops; recovered says the wait
-// ended because the transport came back.
-func (f *Fleet) waitRestart(delay time.Duration) (ok, recovered bool) {
+// than until the transport answers again after an outage seen since the
+// driver began (or shortly before: its failure may come from a client still
+// recovering from an outage that had ended). After a Redis outage the
+// campaign goes on at once instead of after the backed-off delay, also when
+// the driver's submission failed only once Redis was back. ok is false when
+// the fleet stops; recovered says the wait ended because the transport came
+// back.
+func (f *Fleet) waitRestart(delay time.Duration, began time.Time) (ok, recovered bool) {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	probe := time.NewTicker(healthProbeEvery)
 	defer probe.Stop()
-	sawOutage := false
+	since := began.Add(-outageGrace)
 	for {
 		select {
 		case <-f.ctx.Done():
@@ -443,17 +489,17 @@ func (f *Fleet) waitRestart(delay time.Duration) (ok, recovered bool) {
 			if f.opts.Health == nil {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(f.ctx, healthProbeEvery)
-			err := f.opts.Health(ctx)
-			cancel()
-			if err != nil {
-				sawOutage = true
-			} else if sawOutage {
+			if f.probeHealth() && f.outageSince(since) {
 				return true, true
 			}
 		}
 	}
 }
+
+// outageGrace is how long before a driver began an outage still explains
+// its failure: a Redis client goes on reporting its last dial error until
+// its re-dial probe, once a second, succeeds.
+const outageGrace = 2 * time.Second
 
 // healthProbeEvery is how often a waiting driver restart checks the
 // transport.

@@ -476,7 +476,7 @@ func testDriverRestartFollowsTheTransportBack(t *testing.T) {
 	}})
 	done := make(chan bool, 1)
 	go func() {
-		ok, recovered := f.waitRestart(time.Hour)
+		ok, recovered := f.waitRestart(time.Hour, time.Now())
 		done <- ok && recovered
 	}()
 	time.Sleep(3 * healthProbeEvery) // the outage is seen
@@ -488,5 +488,42 @@ func testDriverRestartFollowsTheTransportBack(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the restart waited out its backoff although the transport was back")
+	}
+}
+
+// A driver that fails only once the transport is back (its Redis client
+// still reporting the dial error of an outage that had ended) restarts as
+// soon as a probe answers, not after its backoff: the fleet's health
+// watcher saw the outage although no restart wait was probing then.
+func TestDriverFailingAfterTheOutageRestartsAtOnce(t *testing.T) {
+	synctest.Test(t, testDriverFailingAfterTheOutageRestartsAtOnce)
+}
+
+func testDriverFailingAfterTheOutageRestartsAtOnce(t *testing.T) {
+	var healthy atomic.Bool
+	healthy.Store(true)
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	f := startFleet(t, ws, Options{Health: func(context.Context) error {
+		if healthy.Load() {
+			return nil
+		}
+		return errors.New("redis down")
+	}})
+	began := time.Now() // the driver runs
+	time.Sleep(time.Second)
+	healthy.Store(false) // an outage, which the driver does not notice
+	time.Sleep(3 * time.Second)
+	healthy.Store(true)
+	time.Sleep(500 * time.Millisecond) // the driver fails now, Redis being back
+	waited := time.Now()
+	ok, recovered := f.waitRestart(time.Hour, began)
+	if !ok || !recovered || time.Since(waited) > time.Second {
+		t.Fatalf("waitRestart: ok %v, recovered %v after %v; want a restart within a probe, the outage having been seen", ok, recovered, time.Since(waited))
+	}
+	// A driver failing with no outage since it began waits its backoff.
+	time.Sleep(2 * outageGrace)
+	waited = time.Now()
+	if ok, recovered := f.waitRestart(time.Minute, time.Now()); !ok || recovered || time.Since(waited) < time.Minute {
+		t.Fatalf("waitRestart with no outage: ok %v, recovered %v after %v; want the whole backoff", ok, recovered, time.Since(waited))
 	}
 }
