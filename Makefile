@@ -92,11 +92,13 @@ fleet-bench:
 ## latencies labelled predicted). No Redis needed. It builds bin/amkctl first,
 ## naming each package as it compiles (minutes on a fresh clone), then runs the
 ## campaign, a line per experiment. Re-running adds up to 40 experiments to the
-## same campaign, reopening it when it ended on a plateau (--reopen).
+## same campaign, reopening it when it ended on a plateau (--reopen). The
+## speedup target is off (--speedup-target 0): a campaign that met it could not
+## be reopened by the next `make demo` without changing its criteria.
 demo:
 	@echo "demo: building bin/amkctl (go build -v names each package it compiles; several minutes on a fresh clone, a second or two after)"
 	$(GO) build -v -ldflags "$(AMK_LDFLAGS)" -o bin/amkctl ./cmd/amkctl
-	bin/amkctl autoresearch small --gpu h200 --device cpu --iters 40 --workspace workspace --reopen
+	bin/amkctl autoresearch small --gpu h200 --device cpu --iters 40 --speedup-target 0 --workspace workspace --reopen
 
 ## gpu-bin: the -tags cuda binaries a GPU visit carries in bin/ (fetches
 ## Debian's CUDA 11.8 headers first); docs/gpu.md has the recipe.
