@@ -76,6 +76,9 @@ func testAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
 	if got := status(t, f, killed).ExperimentsRun; got != 2 {
 		t.Fatalf("the adopted campaign of a run asked for 2 ran %d experiments, want 2", got)
 	}
+	if f.Drives(killed) {
+		t.Fatal("the fleet still holds a campaign whose last run's allowance it has used")
+	}
 	if f.Drives(finished) || status(t, f, finished).ExperimentsRun != 2 {
 		t.Fatalf("a campaign whose run used its 2 iterations was driven (%d experiments)", status(t, f, finished).ExperimentsRun)
 	}

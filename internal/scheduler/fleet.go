@@ -478,12 +478,15 @@ const unheldLogEvery = time.Minute
 // driver re-sends the trials its ledger has in flight. A bounded run's
 // driver proposes only what is left of the limits of the run that last
 // opened the campaign (it records them again, reduced, so that a restart
-// or a later scheduler goes on from there); one whose allowance is used up
-// is released and left as it is.
+// or a later scheduler goes on from there) and stops when they are used:
+// the campaign is then released and left as it is. One that stops short
+// of them (its campaign paused, done, or with nothing left to propose) is
+// served from then on as any other, proposing no more than what is left.
 func (f *Fleet) supervise(run *control.Run, bounded bool) {
 	defer f.wg.Done()
 	id := run.ID()
 	delay := f.opts.RestartDelay
+	serve := !bounded
 	for {
 		lim := runner.Limits{Daemon: true}
 		if bounded {
@@ -495,7 +498,7 @@ func (f *Fleet) supervise(run *control.Run, bounded bool) {
 				run.Close()
 				return
 			}
-			lim.Iterations, lim.Minutes = left.Iterations, left.Minutes
+			lim = runner.Limits{Iterations: left.Iterations, Minutes: left.Minutes, Daemon: serve || left.Unlimited()}
 			if !left.Unlimited() {
 				f.log.Info("driving what is left of the campaign's last run", "campaign", id, "iterations", left.Iterations, "minutes", left.Minutes)
 			}
@@ -504,6 +507,10 @@ func (f *Fleet) supervise(run *control.Run, bounded bool) {
 		_, err := run.Drive(f.ctx, lim)
 		if f.ctx.Err() != nil {
 			return
+		}
+		if err == nil && !lim.Daemon {
+			serve = true // the next round releases a spent campaign, or serves it
+			continue
 		}
 		if time.Since(began) > time.Minute {
 			delay = f.opts.RestartDelay
