@@ -320,7 +320,7 @@ func (w *walk) makeRecipe(t *testing.T, target string) []string {
 		t.Fatalf("make -n %s: %v", target, err)
 	}
 	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for l := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
 		l = strings.TrimSpace(l)
 		if l != "" && !strings.HasPrefix(l, "echo ") && !strings.HasPrefix(l, "go build ") {
 			lines = append(lines, l)

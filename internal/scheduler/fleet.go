@@ -206,9 +206,7 @@ func (f *Fleet) Start(ctx context.Context) error {
 
 // every runs fn every period until the fleet stops.
 func (f *Fleet) every(period time.Duration, fn func()) {
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
+	f.wg.Go(func() {
 		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
@@ -219,7 +217,7 @@ func (f *Fleet) every(period time.Duration, fn func()) {
 				fn()
 			}
 		}
-	}()
+	})
 }
 
 // probeHealth asks the transport whether it answers and records a failure
