@@ -182,6 +182,31 @@ func (c *Campaign) ElapsedMinutes(now time.Time) float64 {
 	return max(0, s) / 60
 }
 
+// LeftOfLastRun is what remains at now of the allowance of the run that
+// last opened the campaign (State.LastRun): the trials it may still
+// propose and the campaign minutes it may still run, zero for a limit it
+// did not have. spent says it had a limit and has used it up (a figure
+// of zero left then means nothing, not no limit). A run without limits
+// leaves everything: zero, zero, not spent.
+func (c *Campaign) LeftOfLastRun(now time.Time) (left RunLimits, spent bool) {
+	r := c.st.LastRun
+	if r == nil {
+		return RunLimits{}, false
+	}
+	if r.Iterations > 0 {
+		left.Iterations = r.Iterations - (c.st.NextTrial - r.TrialsAtOpen)
+		spent = left.Iterations <= 0
+	}
+	if r.Minutes > 0 {
+		left.Minutes = r.Minutes - (c.ElapsedMinutes(now) - r.MinutesAtOpen)
+		spent = spent || left.Minutes <= 0
+	}
+	if spent {
+		return RunLimits{}, true
+	}
+	return left, false
+}
+
 func (c *Campaign) start(s Start) (Decision, error) {
 	if s.Model == "" || s.GPU == "" {
 		return c.refuse(fmt.Errorf("%w: start needs a model and a gpu", ErrInvalid))

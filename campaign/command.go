@@ -76,9 +76,20 @@ func (c *Campaign) command(now time.Time, e Command) (Decision, error) {
 	case OpWithdraw:
 		d.Log = append(d.Log, c.withdraw(e.Trials)...)
 	case OpDriverOpened:
+		var lim RunLimits
+		if e.Run != nil {
+			if err := e.Run.Check(); err != nil {
+				return d, fmt.Errorf("%w: %v", ErrInvalid, err)
+			}
+			lim = *e.Run
+		}
 		if gap := now.Sub(st.LastEventAt).Seconds(); st.Status == StatusOptimizing && gap > 0 {
 			st.PausedSeconds += gap
 			d.Log = append(d.Log, fmt.Sprintf("resumed after %s with no driver: that time is not campaign time", time.Duration(gap*float64(time.Second)).Round(time.Second)))
+		}
+		st.LastRun = nil
+		if !lim.Unlimited() {
+			st.LastRun = &RunAllowance{RunLimits: lim, TrialsAtOpen: st.NextTrial, MinutesAtOpen: c.ElapsedMinutes(now)}
 		}
 	default:
 		return d, fmt.Errorf("%w: unknown command %q", ErrInvalid, e.Op)

@@ -3,6 +3,8 @@ package campaign
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/amk-dev/amk/flywheel"
@@ -76,7 +78,9 @@ const (
 	// optimizing campaign's time since its last event, when no process
 	// ran it, is then not campaign time: it is added to the time spent
 	// paused, so a minutes budget counts only time a driver had it open.
-	// Drivers send it; it is no operator's.
+	// It carries the opening run's limits (Run), which the campaign keeps
+	// with its trial count and campaign time at the opening
+	// (State.LastRun). Drivers send it; it is no operator's.
 	OpDriverOpened = "driver-opened"
 )
 
@@ -94,7 +98,33 @@ type Command struct {
 	Note   string
 	// Trials are the trials in flight withdraw takes back.
 	Trials []int `json:",omitempty"`
+	// Run is what the run a driver-opened event announces may do (nil:
+	// no limit, as for a scheduler's driver or a ledger written before
+	// runs carried their limits).
+	Run *RunLimits `json:",omitempty"`
 }
+
+// RunLimits are the limits of one run of a driver (amkctl autoresearch
+// --iters and --minutes): the trials it may propose and the minutes it may
+// run. Zero means no limit. The campaign's own budget bounds the whole
+// campaign; these bound one run, and whoever drives the campaign next
+// without being asked to (a scheduler run with --adopt) drives only what
+// is left of them (Campaign.LeftOfLastRun).
+type RunLimits struct {
+	Iterations int     `json:"iterations,omitempty"`
+	Minutes    float64 `json:"minutes,omitempty"`
+}
+
+// Check refuses negative or non-finite limits.
+func (r RunLimits) Check() error {
+	if r.Iterations < 0 || r.Minutes < 0 || math.IsNaN(r.Minutes) || math.IsInf(r.Minutes, 0) {
+		return fmt.Errorf("run limits: %d iterations, %v minutes: want finite figures >= 0", r.Iterations, r.Minutes)
+	}
+	return nil
+}
+
+// Unlimited says neither limit is set.
+func (r RunLimits) Unlimited() bool { return r.Iterations == 0 && r.Minutes == 0 }
 
 // Record is an outside agent's own experiment (the reference's `record`).
 // Status uses the reference vocabulary (kept/keep/improved, revert/reverted/

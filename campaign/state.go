@@ -134,6 +134,19 @@ type State struct {
 	Exhausted    bool    `json:"exhausted"`
 	// Notes are the operators' notes, oldest first.
 	Notes []Note `json:"notes,omitempty"`
+	// LastRun is the allowance of the run that last opened the campaign
+	// (OpDriverOpened), nil when that run had no limits (or the ledger
+	// predates runs carrying them).
+	LastRun *RunAllowance `json:"last_run,omitempty"`
+}
+
+// RunAllowance is a run's limits with where the campaign stood when the
+// run opened it: the trials issued so far (NextTrial) and the campaign
+// time in minutes.
+type RunAllowance struct {
+	RunLimits
+	TrialsAtOpen  int     `json:"trials_at_open"`
+	MinutesAtOpen float64 `json:"minutes_at_open"`
 }
 
 // Result is an evaluated point the campaign keeps: the baseline or the best.

@@ -29,8 +29,9 @@ type Limits struct {
 	// Minutes is this run's wall-clock budget.
 	Minutes float64
 	// Daemon keeps the driver serving (commands, late outcomes) when the
-	// campaign is paused or done, until ctx is cancelled: the scheduler's
-	// mode. Iterations and Minutes are ignored.
+	// campaign is paused or done, or when Iterations or Minutes are
+	// reached (it then proposes nothing more), until ctx is cancelled: the
+	// scheduler's mode.
 	Daemon bool
 }
 
@@ -149,9 +150,12 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 	}
 	// The time since the campaign's last event, when no driver had it
 	// open, is not campaign time (docs/spec/rules.md R5): a killed run's
-	// downtime spends none of its minutes budget.
+	// downtime spends none of its minutes budget. The event carries this
+	// run's limits, so that a scheduler adopting the campaign after this
+	// run drives only what is left of them (campaign.LeftOfLastRun).
 	if l.Campaign().Status() == campaign.StatusOptimizing {
-		dec, err := l.Apply(campaign.Command{Time: start, Op: campaign.OpDriverOpened})
+		dec, err := l.Apply(campaign.Command{Time: start, Op: campaign.OpDriverOpened,
+			Run: &campaign.RunLimits{Iterations: lim.Iterations, Minutes: lim.Minutes}})
 		if err != nil && !errors.Is(err, campaign.ErrDone) {
 			return sum, err
 		}
@@ -260,8 +264,6 @@ func (d *Driver) stopReason(ctx context.Context, lim Limits, sum RunSummary, dea
 		return "interrupted"
 	case d.Ledger.Campaign().Status() != campaign.StatusOptimizing:
 		return "campaign " + string(d.Ledger.Campaign().Status())
-	case lim.Daemon:
-		return ""
 	case lim.Iterations > 0 && sum.Proposed >= lim.Iterations:
 		return fmt.Sprintf("this run's %d iterations are done", lim.Iterations)
 	case !deadline.IsZero() && !d.now().Before(deadline):

@@ -34,7 +34,8 @@ type Scheduler struct {
 	// Targets lists the GPU targets campaigns may use; empty means all.
 	Targets []string `mapstructure:"targets"`
 	// Adopt drives every campaign of the workspace, not only those started
-	// through this scheduler's API.
+	// through this scheduler's API; one left by an amkctl autoresearch run
+	// only for what is left of that run's --iters/--minutes.
 	Adopt bool `mapstructure:"adopt"`
 	// InfraRetries and WorkerLosses are the per-trial retry budgets.
 	InfraRetries int `mapstructure:"infra_retries"`
@@ -68,7 +69,7 @@ var schedulerFlags = append(append([]flagSpec{
 	{"token-file", "token_file", kString, "file holding the API bearer token"},
 	{"models-dir", "models_dir", kString, "directory of the model files API requests may name (default: presets only)"},
 	{"targets", "targets", kString, "comma-separated GPU targets campaigns may use (default all)"},
-	{"adopt", "adopt", kBool, "drive every campaign of the workspace, not only those started through this scheduler"},
+	{"adopt", "adopt", kBool, "drive every campaign of the workspace, not only those started through this scheduler; one an amkctl autoresearch run left is driven only for what is left of that run's --iters/--minutes, and not at all once they are used"},
 }, redisFlags...), logFlags...)
 
 // SchedulerFlags registers the scheduler's flags on fs.

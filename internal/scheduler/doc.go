@@ -32,7 +32,11 @@
 // started through it (Create writes their scheduler.json, below): a campaign
 // created beside the scheduler (the demo's, amkctl start or autoresearch on
 // the workspace) is left as it is until it is started through the fleet,
-// unless Options.AdoptAll (the scheduler's --adopt) has it drive every one. A driver that fails (e.g. Redis is unreachable) is restarted
+// unless Options.AdoptAll (the scheduler's --adopt) has it drive every one;
+// such a campaign only for what is left of the limits of the run that last
+// opened it (amkctl autoresearch --iters/--minutes, kept in its ledger:
+// campaign.LeftOfLastRun), and not at all once they are used up. A driver
+// that fails (e.g. Redis is unreachable) is restarted
 // with backoff — at once, and with the backoff started over, as soon as the
 // transport answers again; operator commands wait for it up to the API's
 // timeout. A driver whose ledger a failed write stopped (a full or

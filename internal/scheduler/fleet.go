@@ -44,7 +44,10 @@ type Options struct {
 	// AdoptAll drives every campaign of the workspace. Otherwise the fleet
 	// drives the campaigns started through it (Create; they carry its
 	// settings file), and leaves the others as they are until one is
-	// started through it.
+	// started through it. A campaign not started through it is driven only
+	// for what is left of the limits of the run that last opened it
+	// (amkctl autoresearch --iters/--minutes; campaign.LeftOfLastRun), and
+	// left as it is once that run's allowance is used up.
 	AdoptAll bool
 	// DefaultWorkers is a campaign's trials in flight unless its creator
 	// chose (DefaultWorkers when zero).
@@ -257,19 +260,55 @@ func (f *Fleet) scan() error {
 		if f.local.Run(id) != nil {
 			continue
 		}
-		if !f.opts.AdoptAll && !hasSettings(f.local.Dir(id)) {
-			f.leftAlone(id)
+		// A campaign started through the fleet is driven without limit; one
+		// only --adopt brings here, for what its last run was allowed.
+		bounded := !hasSettings(f.local.Dir(id))
+		if !f.opts.AdoptAll && bounded {
+			f.leftAlone(id, notStartedHere)
 			continue
 		}
-		if err := f.adopt(id); err != nil && !errors.Is(err, runner.ErrLocked) {
+		if bounded {
+			if why := f.allowanceUsed(id); why != "" {
+				f.leftAlone(id, why)
+				continue
+			}
+		}
+		if err := f.adopt(id, bounded); err != nil && !errors.Is(err, runner.ErrLocked) {
 			f.log.Error("cannot open campaign; skipping it", "campaign", id, "err", err)
 		}
 	}
 	return nil
 }
 
-// adopt opens a campaign's ledger and starts its driver.
-func (f *Fleet) adopt(id string) error {
+// allowanceUsed says why a campaign whose last run had limits (amkctl
+// autoresearch --iters/--minutes) is not driven: that run's allowance is
+// used up. It is "" when something is left, or the run had no limits.
+func (f *Fleet) allowanceUsed(id string) string {
+	var spent bool
+	var lim campaign.RunLimits
+	var inflight int
+	err := f.local.Read(id, func(c *campaign.Campaign) {
+		_, spent = c.LeftOfLastRun(f.opts.Now())
+		if r := c.State().LastRun; r != nil {
+			lim = r.RunLimits
+		}
+		inflight = len(c.State().InFlight)
+	})
+	if err != nil || !spent {
+		return "" // adopt reports a campaign it cannot open
+	}
+	return fmt.Sprintf("campaign not started through this scheduler, whose last run (%d iterations, %g minutes; 0 = no limit) used its allowance; left as it is with %d trial(s) in flight (run it again with amkctl autoresearch, or start it through the scheduler to drive it without that limit)",
+		lim.Iterations, lim.Minutes, inflight)
+}
+
+// notStartedHere is why the fleet leaves a campaign it was not asked to
+// drive.
+const notStartedHere = "campaign not started through this scheduler; left as it is (start it through the scheduler to drive it, or run the scheduler with --adopt)"
+
+// adopt opens a campaign's ledger and starts its driver. A bounded
+// campaign is driven for what is left of its last run's limits
+// (supervise).
+func (f *Fleet) adopt(id string, bounded bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed || f.local.Run(id) != nil {
@@ -287,7 +326,10 @@ func (f *Fleet) adopt(id string) error {
 		return err
 	}
 	delete(f.broken, id)
-	f.launch(run)
+	f.aloneMu.Lock()
+	delete(f.alone, id)
+	f.aloneMu.Unlock()
+	f.launch(run, bounded)
 	var inflight int
 	var status campaign.Status
 	run.Ledger.Read(func(c *campaign.Campaign) { inflight, status = len(c.State().InFlight), c.Status() })
@@ -309,15 +351,15 @@ func (f *Fleet) claim(id string, workers int) {
 	f.aloneMu.Unlock()
 }
 
-// leftAlone logs, once per campaign, that the fleet does not drive a
-// campaign it was not asked to.
-func (f *Fleet) leftAlone(id string) {
+// leftAlone logs, once per campaign until it is adopted, why the fleet
+// does not drive it.
+func (f *Fleet) leftAlone(id, why string) {
 	f.aloneMu.Lock()
 	seen := f.alone[id]
 	f.alone[id] = true
 	f.aloneMu.Unlock()
 	if !seen {
-		f.log.Info("campaign not started through this scheduler; left as it is (start it through the scheduler to drive it, or run the scheduler with --adopt)", "campaign", id)
+		f.log.Info(why, "campaign", id)
 	}
 }
 
@@ -355,9 +397,9 @@ func (f *Fleet) unbound(o trial.Outcome) {
 }
 
 // launch starts a campaign's supervised driver; f.mu is held.
-func (f *Fleet) launch(run *control.Run) {
+func (f *Fleet) launch(run *control.Run, bounded bool) {
 	f.wg.Add(1)
-	go f.supervise(run)
+	go f.supervise(run, bounded)
 }
 
 // forgetter is a transport that keeps state for trials until told they are
@@ -431,16 +473,42 @@ const unheldLogEvery = time.Minute
 
 // supervise runs a driver until the fleet stops, restarting it with
 // backoff when it fails (e.g. the transport is unreachable); a restarted
-// driver re-sends the trials its ledger has in flight.
-func (f *Fleet) supervise(run *control.Run) {
+// driver re-sends the trials its ledger has in flight. A bounded run's
+// driver proposes only what is left of the limits of the run that last
+// opened the campaign (it records them again, reduced, so that a restart
+// or a later scheduler goes on from there) and stops when they are used:
+// the campaign is then released and left as it is. One that stops short
+// of them (its campaign paused, done, or with nothing left to propose) is
+// served from then on as any other, proposing no more than what is left.
+func (f *Fleet) supervise(run *control.Run, bounded bool) {
 	defer f.wg.Done()
 	id := run.ID()
 	delay := f.opts.RestartDelay
+	serve := !bounded
 	for {
+		lim := runner.Limits{Daemon: true}
+		if bounded {
+			var left campaign.RunLimits
+			var spent bool
+			run.Ledger.Read(func(c *campaign.Campaign) { left, spent = c.LeftOfLastRun(f.opts.Now()) })
+			if spent {
+				f.log.Info("the allowance of the campaign's last run is used up; released and left as it is", "campaign", id)
+				run.Close()
+				return
+			}
+			lim = runner.Limits{Iterations: left.Iterations, Minutes: left.Minutes, Daemon: serve || left.Unlimited()}
+			if !left.Unlimited() {
+				f.log.Info("driving what is left of the campaign's last run", "campaign", id, "iterations", left.Iterations, "minutes", left.Minutes)
+			}
+		}
 		began := time.Now()
-		_, err := run.Drive(f.ctx, runner.Limits{Daemon: true})
+		_, err := run.Drive(f.ctx, lim)
 		if f.ctx.Err() != nil {
 			return
+		}
+		if err == nil && !lim.Daemon {
+			serve = true // the next round releases a spent campaign, or serves it
+			continue
 		}
 		if time.Since(began) > time.Minute {
 			delay = f.opts.RestartDelay
@@ -604,7 +672,7 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 	if f.opts.Workspace.Exists(id) {
 		// Starting an existing campaign through the fleet is the request
 		// to drive it: from now on it is the fleet's.
-		if err := f.adopt(id); err != nil {
+		if err := f.adopt(id, false); err != nil {
 			return "", false, 0, f.notDriven(id)
 		}
 		if run := f.local.Run(id); run != nil {
@@ -638,7 +706,7 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 	if run.Created {
 		f.claim(id, workers)
 	}
-	f.launch(run)
+	f.launch(run, false)
 	var budget campaign.Budget
 	run.Ledger.Read(func(c *campaign.Campaign) { budget = c.State().Settings.Budget })
 	f.log.Info("campaign created", "campaign", id, "model", req.Model, "gpu", req.GPU, "device", req.Device,

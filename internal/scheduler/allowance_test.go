@@ -1,0 +1,98 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/dispatch"
+	"github.com/amk-dev/amk/flywheel"
+	"github.com/amk-dev/amk/runner"
+	"github.com/amk-dev/amk/trial"
+	"github.com/amk-dev/amk/waitfor"
+)
+
+// embeddedRun creates a campaign in ws and runs it the way `amkctl
+// autoresearch --iters 2` does (one trial in flight); killed ends the run
+// after its first experiment, as a killed process would. The campaign's
+// own budget (30 experiments) is far above the run's two.
+func embeddedRun(t *testing.T, ws *runner.Workspace, name string, killed bool) string {
+	t.Helper()
+	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Name: name,
+		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
+	start.Settings.Overnight = true
+	start.Settings.Budget.Iterations = 30
+	l, _, err := ws.Create(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d := dispatch.NewLocal(1, evaluate(0))
+	defer d.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	drv := &runner.Driver{Ledger: l, Dispatcher: d, Workers: 1}
+	if killed {
+		drv.Recorded = func(trial.Outcome) { cancel() }
+	}
+	if _, err := drv.Run(ctx, runner.Limits{Iterations: 2}); err != nil {
+		t.Fatal(err)
+	}
+	want := 2
+	if killed {
+		want = 1
+	}
+	if st := l.Campaign().State(); st.ExperimentsRun != want || st.NextTrial != want || len(st.InFlight) != 0 {
+		t.Fatalf("the embedded run left %d experiments, %d trials issued, %d in flight; want %d, %d, 0",
+			st.ExperimentsRun, st.NextTrial, len(st.InFlight), want, want)
+	}
+	return l.ID()
+}
+
+// A campaign an embedded `amkctl autoresearch --iters 2` left in a
+// scheduler's workspace is driven by a scheduler run with --adopt only for
+// what is left of those 2: one killed after its first experiment gets
+// exactly one more, one that ran both is not driven at all, and a
+// restarted scheduler drives neither further. It runs in a synctest
+// bubble, so the scans of the windows below have all run when it looks.
+func TestAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
+	synctest.Test(t, testAdoptionDrivesOnlyWhatIsLeftOfTheLastRun)
+}
+
+func testAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	killed := embeddedRun(t, ws, "killed", true)
+	finished := embeddedRun(t, ws, "finished", false)
+
+	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond, AdoptAll: true})
+	waitfor.Cond(t, time.Minute, "the killed run's second experiment", func() bool {
+		r := status(t, f, killed)
+		return r.ExperimentsRun >= 2 && len(r.InFlight) == 0
+	})
+	time.Sleep(time.Second) // a hundred scans and ticks, on the bubble's clock
+	synctest.Wait()
+	if got := status(t, f, killed).ExperimentsRun; got != 2 {
+		t.Fatalf("the adopted campaign of a run asked for 2 ran %d experiments, want 2", got)
+	}
+	if f.Drives(killed) {
+		t.Fatal("the fleet still holds a campaign whose last run's allowance it has used")
+	}
+	if f.Drives(finished) || status(t, f, finished).ExperimentsRun != 2 {
+		t.Fatalf("a campaign whose run used its 2 iterations was driven (%d experiments)", status(t, f, finished).ExperimentsRun)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	f2 := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond, AdoptAll: true})
+	time.Sleep(time.Second)
+	synctest.Wait()
+	for _, id := range []string{killed, finished} {
+		if f2.Drives(id) || status(t, f2, id).ExperimentsRun != 2 {
+			t.Fatalf("a restarted scheduler drove %s past its run's 2 (%d experiments)", id, status(t, f2, id).ExperimentsRun)
+		}
+		checkLedger(t, ws, id, 2)
+	}
+}
