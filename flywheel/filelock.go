@@ -37,11 +37,18 @@ type FileLock struct{ f *os.File }
 // TryLock takes the exclusive lock of the file at path (creating it and its
 // directory) without waiting, and writes holder into it for whoever finds
 // it taken. When the lock is held it returns a *HeldError.
+//
+// The lock is held on a descriptor opened for reading only (flock does not
+// need more), and the holder text is written through a second descriptor
+// closed at once: a process holding a lock keeps nothing open for writing,
+// so its disk can be remounted read-only (the kernel refuses that while a
+// file on it is open for writing) and remounted writable again while the
+// process goes on.
 func TryLock(path, holder string) (*FileLock, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -53,10 +60,21 @@ func TryLock(path, holder string) (*FileLock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(holder+"\n"), 0)
-	_ = f.Sync()
+	writeHolder(path, holder)
 	return &FileLock{f: f}, nil
+}
+
+// writeHolder replaces the lock file's text by holder (a failure leaves the
+// lock held with an older or no text: the text only informs whoever finds
+// the lock taken).
+func writeHolder(path, holder string) {
+	w, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return
+	}
+	_, _ = w.Write([]byte(holder + "\n"))
+	_ = w.Sync()
+	_ = w.Close()
 }
 
 // LockHolder says whether another open file holds the lock at path, and

@@ -117,9 +117,12 @@ type Ledger struct {
 	c    *campaign.Campaign
 	lock *flywheel.FileLock
 
-	journal *os.File // ledger.journal, opened for appending
-	seq     uint64   // the sequence number of the last event applied
-	snapSeq uint64   // the last event ledger.json holds
+	// journalReady is set once the journal has been made ready for
+	// appending (created, and cut where it had to be) by a create or a
+	// load: Close snapshots only a ledger that got that far.
+	journalReady bool
+	seq          uint64 // the sequence number of the last event applied
+	snapSeq      uint64 // the last event ledger.json holds
 	// stepTime is the state machine's time on the events since snapSeq.
 	stepTime time.Duration
 	last     outbox // the last event's outbox (snapshots carry it)
@@ -416,10 +419,7 @@ func (l *Ledger) Heal() error {
 	if l.broken == nil {
 		return nil
 	}
-	if l.journal != nil {
-		_ = l.journal.Close() // its last write failed; load opens it again
-		l.journal = nil
-	}
+	l.journalReady = false // load makes it ready again
 	if err := l.load(); err != nil {
 		l.broken = err
 		return err
@@ -528,17 +528,16 @@ func (l *Ledger) Read(fn func(c *campaign.Campaign)) {
 func (l *Ledger) ResultsPath() string { return l.path("results.tsv") }
 
 // Close snapshots the campaign if the journal holds events (so the journal
-// is empty between runs), closes the journal and releases the lock.
+// is empty between runs) and releases the lock.
 func (l *Ledger) Close() error {
 	var errs []error
-	if l.journal != nil {
+	if l.journalReady {
 		if l.c != nil && l.broken == nil && l.seq > l.snapSeq {
 			l.mu.Lock()
 			errs = append(errs, l.snapshot())
 			l.mu.Unlock()
 		}
-		errs = append(errs, l.journal.Close())
-		l.journal = nil
+		l.journalReady = false
 	}
 	if l.lock != nil {
 		errs = append(errs, l.lock.Close())
@@ -633,10 +632,24 @@ func mergeOutboxes(obs []outbox) outbox {
 	return all
 }
 
-// openJournal opens the journal for appending; truncate >= 0 first cuts it
-// to that length.
+// The ledger keeps no file of the campaign open between two writes: the
+// journal, like results.tsv, trials.jsonl, the history and the corpus, is
+// opened for each append and closed after it, and the lock is held on a
+// descriptor opened for reading only. A ledger that reopens its files
+// recovers from a disk that was remounted or replaced without a restart
+// of the process: a file kept open would go on pointing at the old disk
+// (or at a file no longer there), and a file kept open for writing stops
+// the administrator from remounting the disk read-only at all (the kernel
+// answers "mount point is busy"). An open costs a few microseconds; the
+// fsync each append already does costs far more.
+
+// openJournal makes the journal ready for appending: it creates the file
+// if it is missing and, when truncate >= 0, cuts it to that length. Opening
+// it for writing also checks that the disk takes writes again, so a load
+// on a disk that is still read-only fails (and Heal leaves the ledger
+// stalled) instead of succeeding until the next write.
 func (l *Ledger) openJournal(truncate int64) error {
-	f, err := os.OpenFile(l.path(journalName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(l.path(journalName), os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
@@ -646,22 +659,35 @@ func (l *Ledger) openJournal(truncate int64) error {
 			return fmt.Errorf("journal: %w", err)
 		}
 	}
-	l.journal = f
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	l.journalReady = true
 	return nil
 }
 
-// appendJournal appends one record and fsyncs it. A failed write is cut
-// back off, so no record ever follows a partial one.
-func (l *Ledger) appendJournal(line []byte) error {
-	st, err := l.journal.Stat()
+// appendJournal appends one record to the journal, fsyncs it and closes
+// the file again. A failed write is cut back off, so no record ever follows
+// a partial one.
+func (l *Ledger) appendJournal(line []byte) (err error) {
+	f, err := os.OpenFile(l.path(journalName), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if _, err := l.journal.Write(line); err != nil {
-		_ = l.journal.Truncate(st.Size())
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("journal: %w", cerr)
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	if err := l.journal.Sync(); err != nil {
+	if _, err := f.Write(line); err != nil {
+		_ = f.Truncate(st.Size())
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := f.Sync(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	return nil
@@ -733,7 +759,7 @@ func (l *Ledger) snapshot() error {
 	}
 	l.hist.committed(mark, &st)
 	snapshotHook(snapshotWritten, l.dir, l.seq, data)
-	if err := l.journal.Truncate(0); err != nil {
+	if err := os.Truncate(l.path(journalName), 0); err != nil {
 		return fmt.Errorf("emptying the journal: %w", err)
 	}
 	l.snapSeq, l.stepTime = l.seq, 0
