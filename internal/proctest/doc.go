@@ -16,4 +16,8 @@
 // The helper must also register its stop with t.Cleanup after the
 // t.TempDir() the process writes into: cleanups run last-registered first,
 // so the stop then runs before the directory's removal.
+//
+// FilesOpenForWriting (Linux) lists the files under a directory that a
+// process holds open for writing: the tests use it to check that a daemon
+// keeps nothing in its workspace open for writing between two writes.
 package proctest
