@@ -143,7 +143,8 @@ func (f healthFacts) driver(id string) (Driver, bool) {
 // nothing runs it).
 func (f healthFacts) report(c *campaign.Campaign, drv Driver, known bool, now time.Time) (campaign.StatusReport, time.Time) {
 	st := c.State()
-	alerts := f.alerts(st, drv, known, now)
+	left, spent := c.LeftOfLastRun(now)
+	alerts := f.alerts(st, lastRunLeft{left, spent}, drv, known, now)
 	at := now
 	if hasAlert(alerts, campaign.AlertNoDriver) && st.LastEventAt.Before(now) {
 		at = st.LastEventAt
@@ -159,8 +160,15 @@ func hasAlert(alerts []campaign.Alert, kind string) bool {
 	return slices.ContainsFunc(alerts, func(a campaign.Alert) bool { return a.Kind == kind })
 }
 
+// lastRunLeft is what is left at now of the allowance of the run that last
+// opened a campaign (campaign.Campaign.LeftOfLastRun).
+type lastRunLeft struct {
+	left  campaign.RunLimits
+	spent bool
+}
+
 // alerts judges a campaign's health at now.
-func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.Time) []campaign.Alert {
+func (f healthFacts) alerts(st campaign.State, run lastRunLeft, drv Driver, known bool, now time.Time) []campaign.Alert {
 	if st.Status == campaign.StatusDone {
 		if known && drv.Stalled != "" {
 			return []campaign.Alert{ledgerStalled(drv.Stalled)} // reopen waits for the disk
@@ -178,7 +186,7 @@ func (f healthFacts) alerts(st campaign.State, drv Driver, known bool, now time.
 		return []campaign.Alert{{Kind: campaign.AlertNoDriver, Title: "nothing drives it",
 			Message: fmt.Sprintf("no process has had this campaign open since its last event, %s, with %d trial(s) in flight: it is optimizing, but nothing runs; its elapsed time stops there",
 				since(st.LastEventAt), len(st.InFlight)),
-			Fix: f.resumeFix(st)}}
+			Fix: f.resumeFix(st, run)}}
 	}
 	var out []campaign.Alert
 	if known && drv.Stalled != "" {
@@ -243,15 +251,29 @@ func agentDriven(st campaign.State) bool {
 }
 
 // resumeFix is what to do about a campaign nothing drives.
-func (f healthFacts) resumeFix(st campaign.State) string {
+func (f healthFacts) resumeFix(st campaign.State, run lastRunLeft) string {
 	name := ""
 	if st.Name != "" {
 		name = " --name " + st.Name
 	}
 	where := f.where()
 	if f.fleet {
-		return fmt.Sprintf("have this scheduler drive it: amkctl start %s --gpu %s --device %s%s%s (or run the scheduler with --adopt); or stop it: amkctl stop %s%s",
-			st.Model, st.GPU, st.Device, name, where, st.ID, where)
+		// A scheduler run with --adopt drives a campaign it was not asked
+		// to drive only for what is left of the limits of the run that
+		// last opened it (amkctl autoresearch --iters/--minutes), and not
+		// at all once they are used up; amkctl start drives it without them.
+		adopt := " (or run the scheduler with --adopt)"
+		switch lim := st.LastRun; {
+		case lim == nil:
+		case run.spent:
+			adopt = fmt.Sprintf(" (the limits of the run that last opened it, %s, are used up, so a scheduler run with --adopt leaves it as it is; "+
+				"amkctl autoresearch on the scheduler's workspace runs it again with new ones)", describeLimits(lim.RunLimits))
+		default:
+			adopt = fmt.Sprintf(" (or run the scheduler with --adopt, which drives only what is left of the limits of the run that last opened it: %s)",
+				describeLimits(run.left))
+		}
+		return fmt.Sprintf("have this scheduler drive it: amkctl start %s --gpu %s --device %s%s%s%s; or stop it: amkctl stop %s%s",
+			st.Model, st.GPU, st.Device, name, where, adopt, st.ID, where)
 	}
 	resent := ""
 	if len(st.InFlight) > 0 {
@@ -259,6 +281,19 @@ func (f healthFacts) resumeFix(st campaign.State) string {
 	}
 	return fmt.Sprintf("resume it%s: amkctl autoresearch %s --gpu %s --device %s%s%s; or stop it: amkctl stop %s%s",
 		resent, st.Model, st.GPU, st.Device, name, where, st.ID, where)
+}
+
+// describeLimits says a run's limits in words ("3 iterations and 12.5
+// minutes"); a limit of zero is no limit and is left out.
+func describeLimits(lim campaign.RunLimits) string {
+	var parts []string
+	if lim.Iterations > 0 {
+		parts = append(parts, fmt.Sprintf("%d iteration(s)", lim.Iterations))
+	}
+	if lim.Minutes > 0 {
+		parts = append(parts, fmt.Sprintf("%.3g minute(s)", lim.Minutes))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // where is the flag that points an amkctl command at the campaigns: the

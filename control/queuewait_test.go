@@ -20,21 +20,21 @@ func TestQueueWaitAlert(t *testing.T) {
 		return healthFacts{fleet: true, workersKnown: true, served: served, queueWait: map[string]time.Duration{"h200": wait}}
 	}
 	here := Driver{Here: true}
-	alerts := facts(14*time.Minute, "h200").alerts(st, here, true, now)
+	alerts := facts(14*time.Minute, "h200").alerts(st, lastRunLeft{}, here, true, now)
 	if len(alerts) != 1 || alerts[0].Kind != campaign.AlertQueueWait ||
 		!strings.Contains(alerts[0].Message, "trials:h200) has waited 14 min") || !strings.Contains(alerts[0].Message, "2 trial(s) in flight") ||
 		!strings.Contains(alerts[0].Fix, "gpuworker --redis ADDR --target h200 --device cpu") {
 		t.Fatalf("a 14-minute queue wait: %+v", alerts)
 	}
-	if alerts := facts(9*time.Minute, "h200").alerts(st, here, true, now); len(alerts) != 0 {
+	if alerts := facts(9*time.Minute, "h200").alerts(st, lastRunLeft{}, here, true, now); len(alerts) != 0 {
 		t.Errorf("a 9-minute queue wait: %+v", alerts)
 	}
-	if alerts := facts(time.Hour, "h100").alerts(st, here, true, now); len(alerts) != 1 || alerts[0].Kind != campaign.AlertUnserved {
+	if alerts := facts(time.Hour, "h100").alerts(st, lastRunLeft{}, here, true, now); len(alerts) != 1 || alerts[0].Kind != campaign.AlertUnserved {
 		t.Errorf("a queue nobody serves: %+v, want only unserved", alerts)
 	}
 	idle := st
 	idle.InFlight = nil
-	if alerts := facts(time.Hour, "h200").alerts(idle, here, true, now); len(alerts) != 0 {
+	if alerts := facts(time.Hour, "h200").alerts(idle, lastRunLeft{}, here, true, now); len(alerts) != 0 {
 		t.Errorf("a campaign with nothing queued: %+v", alerts)
 	}
 	for queue, want := range map[string]string{"trials:h100": "h100", "ns:trials:mi300x": "mi300x", "results": "", "ns:results": "", "trials:": "", "xtrials:h100": ""} {

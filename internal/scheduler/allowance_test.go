@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -94,5 +95,33 @@ func testAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
 			t.Fatalf("a restarted scheduler drove %s past its run's 2 (%d experiments)", id, status(t, f2, id).ExperimentsRun)
 		}
 		checkLedger(t, ws, id, 2)
+	}
+}
+
+// The fix the no_driver alert gives for a campaign an embedded run left in
+// a scheduler's workspace says what a scheduler run with --adopt would do
+// with it: drive what is left of that run's limits, or, once they are used
+// up, nothing (amkctl start then drives it without them).
+func TestNoDriverFixSaysWhatAdoptionWouldDo(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	killed := embeddedRun(t, ws, "killed", true)
+	finished := embeddedRun(t, ws, "finished", false)
+	f := startFleet(t, ws, Options{RescanEvery: -1})
+	for _, c := range []struct {
+		id, want, not string
+	}{
+		{killed, "amkctl start toy --gpu h200 --device cpu --name killed --server URL (or run the scheduler with --adopt, which drives only what is left of the limits of the run that last opened it: 1 iteration(s))", ""},
+		{finished, "amkctl start toy --gpu h200 --device cpu --name finished --server URL (the limits of the run that last opened it, 2 iteration(s), are used up, so a scheduler run with --adopt leaves it as it is;", "(or run the scheduler with --adopt"},
+	} {
+		rep, err := f.Campaigns().Status(context.Background(), c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Alerts) != 1 || rep.Alerts[0].Kind != campaign.AlertNoDriver {
+			t.Fatalf("%s: alerts %+v, want no_driver", c.id, rep.Alerts)
+		}
+		if fix := rep.Alerts[0].Fix; !strings.Contains(fix, c.want) || (c.not != "" && strings.Contains(fix, c.not)) {
+			t.Errorf("%s: fix %q\nwant it to say %q", c.id, fix, c.want)
+		}
 	}
 }
