@@ -33,6 +33,11 @@ type Limits struct {
 	// reached (it then proposes nothing more), until ctx is cancelled: the
 	// scheduler's mode.
 	Daemon bool
+	// Lift, when closed during the run, drops Iterations and Minutes for
+	// the rest of it and keeps it serving (Daemon): a scheduler driving a
+	// campaign for what was left of another run's limits is asked to
+	// drive it as its own (amkctl start), without stopping its driver.
+	Lift <-chan struct{}
 }
 
 // Driver runs one campaign over a dispatcher until the campaign is done,
@@ -235,6 +240,9 @@ func (d *Driver) Run(ctx context.Context, lim Limits) (RunSummary, error) {
 					return sum, err
 				}
 			}
+		case <-lim.Lift:
+			lim, deadline = Limits{Daemon: true}, time.Time{}
+			d.Progress.logLines([]string{"this run's limits were lifted: it goes on without them"})
 		case <-ticker.C:
 			if l.Campaign().Status() == campaign.StatusOptimizing {
 				if _, err := l.Apply(campaign.Tick{Time: d.now()}); err != nil && !errors.Is(err, campaign.ErrDone) {

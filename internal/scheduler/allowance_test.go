@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amk-dev/amk/campaign"
+	"github.com/amk-dev/amk/control"
 	"github.com/amk-dev/amk/dispatch"
 	"github.com/amk-dev/amk/flywheel"
 	"github.com/amk-dev/amk/runner"
@@ -16,10 +17,10 @@ import (
 )
 
 // embeddedRun creates a campaign in ws and runs it the way `amkctl
-// autoresearch --iters 2` does (one trial in flight); killed ends the run
-// after its first experiment, as a killed process would. The campaign's
-// own budget (30 experiments) is far above the run's two.
-func embeddedRun(t *testing.T, ws *runner.Workspace, name string, killed bool) string {
+// autoresearch --iters ITERS` does (one trial in flight); killed ends the
+// run after its first experiment, as a killed process would. The
+// campaign's own budget (30 experiments) is far above the run's iters.
+func embeddedRun(t *testing.T, ws *runner.Workspace, name string, iters int, killed bool) string {
 	t.Helper()
 	start := campaign.Start{Time: time.Now().UTC(), Model: "toy", GPU: "h200", Device: "cpu", Cold: true, Name: name,
 		Settings: campaign.DefaultSettings(), Shape: flywheel.Shape{Hidden: 64, NLayers: 1, NHeads: 4, NKVHeads: 2, HeadDim: 16, Intermediate: 128, Vocab: 256}}
@@ -38,10 +39,10 @@ func embeddedRun(t *testing.T, ws *runner.Workspace, name string, killed bool) s
 	if killed {
 		drv.Recorded = func(trial.Outcome) { cancel() }
 	}
-	if _, err := drv.Run(ctx, runner.Limits{Iterations: 2}); err != nil {
+	if _, err := drv.Run(ctx, runner.Limits{Iterations: iters}); err != nil {
 		t.Fatal(err)
 	}
-	want := 2
+	want := iters
 	if killed {
 		want = 1
 	}
@@ -64,8 +65,8 @@ func TestAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
 
 func testAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
-	killed := embeddedRun(t, ws, "killed", true)
-	finished := embeddedRun(t, ws, "finished", false)
+	killed := embeddedRun(t, ws, "killed", 2, true)
+	finished := embeddedRun(t, ws, "finished", 2, false)
 
 	f := startFleet(t, ws, Options{RescanEvery: 10 * time.Millisecond, AdoptAll: true})
 	waitfor.Cond(t, time.Minute, "the killed run's second experiment", func() bool {
@@ -104,8 +105,8 @@ func testAdoptionDrivesOnlyWhatIsLeftOfTheLastRun(t *testing.T) {
 // up, nothing (amkctl start then drives it without them).
 func TestNoDriverFixSaysWhatAdoptionWouldDo(t *testing.T) {
 	ws, _ := runner.OpenWorkspace(t.TempDir())
-	killed := embeddedRun(t, ws, "killed", true)
-	finished := embeddedRun(t, ws, "finished", false)
+	killed := embeddedRun(t, ws, "killed", 2, true)
+	finished := embeddedRun(t, ws, "finished", 2, false)
 	f := startFleet(t, ws, Options{RescanEvery: -1})
 	for _, c := range []struct {
 		id, want, not string
@@ -124,4 +125,36 @@ func TestNoDriverFixSaysWhatAdoptionWouldDo(t *testing.T) {
 			t.Errorf("%s: fix %q\nwant it to say %q", c.id, fix, c.want)
 		}
 	}
+}
+
+// Starting a campaign through the scheduler (amkctl start) while the
+// scheduler drives it for what is left of another run's limits (--adopt)
+// makes it the scheduler's: it is driven on past those limits, to its own
+// budget, and a restarted scheduler drives it too.
+func TestStartLiftsTheLimitOfAnAdoption(t *testing.T) {
+	synctest.Test(t, testStartLiftsTheLimitOfAnAdoption)
+}
+
+func testStartLiftsTheLimitOfAnAdoption(t *testing.T) {
+	ws, _ := runner.OpenWorkspace(t.TempDir())
+	id := embeddedRun(t, ws, "lifted", 6, true) // 1 experiment of 6: 5 left
+	f := startFleet(t, ws, Options{RescanEvery: 100 * time.Millisecond, AdoptAll: true,
+		Transport: dispatch.NewLocal(1, evaluate(time.Second))})
+	waitfor.Cond(t, time.Minute, "the adoption", func() bool { return f.Drives(id) })
+	if got := status(t, f, id).ExperimentsRun; got >= 6 {
+		t.Fatalf("%d experiments before the start: the test proves nothing", got)
+	}
+	got, created, _, err := f.Create(context.Background(), control.CreateRequest{Model: "toy", GPU: "h200", Device: "cpu", Name: "lifted", Cold: true, Overnight: true})
+	if err != nil || created || got != id {
+		t.Fatalf("start of the adopted campaign: %q created %v, %v", got, created, err)
+	}
+	waitfor.Cond(t, time.Minute, "experiments past the adopted run's 6", func() bool { return status(t, f, id).ExperimentsRun >= 10 })
+	if !f.Drives(id) || !hasSettings(ws.CampaignDir(id)) {
+		t.Fatalf("after the start: driven %v, the scheduler's settings file %v", f.Drives(id), hasSettings(ws.CampaignDir(id)))
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f2 := startFleet(t, ws, Options{RescanEvery: 100 * time.Millisecond})
+	waitfor.Cond(t, time.Minute, "a restarted scheduler to drive it", func() bool { return f2.Drives(id) })
 }

@@ -127,6 +127,9 @@ type Fleet struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	broken map[string]string // id -> why its ledger could not be opened
+	// lifts are the campaigns driven for what is left of another run's
+	// limits (--adopt): closing one's channel lifts them (liftLimits).
+	lifts  map[string]chan struct{}
 	wg     sync.WaitGroup
 	closed bool
 }
@@ -159,6 +162,7 @@ func New(opts Options) (*Fleet, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	f := &Fleet{opts: opts, log: log, floors: map[string]floor{}, broken: map[string]string{}, alone: map[string]bool{},
+		lifts: map[string]chan struct{}{},
 		local: &control.Local{Workspace: opts.Workspace, Now: opts.Now,
 			Env: flywheel.Env{DeviceName: "fleet", AMKVersion: opts.Version}}}
 	hold := opts.HoldOutcomes
@@ -396,10 +400,37 @@ func (f *Fleet) unbound(o trial.Outcome) {
 	}
 }
 
-// launch starts a campaign's supervised driver; f.mu is held.
+// launch starts a campaign's supervised driver; f.mu is held. A bounded
+// run gets the channel that lifts its limits (liftLimits).
 func (f *Fleet) launch(run *control.Run, bounded bool) {
+	var lift chan struct{}
+	if bounded {
+		lift = make(chan struct{})
+		f.lifts[run.ID()] = lift
+	}
 	f.wg.Add(1)
-	go f.supervise(run, bounded)
+	go f.supervise(run, lift)
+}
+
+// liftLimits makes a campaign the fleet drives for what is left of another
+// run's limits the fleet's own: its driver goes on without them. Nothing
+// happens to a campaign driven without limits; f.mu is held.
+func (f *Fleet) liftLimits(id string) {
+	if lift, ok := f.lifts[id]; ok {
+		close(lift)
+		delete(f.lifts, id)
+		f.log.Info("campaign started through the scheduler: driven on without the limits of its last run", "campaign", id)
+	}
+}
+
+// forgetLift drops a finished supervisor's lift channel, unless a later
+// adoption of the campaign has replaced it.
+func (f *Fleet) forgetLift(id string, lift chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lifts[id] == lift {
+		delete(f.lifts, id)
+	}
 }
 
 // forgetter is a transport that keeps state for trials until told they are
@@ -480,12 +511,25 @@ const unheldLogEvery = time.Minute
 // the campaign is then released and left as it is. One that stops short
 // of them (its campaign paused, done, or with nothing left to propose) is
 // served from then on as any other, proposing no more than what is left.
-func (f *Fleet) supervise(run *control.Run, bounded bool) {
+// A bounded run has a lift channel (nil otherwise): once it is closed
+// (amkctl start, Create), the campaign is driven without limits.
+func (f *Fleet) supervise(run *control.Run, lift chan struct{}) {
 	defer f.wg.Done()
 	id := run.ID()
+	bounded := lift != nil
+	if bounded {
+		defer f.forgetLift(id, lift)
+	}
 	delay := f.opts.RestartDelay
 	serve := !bounded
 	for {
+		if bounded {
+			select {
+			case <-lift:
+				bounded = false
+			default:
+			}
+		}
 		lim := runner.Limits{Daemon: true}
 		if bounded {
 			var left campaign.RunLimits
@@ -496,7 +540,7 @@ func (f *Fleet) supervise(run *control.Run, bounded bool) {
 				run.Close()
 				return
 			}
-			lim = runner.Limits{Iterations: left.Iterations, Minutes: left.Minutes, Daemon: serve || left.Unlimited()}
+			lim = runner.Limits{Iterations: left.Iterations, Minutes: left.Minutes, Daemon: serve || left.Unlimited(), Lift: lift}
 			if !left.Unlimited() {
 				f.log.Info("driving what is left of the campaign's last run", "campaign", id, "iterations", left.Iterations, "minutes", left.Minutes)
 			}
@@ -661,6 +705,13 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 	}
 	id := req.ID()
 	if run := f.local.Run(id); run != nil {
+		// Starting a campaign the fleet drives for what is left of
+		// another run's limits (--adopt) makes it the fleet's: its
+		// settings file says so, and its driver goes on without them.
+		f.claim(id, run.Workers)
+		f.mu.Lock()
+		f.liftLimits(id)
+		f.mu.Unlock()
 		return id, false, run.Workers, nil
 	}
 	f.mu.Lock()
@@ -677,6 +728,9 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 		}
 		if run := f.local.Run(id); run != nil {
 			f.claim(id, run.Workers)
+			f.mu.Lock()
+			f.liftLimits(id) // a scan may have adopted it, bounded, first
+			f.mu.Unlock()
 			return id, false, run.Workers, nil
 		}
 		return "", false, 0, control.Errorf(control.ErrUnavailable, "the scheduler is shutting down")
