@@ -51,6 +51,14 @@
 // line per recorded trial (older versions logged every outcome received
 // before recording it).
 //
+// No file of the workspace stays open for writing between two writes: the
+// journal, results.tsv, trials.jsonl, the history and the corpus are opened
+// for each append and closed after it, and the locks are held on
+// descriptors opened for reading only. So a disk remounted read-only (which
+// the kernel refuses while a file on it is open for writing) or replaced
+// stalls the campaign only until it is writable again (Ledger.Heal), with
+// no restart of the process.
+//
 // Workspace.View reads the same way without the lock, while a driver may be
 // writing: a record still being appended is left out, and a snapshot taken
 // between reading ledger.json and the journal is met by reading again.
