@@ -229,7 +229,7 @@ func (c *Campaign) start(s Start) (Decision, error) {
 		Version: StateVersion, ID: ID(s.Model, s.GPU, s.Device, s.Name), Name: s.Name,
 		Model: s.Model, Label: label, GPU: s.GPU, Device: s.Device, Weights: s.Weights,
 		LatencyKind: kind, Status: StatusOptimizing, StartedAt: now, LastEventAt: now,
-		Settings: s.Settings, Shape: s.Shape, Env: env, Cold: s.Cold, Seed: s.Seed, Incarnation: s.Incarnation,
+		Settings: s.Settings, Shape: s.Shape, Env: env, Cold: s.Cold, Seed: s.Seed, Incarnation: s.Incarnation, WeightsID: s.WeightsID,
 		Tried: map[string]int{}, InFlight: map[int]*InFlight{}, Scores: map[string]float64{},
 	}
 	if err := c.attach(); err != nil {
@@ -261,8 +261,8 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if !s.Cold {
 		mode = fmt.Sprintf("warm: %d warm seed(s), ranker %s", len(seeds), c.rankerStatus())
 	}
-	d.Log = append(d.Log, fmt.Sprintf("campaign %s started: %s on %s (device %s, %s latencies), %s",
-		c.st.ID, label, s.GPU, s.Device, kind, mode))
+	d.Log = append(d.Log, fmt.Sprintf("campaign %s started: %s on %s (device %s, %s latencies, %s), %s",
+		c.st.ID, label, s.GPU, s.Device, kind, c.weightsText(), mode))
 	return d, nil
 }
 

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -63,6 +64,30 @@ type CreateRequest struct {
 	// Workers is the most trials the campaign keeps in flight (default:
 	// the scheduler's; a run on this machine takes its own).
 	Workers int `json:"workers,omitempty"`
+
+	// weightsID is the identity of the weights the campaign's trials are
+	// for, once IdentifyWeights has computed it.
+	weightsID *trial.WeightsID
+}
+
+// IdentifyWeights computes, once, the identity of the weights the
+// request's campaign is evaluated on: trial.IdentifyWeights of Model and
+// Weights on this host, which hashes the weights files. A creator that
+// holds a lock while it creates calls it first, so that hashing a large
+// checkpoint happens outside the lock and stops with ctx.
+func (r *CreateRequest) IdentifyWeights(ctx context.Context) error {
+	if r.weightsID != nil {
+		return nil
+	}
+	id, err := trial.IdentifyWeights(ctx, r.Model, r.Weights)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		return badValue("weights: %v", err)
+	}
+	r.weightsID = &id
+	return nil
 }
 
 // Check normalises the request (the GPU to its target's name, the device's
