@@ -182,10 +182,10 @@ func weightsRefusal(ctx context.Context, spec Spec) *Failure {
 	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {
 		return f
 	}
-	what := fmt.Sprintf("would evaluate %s on %s", spec.Model, have)
+	here := "this evaluator would use " + have.String()
 	switch {
 	case err != nil:
-		what = fmt.Sprintf("cannot identify the weights of %s here (%v)", spec.Model, err)
+		here = fmt.Sprintf("this evaluator cannot identify its weights for %s (%v)", spec.Model, err)
 	case have.Equal(*want):
 		return nil
 	}
@@ -205,7 +205,7 @@ func weightsRefusal(ctx context.Context, spec Spec) *Failure {
 		hint = "this host has weights for the model that the campaign's host had not: serve the campaign from hosts without them, or create it again where they are"
 	}
 	return &Failure{Class: FailInfra, Phase: PhaseWeights, Message: fmt.Sprintf(
-		"this evaluator %s, the campaign's trials use %s: %s; refused before evaluating", what, want, hint)}
+		"the campaign's trials are for %s, %s: %s; refused before evaluating", want, here, hint)}
 }
 
 // fileDigests keeps the SHA-256 of the files this process hashed.
