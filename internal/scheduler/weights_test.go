@@ -37,7 +37,7 @@ func TestAWorkerWithoutTheCheckpointRefusesTheCampaignsTrials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxSeq = 1024 // the default workload's context
+	cfg.MaxSeq = 1024                        // the default workload's context
 	w, err := model.InitWeights(cfg, 424242) // not trial.WeightSeed's
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,8 @@ func TestAWorkerWithoutTheCheckpointRefusesTheCampaignsTrials(t *testing.T) {
 	srv := redistest.Start(t)
 	conn := redisq.Conn{Addr: srv.Addr}
 	const ns = "weights"
-	disp, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns})
+	disp, err := redisq.NewDispatcher(context.Background(), redisq.DispatcherOptions{Conn: conn, Namespace: ns,
+		InfraRetries: -1}) // a refusal is published at once, not tried again on this one worker
 	if err != nil {
 		t.Fatal(err)
 	}
