@@ -261,8 +261,8 @@ func (c *Campaign) start(s Start) (Decision, error) {
 	if !s.Cold {
 		mode = fmt.Sprintf("warm: %d warm seed(s), ranker %s", len(seeds), c.rankerStatus())
 	}
-	d.Log = append(d.Log, fmt.Sprintf("campaign %s started: %s on %s (device %s, %s latencies, %s), %s",
-		c.st.ID, label, s.GPU, s.Device, kind, c.weightsText(), mode))
+	d.Log = append(d.Log, fmt.Sprintf("campaign %s started: %s on %s (device %s, %s latencies), %s",
+		c.st.ID, label, s.GPU, s.Device, kind, mode))
 	return d, nil
 }
 

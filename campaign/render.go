@@ -140,14 +140,6 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 	return r
 }
 
-// weightsText names the weights the campaign's trials are for.
-func (c *Campaign) weightsText() string {
-	if c.st.WeightsID == nil {
-		return "not identified (the campaign was created before weights were identified; its evaluators' weights were not checked)"
-	}
-	return c.st.WeightsID.String()
-}
-
 // stamp is the reference's started_at format.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
 
@@ -163,7 +155,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 	line(rule)
 	line("  campaign     : %s / %s", st.Label, st.GPU)
 	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
-	line("  weights      : %s", c.weightsText())
+	if w := st.WeightsID; w != nil {
+		line("  weights      : %s", w)
+	}
 	if w := st.Settings.Workload; w != nil {
 		line("  workload     : %s (mean time per decode step at KV lengths %s)", w, kvLens(w.Positions()))
 	}
@@ -322,7 +316,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("")
 	add("- Campaign: **%s / %s**", st.Label, st.GPU)
 	add("- Campaign id: `%s` (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
-	add("- Weights: %s", c.weightsText())
+	if w := st.WeightsID; w != nil {
+		add("- Weights: %s", w)
+	}
 	status := fmt.Sprintf("- Status: **%s**", strings.ToUpper(string(st.Status)))
 	if st.MoveOnReason != "" {
 		status += " (" + st.MoveOnReason + ")"
