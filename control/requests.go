@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -74,16 +75,19 @@ type CreateRequest struct {
 // request's campaign is evaluated on: trial.IdentifyWeights of Model and
 // Weights on this host, which hashes the weights files. A creator that
 // holds a lock while it creates calls it first, so that hashing a large
-// checkpoint happens outside the lock and stops with ctx.
+// checkpoint happens outside the lock. Hashing stops with ctx, and the
+// next create goes on from where it stopped (an ErrUnavailable says so).
 func (r *CreateRequest) IdentifyWeights(ctx context.Context) error {
 	if r.weightsID != nil {
 		return nil
 	}
 	id, err := trial.IdentifyWeights(ctx, r.Model, r.Weights)
-	if ctx.Err() != nil {
+	switch {
+	case errors.Is(err, trial.ErrHashing):
+		return Errorf(ErrUnavailable, "identifying the campaign's weights: %v: create the campaign again to go on", err)
+	case ctx.Err() != nil:
 		return ctx.Err()
-	}
-	if err != nil {
+	case err != nil:
 		return badValue("weights: %v", err)
 	}
 	r.weightsID = &id

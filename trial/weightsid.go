@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -37,10 +39,11 @@ import (
 // so it would not tell them apart. The full hash is read once per file and
 // process: digests are kept by (path, size, modification time), so a
 // campaign's creation hashes its files once and an evaluator hashes each
-// file it serves once, never once per trial. A file of the HuggingFace
-// cache is a link to blobs/<the SHA-256 of its content> (huggingface_hub
-// names the blobs of large files so): that name is its digest, and the
-// file is not read.
+// file it serves once, never once per trial; a hash stopped by its context
+// (a create request's timeout) goes on from where it stopped at the next
+// call (ErrHashing). A file of the HuggingFace cache is a link to
+// blobs/<the SHA-256 of its content> (huggingface_hub names the blobs of
+// large files so): that name is its digest, and the file is not read.
 
 // Kinds of weights (WeightsID.Kind).
 const (
@@ -230,6 +233,10 @@ type digestKey struct {
 type digestEntry struct {
 	mu  sync.Mutex
 	sum string // "" until hashed
+	// h has read the file's first done bytes, when a hash that ctx
+	// stopped is to resume there.
+	h    hash.Hash
+	done int64
 }
 
 // hfBlobName is the name huggingface_hub gives a large file's blob: the
@@ -264,38 +271,51 @@ func (c *digestCache) sum(ctx context.Context, path string, info os.FileInfo) (s
 	if e.sum != "" {
 		return e.sum, nil
 	}
-	sum, err := hashFile(ctx, real)
-	if err != nil {
+	if e.h == nil {
+		e.h, e.done = sha256.New(), 0
+	}
+	if err := e.read(ctx, real, key.size); err != nil {
 		return "", err
 	}
 	if after, err := os.Stat(real); err != nil || after.Size() != key.size || after.ModTime().UnixNano() != key.modTime {
+		e.h = nil
 		return "", fmt.Errorf("%s changed while it was hashed", real)
 	}
-	e.sum = sum
-	return sum, nil
+	e.sum, e.h = hex.EncodeToString(e.h.Sum(nil)), nil
+	return e.sum, nil
 }
 
-// hashFile reads the file at path through SHA-256, stopping when ctx ends.
-func hashFile(ctx context.Context, path string) (string, error) {
+// ErrHashing is wrapped by IdentifyWeights's error when ctx ended before a
+// weights file was hashed: the hash resumes where it stopped at the next
+// call.
+var ErrHashing = errors.New("the weights are still being hashed")
+
+// read feeds the rest of the file at path (size bytes) to e.h, stopping
+// when ctx ends; what was read stays read. e.mu is held.
+func (e *digestEntry) read(ctx context.Context, path string, size int64) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
-	h := sha256.New()
+	if _, err := f.Seek(e.done, io.SeekStart); err != nil {
+		return err
+	}
 	buf := make([]byte, 4<<20)
 	for {
-		if err := ctx.Err(); err != nil {
-			return "", err
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %s of %s of %s read (%v); asking again goes on from there",
+				ErrHashing, sizeText(e.done), sizeText(size), filepath.Base(path), ctx.Err())
 		}
 		n, err := f.Read(buf)
-		h.Write(buf[:n])
+		e.h.Write(buf[:n])
+		e.done += int64(n)
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return "", err
+			e.h = nil // start over
+			return err
 		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

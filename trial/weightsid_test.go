@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,5 +130,44 @@ func TestEvaluateRefusesATrialForOtherWeights(t *testing.T) {
 	o = Evaluate(context.Background(), spec, Options{Models: models})
 	if v := o.Verdict; o.Failure != nil || v == nil || !slices.Contains(v.Notes, NoteWeightsUnchecked) {
 		t.Fatalf("a campaign's spec naming no weights: %+v %+v, want a verdict noting it", o.Verdict, o.Failure)
+	}
+}
+
+// stopsAfter is a context that ends after its Err has said nil n times.
+type stopsAfter struct {
+	context.Context
+	n int
+}
+
+func (c *stopsAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Hashing a weights file stops when its context ends, saying how far it
+// got, and the next identification goes on from there to the file's
+// digest.
+func TestHashingAWeightsFileResumes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "big.safetensors")
+	data := make([]byte, 10<<20)
+	for i := range data {
+		data[i] = byte(i * 7 / 5)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := IdentifyWeights(&stopsAfter{Context: context.Background(), n: 1}, "toy", file)
+	if !errors.Is(err, ErrHashing) || !strings.Contains(err.Error(), "4.2 MB of 10.5 MB of big.safetensors read") {
+		t.Fatalf("a hash stopped after one read: %v, want ErrHashing saying how far it got", err)
+	}
+	_, err = IdentifyWeights(&stopsAfter{Context: context.Background(), n: 1}, "toy", file)
+	if !errors.Is(err, ErrHashing) || !strings.Contains(err.Error(), "8.4 MB of 10.5 MB") {
+		t.Fatalf("a second hash stopped after one read: %v, want it to have gone on from the first", err)
+	}
+	id, err := IdentifyWeights(context.Background(), "toy", file)
+	if err != nil || id.Files[0].SHA256 != sha256Hex(data) {
+		t.Fatalf("the resumed hash: %+v %v, want sha256 %s", id, err, sha256Hex(data))
 	}
 }
