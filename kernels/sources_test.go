@@ -195,7 +195,10 @@ func TestInlinePTXOnlyInPtxCuh(t *testing.T) {
 	if !slices.Equal(h, d) {
 		t.Errorf("cuda/ptx.cuh: the emulator defines %v, the device %v: every wrapper needs both", h, d)
 	}
-	if n := len(asm.FindAllString(device, -1)); n < len(d)-1 {
+	// Two wrappers are no instruction: amk_trace_task (empty on the device)
+	// and amk_ptx_smem_addr (the compiler's generic-to-shared conversion).
+	const withoutAsm = 2
+	if n := len(asm.FindAllString(device, -1)); n < len(d)-withoutAsm {
 		t.Errorf("cuda/ptx.cuh: %d asm statements for %d device wrappers", n, len(d))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -27,7 +28,9 @@ import (
 // arguments, -lineinfo included), and requires the two to be identical once
 // the debug lines that name source files and lines (.file, .loc) are
 // dropped. nvcc comes from FindNVCC; $AMK_KERNEL_CACHE keeps the modules
-// between runs, $AMK_BUILD_JOBS sets the parallel compiles. Without
+// between runs, $AMK_BUILD_JOBS sets the parallel compiles, and
+// $AMK_PTX_VARIANTS (a regular expression matched against "arch variant", as
+// the log names them) keeps only the variants it matches. Without
 // $AMK_PTX_BASE or an nvcc it is skipped. docs/results/emu.md records a run.
 func TestPTXMatchesRevision(t *testing.T) {
 	base := os.Getenv("AMK_PTX_BASE")
@@ -59,11 +62,23 @@ func TestPTXMatchesRevision(t *testing.T) {
 		arch string
 		v    kernels.Variant
 	}
+	keep := regexp.MustCompile("")
+	if expr := os.Getenv("AMK_PTX_VARIANTS"); expr != "" {
+		var err error
+		if keep, err = regexp.Compile(expr); err != nil {
+			t.Fatalf("AMK_PTX_VARIANTS: %v", err)
+		}
+	}
 	var all []job
 	for _, arch := range []string{"sm_90a", "sm_80", "sm_75"} {
 		for _, v := range PTXCompareVariants(arch) {
-			all = append(all, job{arch, v})
+			if keep.MatchString(arch + " " + v.String()) {
+				all = append(all, job{arch, v})
+			}
 		}
+	}
+	if len(all) == 0 {
+		t.Fatalf("AMK_PTX_VARIANTS %q matches no variant", os.Getenv("AMK_PTX_VARIANTS"))
 	}
 	type result struct {
 		same   bool

@@ -49,17 +49,23 @@ template <int N>
 inline void amk_ptx_cp_async_wait() {
     amk_emu::cp_async_wait(N);
 }
+/* A shared-memory address as the bulk-copy wrappers take it: on the host, the pointer itself. */
+typedef void* amk_smem_addr_t;
+inline amk_smem_addr_t amk_ptx_smem_addr(const void* p) { return const_cast<void*>(p); }
 inline void amk_ptx_fence_proxy_async_shared() { amk_emu::fence_proxy_async(); }
-inline void amk_ptx_mbarrier_init(uint64_t* bar, uint32_t count) { amk_emu::mbarrier_init(bar, count); }
+template <uint32_t Count>
+inline void amk_ptx_mbarrier_init(amk_smem_addr_t bar) {
+    amk_emu::mbarrier_init(static_cast<uint64_t*>(bar), Count);
+}
 inline void amk_ptx_fence_mbarrier_init() { amk_emu::fence_acq_rel(); }
-inline void amk_ptx_mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    amk_emu::mbarrier_arrive_expect_tx(bar, bytes);
+inline void amk_ptx_mbarrier_arrive_expect_tx(amk_smem_addr_t bar, uint32_t bytes) {
+    amk_emu::mbarrier_arrive_expect_tx(static_cast<uint64_t*>(bar), bytes);
 }
-inline void amk_ptx_cp_async_bulk_g2s(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
-    amk_emu::cp_async_bulk(smem, gmem, bytes, bar);
+inline void amk_ptx_cp_async_bulk_g2s(amk_smem_addr_t smem, const void* gmem, uint32_t bytes, amk_smem_addr_t bar) {
+    amk_emu::cp_async_bulk(smem, gmem, bytes, static_cast<uint64_t*>(bar));
 }
-inline uint32_t amk_ptx_mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
-    return amk_emu::mbarrier_try_wait_parity(bar, parity);
+inline uint32_t amk_ptx_mbarrier_try_wait_parity(amk_smem_addr_t bar, uint32_t parity) {
+    return amk_emu::mbarrier_try_wait_parity(static_cast<uint64_t*>(bar), parity);
 }
 inline void amk_trace_task(int32_t task, int32_t op) { amk_emu::trace_task(task, op); }
 
@@ -116,33 +122,36 @@ __device__ __forceinline__ void amk_ptx_cp_async_wait() {
 #endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* A shared-memory address as the bulk-copy wrappers take it: the 32-bit shared-window address.
+ * The ring converts each barrier and slot address once and hands the same value to every
+ * statement that uses it, as the kernels did before the wrappers (so the PTX is unchanged). */
+typedef uint32_t amk_smem_addr_t;
+__device__ __forceinline__ amk_smem_addr_t amk_ptx_smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 /* Orders the thread's generic-proxy accesses to shared memory before later async-proxy ones. */
 __device__ __forceinline__ void amk_ptx_fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-/* mbarrier (sm_90 + PTX 8.0): initialise with an arrival count; make the initialisation visible
- * to the async proxy; arrive once announcing `bytes` transaction bytes; a bulk global -> shared
- * copy that completes its bytes on the barrier; test whether the phase of parity `parity` has
- * completed (1) or not yet (0). */
-__device__ __forceinline__ void amk_ptx_mbarrier_init(uint64_t* bar, uint32_t count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(bar)), "r"(count)
-                 : "memory");
+/* mbarrier (sm_90 + PTX 8.0): initialise with an arrival count (an immediate); make the
+ * initialisation visible to the async proxy; arrive once announcing `bytes` transaction bytes; a
+ * bulk global -> shared copy that completes its bytes on the barrier; test whether the phase of
+ * parity `parity` has completed (1) or not yet (0). */
+template <uint32_t Count>
+__device__ __forceinline__ void amk_ptx_mbarrier_init(amk_smem_addr_t bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "n"(Count) : "memory");
 }
 __device__ __forceinline__ void amk_ptx_fence_mbarrier_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
-__device__ __forceinline__ void amk_ptx_mbarrier_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"((uint32_t)__cvta_generic_to_shared(bar)),
-                 "r"(bytes)
+__device__ __forceinline__ void amk_ptx_mbarrier_arrive_expect_tx(amk_smem_addr_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void amk_ptx_cp_async_bulk_g2s(amk_smem_addr_t smem, const void* gmem, uint32_t bytes,
+                                                          amk_smem_addr_t bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(smem),
+                 "l"(gmem), "r"(bytes), "r"(bar)
                  : "memory");
 }
-__device__ __forceinline__ void amk_ptx_cp_async_bulk_g2s(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     (uint32_t)__cvta_generic_to_shared(smem)),
-                 "l"(gmem), "r"(bytes), "r"((uint32_t)__cvta_generic_to_shared(bar))
-                 : "memory");
-}
-__device__ __forceinline__ uint32_t amk_ptx_mbarrier_try_wait_parity(uint64_t* bar, uint32_t parity) {
+__device__ __forceinline__ uint32_t amk_ptx_mbarrier_try_wait_parity(amk_smem_addr_t bar, uint32_t parity) {
     uint32_t done;
     asm volatile("{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
                  : "=r"(done)
-                 : "r"((uint32_t)__cvta_generic_to_shared(bar)), "r"(parity)
+                 : "r"(bar), "r"(parity)
                  : "memory");
     return done;
 }

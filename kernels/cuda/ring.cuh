@@ -258,8 +258,10 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
         amk_ptx_fence_proxy_async_shared();
         __syncwarp();
         if (amk_lane() == 0) {
-            amk_ptx_mbarrier_arrive_expect_tx(&amk_ring_bar[warp][slot], AMK_RING_TILE_BYTES);
-            amk_ptx_cp_async_bulk_g2s(dst, src, AMK_RING_TILE_BYTES, &amk_ring_bar[warp][slot]);
+            const amk_smem_addr_t bar = amk_ptx_smem_addr(&amk_ring_bar[warp][slot]);
+            const amk_smem_addr_t d = amk_ptx_smem_addr(dst);
+            amk_ptx_mbarrier_arrive_expect_tx(bar, AMK_RING_TILE_BYTES);
+            amk_ptx_cp_async_bulk_g2s(d, src, AMK_RING_TILE_BYTES, bar);
         }
 #else
         const int lane = amk_lane();
@@ -293,7 +295,7 @@ __device__ __forceinline__ void amk_ring_issue(const amk_program_t& prog) {
 __device__ __forceinline__ const unsigned char* amk_ring_wait(uint32_t c, const amk_program_t* prog) {
     const int slot = (int)(c % AMK_RING_STAGES);
 #if AMK_RING_TMA
-    uint64_t* const bar = &amk_ring_bar[amk_warp()][slot];
+    const amk_smem_addr_t bar = amk_ptx_smem_addr(&amk_ring_bar[amk_warp()][slot]);
     const uint32_t parity = (c / AMK_RING_STAGES) & 1u;
     uint32_t done = amk_ring_state[amk_warp()].broken;
     uint64_t start = 0;
@@ -330,7 +332,7 @@ __device__ __forceinline__ void amk_ring_start(const amk_program_t& prog, const 
     }
 #if AMK_RING_TMA
     if (threadIdx.x < AMK_WARPS * AMK_RING_STAGES) {
-        amk_ptx_mbarrier_init(&amk_ring_bar[0][0] + threadIdx.x, 1);
+        amk_ptx_mbarrier_init<1>(amk_ptx_smem_addr(&amk_ring_bar[0][0] + threadIdx.x));
     }
     amk_ptx_fence_mbarrier_init();
     amk_ptx_fence_proxy_async_shared();
