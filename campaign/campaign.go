@@ -229,7 +229,7 @@ func (c *Campaign) start(s Start) (Decision, error) {
 		Version: StateVersion, ID: ID(s.Model, s.GPU, s.Device, s.Name), Name: s.Name,
 		Model: s.Model, Label: label, GPU: s.GPU, Device: s.Device, Weights: s.Weights,
 		LatencyKind: kind, Status: StatusOptimizing, StartedAt: now, LastEventAt: now,
-		Settings: s.Settings, Shape: s.Shape, Env: env, Cold: s.Cold, Seed: s.Seed, Incarnation: s.Incarnation,
+		Settings: s.Settings, Shape: s.Shape, Env: env, Cold: s.Cold, Seed: s.Seed, Incarnation: s.Incarnation, WeightsID: s.WeightsID,
 		Tried: map[string]int{}, InFlight: map[int]*InFlight{}, Scores: map[string]float64{},
 	}
 	if err := c.attach(); err != nil {

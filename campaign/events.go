@@ -39,6 +39,11 @@ type Start struct {
 	// creator draws. Every spec carries it, so an outcome of another
 	// incarnation answers another spec and is refused (trial.CheckBound).
 	Incarnation string
+	// WeightsID identifies the weights the campaign's trials are for
+	// (trial.IdentifyWeights of Model and Weights on the creating host):
+	// every spec carries it, and an evaluator that would load other
+	// weights refuses the trial.
+	WeightsID *trial.WeightsID
 }
 
 // Propose asks for up to N new trials, one per free worker.

@@ -62,6 +62,7 @@ func (c *Campaign) issue(now time.Time, cand candidate) trial.Spec {
 		CampaignID: c.st.ID, TrialID: id, Model: c.st.Model, Weights: c.st.Weights,
 		GPU: c.st.GPU, Device: c.st.Device, Point: pointJSON(cand.p), Source: cand.source,
 		Token: s.Token, Pos: s.Pos, Batch: s.Batch, Workload: s.Workload, TimeoutSeconds: s.TrialTimeoutS, Incarnation: c.st.Incarnation,
+		WeightsID: c.st.WeightsID,
 	}
 	inf := &InFlight{ScheduleID: cand.id, Region: c.st.Region, Opening: cand.opening, IssuedAt: now}
 	if c.st.Device == schedule.DeviceCUDA && c.st.Best != nil && c.st.Best.Point != nil {

@@ -65,6 +65,9 @@ type StatusReport struct {
 	// read-only disk), filled by the control plane while the process that
 	// drives it cannot record; "" otherwise.
 	Stalled string `json:"stalled,omitempty"`
+	// WeightsID is the weights the campaign's figures are for (absent for
+	// a campaign created before weights were identified).
+	WeightsID *trial.WeightsID `json:"weights_id,omitempty"`
 }
 
 // Alert is something wrong with a campaign that whoever reads its status
@@ -116,6 +119,7 @@ func (c *Campaign) StatusReport(now time.Time) StatusReport {
 		BestConfig: json.RawMessage("null"), Settings: st.Settings,
 		MoveOn:            Criterion{Stop: stop && st.Status != StatusDone, Reason: reason},
 		SearchSpacePoints: c.SpacePoints(), SearchSpaceExhausted: st.Exhausted, Widen: c.Widen(),
+		WeightsID: st.WeightsID,
 	}
 	if st.Status == StatusDone {
 		r.MoveOn = Criterion{Stop: true, Reason: st.MoveOnReason}
@@ -151,6 +155,9 @@ func (c *Campaign) StatusText(now time.Time) string {
 	line(rule)
 	line("  campaign     : %s / %s", st.Label, st.GPU)
 	line("  id           : %s  (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
+	if w := st.WeightsID; w != nil {
+		line("  weights      : %s", w)
+	}
 	if w := st.Settings.Workload; w != nil {
 		line("  workload     : %s (mean time per decode step at KV lengths %s)", w, kvLens(w.Positions()))
 	}
@@ -309,6 +316,9 @@ func (c *Campaign) ReportMarkdown(now time.Time) string {
 	add("")
 	add("- Campaign: **%s / %s**", st.Label, st.GPU)
 	add("- Campaign id: `%s` (device %s, %s latencies)", st.ID, st.Device, st.LatencyKind)
+	if w := st.WeightsID; w != nil {
+		add("- Weights: %s", w)
+	}
 	status := fmt.Sprintf("- Status: **%s**", strings.ToUpper(string(st.Status)))
 	if st.MoveOnReason != "" {
 		status += " (" + st.MoveOnReason + ")"

@@ -60,6 +60,10 @@ type State struct {
 	// Incarnation is Start's: every spec the campaign issues carries it
 	// ("" for a campaign created before outcomes were bound to specs).
 	Incarnation string `json:"incarnation,omitempty"`
+	// WeightsID is Start's: the weights the campaign's trials are for,
+	// carried by every spec it issues (nil for a campaign created before
+	// weights were identified).
+	WeightsID *trial.WeightsID `json:"weights_id,omitempty"`
 	// LatencyKind is the kind this campaign's evaluator produces.
 	LatencyKind  trial.LatencyKind `json:"latency_kind"`
 	Status       Status            `json:"status"`

@@ -178,8 +178,8 @@ func (l *Local) Settle(_ context.Context, id string, now time.Time) error {
 
 // Create creates the campaign in the workspace without running it (amkctl
 // autoresearch, or a scheduler on this workspace, runs it).
-func (l *Local) Create(_ context.Context, req CreateRequest) (string, bool, int, error) {
-	start, _, err := l.startEvent(req, "")
+func (l *Local) Create(ctx context.Context, req CreateRequest) (string, bool, int, error) {
+	start, _, err := l.startEvent(ctx, req, "")
 	if err != nil {
 		return "", false, 0, err
 	}
@@ -205,8 +205,10 @@ func (l *Local) corpusFollower() *flywheel.CorpusFollower {
 // unless cold (skipped counts its malformed lines). The corpus records of
 // the campaign name the evaluating device l.Env.DeviceName or, when that
 // is empty, LAUNCHER@HOST, with the device ("cpu", "cuda") for a launcher
-// not named.
-func (l *Local) startEvent(req CreateRequest, launcher string) (start campaign.Start, skipped int, err error) {
+// not named. A campaign that does not exist yet names the weights its
+// trials are for (CreateRequest.IdentifyWeights, stopped by ctx); the
+// start event of one that exists is not used.
+func (l *Local) startEvent(ctx context.Context, req CreateRequest, launcher string) (start campaign.Start, skipped int, err error) {
 	target, err := ir.Target(req.GPU)
 	if err != nil {
 		return campaign.Start{}, 0, badValue("%v", err)
@@ -225,9 +227,17 @@ func (l *Local) startEvent(req CreateRequest, launcher string) (start campaign.S
 			return campaign.Start{}, 0, fmt.Errorf("reading the corpus: %w", err)
 		}
 	}
-	start, err = req.Start(l.now(), target, corpus, env)
+	if start, err = req.Start(l.now(), target, corpus, env); err != nil {
+		return campaign.Start{}, 0, err
+	}
 	start.Incarnation = newIncarnation()
-	return start, skipped, err
+	if !l.Workspace.Exists(req.ID()) {
+		if err := req.IdentifyWeights(ctx); err != nil {
+			return campaign.Start{}, 0, err
+		}
+		start.WeightsID = req.weightsID
+	}
+	return start, skipped, nil
 }
 
 // newIncarnation is a new campaign's incarnation: 128 random bits, so that

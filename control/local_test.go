@@ -149,12 +149,12 @@ func TestStartEventDoesNotReparseTheCorpus(t *testing.T) {
 	if err := req.Check(); err != nil {
 		t.Fatal(err)
 	}
-	start, _, err := l.startEvent(req, "")
+	start, _, err := l.startEvent(context.Background(), req, "")
 	if err != nil || len(start.Corpus) != len(recs) {
 		t.Fatalf("start event with %d corpus records (%v), want %d", len(start.Corpus), err, len(recs))
 	}
 	allocs := testing.AllocsPerRun(5, func() {
-		if _, _, err := l.startEvent(req, ""); err != nil {
+		if _, _, err := l.startEvent(context.Background(), req, ""); err != nil {
 			t.Fatal(err)
 		}
 	})

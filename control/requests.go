@@ -1,7 +1,9 @@
 package control
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -63,6 +65,33 @@ type CreateRequest struct {
 	// Workers is the most trials the campaign keeps in flight (default:
 	// the scheduler's; a run on this machine takes its own).
 	Workers int `json:"workers,omitempty"`
+
+	// weightsID is the identity of the weights the campaign's trials are
+	// for, once IdentifyWeights has computed it.
+	weightsID *trial.WeightsID
+}
+
+// IdentifyWeights computes, once, the identity of the weights the
+// request's campaign is evaluated on: trial.IdentifyWeights of Model and
+// Weights on this host, which hashes the weights files. A creator that
+// holds a lock while it creates calls it first, so that hashing a large
+// checkpoint happens outside the lock. Hashing stops with ctx, and the
+// next create goes on from where it stopped (an ErrUnavailable says so).
+func (r *CreateRequest) IdentifyWeights(ctx context.Context) error {
+	if r.weightsID != nil {
+		return nil
+	}
+	id, err := trial.IdentifyWeights(ctx, r.Model, r.Weights)
+	switch {
+	case errors.Is(err, trial.ErrHashing):
+		return Errorf(ErrUnavailable, "identifying the campaign's weights: %v: create the campaign again to go on", err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		return badValue("weights: %v", err)
+	}
+	r.weightsID = &id
+	return nil
 }
 
 // Check normalises the request (the GPU to its target's name, the device's

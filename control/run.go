@@ -128,7 +128,7 @@ func (l *Local) StartRun(req CreateRequest, opts RunOptions) (run *Run, err erro
 	if opts.Dispatcher == nil && opts.Launcher != nil {
 		launcher = opts.Launcher.Name()
 	}
-	start, skipped, err := l.startEvent(req, launcher)
+	start, skipped, err := l.startEvent(context.Background(), req, launcher)
 	if err != nil {
 		return nil, err
 	}

@@ -182,25 +182,42 @@ func CheckpointFiles(dir string) ([]string, error) {
 // cache of the process's environment); ok is false for a preset, and for
 // a name that resolves to nothing (Load reports why).
 func ModelDir(spec string) (dir string, ok bool) {
+	dir, _, ok = modelDir(spec)
+	return dir, ok
+}
+
+// HFRevision is the commit of the snapshot a model argument that is a
+// HuggingFace id resolves to in the cache of the process's environment (a
+// bare ORG/NAME follows refs/main): the revision its config and checkpoint
+// were read from. It is "" for a preset, a path, and an id not in the
+// cache.
+func HFRevision(spec string) string {
+	_, commit, _ := modelDir(spec)
+	return commit
+}
+
+// modelDir is ModelDir, with the snapshot's commit when the directory is
+// a HuggingFace id's snapshot.
+func modelDir(spec string) (dir, commit string, ok bool) {
 	name, _, err := SplitModelSpec(spec)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	if _, err := Preset(name); err == nil {
-		return "", false
+		return "", "", false
 	}
 	if info, err := os.Stat(name); err == nil {
 		if info.IsDir() {
-			return name, true
+			return name, "", true
 		}
-		return filepath.Dir(name), true
+		return filepath.Dir(name), "", true
 	}
 	if id, isID := ParseHFModelID(name); isID {
 		if snap, err := ResolveHFModel(id, os.Getenv); err == nil {
-			return snap, true
+			return snap, filepath.Base(snap), true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // Checkpoint lists the safetensors files of the checkpoint beside a model

@@ -40,7 +40,11 @@
 // checkpoint (model.Checkpoint: a HuggingFace id's snapshot, or the
 // directory of its config.json; model.safetensors or every shard of
 // model.safetensors.index.json), noted in the verdict (CheckpointNote),
-// else seeded weights (WeightSeed).
+// else seeded weights (WeightSeed). Since those are resolved where the
+// trial is evaluated, a campaign's spec names the weights it is for
+// (Spec.WeightsID, IdentifyWeights: the seed, or each file's name, size
+// and SHA-256, and the HuggingFace revision), and an evaluator that would
+// load other weights refuses it (PhaseWeights; weightsid.go).
 //
 // Models whose weights, at their stored dtype, exceed the host's check budget
 // are checked on a truncation to their first layers (every layer lowers the

@@ -258,6 +258,12 @@ func evaluate(ctx context.Context, spec Spec, opts Options, st stages) (*Verdict
 			return reject(NoteWorkload, "%v", err)
 		}
 	}
+	if f := weightsRefusal(ctx, spec); f != nil {
+		return nil, nil, nil, f
+	}
+	if spec.WeightsID == nil && spec.CampaignID != "" {
+		v.Notes = append(v.Notes, NoteWeightsUnchecked)
+	}
 	lm, release, err := opts.Models.acquire(ctx, spec.Model, spec.Weights)
 	defer release() // the verdict holds no reference to the weights
 	if f := ctxFailure(ctx.Err(), "load-model"); f != nil {

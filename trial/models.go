@@ -277,12 +277,9 @@ func (c *ModelCache) load(ctx context.Context, name, weightsPath string) (*Loade
 	if err != nil {
 		return nil, err
 	}
-	files, fromCheckpoint := []string{weightsPath}, false
-	if weightsPath == "" {
-		if files, err = model.Checkpoint(name); err != nil {
-			return nil, fmt.Errorf("the checkpoint of %s: %w", name, err)
-		}
-		fromCheckpoint = len(files) > 0
+	files, fromCheckpoint, err := weightFiles(name, weightsPath)
+	if err != nil {
+		return nil, err
 	}
 	if len(files) > 0 { // a quantised checkpoint states its scheme
 		if cfg, err = model.WithCheckpointQuantization(cfg, files); err != nil {

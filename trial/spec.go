@@ -52,6 +52,12 @@ type Spec struct {
 	// with the trial id it makes the spec, and so its Digest, unique to one
 	// issue (bound.go).
 	Incarnation string `json:"incarnation,omitempty"`
+	// WeightsID is the identity of the weights the issuing campaign's
+	// trials are for (weightsid.go), fixed when the campaign was created:
+	// an evaluator that would load other weights for Model and Weights
+	// refuses the trial (PhaseWeights). Nil on a spec issued before
+	// weights were identified: evaluated unchecked, its verdict says so.
+	WeightsID *WeightsID `json:"weights_id,omitempty"`
 }
 
 // FailClass says why a trial produced no verdict.
@@ -80,14 +86,17 @@ const (
 	// PhaseDevice: the trial's device is one the evaluator does not have
 	// (a device cuda trial on an evaluator without a GPU).
 	PhaseDevice = "device"
+	// PhaseWeights: the weights the evaluator would load for the trial's
+	// model are not those the spec names (Spec.WeightsID).
+	PhaseWeights = "weights"
 )
 
 // Refusal reports whether the evaluator refused the trial before
-// evaluating anything (an infrastructure failure of phase memory or
-// device): nothing is known about the point, and evaluating it again where
-// the same evaluators run refuses it again.
+// evaluating anything (an infrastructure failure of phase memory, device
+// or weights): nothing is known about the point, and evaluating it again
+// where the same evaluators run refuses it again.
 func (f *Failure) Refusal() bool {
-	return f != nil && f.Class == FailInfra && (f.Phase == PhaseMemory || f.Phase == PhaseDevice)
+	return f != nil && f.Class == FailInfra && (f.Phase == PhaseMemory || f.Phase == PhaseDevice || f.Phase == PhaseWeights)
 }
 
 // Outcome is what comes back for one trial: a verdict, or a failure.

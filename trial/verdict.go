@@ -111,4 +111,8 @@ const (
 	NoteBatch           = "batch size not supported here, rejected, no launch"
 	NoteWorkload        = "workload not supported here, rejected, no launch"
 	NoteToken           = "token outside the model's vocabulary, rejected, no launch"
+	// NoteWeightsUnchecked: a campaign's spec that names no weights
+	// identity (Spec.WeightsID; issued before weights were identified)
+	// was evaluated on whatever weights this evaluator has.
+	NoteWeightsUnchecked = "weights not checked against the campaign's: the spec names none (a campaign created, or a scheduler built, before weights were identified)"
 )

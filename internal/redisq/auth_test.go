@@ -109,6 +109,8 @@ func TestAReplacedSpecIsNeverEvaluated(t *testing.T) {
 	d := startDispatcher(t, srv, ns, DispatcherOptions{Secret: fleetSecret, SweepInterval: 200 * time.Millisecond})
 	issued := dispatchtest.Spec("swap", 0)
 	issued.Point = json.RawMessage(`{"threads_per_block": 128}`)
+	issued.WeightsID = &trial.WeightsID{Kind: trial.WeightsCheckpoint,
+		Files: []trial.WeightsFileID{{Name: "model.safetensors", Bytes: 1 << 30, SHA256: strings.Repeat("ab", 32)}}}
 	if err := d.Submit(context.Background(), issued); err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +125,9 @@ func TestAReplacedSpecIsNeverEvaluated(t *testing.T) {
 	for name, payload := range map[string][]byte{
 		"unsigned":                   must(json.Marshal(forged)),
 		"signed with another secret": must(sealSpec([]byte("not-the-fleet-secret-not-the-fleet"), forged)),
+		// The issued spec and its MAC, for other weights: evaluated, it
+		// would record seeded weights' figures as the checkpoint's.
+		"the issued MAC on other weights": otherWeights(t, must(sealSpec(fleetSecret, issued))),
 	} {
 		client := asynq.NewClient(asynq.RedisClientOpt{Addr: srv.Addr})
 		if _, err := client.Enqueue(asynq.NewTask(TypeTrial, payload), asynq.Queue(queue), asynq.TaskID(TaskID(issued))); err != nil {
@@ -210,6 +215,18 @@ func TestACapturedOutcomeIsRefusedByANewIncarnation(t *testing.T) {
 	if o.Worker == "captured" || o.SpecDigest != now.Digest() {
 		t.Fatalf("got %+v, want the new incarnation's own outcome", o)
 	}
+}
+
+// otherWeights is a signed trial payload with its weights identity
+// replaced by seeded weights' and its MAC kept.
+func otherWeights(t *testing.T, payload []byte) []byte {
+	t.Helper()
+	var fields map[string]any
+	if err := json.Unmarshal(payload, &fields); err != nil || fields["mac"] == nil || fields["weights_id"] == nil {
+		t.Fatalf("payload %s: %v", payload, err)
+	}
+	fields["weights_id"] = map[string]any{"kind": trial.WeightsSeeded, "seed": trial.WeightSeed}
+	return must(json.Marshal(fields))
 }
 
 func must(b []byte, err error) []byte {

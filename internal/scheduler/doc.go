@@ -51,7 +51,11 @@
 // position, batch and point): one that does not (a spec replaced on the
 // queue, an outcome of an earlier campaign with the same id) is refused,
 // counted (amk_scheduler_outcomes_rejected_total{reason="not_issued"}),
-// and the trial is submitted again.
+// and the trial is submitted again. A campaign names, when Create makes
+// it, the weights its trials are for (control.CreateRequest.IdentifyWeights,
+// hashed before the fleet's lock and stopped with the request), and every
+// spec carries them, so a worker that would load other weights (a host
+// without the checkpoint) refuses the trial (trial.PhaseWeights).
 //
 // Outcomes from the transport are not trusted for what the scheduler can
 // compute itself (trust.go): every verdict's floors — bound_us, the

@@ -738,6 +738,11 @@ func (f *Fleet) Create(ctx context.Context, req control.CreateRequest) (string, 
 	if err := f.checkWorkers(ctx, req); err != nil {
 		return "", false, 0, err
 	}
+	// Hashing the weights files takes a while for a large checkpoint: not
+	// under f.mu, and not past the request.
+	if err := req.IdentifyWeights(ctx); err != nil {
+		return "", false, 0, err
+	}
 	workers := req.Workers
 	if workers <= 0 {
 		workers = f.opts.DefaultWorkers
