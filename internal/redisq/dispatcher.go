@@ -76,6 +76,9 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 	// lostWorkers counts running trials claimed from lost workers.
 	lostWorkers atomic.Int64
+	// orphans counts trials offered again because a Redis outage left
+	// their task active with nothing working on it (orphan.go).
+	orphans atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -529,6 +532,10 @@ func (d *Dispatcher) Close() error {
 // LostWorkers counts the trials this dispatcher took back from workers
 // that stopped heartbeating.
 func (d *Dispatcher) LostWorkers() int64 { return d.lostWorkers.Load() }
+
+// OrphanedTrials is how many trials this dispatcher offered again because
+// a Redis outage left their task active with no worker holding it.
+func (d *Dispatcher) OrphanedTrials() int64 { return d.orphans.Load() }
 
 // Workers lists the live workers of this namespace.
 func (d *Dispatcher) Workers(ctx context.Context) ([]WorkerInfo, error) {

@@ -95,7 +95,10 @@
 // WorkerLosses budget. A trial whose evaluation wedged its worker (ignored
 // cancellation) is marked poison by that worker before it exits and is
 // never evaluated again: the next to meet it publishes a `crash` once and
-// the task is archived.
+// the task is archived. A trial whose task a Redis outage left active with
+// no worker holding it (a dequeue whose reply was lost) is offered again
+// the same way within about 15 s of Redis answering again (orphan.go),
+// rather than after asynq's own lease recovery, 60 to 120 s later.
 //
 // # Host memory
 //

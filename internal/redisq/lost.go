@@ -167,6 +167,7 @@ func (d *Dispatcher) lostLoop() {
 	defer t.Stop()
 	var healthySince time.Time
 	outage := false
+	var orphans orphanWatcher
 	for {
 		select {
 		case <-d.closing:
@@ -185,10 +186,19 @@ func (d *Dispatcher) lostLoop() {
 			if outage {
 				// Redis is back, perhaps as a promoted replica that never
 				// saw the last writes: look at every pending trial now
-				// rather than after a sweep interval.
+				// rather than after a sweep interval, then watch for
+				// trials the outage orphaned (orphan.go).
 				outage = false
 				d.sweepOlderThan(0)
+				orphans.startWatch(healthySince)
 			}
+		}
+		if err == nil && orphans.due(time.Now()) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := d.checkOrphans(ctx, &orphans); err != nil {
+				d.outage.Warn("orphan_check", "orphaned-trial check failed", "err", err)
+			}
+			cancel()
 		}
 	}
 }
