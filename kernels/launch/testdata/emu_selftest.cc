@@ -52,15 +52,15 @@ void correct_use(Record* r) {
     __syncthreads();
     /* a bulk copy completing an mbarrier's transaction bytes, two phases */
     unsigned char* bulk = amk_dyn_smem + 4096;
-    if (tid == 0) amk_ptx_mbarrier_init(&bar, 1);
+    if (tid == 0) amk_ptx_mbarrier_init<1>(amk_ptx_smem_addr(&bar));
     __syncthreads();
     for (uint32_t phase = 0; phase < 2; ++phase) {
         if (tid == 0) {
-            amk_ptx_mbarrier_arrive_expect_tx(&bar, 64);
-            amk_ptx_cp_async_bulk_g2s(bulk, r->src + 64 * phase, 64, &bar);
+            amk_ptx_mbarrier_arrive_expect_tx(amk_ptx_smem_addr(&bar), 64);
+            amk_ptx_cp_async_bulk_g2s(amk_ptx_smem_addr(bulk), r->src + 64 * phase, 64, amk_ptx_smem_addr(&bar));
         }
         __syncthreads();
-        while (!amk_ptx_mbarrier_try_wait_parity(&bar, phase)) {
+        while (!amk_ptx_mbarrier_try_wait_parity(amk_ptx_smem_addr(&bar), phase)) {
         }
         for (int i = 0; i < 64; ++i)
             if (bulk[i] != r->src[64 * phase + i]) bad |= 1u << 11;
@@ -110,7 +110,7 @@ extern "C" void amk_emu_megakernel(const void* program) {
                 (void)__shfl_xor_sync(0xffffffffu, 2, 1);
             break;
         case 4: /* an arrival on an mbarrier never initialised */
-            if (tid == 0) amk_ptx_mbarrier_arrive_expect_tx(&bar, 16);
+            if (tid == 0) amk_ptx_mbarrier_arrive_expect_tx(amk_ptx_smem_addr(&bar), 16);
             break;
         case 5: /* cp.async into global memory */
             if (tid == 0) amk_ptx_cp_async_16(r->src + 128, r->src);
@@ -135,10 +135,10 @@ extern "C" void amk_emu_megakernel(const void* program) {
             break;
         case 11: /* two bulk copies to the same bytes in flight at once */
             if (tid == 0) {
-                amk_ptx_mbarrier_init(&bar, 2);
-                amk_ptx_mbarrier_arrive_expect_tx(&bar, 32);
-                amk_ptx_cp_async_bulk_g2s(amk_dyn_smem, r->src, 16, &bar);
-                amk_ptx_cp_async_bulk_g2s(amk_dyn_smem, r->src + 16, 16, &bar);
+                amk_ptx_mbarrier_init<2>(amk_ptx_smem_addr(&bar));
+                amk_ptx_mbarrier_arrive_expect_tx(amk_ptx_smem_addr(&bar), 32);
+                amk_ptx_cp_async_bulk_g2s(amk_ptx_smem_addr(amk_dyn_smem), r->src, 16, amk_ptx_smem_addr(&bar));
+                amk_ptx_cp_async_bulk_g2s(amk_ptx_smem_addr(amk_dyn_smem), r->src + 16, 16, amk_ptx_smem_addr(&bar));
             }
             break;
         default:
