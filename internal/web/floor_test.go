@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"fmt"
+	"html"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,6 +54,18 @@ func TestCampaignPageShowsBothFloorsNamed(t *testing.T) {
 	page := get(t, s.srv.URL+"/ui/c/"+s.id).body
 	if want := `<span id="workload">` + w.String() + `</span>`; !strings.Contains(page, want) {
 		t.Errorf("the summary does not name the campaign's workload (%s)", w)
+	}
+	var weights string
+	s.fleet.Read(s.id, func(c *campaign.Campaign) {
+		if id := c.State().WeightsID; id != nil {
+			weights = id.String()
+		}
+	})
+	if weights == "" {
+		t.Fatal("the campaign names no weights")
+	}
+	if want := `<span id="weights">` + html.EscapeString(weights) + `</span>`; !strings.Contains(page, want) {
+		t.Errorf("the summary does not name the campaign's weights (%s)", weights)
 	}
 	for _, want := range []struct{ id, label, value string }{
 		{"floor", "streamed-bytes floor", streamed},
